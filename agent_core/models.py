@@ -1,0 +1,223 @@
+"""The plan and everything written back to it.
+
+A run is the unit the customer sees: their request, the plan made from it, and what each
+step observed. Every model here round-trips through JSON losslessly, because a paused run
+must survive a restart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Language(StrEnum):
+    ZH = "zh"
+    EN = "en"
+
+
+class StepStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+    PAUSED = "paused"
+    FALLBACK = "fallback"
+    CANCELLED = "cancelled"
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    PAUSED = "paused"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+
+
+TERMINAL_RUN_STATUSES = frozenset(
+    {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.EXPIRED}
+)
+
+
+class ErrorType(StrEnum):
+    INVALID_ARGUMENTS = "invalid_arguments"
+    UNKNOWN_TOOL = "unknown_tool"
+    NOT_FOUND = "not_found"
+    TIMEOUT = "timeout"
+    PERMISSION_DENIED = "permission_denied"
+    CONFIRMATION_REQUIRED = "confirmation_required"
+    EMPTY_RESULT = "empty_result"
+    # Transient upstream trouble (5xx, connection refused); the policy treats it like timeout.
+    UNAVAILABLE = "unavailable"
+    # A tool raised something it did not declare; never retried, never shown raw to customers.
+    INTERNAL = "internal"
+
+
+class Decision(StrEnum):
+    RETRY = "retry"
+    FALLBACK = "fallback"
+    PAUSE = "pause"
+    STOP = "stop"
+
+
+class Risk(StrEnum):
+    READ = "read"
+    HIGH = "high"
+
+
+class ToolOk(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    ok: Literal[True] = True
+    data: Any
+
+
+class ToolError(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    ok: Literal[False] = False
+    error_type: ErrorType
+    message: str
+
+
+ToolResult = Annotated[ToolOk | ToolError, Field(discriminator="ok")]
+
+
+class StepError(BaseModel):
+    """The structured error of a step, as stored and shown to staff."""
+
+    type: ErrorType
+    message: str
+
+
+class Approval(BaseModel):
+    """The customer's answer to a paused step: who decided, what, and when."""
+
+    approved: bool
+    by_user_id: int
+    at: datetime
+
+
+class PlanStep(BaseModel):
+    id: str
+    goal: str
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    # Why the planner put this step here (see planner.StepTag); observation rules key on it.
+    tag: str | None = None
+    status: StepStatus = StepStatus.PENDING
+    observation: Any = None
+    error: StepError | None = None
+    skip_reason: str | None = None
+    fallback_reason: str | None = None
+    pause_reason: str | None = None
+    retry_count: int = 0
+    max_retries: int = 2
+    approval: Approval | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+    def args_hash(self) -> str:
+        """A digest of exactly what the customer is asked to approve."""
+        canonical = json.dumps(
+            {"tool": self.tool, "args": self.args}, sort_keys=True, ensure_ascii=False
+        )
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class Pause(BaseModel):
+    """What an open confirmation is bound to. The nonce goes into the buttons."""
+
+    step_id: str
+    nonce: str
+    tool: str
+    args_hash: str
+    paused_at: datetime
+
+
+class Run(BaseModel):
+    id: str
+    trace_id: str
+    user_id: int
+    chat_id: int
+    request_text: str
+    language: Language
+    status: RunStatus = RunStatus.RUNNING
+    steps: list[PlanStep] = Field(default_factory=list)
+    # Set when the planner could not make a plan (no order id, unsupported request).
+    refusal: str | None = None
+    pause: Pause | None = None
+    attempts: int = 0
+    max_attempts: int = 10
+    stop_reason: str | None = None
+    answer: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+
+    def step(self, step_id: str) -> PlanStep:
+        for step in self.steps:
+            if step.id == step_id:
+                return step
+        raise KeyError(step_id)
+
+    def next_step(self) -> PlanStep | None:
+        """The one step to act on now: an interrupted or pending one, in plan order."""
+        for step in self.steps:
+            if step.status in (StepStatus.RUNNING, StepStatus.PENDING, StepStatus.PAUSED):
+                return step
+        return None
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_RUN_STATUSES
+
+    @property
+    def order_id(self) -> str | None:
+        for step in self.steps:
+            value = step.args.get("order_id")
+            if isinstance(value, str):
+                return value
+        return None
+
+
+class EventKind(StrEnum):
+    RUN_PLANNED = "run_planned"
+    STEP_STARTED = "step_started"
+    STEP_RETRYING = "step_retrying"
+    STEP_SUCCEEDED = "step_succeeded"
+    STEP_FAILED = "step_failed"
+    STEP_FALLBACK = "step_fallback"
+    STEP_SKIPPED = "step_skipped"
+    STEP_PAUSED = "step_paused"
+    STEP_APPROVED = "step_approved"
+    STEP_DECLINED = "step_declined"
+    RUN_FINISHED = "run_finished"
+
+
+class RunEvent(BaseModel):
+    """One transition of a run; the append-only history staff review and replay."""
+
+    kind: EventKind
+    run_id: str
+    trace_id: str
+    step_id: str | None = None
+    tool: str | None = None
+    attempt: int | None = None
+    status: str | None = None
+    error_type: ErrorType | None = None
+    decision: Decision | None = None
+    delay_s: float | None = None
+    message: str | None = None
+    at: datetime = Field(default_factory=utcnow)

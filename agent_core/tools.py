@@ -1,0 +1,116 @@
+"""Tools the executor can call, and the one place where their failures become typed results.
+
+A tool declares what it needs (a pydantic args model), how risky it is, how long it may
+take and whether calling it twice is harmless. `ToolRegistry.call` never raises: whatever
+goes wrong comes back as a `ToolError` with one of the seed's error types.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from agent_core.models import Decision, ErrorType, Risk, ToolError, ToolOk
+
+log = logging.getLogger(__name__)
+
+
+class ToolFailure(Exception):
+    """Raised by a tool to report a typed failure (not found, permission denied, ...)."""
+
+    def __init__(self, error_type: ErrorType, message: str) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+        self.message = message
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Who a call is for. The idempotency key is stable across retries and crash recovery."""
+
+    user_id: int
+    trace_id: str
+    run_id: str
+    step_id: str
+
+    @property
+    def idempotency_key(self) -> str:
+        return f"{self.run_id}:{self.step_id}"
+
+
+ToolHandler = Callable[[Any, ToolContext], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    args_model: type[BaseModel]
+    handler: ToolHandler
+    risk: Risk = Risk.READ
+    timeout_s: float = 5.0
+    idempotent: bool = True
+    max_retries: int = 2
+    # Per-tool overrides of the failure policy table (e.g. a tool whose timeouts must stop).
+    policy: Mapping[ErrorType, Decision] = field(default_factory=dict)
+
+
+class ToolRegistry:
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            self.register(tool)
+
+    def register(self, tool: Tool) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def __iter__(self) -> Any:
+        return iter(self._tools.values())
+
+    async def call(self, name: str, args: Mapping[str, Any], ctx: ToolContext) -> ToolOk | ToolError:
+        tool = self._tools.get(name)
+        if tool is None:
+            return ToolError(error_type=ErrorType.UNKNOWN_TOOL, message=f"no tool named {name!r}")
+        try:
+            parsed = tool.args_model.model_validate(dict(args))
+        except ValidationError as exc:
+            return ToolError(
+                error_type=ErrorType.INVALID_ARGUMENTS, message=_describe_validation(exc)
+            )
+        try:
+            data = await asyncio.wait_for(tool.handler(parsed, ctx), timeout=tool.timeout_s)
+        except ToolFailure as exc:
+            return ToolError(error_type=exc.error_type, message=exc.message)
+        except TimeoutError:
+            return ToolError(
+                error_type=ErrorType.TIMEOUT, message=f"{name} took longer than {tool.timeout_s}s"
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("tool %s raised", name, extra={"trace_id": ctx.trace_id})
+            return ToolError(
+                error_type=ErrorType.INTERNAL, message=f"{name} failed: {type(exc).__name__}"
+            )
+        return ToolOk(data=data)
+
+
+def _describe_validation(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
