@@ -140,7 +140,8 @@ class Pause(BaseModel):
     """What an open confirmation is bound to. The nonce goes into the buttons."""
 
     step_id: str
-    nonce: str
+    # None once a decision has claimed this pause: nothing can approve it again.
+    nonce: str | None
     tool: str
     args_hash: str
     paused_at: datetime

@@ -80,7 +80,9 @@ class ToolRegistry:
     def __iter__(self) -> Any:
         return iter(self._tools.values())
 
-    async def call(self, name: str, args: Mapping[str, Any], ctx: ToolContext) -> ToolOk | ToolError:
+    async def call(
+        self, name: str, args: Mapping[str, Any], ctx: ToolContext
+    ) -> ToolOk | ToolError:
         tool = self._tools.get(name)
         if tool is None:
             return ToolError(error_type=ErrorType.UNKNOWN_TOOL, message=f"no tool named {name!r}")

@@ -1,0 +1,203 @@
+"""The agent as adapters see it: ask, decide on a paused step, recover after a crash.
+
+Telegram, the CLI and tests all go through `Agent`; it wires planner → executor and asks
+the injected store (a `RunStore`) for the few things that need durable state: the chat's
+last order, the atomic claim of a confirmation, and the runs a crash interrupted.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Protocol
+
+from agent_core.answers import compose_answer
+from agent_core.executor import Executor, Journal
+from agent_core.models import EventKind, PlanStep, Run, RunEvent, RunStatus, StepStatus, utcnow
+from agent_core.planner import Planner, PlanRequest
+
+log = logging.getLogger(__name__)
+
+MAX_REQUEST_CHARS = 4096  # Telegram's own message limit; longer text is refused politely.
+DEFAULT_APPROVAL_TTL = timedelta(hours=24)
+
+
+class ClaimResult(StrEnum):
+    OK = "ok"
+    NOT_FOUND = "not_found"
+    NOT_ALLOWED = "not_allowed"  # someone other than the customer who asked
+    ALREADY_HANDLED = "already_handled"  # a second press, or the run moved on
+    STALE = "stale"  # a nonce that is not the current pause's (forged or outdated)
+    EXPIRED = "expired"
+
+
+class RunStore(Journal, Protocol):
+    """What the agent needs from durable storage. `storage.SqliteRunStore` implements it."""
+
+    async def load_run(self, run_id: str) -> Run | None: ...
+
+    async def last_order_id(self, chat_id: int, user_id: int) -> str | None:
+        """The order this customer last mentioned in this chat ("this order")."""
+        ...
+
+    async def claim_pause(
+        self,
+        run_id: str,
+        *,
+        user_id: int,
+        approved: bool,
+        nonce: str | None,
+        now: datetime,
+        expires_before: datetime,
+    ) -> ClaimResult:
+        """Atomically write the customer's decision on the paused step; one caller wins.
+
+        `nonce=None` accepts the current pause whatever its nonce (the CLI, where the
+        customer types the run id); buttons always carry the nonce they were sent with.
+        """
+        ...
+
+    async def runs_to_recover(self) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class DecisionOutcome:
+    result: ClaimResult
+    # Present only for the run's own customer; never another user's data.
+    run: Run | None = None
+
+
+class Agent:
+    def __init__(
+        self,
+        planner: Planner,
+        executor: Executor,
+        store: RunStore,
+        *,
+        approval_ttl: timedelta = DEFAULT_APPROVAL_TTL,
+        clock: Callable[[], datetime] = utcnow,
+        new_id: Callable[[], str] = lambda: secrets.token_hex(6),
+    ) -> None:
+        self.planner = planner
+        self.executor = executor
+        self.store = store
+        self.approval_ttl = approval_ttl
+        self._clock = clock
+        self._new_id = new_id
+
+    def plan(
+        self,
+        text: str,
+        *,
+        user_id: int,
+        chat_id: int,
+        language_hint: str | None = None,
+        last_order_id: str | None = None,
+    ) -> Run:
+        """Turn a request into a run with its plan; nothing is executed or stored yet."""
+        if len(text) > MAX_REQUEST_CHARS:
+            raise ValueError(f"request longer than {MAX_REQUEST_CHARS} characters")
+        draft = self.planner.plan(
+            PlanRequest(text=text, language_hint=language_hint, last_order_id=last_order_id)
+        )
+        steps = []
+        for number, item in enumerate(draft.steps, start=1):
+            tool = self.executor.registry.get(item.tool)
+            steps.append(
+                PlanStep(
+                    id=f"s{number}",
+                    goal=item.goal,
+                    tool=item.tool,
+                    args=item.args,
+                    tag=item.tag.value,
+                    max_retries=tool.max_retries if tool else 0,
+                )
+            )
+        now = self._clock()
+        return Run(
+            id=self._new_id(),
+            trace_id=secrets.token_hex(8),
+            user_id=user_id,
+            chat_id=chat_id,
+            request_text=text,
+            language=draft.language,
+            steps=steps,
+            refusal=draft.refusal.value if draft.refusal else None,
+            created_at=now,
+            updated_at=now,
+        )
+
+    async def ask(
+        self, text: str, *, user_id: int, chat_id: int, language_hint: str | None = None
+    ) -> Run:
+        """Plan the request and run it until it is answered or waits for the customer."""
+        last = await self.store.last_order_id(chat_id, user_id)
+        run = self.plan(
+            text,
+            user_id=user_id,
+            chat_id=chat_id,
+            language_hint=language_hint,
+            last_order_id=last,
+        )
+        return await self.executor.start(run)
+
+    async def decide(
+        self, run_id: str, *, user_id: int, approved: bool, nonce: str | None = None
+    ) -> DecisionOutcome:
+        """The customer pressed Confirm or Cancel. At most one press ever takes effect."""
+        now = self._clock()
+        result = await self.store.claim_pause(
+            run_id,
+            user_id=user_id,
+            approved=approved,
+            nonce=nonce,
+            now=now,
+            expires_before=now - self.approval_ttl,
+        )
+        if result in (ClaimResult.NOT_FOUND, ClaimResult.NOT_ALLOWED):
+            return DecisionOutcome(result)
+        run = await self.store.load_run(run_id)
+        if run is None:
+            return DecisionOutcome(ClaimResult.NOT_FOUND)
+        if result is ClaimResult.OK:
+            run = await self.executor.drive(run)
+        elif result is ClaimResult.EXPIRED:
+            run = await self._expire(run)
+        return DecisionOutcome(result, run)
+
+    async def recover(self) -> list[Run]:
+        """Finish the runs a crash left `running`; paused runs keep waiting for their customer."""
+        recovered = []
+        for run_id in await self.store.runs_to_recover():
+            run = await self.store.load_run(run_id)
+            if run is None:
+                continue
+            log.info("recovering run %s", run_id, extra={"trace_id": run.trace_id})
+            recovered.append(await self.executor.drive(run))
+        return recovered
+
+    async def _expire(self, run: Run) -> Run:
+        """The store already marked the run expired; close its paused step and say so."""
+        if run.pause is not None:
+            step = run.step(run.pause.step_id)
+            step.status = StepStatus.CANCELLED
+            step.finished_at = self._clock()
+        run.status = RunStatus.EXPIRED
+        run.pause = None
+        run.finished_at = self._clock()
+        run.answer = compose_answer(run)
+        await self.store.record(
+            run,
+            RunEvent(
+                kind=EventKind.RUN_FINISHED,
+                run_id=run.id,
+                trace_id=run.trace_id,
+                status=run.status.value,
+                message="approval expired",
+            ),
+        )
+        return run

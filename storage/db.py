@@ -1,0 +1,187 @@
+"""Opening the SQLite file and bringing its schema up to date.
+
+One file holds the runs (what the agent did) and the demo shop (a tool backend). Each
+connection gets the same pragmas; migrations are numbered and tracked in `user_version`,
+applied inside one transaction so a crash mid-migration leaves the old schema intact.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import aiosqlite
+
+DEFAULT_BUSY_TIMEOUT_S = 5.0
+
+
+class StorageUnavailable(Exception):
+    """The database cannot be used right now (locked, read-only, disk full).
+
+    Callers tell the customer to try again later; nothing was half-written, because every
+    write is one transaction.
+    """
+
+
+MIGRATIONS: list[str] = [
+    # 1: runs, steps, the append-only event log, and the demo shop.
+    """
+    CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        trace_id TEXT NOT NULL,
+        user_id INTEGER NOT NULL,
+        chat_id INTEGER NOT NULL,
+        request_text TEXT NOT NULL,
+        language TEXT NOT NULL,
+        status TEXT NOT NULL,
+        refusal TEXT,
+        pause_step_id TEXT,
+        pause_nonce TEXT,
+        pause_tool TEXT,
+        pause_args_hash TEXT,
+        paused_at TEXT,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        max_attempts INTEGER NOT NULL,
+        stop_reason TEXT,
+        answer TEXT,
+        notice TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        finished_at TEXT
+    );
+    CREATE INDEX runs_by_created ON runs(created_at DESC, id DESC);
+    CREATE INDEX runs_by_user ON runs(user_id, created_at DESC);
+    CREATE INDEX runs_by_chat ON runs(chat_id, created_at DESC);
+    CREATE INDEX runs_by_status ON runs(status, created_at DESC);
+    CREATE INDEX runs_by_trace ON runs(trace_id);
+
+    CREATE TABLE steps (
+        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        id TEXT NOT NULL,
+        goal TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        args TEXT NOT NULL,
+        tag TEXT,
+        status TEXT NOT NULL,
+        observation TEXT,
+        error_type TEXT,
+        error_message TEXT,
+        skip_reason TEXT,
+        fallback_reason TEXT,
+        pause_reason TEXT,
+        retry_count INTEGER NOT NULL DEFAULT 0,
+        max_retries INTEGER NOT NULL,
+        approval_approved INTEGER,
+        approval_by INTEGER,
+        approval_at TEXT,
+        started_at TEXT,
+        finished_at TEXT,
+        PRIMARY KEY (run_id, id)
+    );
+
+    CREATE TABLE events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        trace_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        step_id TEXT,
+        tool TEXT,
+        args TEXT,
+        attempt INTEGER,
+        status TEXT,
+        error_type TEXT,
+        decision TEXT,
+        delay_s REAL,
+        observation TEXT,
+        message TEXT,
+        at TEXT NOT NULL
+    );
+    CREATE INDEX events_by_run ON events(run_id, seq);
+    CREATE INDEX events_failures ON events(at, error_type, tool) WHERE error_type IS NOT NULL;
+
+    CREATE TABLE shop_orders (
+        id TEXT PRIMARY KEY,
+        owner_user_id INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        eta TEXT,
+        items TEXT NOT NULL DEFAULT '[]'
+    );
+    CREATE TABLE shop_policies (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        keywords TEXT NOT NULL,
+        title TEXT NOT NULL,
+        text TEXT NOT NULL,
+        lang TEXT NOT NULL
+    );
+    -- One row per idempotency key: the same key never cancels twice.
+    CREATE TABLE shop_cancellations (
+        idempotency_key TEXT PRIMARY KEY,
+        order_id TEXT NOT NULL,
+        user_id INTEGER NOT NULL,
+        result TEXT NOT NULL,
+        at TEXT NOT NULL
+    );
+    CREATE TABLE shop_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    """,
+]
+
+
+async def connect(
+    path: str | Path,
+    *,
+    busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
+    synchronous: str = "FULL",
+) -> aiosqlite.Connection:
+    """Open `path` with the project's pragmas and an up-to-date schema.
+
+    `synchronous=FULL` (the default) makes every commit survive a power cut, not just a
+    process crash; NORMAL is allowed for benchmarks and for people who accept that trade.
+
+    `isolation_level=None` puts transactions in our hands: every write path says
+    `BEGIN IMMEDIATE` ... `COMMIT` itself, so a transaction is exactly one transition.
+    """
+    try:
+        conn = await aiosqlite.connect(str(path), timeout=busy_timeout_s, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise StorageUnavailable(f"cannot open database {path}: {exc}") from exc
+    try:
+        conn.row_factory = aiosqlite.Row
+        await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+        await conn.execute("PRAGMA journal_mode = WAL")
+        if synchronous.upper() not in {"FULL", "NORMAL", "EXTRA"}:
+            raise ValueError(f"unsupported synchronous mode {synchronous!r}")
+        await conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+        await conn.execute("PRAGMA foreign_keys = ON")
+        await migrate(conn)
+    except sqlite3.Error as exc:
+        await conn.close()
+        raise StorageUnavailable(f"cannot prepare database {path}: {exc}") from exc
+    except BaseException:
+        await conn.close()
+        raise
+    return conn
+
+
+async def migrate(conn: aiosqlite.Connection) -> int:
+    """Apply the migrations this file has not seen yet; returns the schema version."""
+    await conn.execute("BEGIN IMMEDIATE")
+    try:
+        async with conn.execute("PRAGMA user_version") as cur:
+            row = await cur.fetchone()
+        version = int(row[0]) if row else 0
+        for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+            for statement in _statements(script):
+                await conn.execute(statement)
+            await conn.execute(f"PRAGMA user_version = {number}")
+        await conn.execute("COMMIT")
+    except BaseException:
+        await conn.execute("ROLLBACK")
+        raise
+    return len(MIGRATIONS)
+
+
+def _statements(script: str) -> list[str]:
+    # executescript() would COMMIT our open transaction; split instead (no ';' inside strings).
+    lines = [line for line in script.splitlines() if not line.strip().startswith("--")]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]

@@ -1,0 +1,409 @@
+"""Every path of the Plan-Act-Observe executor, with scripted tools and no waiting."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from pydantic import BaseModel
+
+from agent_core.executor import Executor
+from agent_core.models import (
+    ErrorType,
+    EventKind,
+    Language,
+    Run,
+    RunStatus,
+    StepStatus,
+)
+from agent_core.policy import Backoff, FailurePolicy
+from agent_core.tools import Tool, ToolContext, ToolRegistry
+from tests.fakes import OrderArgs, fail, make_executor, make_run, shop_like_tools
+
+STATUS = ("get_order_status", {"order_id": "A1001"}, "order_status")
+COMPENSATION = (
+    "search_policy",
+    {"query": "delay compensation", "lang": "en"},
+    "delay_compensation",
+)
+POLICY = ("search_policy", {"query": "refund", "lang": "en"}, "policy")
+CANCEL = ("cancel_order", {"order_id": "A1001"}, "cancel")
+
+
+async def test_complete_plan_runs_each_step_once_and_answers_from_observations() -> None:
+    registry, scripts = shop_like_tools()
+    executor, journal, _ = make_executor(registry)
+    run = await executor.start(make_run([STATUS, COMPENSATION]))
+
+    assert run.status is RunStatus.COMPLETED
+    assert [s.status for s in run.steps] == [StepStatus.DONE, StepStatus.DONE]
+    assert run.steps[0].observation["status"] == "shipping"
+    assert len(scripts["get_order_status"].calls) == 1
+    assert len(scripts["search_policy"].calls) == 1
+    assert "on its way" in (run.answer or "")
+    assert "3 days late: coupon." in (run.answer or "")
+    assert journal.kinds() == [
+        "run_planned",
+        "step_started",
+        "step_succeeded",
+        "step_started",
+        "step_succeeded",
+        "run_finished",
+    ]
+
+
+async def test_delivered_order_skips_compensation_with_a_reason() -> None:
+    registry, scripts = shop_like_tools(status=[{"order_id": "A1001", "status": "delivered"}])
+    executor, journal, _ = make_executor(registry)
+    run = await executor.start(make_run([STATUS, COMPENSATION]))
+
+    assert run.status is RunStatus.COMPLETED
+    assert run.steps[1].status is StepStatus.SKIPPED
+    assert "delivered" in (run.steps[1].skip_reason or "")
+    assert scripts["search_policy"].calls == []
+    assert "step_skipped" in journal.kinds()
+    assert run.steps[1].skip_reason in (run.answer or "")
+
+
+async def test_unconditional_policy_question_is_not_skipped_when_delivered() -> None:
+    registry, scripts = shop_like_tools(status=[{"order_id": "A1001", "status": "delivered"}])
+    executor, _, _ = make_executor(registry)
+    run = await executor.start(make_run([STATUS, POLICY]))
+    assert run.steps[1].status is StepStatus.DONE
+    assert len(scripts["search_policy"].calls) == 1
+
+
+async def test_delivered_order_skips_cancel_and_suggests_a_return() -> None:
+    registry, scripts = shop_like_tools(status=[{"order_id": "A1001", "status": "delivered"}])
+    executor, _, _ = make_executor(registry)
+    run = await executor.start(make_run([STATUS, CANCEL], language=Language.ZH))
+
+    assert run.status is RunStatus.COMPLETED
+    assert run.steps[1].status is StepStatus.SKIPPED
+    assert "退货" in (run.steps[1].skip_reason or "")
+    assert scripts["cancel_order"].calls == []
+
+
+async def test_timeout_is_retried_with_growing_backoff_then_succeeds() -> None:
+    timeout = fail(ErrorType.TIMEOUT, "upstream slow")
+    registry, scripts = shop_like_tools(
+        status=[timeout, timeout, {"order_id": "A1001", "status": "shipping"}]
+    )
+    executor, journal, sleep = make_executor(registry)
+    run = await executor.start(make_run([STATUS, COMPENSATION]))
+
+    assert run.status is RunStatus.COMPLETED
+    assert run.steps[0].retry_count == 2
+    assert len(scripts["get_order_status"].calls) == 3
+    assert sleep.delays == [0.5, 1.0]  # rand=0.5 ⇒ no jitter offset
+    retries = [e for e in journal.events if e.kind is EventKind.STEP_RETRYING]
+    assert [(e.attempt, e.decision) for e in retries] == [(1, "retry"), (2, "retry")]
+    assert "after 2 retries" in (run.answer or "")
+    # The same idempotency key on every attempt.
+    keys = {ctx.idempotency_key for _, ctx in scripts["get_order_status"].calls}
+    assert keys == {"run1:s1"}
+
+
+async def test_retries_exhausted_stops_without_running_later_steps() -> None:
+    registry, scripts = shop_like_tools(status=[fail(ErrorType.TIMEOUT)])
+    executor, journal, sleep = make_executor(registry)
+    run = await executor.start(make_run([STATUS, COMPENSATION]))
+
+    assert run.status is RunStatus.FAILED
+    assert run.stop_reason == "timeout"
+    assert run.steps[0].status is StepStatus.FAILED
+    assert run.steps[0].retry_count == 2
+    assert len(scripts["get_order_status"].calls) == 3
+    assert len(sleep.delays) == 2
+    assert scripts["search_policy"].calls == []
+    assert run.steps[1].status is StepStatus.PENDING
+    assert "retried 2 times" in (run.answer or "")
+    assert "not done, because an earlier step did not complete" in (run.answer or "")
+
+
+async def test_empty_policy_falls_back_to_an_honest_partial_answer() -> None:
+    registry, _ = shop_like_tools(policy=[fail(ErrorType.EMPTY_RESULT, "no policy matched")])
+    executor, journal, _ = make_executor(registry)
+    run = await executor.start(make_run([STATUS, COMPENSATION]))
+
+    assert run.status is RunStatus.COMPLETED
+    assert run.steps[1].status is StepStatus.FALLBACK
+    assert run.steps[1].fallback_reason == "no policy matched"
+    answer = run.answer or ""
+    assert "on its way" in answer  # what was found
+    assert "no clear policy" in answer and "won't guess" in answer  # what was not
+    assert "contact a human agent" in answer  # what to do next
+    assert "step_fallback" in journal.kinds()
+
+
+@pytest.mark.parametrize(
+    "error_type",
+    [
+        ErrorType.NOT_FOUND,
+        ErrorType.PERMISSION_DENIED,
+        ErrorType.INVALID_ARGUMENTS,
+        ErrorType.UNKNOWN_TOOL,
+        ErrorType.INTERNAL,
+    ],
+)
+async def test_non_retryable_failure_stops_at_once(error_type: ErrorType) -> None:
+    registry, scripts = shop_like_tools(status=[fail(error_type)])
+    executor, _, sleep = make_executor(registry)
+    run = await executor.start(make_run([STATUS, COMPENSATION]))
+
+    assert run.status is RunStatus.FAILED
+    assert run.stop_reason == error_type.value
+    assert len(scripts["get_order_status"].calls) == 1
+    assert sleep.delays == []
+    assert scripts["search_policy"].calls == []
+    assert run.steps[0].error is not None and run.steps[0].error.type is error_type
+
+
+async def test_unknown_tool_in_plan_stops_the_run() -> None:
+    registry, _ = shop_like_tools()
+    executor, _, _ = make_executor(registry)
+    run = await executor.start(make_run([("refund_order", {"order_id": "A1001"}, None)]))
+    assert run.status is RunStatus.FAILED
+    assert run.steps[0].error is not None
+    assert run.steps[0].error.type is ErrorType.UNKNOWN_TOOL
+
+
+async def test_high_risk_step_pauses_before_the_tool_and_confirm_resumes_from_it() -> None:
+    registry, scripts = shop_like_tools()
+    executor, journal, _ = make_executor(registry)
+    run = await executor.start(make_run([STATUS, CANCEL]))
+
+    assert run.status is RunStatus.PAUSED
+    assert run.steps[1].status is StepStatus.PAUSED
+    assert scripts["cancel_order"].calls == []
+    assert run.pause is not None and run.pause.step_id == "s2" and run.pause.nonce
+    assert "press Confirm or Cancel" in (run.answer or "")
+
+    run = await executor.resume(run, approved=True, by_user_id=10001)
+
+    assert run.status is RunStatus.COMPLETED
+    assert run.steps[1].status is StepStatus.DONE
+    assert len(scripts["get_order_status"].calls) == 1  # never re-run
+    assert len(scripts["cancel_order"].calls) == 1
+    assert scripts["cancel_order"].calls[0][1].idempotency_key == "run1:s2"
+    assert run.steps[1].approval is not None and run.steps[1].approval.by_user_id == 10001
+    assert "has been cancelled" in (run.answer or "")
+    assert journal.kinds()[-4:] == [
+        "step_approved",
+        "step_started",
+        "step_succeeded",
+        "run_finished",
+    ]
+
+
+async def test_declined_pause_cancels_the_run_and_changes_nothing() -> None:
+    registry, scripts = shop_like_tools()
+    executor, _, _ = make_executor(registry)
+    run = await executor.start(make_run([STATUS, CANCEL]))
+    run = await executor.resume(run, approved=False, by_user_id=10001)
+
+    assert run.status is RunStatus.CANCELLED
+    assert run.steps[1].status is StepStatus.CANCELLED
+    assert scripts["cancel_order"].calls == []
+    assert len(scripts["get_order_status"].calls) == 1
+    assert "Nothing was changed" in (run.answer or "")
+
+
+async def test_resume_refuses_a_run_that_is_not_paused() -> None:
+    registry, _ = shop_like_tools()
+    executor, _, _ = make_executor(registry)
+    run = await executor.start(make_run([STATUS]))
+    with pytest.raises(ValueError, match="not waiting"):
+        await executor.resume(run, approved=True, by_user_id=10001)
+
+
+async def test_confirmation_required_from_a_tool_pauses_and_approval_runs_it_again() -> None:
+    registry, scripts = shop_like_tools(
+        policy=[
+            fail(ErrorType.CONFIRMATION_REQUIRED, "needs consent"),
+            [{"title": "t", "text": "x"}],
+        ]
+    )
+    executor, _, _ = make_executor(registry)
+    run = await executor.start(make_run([STATUS, POLICY]))
+    assert run.status is RunStatus.PAUSED
+    assert run.steps[1].pause_reason == "needs consent"
+
+    run = await executor.resume(run, approved=True, by_user_id=10001)
+    assert run.status is RunStatus.COMPLETED
+    assert len(scripts["search_policy"].calls) == 2
+
+
+async def test_confirmation_required_again_after_approval_stops_instead_of_looping() -> None:
+    registry, scripts = shop_like_tools(policy=[fail(ErrorType.CONFIRMATION_REQUIRED)])
+    executor, _, _ = make_executor(registry)
+    run = await executor.start(make_run([STATUS, POLICY]))
+    run = await executor.resume(run, approved=True, by_user_id=10001)
+    assert run.status is RunStatus.FAILED
+    assert len(scripts["search_policy"].calls) == 2
+
+
+async def test_changed_arguments_after_pause_ask_again_instead_of_running() -> None:
+    registry, scripts = shop_like_tools()
+    executor, _, _ = make_executor(registry)
+    run = await executor.start(make_run([STATUS, CANCEL]))
+    assert run.pause is not None
+    first_nonce = run.pause.nonce
+    run.steps[1].args = {"order_id": "A9999"}  # not what the customer saw
+
+    run = await executor.resume(run, approved=True, by_user_id=10001)
+
+    assert run.status is RunStatus.PAUSED
+    assert scripts["cancel_order"].calls == []
+    assert run.pause is not None and run.pause.nonce != first_nonce
+    assert run.steps[1].approval is None
+
+
+async def test_max_steps_guard_counts_attempts_and_stops() -> None:
+    registry, scripts = shop_like_tools(status=[fail(ErrorType.TIMEOUT)], max_retries=50)
+    executor, _, _ = make_executor(registry)
+    plan = make_run([STATUS, COMPENSATION], max_retries=50)
+    plan.max_attempts = 4
+    run = await executor.start(plan)
+
+    assert run.status is RunStatus.FAILED
+    assert run.stop_reason == "max_steps"
+    assert len(scripts["get_order_status"].calls) == 4
+    assert scripts["search_policy"].calls == []
+    assert "more steps than allowed" in (run.answer or "")
+
+
+async def test_paused_run_survives_json_and_resumes_in_a_fresh_executor() -> None:
+    registry, scripts = shop_like_tools()
+    executor, _, _ = make_executor(registry)
+    paused = await executor.start(make_run([STATUS, CANCEL]))
+
+    restored = Run.model_validate_json(paused.model_dump_json())
+    assert restored == paused
+
+    fresh_registry, fresh_scripts = shop_like_tools()
+    fresh, _, _ = make_executor(fresh_registry)
+    run = await fresh.resume(restored, approved=True, by_user_id=10001)
+
+    assert run.status is RunStatus.COMPLETED
+    assert fresh_scripts["get_order_status"].calls == []  # step 1 is not re-run
+    assert len(fresh_scripts["cancel_order"].calls) == 1
+    assert len(scripts["cancel_order"].calls) == 0
+
+
+async def test_step_interrupted_while_running_is_acted_on_again_with_the_same_key() -> None:
+    registry, scripts = shop_like_tools()
+    executor, _, _ = make_executor(registry)
+    run = make_run([STATUS, COMPENSATION])
+    run.steps[0].status = StepStatus.RUNNING  # as a crash would leave it
+    run = await executor.drive(run)
+    assert run.status is RunStatus.COMPLETED
+    assert [ctx.idempotency_key for _, ctx in scripts["get_order_status"].calls] == ["run1:s1"]
+
+
+async def test_running_is_journaled_before_the_tool_is_called() -> None:
+    seen: list[str] = []
+
+    async def handler(args: BaseModel, ctx: ToolContext) -> dict[str, str]:
+        seen.append(journal.events[-1].kind.value)
+        return {"order_id": "A1001", "status": "shipping"}
+
+    registry = ToolRegistry([Tool("get_order_status", "s", OrderArgs, handler)])
+    executor, journal, _ = make_executor(registry)
+    await executor.start(make_run([STATUS]))
+    assert seen == ["step_started"]
+
+
+async def test_a_failing_listener_never_stops_the_run() -> None:
+    async def broken(run: Run, event: object) -> None:
+        raise RuntimeError("telegram is down")
+
+    registry, _ = shop_like_tools()
+    executor, _, _ = make_executor(registry, listeners=[broken])
+    run = await executor.start(make_run([STATUS, COMPENSATION]))
+    assert run.status is RunStatus.COMPLETED
+
+
+async def test_a_failing_journal_stops_before_any_tool_runs() -> None:
+    class LockedJournal:
+        async def record(self, run: Run, event: object) -> None:
+            raise OSError("database is locked")
+
+    registry, scripts = shop_like_tools()
+    executor = Executor(registry, journal=LockedJournal())
+    with pytest.raises(OSError):
+        await executor.start(make_run([STATUS]))
+    assert scripts["get_order_status"].calls == []
+
+
+async def test_per_tool_policy_override_turns_a_timeout_into_a_stop() -> None:
+    registry, scripts = shop_like_tools(status=[fail(ErrorType.TIMEOUT)])
+    strict = ToolRegistry(
+        [
+            Tool(
+                "get_order_status",
+                "s",
+                OrderArgs,
+                scripts["get_order_status"],
+                policy={ErrorType.TIMEOUT: FailurePolicy().table[ErrorType.NOT_FOUND]},
+            )
+        ]
+    )
+    executor, _, sleep = make_executor(strict)
+    run = await executor.start(make_run([STATUS]))
+    assert run.status is RunStatus.FAILED
+    assert len(scripts["get_order_status"].calls) == 1
+    assert sleep.delays == []
+
+
+def test_backoff_grows_exponentially_is_capped_and_jittered() -> None:
+    backoff = Backoff(base_s=0.5, factor=2.0, cap_s=4.0, jitter=0.25)
+    assert [backoff.delay(n, lambda: 0.5) for n in (1, 2, 3, 4, 5)] == [0.5, 1.0, 2.0, 4.0, 4.0]
+    assert backoff.delay(2, lambda: 0.0) == pytest.approx(0.75)
+    assert backoff.delay(2, lambda: 1.0) == pytest.approx(1.25)
+    assert backoff.delay(9, lambda: 1.0) == 4.0  # jitter never exceeds the cap
+
+
+def test_policy_table_matches_the_seed() -> None:
+    policy = FailurePolicy()
+    decide = lambda e: policy.decide(e, retry_count=0, max_retries=2).value  # noqa: E731
+    assert decide(ErrorType.TIMEOUT) == "retry"
+    assert decide(ErrorType.EMPTY_RESULT) == "fallback"
+    assert decide(ErrorType.CONFIRMATION_REQUIRED) == "pause"
+    for stop in ("not_found", "invalid_arguments", "unknown_tool", "permission_denied"):
+        assert decide(ErrorType(stop)) == "stop"
+    assert policy.decide(ErrorType.TIMEOUT, retry_count=2, max_retries=2).value == "stop"
+
+
+async def test_registry_validates_arguments_and_names_the_field() -> None:
+    registry, scripts = shop_like_tools()
+    ctx = ToolContext(user_id=1, trace_id="t", run_id="r", step_id="s1")
+    result = await registry.call("get_order_status", {"order": "A1001"}, ctx)
+    assert not result.ok and result.error_type is ErrorType.INVALID_ARGUMENTS
+    assert "order_id" in result.message
+    assert scripts["get_order_status"].calls == []
+
+
+async def test_registry_turns_a_slow_tool_into_a_timeout() -> None:
+    never = asyncio.Event()
+
+    async def hang(args: BaseModel, ctx: ToolContext) -> None:
+        await never.wait()
+
+    registry = ToolRegistry([Tool("slow", "s", OrderArgs, hang, timeout_s=0.01)])
+    ctx = ToolContext(user_id=1, trace_id="t", run_id="r", step_id="s1")
+    result = await registry.call("slow", {"order_id": "A1"}, ctx)
+    assert not result.ok and result.error_type is ErrorType.TIMEOUT
+
+
+async def test_registry_turns_an_unexpected_exception_into_a_structured_error() -> None:
+    async def boom(args: BaseModel, ctx: ToolContext) -> None:
+        raise KeyError("secret internals")
+
+    registry = ToolRegistry([Tool("boom", "b", OrderArgs, boom)])
+    ctx = ToolContext(user_id=1, trace_id="t", run_id="r", step_id="s1")
+    result = await registry.call("boom", {"order_id": "A1"}, ctx)
+    assert not result.ok and result.error_type is ErrorType.INTERNAL
+    assert "secret internals" not in result.message
+    unknown = await registry.call("nope", {}, ctx)
+    assert not unknown.ok and unknown.error_type is ErrorType.UNKNOWN_TOOL
