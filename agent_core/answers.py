@@ -240,3 +240,71 @@ def _plural(word: str, n: int) -> str:
     if n == 1:
         return word
     return "retries" if word == "retry" else word + "s"
+
+
+def plan_text(run: Run) -> str:
+    """The plan as the customer first sees it: the goal of every step, in order."""
+    head = "我的计划：" if run.language is ZH else "Here is my plan:"
+    return "\n".join([head, *(f"{n}. {s.goal}" for n, s in enumerate(run.steps, start=1))])
+
+
+_ICONS = {
+    StepStatus.PENDING: "🕓",
+    StepStatus.RUNNING: "⏳",
+    StepStatus.DONE: "✅",
+    StepStatus.SKIPPED: "⏭",
+    StepStatus.FALLBACK: "⚠️",
+    StepStatus.FAILED: "❌",
+    StepStatus.PAUSED: "⏸",
+    StepStatus.CANCELLED: "🚫",
+}
+
+
+def step_progress(step: PlanStep, run: Run) -> str:
+    """One short line for a step's progress message, edited in place as the step moves on."""
+    zh = run.language is ZH
+    icon = _ICONS[step.status]
+    attempts = f"{step.retry_count + 1}/{step.max_retries + 1}"
+    if step.status in (StepStatus.RUNNING, StepStatus.PENDING) and step.retry_count:
+        detail = f"重试中（第 {attempts} 次）" if zh else f"retrying (attempt {attempts})"
+        return f"🔁 {step.goal} — {detail}"
+    details = {
+        StepStatus.RUNNING: "进行中…" if zh else "working…",
+        StepStatus.DONE: (
+            (
+                f"完成（重试 {step.retry_count} 次）"
+                if zh
+                else f"done after {step.retry_count} retries"
+            )
+            if step.retry_count
+            else ("完成" if zh else "done")
+        ),
+        StepStatus.SKIPPED: step.skip_reason or ("已跳过" if zh else "skipped"),
+        StepStatus.FALLBACK: "没有找到结果，已降级回答"
+        if zh
+        else "nothing found, answering without it",
+        StepStatus.FAILED: _failure_label(step, zh),
+        StepStatus.PAUSED: "需要你的确认" if zh else "waiting for your confirmation",
+        StepStatus.CANCELLED: (
+            ("你选择了取消，未执行" if zh else "you cancelled it; not done")
+            if step.approval is not None and not step.approval.approved
+            else ("未执行" if zh else "not done")
+        ),
+        StepStatus.PENDING: "等待中" if zh else "waiting",
+    }
+    if step.status is StepStatus.DONE and step.approval is not None and step.approval.approved:
+        details[StepStatus.DONE] = "已确认并完成" if zh else "confirmed and done"
+    return f"{icon} {step.goal} — {details[step.status]}"
+
+
+def _failure_label(step: PlanStep, zh: bool) -> str:
+    error = step.error.type if step.error else ErrorType.INTERNAL
+    labels = {
+        ErrorType.NOT_FOUND: ("未找到", "not found"),
+        ErrorType.PERMISSION_DENIED: ("无权访问", "not allowed"),
+        ErrorType.TIMEOUT: ("多次超时", "timed out"),
+        ErrorType.UNAVAILABLE: ("服务暂不可用", "service unavailable"),
+        ErrorType.INVALID_ARGUMENTS: ("无法执行", "could not be done"),
+    }
+    zh_label, en_label = labels.get(error, ("出错了", "failed"))
+    return f"失败：{zh_label}" if zh else f"failed: {en_label}"

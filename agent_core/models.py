@@ -202,6 +202,8 @@ class EventKind(StrEnum):
     STEP_FALLBACK = "step_fallback"
     STEP_SKIPPED = "step_skipped"
     STEP_PAUSED = "step_paused"
+    # The customer's press, claimed atomically by storage; the executor then applies it.
+    DECISION_CLAIMED = "decision_claimed"
     STEP_APPROVED = "step_approved"
     STEP_DECLINED = "step_declined"
     RUN_FINISHED = "run_finished"

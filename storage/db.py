@@ -7,6 +7,7 @@ applied inside one transaction so a crash mid-migration leaves the old schema in
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 
@@ -148,7 +149,7 @@ async def connect(
     try:
         conn.row_factory = aiosqlite.Row
         await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-        await conn.execute("PRAGMA journal_mode = WAL")
+        await _enable_wal(conn, busy_timeout_s)
         if synchronous.upper() not in {"FULL", "NORMAL", "EXTRA"}:
             raise ValueError(f"unsupported synchronous mode {synchronous!r}")
         await conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
@@ -161,6 +162,25 @@ async def connect(
         await conn.close()
         raise
     return conn
+
+
+async def _enable_wal(conn: aiosqlite.Connection, busy_timeout_s: float) -> None:
+    """Switch a fresh file to WAL. SQLite does not apply busy_timeout to this pragma, so
+    several processes opening a new file at once must wait for each other here."""
+    deadline = asyncio.get_running_loop().time() + busy_timeout_s
+    delay = 0.005
+    while True:
+        try:
+            async with conn.execute("PRAGMA journal_mode = WAL") as cur:
+                row = await cur.fetchone()
+            if row and str(row[0]).lower() == "wal":
+                return
+            raise sqlite3.OperationalError(f"journal_mode stayed {row[0] if row else None}")
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or asyncio.get_running_loop().time() > deadline:
+                raise
+        await asyncio.sleep(delay)  # back off: another connection holds the file right now
+        delay = min(delay * 2, 0.1)
 
 
 async def migrate(conn: aiosqlite.Connection) -> int:

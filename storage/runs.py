@@ -263,12 +263,12 @@ class SqliteRunStore:
             )
             await self._conn.execute(
                 "INSERT INTO events (run_id, trace_id, kind, step_id, tool, status, decision,"
-                " message, at) SELECT id, trace_id, ?, pause_step_id, pause_tool, 'claimed',"
+                " message, at) SELECT id, trace_id, ?, pause_step_id, pause_tool, 'paused',"
                 " ?, ?, ? FROM runs WHERE id = ?",
                 (
-                    (EventKind.STEP_APPROVED if approved else EventKind.STEP_DECLINED).value,
+                    EventKind.DECISION_CLAIMED.value,
                     "approved" if approved else "declined",
-                    f"decision claimed by user {user_id}",
+                    f"{'confirmed' if approved else 'cancelled'} by user {user_id}",
                     now,
                     run_id,
                 ),

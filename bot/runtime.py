@@ -1,0 +1,52 @@
+"""The composition root: settings in, a ready `Agent` out.
+
+The CLI and the Telegram bot both start here, so they share one executor configuration
+and one database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agent_core.agent import Agent
+from agent_core.executor import Executor, Listener
+from agent_core.planner import RuleBasedPlanner
+from agent_core.shop import shop_tools
+from agent_core.tools import ToolRegistry
+from bot.settings import Settings
+from storage.runs import SqliteRunStore
+from storage.shop import SqliteShop
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    agent: Agent
+    store: SqliteRunStore
+    shop: SqliteShop
+
+    async def close(self) -> None:
+        await self.shop.close()
+        await self.store.close()
+
+
+async def open_runtime(settings: Settings, listeners: Sequence[Listener] = ()) -> Runtime:
+    store = await SqliteRunStore.open(settings.db_path, busy_timeout_s=settings.db_timeout_s)
+    try:
+        shop = await SqliteShop.open(
+            settings.db_path,
+            seed_path=settings.shop_seed,
+            latency_s=settings.shop_latency_ms / 1000,
+        )
+    except BaseException:
+        await store.close()
+        raise
+    executor = Executor(ToolRegistry(shop_tools(shop)), journal=store, listeners=listeners)
+    agent = Agent(
+        RuleBasedPlanner(order_id_pattern=settings.order_pattern),
+        executor,
+        store,
+        approval_ttl=settings.approval_ttl,
+    )
+    return Runtime(settings=settings, agent=agent, store=store, shop=shop)

@@ -1,0 +1,71 @@
+"""Configuration from the environment (and an optional `.env` file).
+
+Names are the documented environment variables; see the README for each one.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from pathlib import Path
+
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+TOKEN_SHAPE = re.compile(r"^\d{5,}:[A-Za-z0-9_-]{30,}$")
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _env(name: str) -> AliasChoices:
+    return AliasChoices(name, name.lower())
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True)
+
+    telegram_bot_token: SecretStr | None = Field(None, validation_alias=_env("TELEGRAM_BOT_TOKEN"))
+    telegram_api_base_url: str = Field(
+        "https://api.telegram.org/bot", validation_alias=_env("TELEGRAM_API_BASE_URL")
+    )
+    db_path: Path = Field(Path("stepwise.db"), validation_alias=_env("STEPWISE_DB"))
+    db_timeout_s: float = Field(5.0, gt=0, validation_alias=_env("STEPWISE_DB_TIMEOUT"))
+    staff_ids: frozenset[int] = Field(frozenset(), validation_alias=_env("STEPWISE_STAFF_IDS"))
+    approval_ttl: timedelta = Field(
+        timedelta(hours=24), validation_alias=_env("STEPWISE_APPROVAL_TTL")
+    )
+    shop_seed: Path | None = Field(None, validation_alias=_env("STEPWISE_SHOP_SEED"))
+    shop_latency_ms: int = Field(0, ge=0, validation_alias=_env("STEPWISE_SHOP_LATENCY_MS"))
+    order_pattern: str = Field(r"[A-Za-z]\d{3,10}", validation_alias=_env("STEPWISE_ORDER_PATTERN"))
+    demo_user_id: int = Field(10001, validation_alias=_env("STEPWISE_DEMO_USER"))
+
+    @field_validator("staff_ids", mode="before")
+    @classmethod
+    def _split_ids(cls, value: object) -> object:
+        if isinstance(value, str):
+            return frozenset(int(part) for part in value.replace(" ", "").split(",") if part)
+        if isinstance(value, int):
+            return frozenset({value})
+        return value
+
+    @field_validator("approval_ttl", mode="before")
+    @classmethod
+    def _parse_duration(cls, value: object) -> object:
+        """Seconds, or a number with s/m/h/d ("24h", "90m")."""
+        if isinstance(value, str):
+            match = _DURATION.match(value)
+            if not match:
+                raise ValueError("use seconds or a number with s, m, h or d, e.g. 24h")
+            return timedelta(seconds=float(match[1]) * _UNIT_SECONDS[match[2]])
+        if isinstance(value, int | float):
+            return timedelta(seconds=value)
+        return value
+
+    @field_validator("order_pattern")
+    @classmethod
+    def _valid_regex(cls, value: str) -> str:
+        re.compile(value)
+        return value
+
+    def token(self) -> str | None:
+        return self.telegram_bot_token.get_secret_value() if self.telegram_bot_token else None
