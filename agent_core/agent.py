@@ -148,7 +148,20 @@ class Agent:
     async def decide(
         self, run_id: str, *, user_id: int, approved: bool, nonce: str | None = None
     ) -> DecisionOutcome:
-        """The customer pressed Confirm or Cancel. At most one press ever takes effect."""
+        """The customer pressed Confirm or Cancel: claim the decision, then carry it out."""
+        outcome = await self.claim(run_id, user_id=user_id, approved=approved, nonce=nonce)
+        if outcome.result is ClaimResult.OK and outcome.run is not None:
+            return DecisionOutcome(outcome.result, await self.proceed(outcome.run))
+        return outcome
+
+    async def claim(
+        self, run_id: str, *, user_id: int, approved: bool, nonce: str | None = None
+    ) -> DecisionOutcome:
+        """Record the decision on the paused step. At most one press ever wins.
+
+        Adapters that want to show the decision before the step runs (the bot edits the
+        message) call this, then `proceed`.
+        """
         now = self._clock()
         result = await self.store.claim_pause(
             run_id,
@@ -163,11 +176,13 @@ class Agent:
         run = await self.store.load_run(run_id)
         if run is None:
             return DecisionOutcome(ClaimResult.NOT_FOUND)
-        if result is ClaimResult.OK:
-            run = await self.executor.drive(run)
-        elif result is ClaimResult.EXPIRED:
+        if result is ClaimResult.EXPIRED:
             run = await self._expire(run)
         return DecisionOutcome(result, run)
+
+    async def proceed(self, run: Run) -> Run:
+        """Continue a claimed run from its paused step."""
+        return await self.executor.drive(run)
 
     async def recover(self) -> list[Run]:
         """Finish the runs a crash left `running`; paused runs keep waiting for their customer."""

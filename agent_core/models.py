@@ -207,6 +207,8 @@ class EventKind(StrEnum):
     STEP_APPROVED = "step_approved"
     STEP_DECLINED = "step_declined"
     RUN_FINISHED = "run_finished"
+    # Something outside the plan worth keeping for staff (e.g. the customer blocked the bot).
+    NOTICE = "notice"
 
 
 class RunEvent(BaseModel):

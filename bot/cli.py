@@ -299,6 +299,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     chat = sub.add_parser("chat", help="chat with the agent in this terminal")
     chat.add_argument("--user", type=int)
+
+    serve = sub.add_parser("serve", help="run the Telegram bot (long polling or --webhook-url)")
+    serve.add_argument("--webhook-url", help="public https URL Telegram should post updates to")
+    serve.add_argument("--webhook-secret", help="secret token Telegram sends with each update")
+    serve.add_argument("--listen", default="127.0.0.1", help="webhook listen address")
+    serve.add_argument("--port", type=int, default=8443, help="webhook listen port")
     return parser
 
 
@@ -316,6 +322,10 @@ COMMANDS: dict[str, Callable[[Runtime, argparse.Namespace], Awaitable[int]]] = {
 async def dispatch(settings: Settings, args: argparse.Namespace) -> int:
     if args.command == "chat":
         return await cmd_chat(settings, args)
+    if args.command == "serve":
+        from bot.telegram_app import serve  # imported late: only `serve` needs Telegram
+
+        return await serve(settings, args)
     rt = await open_runtime(settings)
     try:
         return await COMMANDS[args.command](rt, args)

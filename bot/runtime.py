@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from agent_core.agent import Agent
 from agent_core.executor import Executor, Listener
 from agent_core.planner import RuleBasedPlanner
+from agent_core.policy import FailurePolicy
 from agent_core.shop import shop_tools
-from agent_core.tools import ToolRegistry
+from agent_core.tools import Tool, ToolRegistry
 from bot.settings import Settings
 from storage.runs import SqliteRunStore
 from storage.shop import SqliteShop
@@ -31,7 +32,18 @@ class Runtime:
         await self.store.close()
 
 
-async def open_runtime(settings: Settings, listeners: Sequence[Listener] = ()) -> Runtime:
+async def open_runtime(
+    settings: Settings,
+    listeners: Sequence[Listener] = (),
+    *,
+    tools: Sequence[Tool] | None = None,
+    policy: FailurePolicy | None = None,
+) -> Runtime:
+    """Open storage and the shop, and wire the agent.
+
+    `tools` replaces the demo shop's tools (another backend); `policy` replaces the default
+    failure policy (e.g. a shorter backoff).
+    """
     store = await SqliteRunStore.open(settings.db_path, busy_timeout_s=settings.db_timeout_s)
     try:
         shop = await SqliteShop.open(
@@ -42,7 +54,8 @@ async def open_runtime(settings: Settings, listeners: Sequence[Listener] = ()) -
     except BaseException:
         await store.close()
         raise
-    executor = Executor(ToolRegistry(shop_tools(shop)), journal=store, listeners=listeners)
+    registry = ToolRegistry(shop_tools(shop) if tools is None else tools)
+    executor = Executor(registry, journal=store, listeners=listeners, policy=policy)
     agent = Agent(
         RuleBasedPlanner(order_id_pattern=settings.order_pattern),
         executor,

@@ -31,6 +31,7 @@ from agent_core.models import (
     RunStatus,
     StepError,
     StepStatus,
+    utcnow,
 )
 from storage.db import DEFAULT_BUSY_TIMEOUT_S, StorageUnavailable, connect
 
@@ -158,6 +159,18 @@ class SqliteRunStore:
                     f" VALUES ({_marks(14)})",
                     event_row,
                 ),
+            ]
+        )
+
+    async def add_notice(self, run_id: str, message: str) -> None:
+        """Append a note to a run's history without touching its state."""
+        await self._write(
+            [
+                (
+                    "INSERT INTO events (run_id, trace_id, kind, message, at)"
+                    " SELECT id, trace_id, ?, ?, ? FROM runs WHERE id = ?",
+                    (EventKind.NOTICE.value, message, ts(utcnow()), run_id),
+                )
             ]
         )
 
@@ -305,9 +318,13 @@ class SqliteRunStore:
         since: datetime | None = None,
         until: datetime | None = None,
         before: str | None = None,
+        offset: int = 0,
         limit: int = 20,
     ) -> RunPage:
-        """Newest first, keyset-paged: `before` is the `next_cursor` of the previous page."""
+        """Newest first, keyset-paged: `before` is the `next_cursor` of the previous page.
+
+        `offset` is for small page numbers in chat (◀ ▶); deep paging should use `before`.
+        """
         where: list[str] = ["1 = 1"]
         params: list[Any] = []
         for column, value in (
@@ -336,8 +353,8 @@ class SqliteRunStore:
             " (SELECT count(*) FROM steps s WHERE s.run_id = r.id) AS step_count,"
             " (SELECT coalesce(sum(retry_count), 0) FROM steps s WHERE s.run_id = r.id) AS retries"
             f" FROM runs r WHERE {' AND '.join(where)}"
-            " ORDER BY r.created_at DESC, r.id DESC LIMIT ?",
-            (*params, limit + 1),
+            " ORDER BY r.created_at DESC, r.id DESC LIMIT ? OFFSET ?",
+            (*params, limit + 1, max(0, offset)),
         )
         items = [
             RunSummary(

@@ -1,0 +1,59 @@
+"""Button data: small, self-describing, and safe to receive from anyone.
+
+Everything a button needs is in its data (no in-memory cache), so buttons keep working
+after a restart. A confirm button carries the run id and the pause's random nonce; the
+store checks both, so forged or outdated data cannot approve anything. Parsing never
+raises: anything unexpected is simply `None`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from agent_core.models import RunStatus
+
+MAX_CALLBACK_BYTES = 64  # Telegram's limit for callback_data
+
+_DECISION = re.compile(
+    r"^sw:(?P<verb>[cx]):(?P<run>[0-9a-f]{6,32}):(?P<nonce>[A-Za-z0-9_-]{4,24})$"
+)
+_PAGE = re.compile(r"^sw:p:(?P<status>[a-z]{1,12}|\*):(?P<offset>\d{1,7})$")
+
+
+@dataclass(frozen=True)
+class DecisionData:
+    run_id: str
+    nonce: str
+    approved: bool
+
+
+@dataclass(frozen=True)
+class PageData:
+    status: RunStatus | None
+    offset: int
+
+
+def decision_data(run_id: str, nonce: str, approved: bool) -> str:
+    data = f"sw:{'c' if approved else 'x'}:{run_id}:{nonce}"
+    if len(data.encode()) > MAX_CALLBACK_BYTES or not _DECISION.match(data):
+        raise ValueError("run id or nonce does not fit in callback data")
+    return data
+
+
+def page_data(status: RunStatus | None, offset: int) -> str:
+    return f"sw:p:{status.value if status else '*'}:{max(0, offset)}"
+
+
+def parse_callback(data: object) -> DecisionData | PageData | None:
+    if not isinstance(data, str) or len(data) > MAX_CALLBACK_BYTES:
+        return None
+    if match := _DECISION.match(data):
+        return DecisionData(match["run"], match["nonce"], approved=match["verb"] == "c")
+    if match := _PAGE.match(data):
+        status = match["status"]
+        if status == "*":
+            return PageData(None, int(match["offset"]))
+        if status in RunStatus.__members__.values():
+            return PageData(RunStatus(status), int(match["offset"]))
+    return None

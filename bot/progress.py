@@ -1,0 +1,239 @@
+"""What the customer sees while a run moves: the plan, one message per step, the answer.
+
+An executor listener. Each step gets one message, edited in place as the step changes.
+A step that finishes quickly is shown once, in its final state; a step still running after
+`show_after_s` (or one that retries, or pauses) is shown at once and then edited — so the
+chat stays readable and the bot stays far below Telegram's flood limits.
+
+Nothing here may break a run: Telegram errors are logged, "message is not modified" is
+ignored, and a customer who blocked the bot is noted on the run and left alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message
+from telegram.constants import ParseMode
+from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
+
+from agent_core.answers import plan_text, step_progress
+from agent_core.models import EventKind, Run, RunEvent, StepStatus
+from bot.callbacks import decision_data
+from bot.texts import say
+
+log = logging.getLogger(__name__)
+
+MAX_MESSAGE_CHARS = 4096
+ANSWER_DELIVERY_ATTEMPTS = 4
+
+
+def decision_text(run: Run, step_id: str, key: str) -> str:
+    """The paused step's message once a button was pressed: its goal and what happened."""
+    step = run.step(step_id)
+    icon = "✅" if key == "you_confirmed" else "🚫"
+    return html.escape(f"{icon} {step.goal} — {say(key, run.language)}")
+
+
+def split_message(text: str, limit: int = MAX_MESSAGE_CHARS) -> list[str]:
+    """Split on line boundaries so each part fits Telegram's limit (hard-cut huge lines)."""
+    parts: list[str] = []
+    current = ""
+    for line in text.split("\n"):
+        while len(line) > limit:
+            if current:
+                parts.append(current)
+                current = ""
+            parts.append(line[:limit])
+            line = line[limit:]
+        candidate = f"{current}\n{line}" if current else line
+        if len(candidate) > limit:
+            parts.append(current)
+            current = line
+        else:
+            current = candidate
+    if current or not parts:
+        parts.append(current)
+    return parts
+
+
+@dataclass
+class _StepView:
+    message_id: int | None = None
+    shown_text: str | None = None
+    timer: asyncio.Task[None] | None = None
+
+
+@dataclass
+class _RunView:
+    chat_id: int
+    steps: dict[str, _StepView] = field(default_factory=dict)
+    # Telegram calls of one run go out one at a time, so messages arrive in plan order.
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    blocked: bool = False
+
+
+NoteWriter = Callable[[str, str], Awaitable[None]]
+
+
+class TelegramProgress:
+    def __init__(self, bot: Bot, note: NoteWriter, *, show_after_s: float = 0.5) -> None:
+        self._bot = bot
+        self._note = note
+        self._show_after_s = show_after_s
+        self._views: dict[str, _RunView] = {}
+
+    def adopt(self, run: Run, step_id: str, message_id: int) -> None:
+        """Continue a run whose paused step's message already exists (a button press)."""
+        view = self._views.setdefault(run.id, _RunView(chat_id=run.chat_id))
+        view.steps[step_id] = _StepView(message_id=message_id)
+
+    @property
+    def open_views(self) -> int:
+        return len(self._views)
+
+    async def __call__(self, run: Run, event: RunEvent) -> None:
+        view = self._views.setdefault(run.id, _RunView(chat_id=run.chat_id))
+        kind = event.kind
+        if kind is EventKind.RUN_PLANNED:
+            if run.steps:
+                await self._send_text(run, view, plan_text(run))
+        elif kind is EventKind.STEP_STARTED and event.step_id:
+            # Shown only if it is still running a moment later; fast steps appear once, done.
+            step_view = view.steps.setdefault(event.step_id, _StepView())
+            if step_view.timer is None:
+                step_view.timer = asyncio.create_task(self._show_later(run, view, event.step_id))
+        elif kind in (EventKind.DECISION_CLAIMED, EventKind.STEP_APPROVED):
+            return  # the button handler already showed the decision on the message
+        elif kind is EventKind.RUN_FINISHED:
+            await self._finish(run, view)
+        elif event.step_id:
+            await self._show(run, view, event.step_id)
+            if kind is EventKind.STEP_PAUSED:
+                self._drop(run.id)  # a paused run lives in the database, not here
+
+    async def _show_later(self, run: Run, view: _RunView, step_id: str) -> None:
+        await asyncio.sleep(self._show_after_s)
+        step_view = view.steps[step_id]
+        step_view.timer = None
+        await self._show(run, view, step_id)
+
+    async def _show(self, run: Run, view: _RunView, step_id: str) -> None:
+        step_view = view.steps.setdefault(step_id, _StepView())
+        timer, step_view.timer = step_view.timer, None
+        if timer is not None and timer is not asyncio.current_task():
+            timer.cancel()
+        step = run.step(step_id)
+        text = html.escape(step_progress(step, run))
+        markup = None
+        if step.status is StepStatus.PAUSED and step.approval is None and run.pause:
+            text += "\n\n" + html.escape(run.answer or "")
+            markup = self._buttons(run)
+        async with view.lock:
+            if text == step_view.shown_text and markup is None:
+                return
+            if step_view.message_id is None:
+                message = await self._call(run, view, self._send(view.chat_id, text, markup))
+                if message is not None:
+                    step_view.message_id = message.message_id
+            else:
+                await self._call(
+                    run,
+                    view,
+                    self._bot.edit_message_text(
+                        text,
+                        chat_id=view.chat_id,
+                        message_id=step_view.message_id,
+                        parse_mode=ParseMode.HTML,
+                        reply_markup=markup,
+                    ),
+                )
+            step_view.shown_text = text
+
+    def _buttons(self, run: Run) -> InlineKeyboardMarkup:
+        assert run.pause is not None and run.pause.nonce is not None
+        nonce = run.pause.nonce
+        return InlineKeyboardMarkup(
+            [
+                [
+                    InlineKeyboardButton(
+                        say("confirm", run.language),
+                        callback_data=decision_data(run.id, nonce, approved=True),
+                    ),
+                    InlineKeyboardButton(
+                        say("cancel", run.language),
+                        callback_data=decision_data(run.id, nonce, approved=False),
+                    ),
+                ]
+            ]
+        )
+
+    async def _finish(self, run: Run, view: _RunView) -> None:
+        """Settle every step message, then deliver the answer (retrying transient errors)."""
+        for step in run.steps:
+            step_view = view.steps.get(step.id)
+            if step_view is not None and (step_view.timer or step_view.message_id):
+                await self._show(run, view, step.id)
+        self._drop(run.id)
+        for part in split_message(run.answer or ""):
+            await self._send_text(run, view, part, attempts=ANSWER_DELIVERY_ATTEMPTS)
+
+    async def _send_text(self, run: Run, view: _RunView, text: str, *, attempts: int = 1) -> None:
+        async with view.lock:
+            for attempt in range(1, attempts + 1):
+                sent = await self._call(
+                    run, view, self._send(view.chat_id, html.escape(text), None), quiet=True
+                )
+                if sent is not None or view.blocked:
+                    return
+                if attempt < attempts:
+                    await asyncio.sleep(0.5 * 2 ** (attempt - 1))
+            log.error("could not deliver a message", extra={"trace_id": run.trace_id})
+
+    def _send(
+        self, chat_id: int, text: str, markup: InlineKeyboardMarkup | None
+    ) -> Awaitable[Message]:
+        return self._bot.send_message(chat_id, text, parse_mode=ParseMode.HTML, reply_markup=markup)
+
+    async def _call(
+        self, run: Run, view: _RunView, call: Awaitable[Message | bool], *, quiet: bool = False
+    ) -> Message | None:
+        """Make one Bot API call; never raise into the executor."""
+        if view.blocked:
+            if asyncio.iscoroutine(call):
+                call.close()
+            return None
+        try:
+            result = await call
+        except Forbidden:
+            view.blocked = True
+            log.warning("customer blocked the bot", extra={"trace_id": run.trace_id})
+            try:
+                await self._note(run.id, "telegram: the customer blocked the bot")
+            except Exception:
+                log.exception("could not record the blocked chat")
+            return None
+        except BadRequest as exc:
+            if "message is not modified" not in str(exc).lower():
+                log.warning("telegram refused a call: %s", exc, extra={"trace_id": run.trace_id})
+            return None
+        except (NetworkError, RetryAfter) as exc:
+            if not quiet:
+                log.warning("telegram unavailable: %s", exc, extra={"trace_id": run.trace_id})
+            return None
+        except TelegramError as exc:
+            log.warning("telegram error: %s", exc, extra={"trace_id": run.trace_id})
+            return None
+        return result if isinstance(result, Message) else None
+
+    def _drop(self, run_id: str) -> None:
+        view = self._views.pop(run_id, None)
+        if view is None:
+            return
+        for step_view in view.steps.values():
+            if step_view.timer is not None and step_view.timer is not asyncio.current_task():
+                step_view.timer.cancel()

@@ -1,0 +1,96 @@
+"""Text for the staff commands (/runs, /run, /stats), HTML-escaped for Telegram."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from html import escape
+from typing import Any
+
+from agent_core.answers import step_progress
+from agent_core.models import Run, RunStatus
+from storage.runs import FailureCount, RunSummary, TimelineEntry
+
+
+def format_runs_page(items: Sequence[RunSummary], status: RunStatus | None, offset: int) -> str:
+    title = f"Runs ({status.value})" if status else "Recent runs"
+    if not items:
+        return f"<b>{title}</b>\nNo runs."
+    lines = [f"<b>{title}</b> — from #{offset + 1}"]
+    for item in items:
+        when = item.created_at.strftime("%m-%d %H:%M")
+        text = item.request_text.replace("\n", " ")
+        text = text if len(text) <= 40 else text[:39] + "…"
+        lines.append(
+            f"<code>{item.id}</code> {when} {item.status.value}"
+            f" · user {item.user_id} · {item.step_count} steps"
+            + (f" · {item.retries} retries" if item.retries else "")
+            + f"\n  {escape(text)}"
+        )
+    lines.append("\nOpen one with /run &lt;id&gt;")
+    return "\n".join(lines)
+
+
+def format_timeline(run: Run, timeline: Sequence[TimelineEntry]) -> str:
+    lines = [
+        f"<b>Run</b> <code>{run.id}</code> · {run.status.value} · {run.language.value}",
+        f"user {run.user_id} · chat {run.chat_id} · trace <code>{run.trace_id}</code>",
+        f"request: {escape(run.request_text)}",
+        "",
+        "<b>Steps</b>",
+    ]
+    for step in run.steps:
+        lines.append(escape(step_progress(step, run)))
+        lines.append(f"  tool {escape(step.tool)} {escape(_short(step.args))}")
+        if step.observation is not None:
+            lines.append(f"  observed {escape(_short(step.observation))}")
+        if step.error is not None:
+            lines.append(f"  error {step.error.type.value}: {escape(step.error.message)}")
+        if step.approval is not None:
+            verb = "confirmed" if step.approval.approved else "cancelled"
+            when = step.approval.at.strftime("%Y-%m-%d %H:%M:%S")
+            lines.append(f"  {verb} by {step.approval.by_user_id} at {when}")
+    lines += ["", "<b>Timeline</b>"]
+    for entry in timeline:
+        parts = [entry.at.strftime("%H:%M:%S"), entry.kind.value]
+        if entry.step_id:
+            parts.append(f"{entry.step_id}")
+        if entry.attempt:
+            parts.append(f"attempt {entry.attempt}")
+        if entry.error_type:
+            parts.append(entry.error_type)
+        if entry.decision:
+            parts.append(f"→ {entry.decision}")
+        if entry.delay_s is not None:
+            parts.append(f"(backoff {entry.delay_s:.2f}s)")
+        if entry.message:
+            parts.append(f"— {entry.message}")
+        lines.append(escape(" ".join(parts)))
+    lines += ["", "<b>Answer</b>", escape(run.answer or "")]
+    return "\n".join(lines)
+
+
+def format_stats(
+    periods: Sequence[tuple[str, dict[str, int], Sequence[FailureCount]]],
+) -> str:
+    lines: list[str] = []
+    for label, statuses, failures in periods:
+        lines.append(f"<b>{escape(label)}</b>")
+        total = sum(statuses.values())
+        lines.append(
+            f"runs: {total}" + "".join(f" · {escape(k)} {v}" for k, v in sorted(statuses.items()))
+        )
+        if failures:
+            lines.append("failures by type and tool:")
+            lines += [
+                f"  {escape(f.error_type)} · {escape(f.tool or '-')}: {f.count}" for f in failures
+            ]
+        else:
+            lines.append("no failures")
+        lines.append("")
+    return "\n".join(lines).strip()
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

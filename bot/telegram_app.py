@@ -1,0 +1,440 @@
+"""The Telegram adapter: python-telegram-bot handlers around the agent.
+
+Handlers return at once; each request runs as a background task, ordered per chat (a
+chat's runs never overtake each other) and never blocking other chats. The Bot API is
+reached through `TELEGRAM_API_BASE_URL`, so a local Bot API server (or the stand-in used
+by tests and the demo) is used exactly like Telegram.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import html
+import logging
+import signal
+import sys
+from collections.abc import Coroutine
+from datetime import timedelta
+from typing import Any
+
+from telegram import (
+    BotCommand,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    Message,
+    Update,
+)
+from telegram.constants import ParseMode
+from telegram.error import BadRequest, Forbidden, InvalidToken, TelegramError
+from telegram.ext import (
+    Application,
+    ApplicationBuilder,
+    CallbackQueryHandler,
+    CommandHandler,
+    ContextTypes,
+    MessageHandler,
+    filters,
+)
+
+from agent_core.agent import MAX_REQUEST_CHARS, ClaimResult
+from agent_core.models import Language, Run, RunStatus, StepStatus, utcnow
+from bot.callbacks import DecisionData, PageData, page_data, parse_callback
+from bot.progress import TelegramProgress, decision_text, split_message
+from bot.ratelimit import SlidingWindowRateLimiter
+from bot.runtime import Runtime, open_runtime
+from bot.settings import TOKEN_SHAPE, Settings
+from bot.staff import format_runs_page, format_stats, format_timeline
+from bot.texts import language_of, say
+from storage.db import StorageUnavailable
+
+log = logging.getLogger(__name__)
+
+RUNS_PAGE_SIZE = 8
+EXIT_USAGE = 2
+
+
+class ChatQueues:
+    """One lock per chat with waiters: a chat's work runs in arrival order."""
+
+    def __init__(self) -> None:
+        self._locks: dict[int, asyncio.Lock] = {}
+        self._users: dict[int, int] = {}
+
+    async def run(self, chat_id: int, work: Coroutine[Any, Any, None]) -> None:
+        lock = self._locks.setdefault(chat_id, asyncio.Lock())
+        self._users[chat_id] = self._users.get(chat_id, 0) + 1
+        try:
+            async with lock:
+                await work
+        finally:
+            self._users[chat_id] -= 1
+            if self._users[chat_id] == 0:  # forget idle chats: memory stays flat
+                del self._users[chat_id]
+                del self._locks[chat_id]
+
+
+class StepwiseBot:
+    def __init__(self, runtime: Runtime, progress: TelegramProgress) -> None:
+        self.runtime = runtime
+        self.agent = runtime.agent
+        self.store = runtime.store
+        self.settings = runtime.settings
+        self.progress = progress
+        self.chats = ChatQueues()
+
+    # -- customers -----------------------------------------------------------------------
+
+    async def help(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """/start and /help: what the bot can do, with examples in the user's language."""
+        message = update.effective_message
+        if message is None:
+            return
+        await message.reply_text(say("help", self._language(update)))
+
+    async def text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """A question: the plan, step messages and the answer follow in the background."""
+        message, user = update.effective_message, update.effective_user
+        if message is None or user is None:
+            return
+        text = (message.text or "").strip()
+        language = self._language(update)
+        if not text:
+            await message.reply_text(say("empty", language))
+            return
+        if len(text) > MAX_REQUEST_CHARS:
+            await message.reply_text(say("too_long", language))
+            return
+        context.application.create_task(
+            self.chats.run(message.chat_id, self._ask(message, user.id, text, user.language_code)),
+            update=update,
+        )
+
+    async def _ask(self, message: Message, user_id: int, text: str, hint: str | None) -> None:
+        try:
+            await self.agent.ask(text, user_id=user_id, chat_id=message.chat_id, language_hint=hint)
+        except StorageUnavailable:
+            log.exception("storage unavailable while asking")
+            await self._reply_quietly(message, say("busy", language_of(text, hint)))
+
+    async def not_text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Stickers, photos, voice…: a polite note that only text is understood."""
+        message = update.effective_message
+        if message is not None:
+            await message.reply_text(say("text_only", self._language(update)))
+
+    async def button(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Confirm / Cancel, or staff paging. Always answers the press with a short toast.
+
+        The decision is claimed here and shown on the message at once (buttons removed);
+        the rest of the run continues in the background, in the chat's order.
+        """
+        query, user = update.callback_query, update.effective_user
+        if query is None or user is None:
+            return
+        parsed = parse_callback(query.data)
+        language = self._language(update)
+        if isinstance(parsed, PageData):
+            await self._page(update, parsed)
+            return
+        if not isinstance(parsed, DecisionData) or not isinstance(query.message, Message):
+            await self._answer_quietly(query, say("toast_invalid", language))
+            return
+        try:
+            outcome = await self.agent.claim(
+                parsed.run_id, user_id=user.id, approved=parsed.approved, nonce=parsed.nonce
+            )
+        except StorageUnavailable:
+            log.exception("storage unavailable on a button press")
+            await self._answer_quietly(query, say("toast_busy", language))
+            return
+        run, message = outcome.run, query.message
+        if run is not None:
+            language = run.language
+        toast = {
+            ClaimResult.OK: "toast_confirmed" if parsed.approved else "toast_cancelled",
+            ClaimResult.NOT_ALLOWED: "toast_not_yours",
+            ClaimResult.ALREADY_HANDLED: "toast_handled",
+            ClaimResult.STALE: "toast_invalid",
+            ClaimResult.NOT_FOUND: "toast_invalid",
+            ClaimResult.EXPIRED: "toast_expired",
+        }[outcome.result]
+        await self._answer_quietly(query, say(toast, language))
+        if run is None or outcome.result not in (ClaimResult.OK, ClaimResult.EXPIRED):
+            return
+        step_id = _paused_step_id(run)
+        if outcome.result is ClaimResult.EXPIRED:
+            if step_id:
+                await self._edit_quietly(message, decision_text(run, step_id, "expired"))
+            await self._reply_quietly(message, run.answer or "")
+            return
+        if step_id:
+            key = "you_confirmed" if parsed.approved else "you_cancelled"
+            await self._edit_quietly(message, decision_text(run, step_id, key))
+            self.progress.adopt(run, step_id, message.message_id)
+        context.application.create_task(
+            self.chats.run(message.chat_id, self._proceed(message, run)), update=update
+        )
+
+    async def _proceed(self, message: Message, run: Run) -> None:
+        try:
+            await self.agent.proceed(run)
+        except StorageUnavailable:
+            log.exception("storage unavailable while resuming", extra={"trace_id": run.trace_id})
+            await self._reply_quietly(message, say("busy", run.language))
+
+    # -- staff ---------------------------------------------------------------------------
+
+    async def runs(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """/runs [status]: recent runs for staff, paged with ◀ ▶."""
+        if not await self._staff_only(update):
+            return
+        status = None
+        if context.args:
+            try:
+                status = RunStatus(context.args[0].lower())
+            except ValueError:
+                statuses = ", ".join(s.value for s in RunStatus)
+                await self._reply(update, f"Unknown status. Use one of: {statuses}")
+                return
+        text, markup = await self._runs_page(status, 0)
+        await self._reply(update, text, markup)
+
+    async def _page(self, update: Update, data: PageData) -> None:
+        query = update.callback_query
+        assert query is not None
+        if not self._is_staff(update):
+            await query.answer(say("not_authorised", self._language(update)))
+            return
+        text, markup = await self._runs_page(data.status, data.offset)
+        await self._answer_quietly(query, None)
+        if isinstance(query.message, Message):
+            try:
+                await query.message.edit_text(text, parse_mode=ParseMode.HTML, reply_markup=markup)
+            except BadRequest as exc:
+                if "not modified" not in str(exc):
+                    raise
+
+    async def _runs_page(
+        self, status: RunStatus | None, offset: int
+    ) -> tuple[str, InlineKeyboardMarkup | None]:
+        page = await self.store.list_runs(status=status, offset=offset, limit=RUNS_PAGE_SIZE)
+        buttons = []
+        if offset > 0:
+            prev_offset = max(0, offset - RUNS_PAGE_SIZE)
+            buttons.append(InlineKeyboardButton("◀", callback_data=page_data(status, prev_offset)))
+        if page.next_cursor is not None:
+            next_offset = offset + RUNS_PAGE_SIZE
+            buttons.append(InlineKeyboardButton("▶", callback_data=page_data(status, next_offset)))
+        markup = InlineKeyboardMarkup([buttons]) if buttons else None
+        return format_runs_page(page.items, status, offset), markup
+
+    async def run_timeline(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """/run <id>: one run's timeline for staff (steps, retries, decisions)."""
+        if not await self._staff_only(update):
+            return
+        if not context.args:
+            await self._reply(update, "Usage: /run &lt;run id&gt;")
+            return
+        run = await self.store.load_run(context.args[0].strip())
+        if run is None:
+            await self._reply(update, "No such run.")
+            return
+        timeline = await self.store.timeline(run.id)
+        for part in split_message(format_timeline(run, timeline)):
+            await self._reply(update, part)
+
+    async def stats(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """/stats: runs by status and failures by type and tool, last 24 h and 7 days."""
+        if not await self._staff_only(update):
+            return
+        now = utcnow()
+        periods = []
+        for label, delta in (
+            ("last 24 h", timedelta(hours=24)),
+            ("last 7 days", timedelta(days=7)),
+        ):
+            since = now - delta
+            periods.append(
+                (
+                    label,
+                    await self.store.status_counts(since),
+                    await self.store.failure_counts(since),
+                )
+            )
+        await self._reply(update, format_stats(periods))
+
+    def _is_staff(self, update: Update) -> bool:
+        user = update.effective_user
+        return user is not None and user.id in self.settings.staff_ids
+
+    async def _staff_only(self, update: Update) -> bool:
+        if self._is_staff(update):
+            return True
+        await self._reply(update, html.escape(say("not_authorised", self._language(update))))
+        return False
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    async def on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Log everything that escaped a handler; the customer gets a short apology."""
+        log.error("handler error", exc_info=context.error)
+        if isinstance(update, Update) and update.effective_message is not None:
+            await self._reply_quietly(update.effective_message, say("busy", self._language(update)))
+
+    def _language(self, update: Update) -> Language:
+        message, user = update.effective_message, update.effective_user
+        text = message.text if message is not None else None
+        if text and text.startswith("/"):
+            text = None  # "/start" says nothing about the language; the user's setting does
+        return language_of(text, user.language_code if user else None)
+
+    async def _reply(
+        self, update: Update, text: str, markup: InlineKeyboardMarkup | None = None
+    ) -> None:
+        message = update.effective_message
+        if message is not None:
+            await message.reply_text(text, parse_mode=ParseMode.HTML, reply_markup=markup)
+
+    @staticmethod
+    async def _reply_quietly(message: Message, text: str) -> None:
+        try:
+            await message.reply_text(text)
+        except TelegramError as exc:
+            log.warning("could not reply: %s", exc)
+
+    @staticmethod
+    async def _answer_quietly(query: Any, text: str | None) -> None:
+        try:
+            await query.answer(text)
+        except TelegramError as exc:  # a query answered too late is harmless
+            log.info("callback answer failed: %s", exc)
+
+    @staticmethod
+    async def _edit_quietly(message: Message, text: str) -> None:
+        """Replace a message's text; an edit without reply_markup also removes its buttons."""
+        try:
+            await message.edit_text(text, parse_mode=ParseMode.HTML)
+        except TelegramError as exc:
+            log.info("edit failed: %s", exc)
+
+
+def build_application(
+    runtime: Runtime, *, show_after_s: float = 0.5
+) -> Application[Any, Any, Any, Any, Any, Any]:
+    """The PTB application, wired to an open runtime. Production and tests share it."""
+    settings = runtime.settings
+    token = settings.token()
+    if token is None:
+        raise ValueError("TELEGRAM_BOT_TOKEN is not set")
+    base = settings.telegram_api_base_url.rstrip("/")
+    application = (
+        ApplicationBuilder()
+        .token(token)
+        .base_url(base)
+        .base_file_url(base.removesuffix("/bot") + "/file/bot")
+        .concurrent_updates(True)
+        .rate_limiter(SlidingWindowRateLimiter(max_retries=3))
+        .build()
+    )
+    progress = TelegramProgress(
+        application.bot, runtime.store.add_notice, show_after_s=show_after_s
+    )
+    bot = StepwiseBot(runtime, progress)
+    runtime.agent.executor.listeners.append(bot.progress)
+    application.bot_data["stepwise"] = bot
+    application.add_handler(CommandHandler(["start", "help"], bot.help))
+    application.add_handler(CommandHandler("runs", bot.runs))
+    application.add_handler(CommandHandler("run", bot.run_timeline))
+    application.add_handler(CommandHandler("stats", bot.stats))
+    application.add_handler(MessageHandler(filters.TEXT & ~filters.COMMAND, bot.text))
+    application.add_handler(MessageHandler(~filters.TEXT & ~filters.COMMAND, bot.not_text))
+    application.add_handler(CallbackQueryHandler(bot.button))
+    application.add_error_handler(bot.on_error)
+    return application
+
+
+BOT_COMMANDS = [
+    BotCommand("help", "What I can do"),
+    BotCommand("runs", "Staff: recent runs"),
+    BotCommand("run", "Staff: one run's timeline"),
+    BotCommand("stats", "Staff: runs and failures"),
+]
+
+
+async def serve(settings: Settings, args: argparse.Namespace) -> int:
+    """`stepwise serve`: long polling, or a webhook with --webhook-url. Ctrl-C stops it."""
+    token = settings.token()
+    if not token:
+        print(
+            "stepwise: TELEGRAM_BOT_TOKEN is not set (create a bot with @BotFather)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    if not TOKEN_SHAPE.match(token):
+        print("stepwise: TELEGRAM_BOT_TOKEN is malformed (expected 123456:ABC...)", file=sys.stderr)
+        return EXIT_USAGE
+    runtime = await open_runtime(settings)
+    try:
+        application = build_application(runtime)
+        try:
+            await application.initialize()
+        except InvalidToken:
+            print("stepwise: Telegram rejected TELEGRAM_BOT_TOKEN", file=sys.stderr)
+            return EXIT_USAGE
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            await application.bot.set_my_commands(BOT_COMMANDS)
+            await application.start()
+            assert application.updater is not None
+            if args.webhook_url:
+                await application.updater.start_webhook(
+                    listen=args.listen,
+                    port=args.port,
+                    url_path="telegram",
+                    webhook_url=args.webhook_url.rstrip("/") + "/telegram",
+                    secret_token=args.webhook_secret,
+                )
+            else:
+                await application.updater.start_polling(allowed_updates=Update.ALL_TYPES)
+            application.create_task(_recover(runtime))
+            log.warning("stepwise bot @%s is running", application.bot.username)
+            await stop.wait()
+        finally:
+            if application.updater is not None and application.updater.running:
+                await application.updater.stop()
+            if application.running:
+                await application.stop()
+            await application.shutdown()
+    except Forbidden as exc:
+        print(f"stepwise: Telegram refused the bot: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        await runtime.close()
+    return 0
+
+
+def _paused_step_id(run: Run) -> str | None:
+    """The step a claimed (or expired) pause was about."""
+    if run.pause is not None:
+        return run.pause.step_id
+    for step in run.steps:
+        if step.approval is not None:
+            return step.id
+    for step in run.steps:  # an expired pause leaves its step cancelled, undecided
+        if step.status is StepStatus.CANCELLED:
+            return step.id
+    return None
+
+
+async def _recover(runtime: Runtime) -> None:
+    try:
+        runs = await runtime.agent.recover()
+    except StorageUnavailable:
+        log.exception("recovery postponed: storage unavailable")
+        return
+    if runs:
+        log.warning("recovered %d interrupted run(s)", len(runs))

@@ -1,0 +1,78 @@
+"""What the bot itself says (help, refusals, button toasts), in Chinese and English.
+
+Answers about orders come from `agent_core.answers`; this module only holds the bot's own
+chrome around them.
+"""
+
+from __future__ import annotations
+
+from agent_core.models import Language
+from agent_core.planner import detect_language
+
+ZH, EN = Language.ZH, Language.EN
+
+TEXTS: dict[str, dict[Language, str]] = {
+    "help": {
+        ZH: (
+            "你好！我是客服助手，会先列出计划，再一步步执行给你看。\n\n"
+            "你可以这样问我：\n"
+            "• 订单 A1001 到哪了？\n"
+            "• 帮我查一下订单 A1001 的物流，如果还没送达，再看一下售后政策\n"
+            "• 帮我取消订单 A1003（我会先请你确认）\n"
+            "• 退货政策是什么？"
+        ),
+        EN: (
+            "Hi! I'm the customer-service assistant. I show you my plan first, then do it "
+            "one step at a time.\n\n"
+            "Try:\n"
+            "• Where is my order A1001?\n"
+            "• Check order A1001 and if it hasn't arrived, what's the delay compensation policy?\n"
+            "• Cancel order A1003 (I'll ask you to confirm first)\n"
+            "• What is your refund policy?"
+        ),
+    },
+    "text_only": {
+        ZH: "抱歉，我只能看懂文字消息。请用文字告诉我订单号和你的问题。",
+        EN: "Sorry, I can only read text messages. Please type your order number and question.",
+    },
+    "too_long": {
+        ZH: "这条消息太长了（超过 4096 个字符），请简短描述你的问题。",
+        EN: "That message is too long (over 4096 characters). Please describe it more briefly.",
+    },
+    "empty": {
+        ZH: "我没有收到文字内容，请告诉我你的问题。",
+        EN: "I didn't get any text. Please tell me what you need.",
+    },
+    "busy": {
+        ZH: "抱歉，系统暂时无法处理你的请求，没有做任何改动。请稍后再试。",
+        EN: "Sorry, I can't proceed right now and nothing was changed. Please try again in a minute.",
+    },
+    "not_authorised": {
+        ZH: "抱歉，你没有权限使用这个命令。",
+        EN: "Sorry, you are not authorised to use this command.",
+    },
+    "confirm": {ZH: "确认", EN: "Confirm"},
+    "cancel": {ZH: "取消", EN: "Cancel"},
+    "toast_confirmed": {ZH: "已确认，正在执行。", EN: "Confirmed, working on it."},
+    "toast_cancelled": {ZH: "已取消，不做任何改动。", EN: "Cancelled, nothing will change."},
+    "toast_not_yours": {ZH: "这个按钮不是给你的。", EN: "This button isn't for you."},
+    "toast_handled": {ZH: "这个请求已经处理过了。", EN: "This request was already handled."},
+    "toast_invalid": {ZH: "这个按钮已失效。", EN: "This button is no longer valid."},
+    "toast_expired": {
+        ZH: "确认已过期，没有执行任何操作。",
+        EN: "This confirmation expired; nothing was done.",
+    },
+    "toast_busy": {ZH: "系统繁忙，请稍后再按。", EN: "Busy right now, please press again shortly."},
+    "you_confirmed": {ZH: "你已确认", EN: "you confirmed"},
+    "you_cancelled": {ZH: "你选择了取消", EN: "you cancelled"},
+    "expired": {ZH: "确认已过期", EN: "confirmation expired"},
+}
+
+
+def say(key: str, language: Language) -> str:
+    return TEXTS[key][language]
+
+
+def language_of(text: str | None, language_code: str | None) -> Language:
+    """The customer's language: from what they wrote, with Telegram's setting as a hint."""
+    return detect_language(text or "", language_code)

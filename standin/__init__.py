@@ -1,0 +1,26 @@
+"""A local, faithful stand-in for the Telegram Bot API, for tests that must not need Telegram.
+
+Start a `StandIn`, point python-telegram-bot at it with
+`ApplicationBuilder().token(TOKEN).base_url(standin.base_url).base_file_url(standin.base_file_url)`
+and drive the user's side of the conversation from the test (`inject_message`,
+`press_button`, `fail_next`, `block_chat`, `wait_for`, ...). `python -m standin` serves it
+for other processes, with the same controls under `/_test/...`.
+"""
+
+from .errors import ApiError
+from .flood import FloodLimits
+from .markup import MAX_CALLBACK_DATA_BYTES, Button
+from .server import DEFAULT_TOKEN, StandIn
+from .state import CallbackAnswer, CallRecord, ShownMessage
+
+__all__ = [
+    "DEFAULT_TOKEN",
+    "MAX_CALLBACK_DATA_BYTES",
+    "ApiError",
+    "Button",
+    "CallRecord",
+    "CallbackAnswer",
+    "FloodLimits",
+    "ShownMessage",
+    "StandIn",
+]

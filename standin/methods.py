@@ -1,0 +1,429 @@
+"""The Bot API methods the stand-in implements, with Telegram's validation and errors.
+
+Each method validates in roughly Telegram's order (parameters, markup, chat, message,
+flood control) so the first error a bot sees is the one Telegram would report, and only
+then changes state. Methods Telegram has but the stand-in lacks answer 404 like unknown
+methods do, which shows up in the call log rather than passing silently.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from .changes import ChangeSignal
+from .errors import (
+    NOT_MODIFIED,
+    POLL_CONFLICT,
+    QUERY_TOO_OLD,
+    WEBHOOK_CONFLICT,
+    ApiError,
+    bad_request,
+    can_t_parse_entities,
+)
+from .formatting import MAX_TEXT_LENGTH, FormattedText, ParseError, parse, utf16_len
+from .markup import inline_keyboard, parse_reply_markup
+from .params import Params
+from .state import BotState, CallbackAnswer, Chat, StoredMessage, unix_now
+
+JSON = dict[str, Any]
+Handler = Callable[[Params], Awaitable[Any]]
+
+CHAT_ACTIONS = frozenset(
+    {
+        "typing",
+        "upload_photo",
+        "record_video",
+        "upload_video",
+        "record_voice",
+        "upload_voice",
+        "upload_document",
+        "choose_sticker",
+        "find_location",
+        "record_video_note",
+        "upload_video_note",
+    }
+)
+MAX_CALLBACK_ANSWER_LENGTH = 200
+_COMMAND = re.compile(r"[a-z0-9_]{1,32}")
+
+
+class BotApi:
+    """Bot API method implementations over one BotState."""
+
+    def __init__(self, state: BotState, changes: ChangeSignal, closing: Callable[[], bool]) -> None:
+        self.state = state
+        self.changes = changes
+        self.closing = closing
+        handlers: dict[str, Handler] = {
+            "getMe": self.get_me,
+            "getUpdates": self.get_updates,
+            "setWebhook": self.set_webhook,
+            "deleteWebhook": self.delete_webhook,
+            "getWebhookInfo": self.get_webhook_info,
+            "setMyCommands": self.set_my_commands,
+            "getMyCommands": self.get_my_commands,
+            "deleteMyCommands": self.delete_my_commands,
+            "sendMessage": self.send_message,
+            "editMessageText": self.edit_message_text,
+            "editMessageReplyMarkup": self.edit_message_reply_markup,
+            "answerCallbackQuery": self.answer_callback_query,
+            "sendChatAction": self.send_chat_action,
+            "deleteMessage": self.delete_message,
+            "getFile": self.get_file,
+            "close": self.close,
+            "logOut": self.log_out,
+        }
+        # Telegram matches method names case-insensitively.
+        self._methods = {name.lower(): (name, handler) for name, handler in handlers.items()}
+
+    def lookup(self, method: str) -> tuple[str, Handler] | None:
+        """Canonical name and handler for a method, or None (Telegram answers 404)."""
+        return self._methods.get(method.lower())
+
+    # ----- bot identity and lifecycle --------------------------------------------------
+
+    async def get_me(self, params: Params) -> JSON:
+        """The bot's User object with the bot-only capability flags."""
+        return {
+            **self.state.bot.to_api(),
+            "can_join_groups": True,
+            "can_read_all_group_messages": False,
+            "supports_inline_queries": False,
+            "can_connect_to_business": False,
+            "has_main_web_app": False,
+        }
+
+    async def close(self, params: Params) -> bool:
+        """Accepted and ignored: there is no cloud instance to close."""
+        return True
+
+    async def log_out(self, params: Params) -> bool:
+        """Accepted and ignored: there is no cloud session to end."""
+        return True
+
+    # ----- updates ---------------------------------------------------------------------
+
+    async def get_updates(self, params: Params) -> list[JSON]:
+        """Long polling: answer at once if updates are pending, else wait up to `timeout`.
+
+        A newer getUpdates ends an older one with 409, as Telegram does when two bot
+        instances poll the same token.
+        """
+        state = self.state
+        if state.webhook_url:
+            raise ApiError(409, WEBHOOK_CONFLICT)
+        limit = min(max(params.integer("limit") or 100, 1), 100)
+        timeout = max(params.number("timeout") or 0.0, 0.0)
+        allowed = params.json_value("allowed_updates", "can't parse allowed_updates JSON array")
+        state.confirm(params.integer("offset"))
+        state.set_allowed_updates(allowed if isinstance(allowed, list) else None)
+        state.poll_generation += 1
+        generation = state.poll_generation
+        if timeout > 0 and not state.has_deliverable():
+            await self._long_poll(generation, timeout)
+        else:
+            await self.changes.notify()
+        if generation != state.poll_generation:
+            raise ApiError(409, POLL_CONFLICT)
+        return [update.to_api() for update in state.deliverable(limit)]
+
+    async def _long_poll(self, generation: int, within: float) -> None:
+        state = self.state
+        state.active_polls += 1
+        await self.changes.notify()
+        try:
+            await self.changes.wait_until(
+                lambda: (
+                    self.closing() or generation != state.poll_generation or state.has_deliverable()
+                ),
+                within,
+            )
+        finally:
+            state.active_polls -= 1
+
+    async def set_webhook(self, params: Params) -> bool:
+        """Remembered only: updates are not pushed, getUpdates just starts answering 409."""
+        url = params.text("url") or ""
+        if url and not url.lower().startswith("https://"):
+            raise bad_request("bad webhook: An HTTPS URL must be provided for webhook")
+        self._drop_pending(params)
+        allowed = params.json_value("allowed_updates", "can't parse allowed_updates JSON array")
+        self.state.set_allowed_updates(allowed if isinstance(allowed, list) else None)
+        self.state.webhook_url = url
+        return True
+
+    async def delete_webhook(self, params: Params) -> bool:
+        """Back to getUpdates; optionally drop everything queued so far."""
+        self._drop_pending(params)
+        self.state.webhook_url = ""
+        return True
+
+    def _drop_pending(self, params: Params) -> None:
+        if params.flag("drop_pending_updates"):
+            self.state.updates.clear()
+
+    async def get_webhook_info(self, params: Params) -> JSON:
+        """Minimal WebhookInfo: the URL and how many updates wait."""
+        info: JSON = {
+            "url": self.state.webhook_url,
+            "has_custom_certificate": False,
+            "pending_update_count": len(self.state.updates),
+        }
+        if self.state.webhook_url:
+            info["max_connections"] = 40
+        if self.state.allowed_updates is not None:
+            info["allowed_updates"] = sorted(self.state.allowed_updates)
+        return info
+
+    # ----- commands --------------------------------------------------------------------
+
+    async def set_my_commands(self, params: Params) -> bool:
+        """Store the command list per (scope, language_code), validating like Telegram."""
+        commands = params.json_value("commands", "can't parse commands JSON object")
+        if not isinstance(commands, list):
+            raise bad_request('field "commands" must be an Array')
+        self.state.commands[_commands_key(params)] = [_command(item) for item in commands]
+        return True
+
+    async def get_my_commands(self, params: Params) -> list[JSON]:
+        """The list stored for exactly this scope and language ([] if none)."""
+        return list(self.state.commands.get(_commands_key(params), []))
+
+    async def delete_my_commands(self, params: Params) -> bool:
+        """Forget the list for this scope and language."""
+        self.state.commands.pop(_commands_key(params), None)
+        return True
+
+    # ----- messages --------------------------------------------------------------------
+
+    async def send_message(self, params: Params) -> JSON:
+        """Send a text message, optionally with markup and as a reply."""
+        _require_chat_id(params)
+        formatted = _formatted(params)
+        markup = parse_reply_markup(params)
+        chat = self._writable_chat(params)
+        _check_length(formatted)
+        reply_to = self._reply_target(params, chat)
+        self.state.flood.admit(chat.id, chat.is_group)
+        message = self.state.add_message(
+            chat,
+            self.state.bot,
+            text=formatted.text,
+            entities=formatted.entities,
+            reply_markup=markup,
+            reply_to=reply_to,
+            parse_mode=params.text("parse_mode"),
+        )
+        _update_reply_keyboard(chat, markup)
+        return self.state.message_json(message)
+
+    async def edit_message_text(self, params: Params) -> JSON:
+        """Replace a bot message's text; omitting reply_markup removes its keyboard."""
+        message_id = _message_ref(params)
+        formatted = _formatted(params)
+        markup = inline_keyboard(parse_reply_markup(params))
+        chat = self._writable_chat(params)
+        _check_length(formatted)
+        message = self._editable(chat, message_id)
+        if message.text is None:
+            raise bad_request("there is no text in the message to edit")
+        current = (message.text, message.entities, inline_keyboard(message.reply_markup))
+        if current == (formatted.text, formatted.entities, markup):
+            raise bad_request(NOT_MODIFIED)
+        self.state.flood.admit(chat.id, chat.is_group)
+        _record_edit(message)
+        message.text, message.entities = formatted.text, formatted.entities
+        message.reply_markup = markup
+        message.parse_mode = params.text("parse_mode")
+        return self.state.message_json(message)
+
+    async def edit_message_reply_markup(self, params: Params) -> JSON:
+        """Replace (or, when omitted, remove) a bot message's inline keyboard."""
+        message_id = _message_ref(params)
+        markup = inline_keyboard(parse_reply_markup(params))
+        chat = self._writable_chat(params)
+        message = self._editable(chat, message_id)
+        if inline_keyboard(message.reply_markup) == markup:
+            raise bad_request(NOT_MODIFIED)
+        self.state.flood.admit(chat.id, chat.is_group)
+        _record_edit(message)
+        message.reply_markup = markup
+        return self.state.message_json(message)
+
+    async def delete_message(self, params: Params) -> bool:
+        """Delete a message; in groups the (non-admin) bot may delete only its own."""
+        _require_chat_id(params)
+        message_id = params.integer("message_id")
+        if not message_id:
+            raise bad_request("message identifier is not specified")
+        chat = self._chat(params)
+        message = self.state.find_message(chat.id, message_id)
+        if message is None:
+            raise bad_request("message to delete not found")
+        if chat.is_group and not message.from_bot:
+            raise bad_request("message can't be deleted")
+        message.deleted = True
+        return True
+
+    async def send_chat_action(self, params: Params) -> bool:
+        """Record the action ("typing", ...) the user would see for a few seconds."""
+        _require_chat_id(params)
+        action = params.text("action") or ""
+        chat = self._writable_chat(params)
+        if action not in CHAT_ACTIONS:
+            raise bad_request("wrong parameter action in request")
+        chat.actions.append(action)
+        return True
+
+    async def answer_callback_query(self, params: Params) -> bool:
+        """Answer a button press; each query accepts exactly one answer."""
+        query_id = params.text("callback_query_id") or ""
+        query = self.state.callback_queries.get(query_id)
+        if query is None or query.answer is not None or self._expired(query.created):
+            raise bad_request(QUERY_TOO_OLD)
+        text = params.text("text")
+        if text is not None and utf16_len(text) > MAX_CALLBACK_ANSWER_LENGTH:
+            raise bad_request("MESSAGE_TOO_LONG")
+        query.answer = CallbackAnswer(
+            query_id=query_id,
+            text=text,
+            show_alert=params.flag("show_alert"),
+            url=params.text("url"),
+            cache_time=params.integer("cache_time") or 0,
+            time=self.state.clock(),
+        )
+        return True
+
+    def _expired(self, created: float) -> bool:
+        ttl = self.state.callback_query_ttl
+        return ttl is not None and self.state.clock() - created > ttl
+
+    async def get_file(self, params: Params) -> JSON:
+        """File metadata for media the test injected; download via base_file_url."""
+        record = self.state.files.get(params.text("file_id") or "")
+        if record is None:
+            raise bad_request("invalid file_id")
+        return dict(record)
+
+    # ----- shared lookups --------------------------------------------------------------
+
+    def _chat(self, params: Params) -> Chat:
+        chat_id = params.chat_id()
+        if chat_id is None:
+            raise bad_request("chat_id is empty")
+        if isinstance(chat_id, int):
+            chat = self.state.chats.get(chat_id)
+        else:
+            chat = self.state.chat_by_username(chat_id)
+        if chat is None:
+            raise bad_request("chat not found")
+        return chat
+
+    def _writable_chat(self, params: Params) -> Chat:
+        chat = self._chat(params)
+        if chat.blocked:
+            raise chat.blocked_error()
+        return chat
+
+    def _editable(self, chat: Chat, message_id: int) -> StoredMessage:
+        message = self.state.find_message(chat.id, message_id)
+        if message is None:
+            raise bad_request("message to edit not found")
+        if not message.from_bot:
+            raise bad_request("message can't be edited")
+        return message
+
+    def _reply_target(self, params: Params, chat: Chat) -> int | None:
+        """reply_parameters (what PTB v22 sends) or the older reply_to_message_id."""
+        reply = params.json_value("reply_parameters", "can't parse reply parameters JSON object")
+        reply_params = Params(reply) if isinstance(reply, dict) else params
+        message_id = reply_params.integer(
+            "message_id" if isinstance(reply, dict) else "reply_to_message_id"
+        )
+        if not message_id:
+            return None
+        if self.state.find_message(chat.id, message_id) is not None:
+            return message_id
+        if reply_params.flag("allow_sending_without_reply"):
+            return None
+        raise bad_request("message to be replied not found")
+
+
+def _require_chat_id(params: Params) -> None:
+    if not params.present("chat_id"):
+        raise bad_request("chat_id is empty")
+
+
+def _message_ref(params: Params) -> int:
+    """chat_id + message_id of a message to edit (inline messages are not modelled)."""
+    if params.present("inline_message_id"):
+        raise bad_request("MESSAGE_ID_INVALID")
+    _require_chat_id(params)
+    message_id = params.integer("message_id")
+    if not message_id:
+        raise bad_request("message identifier is not specified")
+    return message_id
+
+
+def _formatted(params: Params) -> FormattedText:
+    """`text` parsed under `parse_mode`, or with explicit `entities` when there is none."""
+    text = params.text("text")
+    if not text:
+        raise bad_request("message text is empty")
+    parse_mode = params.text("parse_mode")
+    try:
+        formatted = parse(text, parse_mode)
+    except ParseError as exc:
+        raise can_t_parse_entities(str(exc)) from None
+    except ValueError:
+        raise bad_request("unsupported parse_mode") from None
+    if not parse_mode and params.present("entities"):
+        entities = params.json_value("entities", "can't parse entities JSON object")
+        if isinstance(entities, list):
+            formatted = FormattedText(formatted.text, tuple(entities))
+    return formatted
+
+
+def _check_length(formatted: FormattedText) -> None:
+    """Telegram's limits apply to the text after markup parsing, in UTF-16 units."""
+    if not formatted.text.strip():
+        raise bad_request("message must be non-empty")
+    if formatted.length > MAX_TEXT_LENGTH:
+        raise bad_request("message is too long")
+
+
+def _record_edit(message: StoredMessage) -> None:
+    message.history.append(message.text)
+    message.edit_date = unix_now()
+
+
+def _update_reply_keyboard(chat: Chat, markup: JSON | None) -> None:
+    """Custom keyboards belong to the chat, not the message: remember the current one."""
+    if markup is None:
+        return
+    if "keyboard" in markup:
+        chat.reply_keyboard = markup
+    elif markup.get("remove_keyboard"):
+        chat.reply_keyboard = None
+
+
+def _commands_key(params: Params) -> tuple[str, str]:
+    scope = params.json_value("scope", "can't parse BotCommandScope JSON object")
+    if not isinstance(scope, dict):
+        scope = {"type": "default"}
+    return json.dumps(scope, sort_keys=True), params.text("language_code") or ""
+
+
+def _command(item: Any) -> JSON:
+    if not isinstance(item, dict):
+        raise bad_request("BOT_COMMAND_INVALID")
+    command = str(item.get("command", "")).removeprefix("/")
+    description = item.get("description")
+    if not _COMMAND.fullmatch(command):
+        raise bad_request("BOT_COMMAND_INVALID")
+    if not isinstance(description, str) or not 1 <= len(description) <= 256:
+        raise bad_request("BOT_COMMAND_DESCRIPTION_INVALID")
+    return {"command": command, "description": description}

@@ -1,0 +1,229 @@
+"""The test-side API over HTTP, under /_test/..., for tests running in another process.
+
+Every endpoint mirrors a StandIn method and answers `{"ok": true, "result": ...}`, or
+`{"ok": false, "description": ...}` with 400 for a bad request, 404 for an unknown
+chat/message/query and 408 when a wait times out. Parameters may come as query string
+or JSON body; numbers may be strings, as with the Bot API itself.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from .params import Params
+
+if TYPE_CHECKING:
+    from .server import StandIn
+
+JSON = dict[str, Any]
+Endpoint = Callable[[Params], Awaitable[Any]]
+
+
+def add_test_routes(app: web.Application, standin: StandIn) -> None:
+    """Register the /_test endpoints for `standin` on `app`."""
+    endpoints = _Endpoints(standin)
+    routes: dict[str, tuple[str, Endpoint]] = {
+        "chats": ("POST", endpoints.add_chat),
+        "inject_message": ("POST", endpoints.inject_message),
+        "press_button": ("POST", endpoints.press_button),
+        "press_button_by_text": ("POST", endpoints.press_button_by_text),
+        "block_chat": ("POST", endpoints.block_chat),
+        "unblock_chat": ("POST", endpoints.unblock_chat),
+        "fail_next": ("POST", endpoints.fail_next),
+        "clear_faults": ("POST", endpoints.clear_faults),
+        "reset": ("POST", endpoints.reset),
+        "wait_for_call": ("POST", endpoints.wait_for_call),
+        "wait_for_bot_messages": ("POST", endpoints.wait_for_bot_messages),
+        "chat_messages": ("GET", endpoints.chat_messages),
+        "callback_answers": ("GET", endpoints.callback_answers),
+        "chat_actions": ("GET", endpoints.chat_actions),
+        "calls": ("GET", endpoints.calls),
+        "updates": ("GET", endpoints.updates),
+        "stats": ("GET", endpoints.stats),
+    }
+    for name, (verb, endpoint) in routes.items():
+        app.router.add_route(verb, f"/_test/{name}", _wrap(endpoint, standin))
+
+
+def _wrap(endpoint: Endpoint, standin: StandIn) -> Callable[[web.Request], Awaitable[web.Response]]:
+    async def handle(request: web.Request) -> web.Response:
+        try:
+            params = await _params(request)
+            result = await endpoint(params)
+        except LookupError as exc:
+            return _fail(404, exc)
+        except TimeoutError as exc:
+            return _fail(408, exc)
+        except (ValueError, TypeError) as exc:
+            return _fail(400, exc)
+        await standin.changes.notify()
+        return web.json_response({"ok": True, "result": result})
+
+    return handle
+
+
+def _fail(status: int, exc: Exception) -> web.Response:
+    description = exc.args[0] if exc.args else type(exc).__name__
+    return web.json_response({"ok": False, "description": str(description)}, status=status)
+
+
+async def _params(request: web.Request) -> Params:
+    raw: JSON = dict(request.query)
+    if request.body_exists:
+        body = json.loads(await request.text())
+        if not isinstance(body, dict):
+            raise ValueError("JSON object expected")
+        raw.update(body)
+    return Params(raw)
+
+
+def _required_int(params: Params, name: str) -> int:
+    value = params.integer(name)
+    if value is None:
+        raise ValueError(f"{name} (integer) is required")
+    return value
+
+
+def _required_text(params: Params, name: str) -> str:
+    value = params.text(name)
+    if value is None:
+        raise ValueError(f"{name} is required")
+    return value
+
+
+class _Endpoints:
+    """Adapters from Params to StandIn methods; JSON-ready results."""
+
+    def __init__(self, standin: StandIn) -> None:
+        self.standin = standin
+
+    async def add_chat(self, p: Params) -> JSON:
+        return self.standin.add_chat(
+            _required_int(p, "chat_id"),
+            p.integer("user_id"),
+            first_name=p.text("first_name"),
+            last_name=p.text("last_name"),
+            username=p.text("username"),
+            language_code=p.text("language_code") or "en",
+            title=p.text("title"),
+        )
+
+    async def inject_message(self, p: Params) -> JSON:
+        return self.standin.inject_message(
+            _required_int(p, "chat_id"),
+            p.integer("user_id"),
+            p.text("text"),
+            sticker=p.flag("sticker"),
+            photo=p.flag("photo"),
+            voice=p.flag("voice"),
+            caption=p.text("caption"),
+            language_code=p.text("language_code") or "en",
+            first_name=p.text("first_name"),
+            last_name=p.text("last_name"),
+            username=p.text("username"),
+            title=p.text("title"),
+            reply_to_message_id=p.integer("reply_to_message_id"),
+        )
+
+    async def press_button(self, p: Params) -> JSON:
+        query_id = self.standin.press_button(
+            _required_int(p, "chat_id"),
+            _required_int(p, "message_id"),
+            _required_text(p, "callback_data"),
+            p.integer("user_id"),
+            forge=p.flag("forge"),
+        )
+        return {"callback_query_id": query_id}
+
+    async def press_button_by_text(self, p: Params) -> JSON:
+        query_id = self.standin.press_button_by_text(
+            _required_int(p, "chat_id"),
+            _required_text(p, "text"),
+            message_id=p.integer("message_id"),
+            user_id=p.integer("user_id"),
+        )
+        return {"callback_query_id": query_id}
+
+    async def block_chat(self, p: Params) -> bool:
+        notify = p.flag("notify") if p.present("notify") else True
+        self.standin.block_chat(_required_int(p, "chat_id"), notify=notify)
+        return True
+
+    async def unblock_chat(self, p: Params) -> bool:
+        notify = p.flag("notify") if p.present("notify") else True
+        self.standin.unblock_chat(_required_int(p, "chat_id"), notify=notify)
+        return True
+
+    async def fail_next(self, p: Params) -> bool:
+        status: int | None = 500
+        if "status" in p.raw:  # null selects a delay-only fault
+            status = p.integer("status")
+        self.standin.fail_next(
+            _required_text(p, "method"),
+            p.integer("times") or 1,
+            status=status,
+            description=p.text("description"),
+            delay=p.number("delay") or 0.0,
+            retry_after=p.integer("retry_after"),
+            chat_id=p.integer("chat_id"),
+            body=p.text("body"),
+        )
+        return True
+
+    async def clear_faults(self, p: Params) -> bool:
+        self.standin.clear_faults()
+        return True
+
+    async def reset(self, p: Params) -> bool:
+        self.standin.reset()
+        return True
+
+    async def wait_for_call(self, p: Params) -> JSON:
+        record = await self.standin.wait_for_call(
+            _required_text(p, "method"),
+            chat_id=p.integer("chat_id"),
+            count=p.integer("count") or 1,
+            timeout=p.number("timeout") or 5.0,
+        )
+        return record.as_dict()
+
+    async def wait_for_bot_messages(self, p: Params) -> list[JSON]:
+        shown = await self.standin.wait_for_bot_messages(
+            _required_int(p, "chat_id"),
+            count=p.integer("count") or 1,
+            timeout=p.number("timeout") or 5.0,
+        )
+        return [message.as_dict() for message in shown]
+
+    async def chat_messages(self, p: Params) -> list[JSON]:
+        shown = self.standin.chat_messages(_required_int(p, "chat_id"))
+        return [message.as_dict() for message in shown]
+
+    async def callback_answers(self, p: Params) -> list[JSON]:
+        answers = self.standin.callback_answers(_required_text(p, "query_id"))
+        return [answer.as_dict() for answer in answers]
+
+    async def chat_actions(self, p: Params) -> list[str]:
+        return self.standin.chat_actions(_required_int(p, "chat_id"))
+
+    async def calls(self, p: Params) -> list[JSON]:
+        records = self.standin.calls(p.text("method"), p.integer("chat_id"))
+        return [record.as_dict() for record in records]
+
+    async def updates(self, p: Params) -> list[JSON]:
+        return self.standin.pending_updates()
+
+    async def stats(self, p: Params) -> JSON:
+        state = self.standin.state
+        return {
+            "calls": len(state.calls),
+            "served_429": self.standin.served_429,
+            "flood_refusals": {str(chat): n for chat, n in state.flood.refused.items()},
+            "pending_updates": len(state.updates),
+            "active_polls": self.standin.active_polls,
+            "chats": sorted(state.chats),
+        }

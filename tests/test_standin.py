@@ -1,0 +1,651 @@
+"""The Telegram stand-in, driven over real HTTP by python-telegram-bot and raw clients.
+
+Synchronisation is always an event (a waiting long poll, a logged call, a queued update),
+never a sleep; the only clocks involved are fake ones for flood control and the few
+deliberately short server-side timeouts being tested.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, ReplyParameters, Update
+from telegram.error import (
+    BadRequest,
+    Conflict,
+    Forbidden,
+    InvalidToken,
+    NetworkError,
+    RetryAfter,
+    TimedOut,
+)
+from telegram.ext import Application, ApplicationBuilder, CallbackQueryHandler, CommandHandler
+
+from standin import DEFAULT_TOKEN, StandIn
+from standin.formatting import ParseError, parse
+
+pytestmark = pytest.mark.timeout(10)
+
+CHAT = 4242
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class FakeClock:
+    """Flood windows and query expiry read this instead of the wall clock."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def said(description: str) -> str:
+    """Match a Telegram description in a PTB error (PTB re-capitalises "Bad Request: ...")."""
+    return "(?i)" + re.escape(description)
+
+
+def keyboard(*data: str) -> InlineKeyboardMarkup:
+    return InlineKeyboardMarkup([[InlineKeyboardButton(d.upper(), callback_data=d) for d in data]])
+
+
+def connect(standin: StandIn, token: str = DEFAULT_TOKEN) -> Bot:
+    return Bot(token, base_url=standin.base_url, base_file_url=standin.base_file_url)
+
+
+@pytest.fixture
+async def standin() -> AsyncIterator[StandIn]:
+    async with StandIn() as running:
+        yield running
+
+
+@pytest.fixture
+async def bot(standin: StandIn) -> AsyncIterator[Bot]:
+    async with connect(standin) as client:
+        yield client
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+async def raw(http: aiohttp.ClientSession, url: str, **kwargs: Any) -> tuple[int, dict[str, Any]]:
+    async with http.post(url, **kwargs) as response:
+        return response.status, await response.json()
+
+
+# ----- updates and long polling ---------------------------------------------------------
+
+
+async def test_get_me_returns_the_bot(bot: Bot) -> None:
+    me = await bot.get_me()
+    assert (me.id, me.is_bot, me.username) == (123456789, True, "stepwise_test_bot")
+
+
+async def test_long_poll_returns_as_soon_as_a_message_arrives(bot: Bot, standin: StandIn) -> None:
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    poll = asyncio.create_task(bot.get_updates(timeout=8))
+    await standin.wait_for(lambda: standin.active_polls == 1)
+
+    standin.inject_message(CHAT, text="hello")
+    updates = await asyncio.wait_for(poll, 5)
+
+    assert loop.time() - started < 5  # far sooner than the 8 s poll timeout
+    assert [u.message.text for u in updates if u.message] == ["hello"]
+
+
+async def test_long_poll_without_updates_waits_for_its_timeout(
+    standin: StandIn, http: aiohttp.ClientSession
+) -> None:
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    status, body = await raw(
+        http, f"{standin.base_url}{DEFAULT_TOKEN}/getUpdates", json={"timeout": 0.3}
+    )
+    assert (status, body) == (200, {"ok": True, "result": []})
+    assert loop.time() - started >= 0.25  # the server held the poll open
+
+
+async def test_offset_confirms_updates(bot: Bot, standin: StandIn) -> None:
+    standin.inject_message(CHAT, text="one")
+    standin.inject_message(CHAT, text="two")
+
+    first = await bot.get_updates()
+    again = await bot.get_updates()  # nothing confirmed yet: the same updates again
+    assert [u.message.text for u in first if u.message] == ["one", "two"]
+    assert [u.update_id for u in again] == [u.update_id for u in first]
+    assert first[1].update_id == first[0].update_id + 1
+
+    offset = first[-1].update_id + 1
+    assert await bot.get_updates(offset=offset) == ()
+    standin.inject_message(CHAT, text="three")
+    (third,) = await bot.get_updates(offset=offset)
+    assert third.update_id == offset
+    assert third.message is not None and third.message.message_id == 3
+    assert len(standin.pending_updates()) == 1
+
+
+async def test_allowed_updates_filter_and_persist(bot: Bot, standin: StandIn) -> None:
+    standin.add_chat(CHAT)
+    sent = await bot.send_message(CHAT, "Pick", reply_markup=keyboard("a"))
+    standin.inject_message(CHAT, text="ignored: not an allowed kind")
+    standin.press_button(CHAT, sent.message_id, "a")
+    (only,) = await bot.get_updates(allowed_updates=["callback_query"])
+    assert only.callback_query is not None
+    standin.inject_message(CHAT, text="still filtered")
+    assert [u.callback_query is not None for u in await bot.get_updates()] == [True]
+
+
+async def test_stopping_releases_a_waiting_long_poll(standin: StandIn, bot: Bot) -> None:
+    poll = asyncio.create_task(bot.get_updates(timeout=8))
+    await standin.wait_for(lambda: standin.active_polls == 1)
+    await standin.stop()
+    assert await asyncio.wait_for(poll, 3) == ()
+
+
+async def test_a_second_poller_ends_the_first_with_conflict(bot: Bot, standin: StandIn) -> None:
+    first = asyncio.create_task(bot.get_updates(timeout=8))
+    await standin.wait_for(lambda: standin.active_polls == 1)
+    async with connect(standin) as other_instance:
+        assert await other_instance.get_updates() == ()
+    with pytest.raises(Conflict, match="terminated by other getUpdates request"):
+        await asyncio.wait_for(first, 5)
+
+
+async def test_injected_messages_look_like_telegrams(bot: Bot, standin: StandIn) -> None:
+    standin.inject_message(CHAT, text="/start promo", first_name="Ana", language_code="pt")
+    standin.inject_message(-1001234567890, 7, "hi all", title="Support")
+    standin.inject_message(CHAT, text="see this", photo=True)
+    standin.inject_message(CHAT, sticker=True)
+
+    command, group, photo, sticker = (u.message for u in await bot.get_updates())
+    assert command is not None and command.from_user is not None
+    assert command.entities[0].type == "bot_command" and command.entities[0].length == 6
+    assert (command.from_user.first_name, command.from_user.language_code) == ("Ana", "pt")
+    assert group is not None and group.from_user is not None
+    assert (group.chat.type, group.chat.title, group.from_user.id) == ("supergroup", "Support", 7)
+    assert photo is not None and photo.caption == "see this" and photo.photo
+    assert sticker is not None and sticker.sticker is not None and sticker.text is None
+    file = await bot.get_file(photo.photo[-1].file_id)
+    assert (await file.download_as_bytearray()).startswith(b"standin file")
+
+
+# ----- buttons and callback queries -------------------------------------------------------
+
+
+async def test_button_press_becomes_a_callback_query_answered_once(
+    bot: Bot, standin: StandIn
+) -> None:
+    standin.add_chat(CHAT)
+    sent = await bot.send_message(CHAT, "Pick one", reply_markup=keyboard("yes", "no"))
+    shown = standin.chat_messages(CHAT)[-1]
+    assert shown.from_bot and shown.callback_data == ["yes", "no"]
+    assert shown.button("NO").callback_data == "no"
+
+    query_id = standin.press_button(CHAT, sent.message_id, "no")
+    (update,) = await bot.get_updates()
+    query = update.callback_query
+    assert query is not None and query.message is not None
+    assert (query.id, query.data, query.from_user.id) == (query_id, "no", CHAT)
+    assert query.message.message_id == sent.message_id
+
+    assert await bot.answer_callback_query(query.id, text="Noted")
+    assert [a.text for a in standin.callback_answers(query_id)] == ["Noted"]
+    with pytest.raises(BadRequest, match=said("query is too old and response timeout expired")):
+        await bot.answer_callback_query(query.id)
+
+
+async def test_press_button_refuses_buttons_that_are_not_shown(bot: Bot, standin: StandIn) -> None:
+    standin.add_chat(CHAT)
+    sent = await bot.send_message(CHAT, "Pick", reply_markup=keyboard("yes"))
+    with pytest.raises(ValueError, match="no button with callback_data 'nope'"):
+        standin.press_button(CHAT, sent.message_id, "nope")
+    with pytest.raises(LookupError):
+        standin.press_button(CHAT, 999, "yes")
+
+    standin.press_button(CHAT, sent.message_id, "nope", forge=True)
+    standin.press_button(CHAT, 999, "stale", forge=True)
+    forged, stale = (u.callback_query for u in await bot.get_updates())
+    assert forged is not None and forged.data == "nope"
+    assert stale is not None and stale.message is not None
+    assert not stale.message.is_accessible
+
+
+async def test_callback_queries_expire_when_a_ttl_is_set() -> None:
+    clock = FakeClock()
+    async with StandIn(callback_query_ttl=15, clock=clock) as standin, connect(standin) as bot:
+        standin.add_chat(CHAT)
+        sent = await bot.send_message(CHAT, "Pick", reply_markup=keyboard("a"))
+        query_id = standin.press_button(CHAT, sent.message_id, "a")
+        clock.advance(16)
+        with pytest.raises(BadRequest, match=said("query is too old")):
+            await bot.answer_callback_query(query_id)
+        assert standin.callback_answers(query_id) == []
+
+
+async def test_callback_data_may_have_at_most_64_bytes(bot: Bot, standin: StandIn) -> None:
+    standin.add_chat(CHAT)
+    await bot.send_message(CHAT, "fits", reply_markup=keyboard("é" * 32))  # 64 UTF-8 bytes
+    with pytest.raises(BadRequest, match=said("button_data_invalid")):
+        await bot.send_message(CHAT, "too long", reply_markup=keyboard("x" * 65))
+    assert [m.text for m in standin.chat_messages(CHAT)] == ["fits"]
+
+
+# ----- editing ------------------------------------------------------------------------------
+
+
+async def test_edits_follow_telegrams_rules(bot: Bot, standin: StandIn) -> None:
+    standin.add_chat(CHAT)
+    sent = await bot.send_message(CHAT, "Step 1", reply_markup=keyboard("next"))
+    with pytest.raises(BadRequest, match=said("message is not modified")):
+        await bot.edit_message_text("Step 1", CHAT, sent.message_id, reply_markup=keyboard("next"))
+
+    edited = await bot.edit_message_text(
+        "Step 2", CHAT, sent.message_id, reply_markup=keyboard("next")
+    )
+    assert not isinstance(edited, bool) and edited.text == "Step 2"
+    shown = standin.chat_messages(CHAT)[-1]
+    assert (shown.history, shown.edit_count, shown.callback_data) == (("Step 1",), 1, ["next"])
+
+    await bot.edit_message_text("Step 2", CHAT, sent.message_id)  # no markup: keyboard removed
+    assert standin.chat_messages(CHAT)[-1].buttons == ()
+    with pytest.raises(BadRequest, match=said("message to edit not found")):
+        await bot.edit_message_text("Step 3", CHAT, 999)
+    with pytest.raises(BadRequest, match=said("message is not modified")):
+        await bot.edit_message_reply_markup(CHAT, sent.message_id)
+
+
+async def test_user_messages_cannot_be_edited(bot: Bot, standin: StandIn) -> None:
+    user_message = standin.inject_message(CHAT, text="mine")
+    with pytest.raises(BadRequest, match=said("message can't be edited")):
+        await bot.edit_message_text("yours now", CHAT, user_message["message_id"])
+
+
+# ----- text and markup limits ---------------------------------------------------------------
+
+
+async def test_length_is_measured_after_parsing(bot: Bot, standin: StandIn) -> None:
+    standin.add_chat(CHAT)
+    with pytest.raises(BadRequest, match=said("message is too long")):
+        await bot.send_message(CHAT, "a" * 4097)
+    with pytest.raises(BadRequest, match=said("message is too long")):
+        await bot.send_message(CHAT, "😀" * 2049)  # 4098 UTF-16 code units
+    html = "<b>" + "a" * 4095 + "</b>&lt;"  # 4096 visible characters
+    sent = await bot.send_message(CHAT, html, parse_mode="HTML")
+    assert sent.text == "a" * 4095 + "<" and sent.entities[0].type == "bold"
+    with pytest.raises(BadRequest, match=said("message text is empty")):
+        await bot.send_message(CHAT, "")
+    with pytest.raises(BadRequest, match=said("message must be non-empty")):
+        await bot.send_message(CHAT, "<b> </b>", parse_mode="HTML")
+
+
+async def test_bad_markup_is_rejected_with_telegrams_message(bot: Bot, standin: StandIn) -> None:
+    standin.add_chat(CHAT)
+    with pytest.raises(BadRequest, match=said('unsupported start tag "br" at byte offset 5')):
+        await bot.send_message(CHAT, "Hello<br>world", parse_mode="HTML")
+    with pytest.raises(BadRequest, match=said("character '.' is reserved")):
+        await bot.send_message(CHAT, "Version 1.0", parse_mode="MarkdownV2")
+    await bot.send_message(CHAT, "Version 1\\.0 *ready*", parse_mode="MarkdownV2")
+    assert standin.chat_messages(CHAT)[-1].text == "Version 1.0 ready"
+
+
+@pytest.mark.parametrize(
+    ("mode", "source", "expected"),
+    [
+        ("HTML", "🏟 🏟&lt;<abacaba", "Unclosed start tag at byte offset 13"),
+        (
+            "HTML",
+            "🏟 🏟&lt;<i>a</em   >",
+            'Unmatched end tag at byte offset 17, expected "</i>", found "</em>"',
+        ),
+        ("HTML", "<b>x", 'Can\'t find end tag corresponding to start tag "b"'),
+        ("HTML", "<span>x</span>", 'Tag "span" must have class "tg-spoiler" at byte offset 0'),
+        ("MarkdownV2", "🏟 🏟_abacaba", "Can't find end of Italic entity at byte offset 9"),
+        ("MarkdownV2", "[telegram\\.org](asd", "Can't find end of a URL at byte offset 16"),
+        ("Markdown", "a *b", "Can't find end of the entity starting at byte offset 2"),
+    ],
+)
+def test_parse_errors_match_tdlib(mode: str, source: str, expected: str) -> None:
+    with pytest.raises(ParseError) as caught:
+        parse(source, mode)
+    assert str(caught.value) == expected
+
+
+def test_entities_use_utf16_offsets() -> None:
+    parsed = parse("🏟 <b>x</b> <a href='example.com'>site</a>", "HTML")
+    assert parsed.text == "🏟 x site"
+    assert parsed.entities == (
+        {"type": "bold", "offset": 3, "length": 1},
+        {"type": "text_link", "offset": 5, "length": 4, "url": "http://example.com/"},
+    )
+
+
+# ----- flood control ----------------------------------------------------------------------
+
+
+async def test_per_chat_flood_control_answers_retry_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PTB_TIMEDELTA", "true")
+    clock = FakeClock()
+    async with StandIn(per_chat_limit=3, clock=clock) as standin, connect(standin) as bot:
+        standin.add_chat(CHAT)
+        for n in range(3):
+            await bot.send_message(CHAT, f"m{n}")
+        with pytest.raises(RetryAfter) as caught:
+            await bot.send_message(CHAT, "one too many")
+        assert caught.value.retry_after.total_seconds() == 1  # type: ignore[union-attr]
+        assert (standin.served_429, standin.flood_refusals(CHAT)) == (1, 1)
+
+        clock.advance(1.0)
+        await bot.send_message(CHAT, "after the window")
+        assert len(standin.bot_messages(CHAT)) == 4
+
+
+async def test_global_and_group_flood_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PTB_TIMEDELTA", "true")
+    clock = FakeClock()
+    limited = StandIn(global_limit=4, group_limit=2, group_window=60.0, clock=clock)
+    async with limited as standin, connect(standin) as bot:
+        group = -100200300
+        standin.inject_message(group, 7, "hello")
+        await bot.send_message(group, "one")
+        await bot.send_message(group, "two")
+        with pytest.raises(RetryAfter) as in_group:
+            await bot.send_message(group, "three")
+        assert in_group.value.retry_after.total_seconds() == 60  # type: ignore[union-attr]
+
+        for chat in (1, 2, 3):
+            standin.add_chat(chat)
+        await bot.send_message(1, "hi")
+        await bot.send_message(2, "hi")
+        with pytest.raises(RetryAfter):
+            await bot.send_message(3, "over the bot-wide limit of 4 per second")
+        assert standin.served_429 == 2 and standin.flood_refusals() == 2
+
+
+# ----- failures --------------------------------------------------------------------------
+
+
+async def test_blocked_chat_answers_forbidden(bot: Bot, standin: StandIn) -> None:
+    standin.inject_message(CHAT, text="bye")
+    standin.block_chat(CHAT)
+    with pytest.raises(Forbidden, match="bot was blocked by the user"):
+        await bot.send_message(CHAT, "are you there?")
+    with pytest.raises(Forbidden):
+        await bot.send_chat_action(CHAT, "typing")
+    member = (await bot.get_updates())[-1].my_chat_member
+    assert member is not None and member.new_chat_member.status == "kicked"
+
+    standin.unblock_chat(CHAT)
+    await bot.send_message(CHAT, "welcome back")
+    assert [m.text for m in standin.bot_messages(CHAT)] == ["welcome back"]
+
+
+async def test_unknown_chat_and_reply_target(bot: Bot, standin: StandIn) -> None:
+    with pytest.raises(BadRequest, match=said("chat not found")):
+        await bot.send_message(777, "hello?")
+    standin.add_chat(CHAT)
+    with pytest.raises(BadRequest, match=said("message to be replied not found")):
+        await bot.send_message(CHAT, "re", reply_to_message_id=999)
+    lenient = ReplyParameters(message_id=999, allow_sending_without_reply=True)
+    await bot.send_message(CHAT, "re", reply_parameters=lenient)
+    question = standin.inject_message(CHAT, text="question")
+    answer = await bot.send_message(CHAT, "answer", reply_to_message_id=question["message_id"])
+    assert answer.reply_to_message is not None
+    assert answer.reply_to_message.text == "question"
+
+
+async def test_injected_server_error_then_success(bot: Bot, standin: StandIn) -> None:
+    standin.add_chat(CHAT)
+    standin.fail_next("sendMessage", status=500)
+    with pytest.raises(NetworkError, match="Internal Server Error"):
+        await bot.send_message(CHAT, "first try")
+    await bot.send_message(CHAT, "second try")
+    assert [m.text for m in standin.chat_messages(CHAT)] == ["second try"]
+    assert [c.status for c in standin.calls("sendMessage", chat_id=CHAT)] == [500, 200]
+
+
+@pytest.mark.parametrize(
+    ("fault", "error"),
+    [
+        ({"status": 502, "body": "<html><body>502 Bad Gateway</body></html>"}, NetworkError),
+        ({"status": 429, "retry_after": 3}, RetryAfter),
+        ({"status": 403, "description": "Forbidden: bot was kicked"}, Forbidden),
+    ],
+)
+async def test_injected_faults_reach_the_client_as_telegram_would_send_them(
+    bot: Bot,
+    standin: StandIn,
+    fault: dict[str, Any],
+    error: type[Exception],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PTB_TIMEDELTA", "true")
+    standin.add_chat(CHAT)
+    standin.fail_next("sendmessage", chat_id=CHAT, **fault)
+    with pytest.raises(error):
+        await bot.send_message(CHAT, "x")
+    assert standin.chat_messages(CHAT) == []
+
+
+async def test_answer_slower_than_client_timeout_still_delivers(bot: Bot, standin: StandIn) -> None:
+    standin.add_chat(CHAT)
+    standin.fail_next("sendMessage", status=None, delay=3.0)
+    with pytest.raises(TimedOut):
+        await bot.send_message(CHAT, "slow", read_timeout=0.2)
+    await standin.wait_for(lambda: len(standin.chat_messages(CHAT)) == 1)
+    record = standin.calls("sendMessage")[0]
+    await standin.wait_for(lambda: record.status is not None)
+    assert record.status == 499  # the client hung up before the late answer
+
+
+async def test_wrong_token_is_rejected(standin: StandIn, http: aiohttp.ClientSession) -> None:
+    with pytest.raises(InvalidToken):
+        async with connect(standin, "987654321:WrongTokenWrongTokenWrongToken1"):
+            pass
+    status, body = await raw(http, f"{standin.base_url}987654321:Wrong/getMe")
+    assert (status, body) == (401, {"ok": False, "error_code": 401, "description": "Unauthorized"})
+    status, body = await raw(http, f"{standin.base_url}not-a-token/getMe")
+    assert (status, body) == (404, {"ok": False, "error_code": 404, "description": "Not Found"})
+
+
+# ----- raw HTTP shapes ----------------------------------------------------------------------
+
+
+async def test_raw_requests_in_every_encoding(
+    standin: StandIn, http: aiohttp.ClientSession
+) -> None:
+    api = f"{standin.base_url}{DEFAULT_TOKEN}"
+    standin.add_chat(CHAT)
+    status, sent = await raw(http, f"{api}/sendMessage", json={"chat_id": CHAT, "text": "hi"})
+    assert status == 200 and sent["ok"] is True
+    assert {"message_id", "from", "chat", "date", "text"} <= sent["result"].keys()
+    assert isinstance(sent["result"]["date"], int)
+
+    markup = json.dumps({"inline_keyboard": [[{"text": "A", "callback_data": "a"}]]})
+    form = {"chat_id": str(CHAT), "text": "form", "reply_markup": markup}
+    status, sent = await raw(http, f"{api}/sendmessage", data=form)
+    assert status == 200 and sent["result"]["reply_markup"]["inline_keyboard"][0][0]["text"] == "A"
+
+    async with http.get(f"{api}/getMe") as response:
+        assert (await response.json())["result"]["id"] == 123456789
+
+    status, body = await raw(http, f"{api}/sendMessage", json={"chat_id": CHAT, "text": "hi"})
+    message_id = body["result"]["message_id"]
+    edit = {"chat_id": CHAT, "message_id": message_id, "text": "hi"}
+    status, body = await raw(http, f"{api}/editMessageText", json=edit)
+    assert status == 400 and body == {
+        "ok": False,
+        "error_code": 400,
+        "description": "Bad Request: message is not modified: specified new message content and "
+        "reply markup are exactly the same as a current content and reply markup of the message",
+    }
+    status, body = await raw(http, f"{api}/sendMessage", json={"chat_id": CHAT})
+    assert body["description"] == "Bad Request: message text is empty"
+    status, body = await raw(http, f"{api}/noSuchMethod", json={})
+    assert (status, body) == (404, {"ok": False, "error_code": 404, "description": "Not Found"})
+
+
+async def test_flood_answer_shape(http: aiohttp.ClientSession) -> None:
+    async with StandIn(per_chat_limit=1, clock=FakeClock()) as standin:
+        standin.add_chat(CHAT)
+        url = f"{standin.base_url}{DEFAULT_TOKEN}/sendMessage"
+        await raw(http, url, json={"chat_id": CHAT, "text": "one"})
+        status, body = await raw(http, url, json={"chat_id": CHAT, "text": "two"})
+    assert (status, body) == (
+        429,
+        {
+            "ok": False,
+            "error_code": 429,
+            "description": "Too Many Requests: retry after 1",
+            "parameters": {"retry_after": 1},
+        },
+    )
+
+
+# ----- other methods ------------------------------------------------------------------------
+
+
+async def test_commands_webhook_actions_and_deletion(bot: Bot, standin: StandIn) -> None:
+    assert await bot.set_my_commands([("start", "Begin"), ("help", "Get help")])
+    assert [c.command for c in await bot.get_my_commands()] == ["start", "help"]
+    assert standin.commands()[0] == {"command": "start", "description": "Begin"}
+    with pytest.raises(BadRequest, match=said("bot_command_invalid")):
+        await bot.set_my_commands([("Not A Command", "x")])
+
+    assert await bot.set_webhook("https://example.com/hook")
+    assert (await bot.get_webhook_info()).url == "https://example.com/hook"
+    with pytest.raises(Conflict, match="webhook is active"):
+        await bot.get_updates()
+    assert await bot.delete_webhook(drop_pending_updates=True)
+
+    mine = standin.inject_message(CHAT, text="secret")
+    assert await bot.send_chat_action(CHAT, "typing")
+    assert standin.chat_actions(CHAT) == ["typing"]
+    assert await bot.delete_message(CHAT, mine["message_id"])
+    assert standin.chat_messages(CHAT) == []
+    with pytest.raises(BadRequest, match=said("message to delete not found")):
+        await bot.delete_message(CHAT, mine["message_id"])
+    assert await bot.close() and await bot.log_out()
+
+
+# ----- the test-side HTTP API ---------------------------------------------------------------
+
+
+async def test_test_api_over_http(bot: Bot, standin: StandIn, http: aiohttp.ClientSession) -> None:
+    test_api = f"{standin.url}/_test"
+    status, body = await raw(
+        http, f"{test_api}/inject_message", json={"chat_id": CHAT, "text": "hi"}
+    )
+    assert status == 200 and body["result"]["text"] == "hi"
+    (update,) = await bot.get_updates()
+
+    await raw(http, f"{test_api}/fail_next", json={"method": "sendMessage", "status": 502})
+    with pytest.raises(NetworkError):
+        await bot.send_message(CHAT, "lost")
+    sent = await bot.send_message(CHAT, "Pick", reply_markup=keyboard("go"))
+    status, body = await raw(
+        http, f"{test_api}/wait_for_call", json={"method": "sendMessage", "count": 2}
+    )
+    assert status == 200 and body["result"]["status"] == 200
+
+    async with http.get(f"{test_api}/chat_messages", params={"chat_id": CHAT}) as response:
+        shown = (await response.json())["result"]
+    assert [m["text"] for m in shown] == ["hi", "Pick"]
+    assert shown[1]["buttons"] == [[{"text": "GO", "callback_data": "go"}]]
+
+    press = {"chat_id": CHAT, "message_id": sent.message_id, "callback_data": "nope"}
+    status, body = await raw(http, f"{test_api}/press_button", json=press)
+    assert status == 400 and "no button" in body["description"]
+    status, body = await raw(
+        http, f"{test_api}/press_button", json={**press, "callback_data": "go"}
+    )
+    query_id = body["result"]["callback_query_id"]
+    await bot.answer_callback_query(query_id, text="Going")
+    async with http.get(f"{test_api}/callback_answers", params={"query_id": query_id}) as response:
+        assert [a["text"] for a in (await response.json())["result"]] == ["Going"]
+    async with http.get(f"{test_api}/stats") as response:
+        assert (await response.json())["result"]["pending_updates"] == 2
+
+
+async def test_wait_for_reports_a_timeout(standin: StandIn) -> None:
+    with pytest.raises(TimeoutError, match=re.escape("condition not met within 0.05s")):
+        await standin.wait_for(lambda: False, timeout=0.05)
+
+
+# ----- the real thing: a PTB Application polling the stand-in ------------------------------
+
+
+async def test_application_round_trip(standin: StandIn) -> None:
+    async def start(update: Update, context: Any) -> None:
+        assert update.effective_chat is not None
+        await context.bot.send_message(
+            update.effective_chat.id, "Shall we begin?", reply_markup=keyboard("begin")
+        )
+
+    async def pressed(update: Update, context: Any) -> None:
+        query = update.callback_query
+        assert query is not None
+        await query.answer("Starting")
+        await query.edit_message_text(f"You chose {query.data}")
+
+    app: Application[Any, Any, Any, Any, Any, Any] = (
+        ApplicationBuilder()
+        .token(DEFAULT_TOKEN)
+        .base_url(standin.base_url)
+        .base_file_url(standin.base_file_url)
+        .build()
+    )
+    app.add_handler(CommandHandler("start", start))
+    app.add_handler(CallbackQueryHandler(pressed))
+    async with app:
+        await app.start()
+        assert app.updater is not None
+        await app.updater.start_polling(timeout=5)
+        standin.inject_message(CHAT, text="/start")
+        (question,) = await standin.wait_for_bot_messages(CHAT)
+        query_id = standin.press_button_by_text(CHAT, "BEGIN")
+        await standin.wait_for(
+            lambda: (
+                bool(standin.callback_answers(query_id))
+                and standin.chat_messages(CHAT)[-1].edit_count == 1
+            )
+        )
+        await app.updater.stop()
+        await app.stop()
+    final = standin.chat_messages(CHAT)[-1]
+    assert (final.text, final.buttons, final.history) == (
+        "You chose begin",
+        (),
+        ("Shall we begin?",),
+    )
+    assert standin.callback_answers(query_id)[0].text == "Starting"
+
+
+async def test_python_m_standin_serves_until_terminated(http: aiohttp.ClientSession) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "standin", "--port", "0", cwd=ROOT, stdout=asyncio.subprocess.PIPE
+    )
+    try:
+        assert process.stdout is not None
+        urls = json.loads(await asyncio.wait_for(process.stdout.readline(), 8))
+        async with http.get(f"{urls['base_url']}{DEFAULT_TOKEN}/getMe") as response:
+            assert (await response.json())["result"]["username"] == "stepwise_test_bot"
+    finally:
+        process.terminate()
+        assert await asyncio.wait_for(process.wait(), 5) == 0
