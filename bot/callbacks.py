@@ -18,7 +18,7 @@ MAX_CALLBACK_BYTES = 64  # Telegram's limit for callback_data
 _DECISION = re.compile(
     r"^sw:(?P<verb>[cx]):(?P<run>[0-9a-f]{6,32}):(?P<nonce>[A-Za-z0-9_-]{4,24})$"
 )
-_PAGE = re.compile(r"^sw:p:(?P<status>[a-z]{1,12}|\*):(?P<offset>\d{1,7})$")
+_PAGE = re.compile(r"^sw:p:(?P<status>[a-z]{1,12}|\*):(?P<offset>[0-9]{1,7})$")
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class PageData:
 
 def decision_data(run_id: str, nonce: str, approved: bool) -> str:
     data = f"sw:{'c' if approved else 'x'}:{run_id}:{nonce}"
-    if len(data.encode()) > MAX_CALLBACK_BYTES or not _DECISION.match(data):
+    if len(data.encode()) > MAX_CALLBACK_BYTES or not _DECISION.fullmatch(data):
         raise ValueError("run id or nonce does not fit in callback data")
     return data
 
@@ -48,9 +48,10 @@ def page_data(status: RunStatus | None, offset: int) -> str:
 def parse_callback(data: object) -> DecisionData | PageData | None:
     if not isinstance(data, str) or len(data) > MAX_CALLBACK_BYTES:
         return None
-    if match := _DECISION.match(data):
+    # fullmatch, not match: "$" also matches before a trailing newline.
+    if match := _DECISION.fullmatch(data):
         return DecisionData(match["run"], match["nonce"], approved=match["verb"] == "c")
-    if match := _PAGE.match(data):
+    if match := _PAGE.fullmatch(data):
         status = match["status"]
         if status == "*":
             return PageData(None, int(match["offset"]))

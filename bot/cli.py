@@ -19,7 +19,10 @@ from pydantic import ValidationError
 
 from agent_core.agent import MAX_REQUEST_CHARS, ClaimResult
 from agent_core.answers import plan_text, step_progress
+from agent_core.http_tools import ToolsConfigError, check_tools, load_tools_config
 from agent_core.models import EventKind, Run, RunEvent, RunStatus
+from agent_core.shop import shop_tools
+from agent_core.tools import ToolRegistry
 from bot.runtime import Runtime, open_runtime
 from bot.settings import Settings
 from storage.db import StorageUnavailable
@@ -185,6 +188,33 @@ async def cmd_export(rt: Runtime, args: argparse.Namespace) -> int:
         cursor = page.next_cursor
 
 
+async def cmd_tools_check(settings: Settings, args: argparse.Namespace) -> int:
+    """List the tools the agent would use; with --probe, try each read tool once."""
+    if settings.tools_path is None:
+        print("STEPWISE_TOOLS is not set: the built-in demo shop provides the tools.")
+        registry = ToolRegistry(shop_tools(_NoShop()))
+        for tool in registry:
+            print(
+                f"  {tool.name:<18} {tool.risk.value:<5} timeout {tool.timeout_s:g}s  (demo shop)"
+            )
+        return EXIT_OK
+    config = load_tools_config(settings.tools_path)
+    return await check_tools(config, probe=args.probe, out=print)
+
+
+class _NoShop:
+    """Stands in for the demo shop when only the tool declarations are listed."""
+
+    async def get_order(self, order_id: str) -> None:
+        return None
+
+    async def search_policies(self, query: str, lang: str) -> list[Any]:
+        return []
+
+    async def cancel_order(self, order_id: str, user_id: int, idempotency_key: str) -> Any:
+        raise NotImplementedError
+
+
 async def cmd_recover(rt: Runtime, args: argparse.Namespace) -> int:
     runs = await rt.agent.recover()
     for run in runs:
@@ -297,6 +327,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("recover", help="finish runs a crash interrupted")
 
+    tools = sub.add_parser("tools", help="the tools the agent uses")
+    tools_sub = tools.add_subparsers(dest="tools_command", required=True)
+    check = tools_sub.add_parser("check", help="list the configured tools (makes no request)")
+    check.add_argument("--probe", action="store_true", help="send a harmless GET to read tools")
+
     chat = sub.add_parser("chat", help="chat with the agent in this terminal")
     chat.add_argument("--user", type=int)
 
@@ -322,6 +357,8 @@ COMMANDS: dict[str, Callable[[Runtime, argparse.Namespace], Awaitable[int]]] = {
 async def dispatch(settings: Settings, args: argparse.Namespace) -> int:
     if args.command == "chat":
         return await cmd_chat(settings, args)
+    if args.command == "tools":
+        return await cmd_tools_check(settings, args)
     if args.command == "serve":
         from bot.telegram_app import serve  # imported late: only `serve` needs Telegram
 
@@ -353,6 +390,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StorageUnavailable as exc:
         print(f"stepwise: storage unavailable, try again shortly ({exc})", file=sys.stderr)
         return EXIT_UNAVAILABLE
+    except ToolsConfigError as exc:
+        print(f"stepwise: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
 

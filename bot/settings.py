@@ -34,6 +34,7 @@ class Settings(BaseSettings):
     approval_ttl: timedelta = Field(
         timedelta(hours=24), validation_alias=_env("STEPWISE_APPROVAL_TTL")
     )
+    tools_path: Path | None = Field(None, validation_alias=_env("STEPWISE_TOOLS"))
     shop_seed: Path | None = Field(None, validation_alias=_env("STEPWISE_SHOP_SEED"))
     shop_latency_ms: int = Field(0, ge=0, validation_alias=_env("STEPWISE_SHOP_LATENCY_MS"))
     order_pattern: str = Field(r"[A-Za-z]\d{3,10}", validation_alias=_env("STEPWISE_ORDER_PATTERN"))

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,13 @@ from agent_core.models import (
     StepStatus,
     utcnow,
 )
-from storage.db import DEFAULT_BUSY_TIMEOUT_S, StorageUnavailable, connect
+from storage.db import (
+    DEFAULT_BUSY_TIMEOUT_S,
+    Statements,
+    StorageUnavailable,
+    connect,
+    write_transaction,
+)
 
 _TS = "%Y-%m-%dT%H:%M:%S.%fZ"
 
@@ -127,6 +133,8 @@ class SqliteRunStore:
         self._conn = conn
         # One connection, many coroutines: transactions must not interleave.
         self._lock = asyncio.Lock()
+        self._queue: list[tuple[Statements, asyncio.Future[None]]] = []
+        self._flusher: asyncio.Future[None] | None = None
 
     @classmethod
     async def open(
@@ -174,22 +182,42 @@ class SqliteRunStore:
             ]
         )
 
-    async def _write(self, statements: Iterable[tuple[str, Sequence[Any]]]) -> None:
-        async with self._lock:
-            try:
-                await self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise StorageUnavailable(f"database busy: {exc}") from exc
-            try:
-                for sql, params in statements:
-                    await self._conn.execute(sql, params)
-                await self._conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                await self._rollback()
-                raise StorageUnavailable(f"write failed: {exc}") from exc
-            except BaseException:
-                await self._rollback()
-                raise
+    async def _write(self, statements: Statements) -> None:
+        """Commit `statements` as part of the next transaction (group commit).
+
+        Writes that arrive while a commit is in flight are queued and committed together
+        in one transaction, so 50 concurrent runs share commits instead of queueing for
+        one each. Every caller still returns only after its own rows are durable.
+        """
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._queue.append((statements, done))
+        if self._flusher is None:
+            self._flusher = asyncio.ensure_future(self._flush())
+        await done
+
+    async def _flush(self) -> None:
+        try:
+            while self._queue:
+                batch, self._queue = self._queue, []
+                try:
+                    async with self._lock:
+                        await write_transaction(self._conn, [s for s, _ in batch])
+                except sqlite3.Error as exc:
+                    failure = StorageUnavailable(f"write failed: {exc}")
+                    for _, done in batch:
+                        if not done.done():
+                            done.set_exception(failure)
+                    continue
+                except BaseException as exc:
+                    for _, done in batch:
+                        if not done.done():
+                            done.set_exception(StorageUnavailable(f"write interrupted: {exc!r}"))
+                    raise
+                for _, done in batch:
+                    if not done.done():
+                        done.set_result(None)
+        finally:
+            self._flusher = None
 
     async def _rollback(self) -> None:
         # SQLite may already have rolled back by itself (e.g. on a full disk).
@@ -423,8 +451,7 @@ class SqliteRunStore:
 
     async def _fetch(self, sql: str, params: Sequence[Any]) -> list[aiosqlite.Row]:
         try:
-            async with self._conn.execute(sql, params) as cur:
-                return list(await cur.fetchall())
+            return list(await self._conn.execute_fetchall(sql, params))
         except sqlite3.Error as exc:
             raise StorageUnavailable(f"read failed: {exc}") from exc
 

@@ -283,3 +283,42 @@ async def test_last_order_id_is_per_chat_and_user(store: SqliteRunStore) -> None
     assert await store.last_order_id(run.chat_id, run.user_id) == "A1005"
     assert await store.last_order_id(run.chat_id, 999) is None
     assert await store.last_order_id(424242, run.user_id) is None
+
+
+async def test_concurrent_runs_share_commits_and_tools_only_see_durable_rows(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "group.db"
+    store = await SqliteRunStore.open(path)
+    commits: list[str] = []
+    await store._conn.set_trace_callback(  # observe what SQLite actually runs
+        lambda sql: commits.append(sql) if sql.strip().upper() == "COMMIT" else None
+    )
+    observer = sqlite3.connect(path)
+    seen: list[str] = []
+
+    async def checked(args: OrderArgs, ctx: object) -> dict[str, str]:
+        row = observer.execute(
+            "SELECT status FROM steps WHERE run_id = ? AND id = 's1'",
+            (ctx.run_id,),  # type: ignore[attr-defined]
+        ).fetchone()
+        seen.append(row[0] if row else "missing")
+        return {"order_id": args.order_id, "status": "shipping"}
+
+    executor = Executor(
+        ToolRegistry([Tool("get_order_status", "s", OrderArgs, checked)]), journal=store
+    )
+    runs = []
+    for number in range(30):
+        run = make_run([STATUS])
+        run.id = f"g{number}"
+        runs.append(run)
+    finished = await asyncio.gather(*(executor.start(run) for run in runs))
+    observer.close()
+    events = (await store._fetch("SELECT count(*) FROM events", ()))[0][0]
+    await store.close()
+
+    assert all(r.status is RunStatus.COMPLETED for r in finished)
+    assert seen == ["running"] * 30  # every tool call came after its running row was durable
+    assert events == 30 * 4  # planned, started, succeeded, finished
+    assert len(commits) < events / 2  # transitions of concurrent runs shared commits
