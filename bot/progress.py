@@ -48,8 +48,9 @@ def split_message(text: str, limit: int = MAX_MESSAGE_CHARS) -> list[str]:
             if current:
                 parts.append(current)
                 current = ""
-            parts.append(line[:limit])
-            line = line[limit:]
+            cut = _safe_cut(line, limit)
+            parts.append(line[:cut])
+            line = line[cut:]
         candidate = f"{current}\n{line}" if current else line
         if len(candidate) > limit:
             parts.append(current)
@@ -59,6 +60,14 @@ def split_message(text: str, limit: int = MAX_MESSAGE_CHARS) -> list[str]:
     if current or not parts:
         parts.append(current)
     return parts
+
+
+def _safe_cut(line: str, limit: int) -> int:
+    """Cut at `limit`, but never inside an HTML entity such as `&lt;`."""
+    amp = line.rfind("&", max(0, limit - 10), limit)
+    if amp > 0 and ";" not in line[amp:limit]:
+        return amp
+    return limit
 
 
 @dataclass
