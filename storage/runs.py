@@ -384,23 +384,7 @@ class SqliteRunStore:
             " ORDER BY r.created_at DESC, r.id DESC LIMIT ? OFFSET ?",
             (*params, limit + 1, max(0, offset)),
         )
-        items = [
-            RunSummary(
-                id=r["id"],
-                trace_id=r["trace_id"],
-                user_id=r["user_id"],
-                chat_id=r["chat_id"],
-                request_text=r["request_text"],
-                language=Language(r["language"]),
-                status=RunStatus(r["status"]),
-                step_count=r["step_count"],
-                retries=r["retries"],
-                created_at=_required_ts(r["created_at"]),
-                updated_at=_required_ts(r["updated_at"]),
-                finished_at=parse_ts(r["finished_at"]),
-            )
-            for r in rows[:limit]
-        ]
+        items = [summary_from_row(r) for r in rows[:limit]]
         cursor = None
         if len(rows) > limit:
             last = rows[limit - 1]
@@ -454,6 +438,24 @@ class SqliteRunStore:
             return list(await self._conn.execute_fetchall(sql, params))
         except sqlite3.Error as exc:
             raise StorageUnavailable(f"read failed: {exc}") from exc
+
+
+def summary_from_row(row: aiosqlite.Row) -> RunSummary:
+    """A runs row joined with its step_count and retries (see `list_runs`)."""
+    return RunSummary(
+        id=row["id"],
+        trace_id=row["trace_id"],
+        user_id=row["user_id"],
+        chat_id=row["chat_id"],
+        request_text=row["request_text"],
+        language=Language(row["language"]),
+        status=RunStatus(row["status"]),
+        step_count=row["step_count"],
+        retries=row["retries"],
+        created_at=_required_ts(row["created_at"]),
+        updated_at=_required_ts(row["updated_at"]),
+        finished_at=parse_ts(row["finished_at"]),
+    )
 
 
 def _marks(n: int) -> str:
