@@ -19,9 +19,9 @@ $(DEV_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@ $(STAMP)
 
-# With a token: the real bot. Without one: an interactive chat in this terminal as the demo customer.
+# With a token: the real bot. Without one: the same bot against a local Bot API, in a browser.
 run: $(STAMP)
-	@if [ -n "$$TELEGRAM_BOT_TOKEN" ]; then $(BIN)/stepwise serve; else $(BIN)/stepwise chat; fi
+	@if [ -n "$$TELEGRAM_BOT_TOKEN" ]; then $(BIN)/stepwise serve; else $(BIN)/stepwise demo; fi
 
 test: $(DEV_STAMP)
 	$(BIN)/ruff check .

@@ -65,6 +65,17 @@ def run_json(run: Run) -> dict[str, Any]:
     }
 
 
+def export_record(run: Run, timeline: Sequence[TimelineEntry]) -> dict[str, Any]:
+    """One line of `stepwise export` (and of the staff console's export): a regression case."""
+    return run_json(run) | {
+        "user_id": run.user_id,
+        "chat_id": run.chat_id,
+        "request_text": run.request_text,
+        "created_at": run.created_at.isoformat(),
+        "timeline": [e.model_dump(mode="json") for e in timeline],
+    }
+
+
 def exit_code_for(run: Run) -> int:
     return EXIT_RUN_FAILED if run.status in (RunStatus.FAILED, RunStatus.EXPIRED) else EXIT_OK
 
@@ -174,14 +185,7 @@ async def cmd_export(rt: Runtime, args: argparse.Namespace) -> int:
             run = await rt.store.load_run(item.id)
             if run is None:
                 continue
-            timeline = await rt.store.timeline(run.id)
-            record = run_json(run) | {
-                "user_id": run.user_id,
-                "chat_id": run.chat_id,
-                "request_text": run.request_text,
-                "created_at": run.created_at.isoformat(),
-                "timeline": [e.model_dump(mode="json") for e in timeline],
-            }
+            record = export_record(run, await rt.store.timeline(run.id))
             print(json.dumps(record, ensure_ascii=False))
         if page.next_cursor is None:
             return EXIT_OK
@@ -340,6 +344,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--webhook-secret", help="secret token Telegram sends with each update")
     serve.add_argument("--listen", default="127.0.0.1", help="webhook listen address")
     serve.add_argument("--port", type=int, default=8443, help="webhook listen port")
+    serve.add_argument(
+        "--staff-port", type=int, default=8080, help="staff console port (0: no console)"
+    )
+    serve.add_argument("--staff-listen", default="127.0.0.1", help="staff console address")
+
+    demo = sub.add_parser("demo", help="try the real bot in a browser, no Telegram token needed")
+    demo.add_argument("--chat-port", type=int, default=8090, help="chat page port (0: any free)")
+    demo.add_argument("--staff-port", type=int, default=8080, help="staff console port")
+    demo.add_argument("--bot-api-port", type=int, default=0, help="local Bot API port (0: any)")
     return parser
 
 
@@ -359,6 +372,15 @@ async def dispatch(settings: Settings, args: argparse.Namespace) -> int:
         return await cmd_chat(settings, args)
     if args.command == "tools":
         return await cmd_tools_check(settings, args)
+    if args.command == "demo":
+        from console.demo import run_demo  # imported late: only the demo needs the web stack
+
+        return await run_demo(
+            settings,
+            chat_port=args.chat_port,
+            staff_port=args.staff_port,
+            bot_api_port=args.bot_api_port,
+        )
     if args.command == "serve":
         from bot.telegram_app import serve  # imported late: only `serve` needs Telegram
 

@@ -30,6 +30,7 @@ class Settings(BaseSettings):
     )
     db_path: Path = Field(Path("stepwise.db"), validation_alias=_env("STEPWISE_DB"))
     db_timeout_s: float = Field(5.0, gt=0, validation_alias=_env("STEPWISE_DB_TIMEOUT"))
+    staff_token: SecretStr | None = Field(None, validation_alias=_env("STEPWISE_STAFF_TOKEN"))
     staff_ids: frozenset[int] = Field(frozenset(), validation_alias=_env("STEPWISE_STAFF_IDS"))
     approval_ttl: timedelta = Field(
         timedelta(hours=24), validation_alias=_env("STEPWISE_APPROVAL_TTL")

@@ -1,0 +1,233 @@
+"""`stepwise demo`: the real bot, in a browser, without a Telegram token.
+
+One process runs four things on loopback:
+
+* the local Bot API stand-in (`standin.StandIn`), playing Telegram;
+* the real bot, built by `build_application` and long-polling the stand-in through
+  `TELEGRAM_API_BASE_URL` — the production code path, HTTP included;
+* a chat page (`standin.webchat`) where the demo customer types and presses the real
+  inline buttons (they become real callback queries);
+* the staff console, on the bot's own run store, to see what the agent did.
+
+Ctrl-C (or SIGTERM) stops them in reverse order, letting the bot finish what it is doing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from contextlib import AsyncExitStack
+from typing import Any
+
+from pydantic import SecretStr
+from telegram import Update
+
+from bot.runtime import Runtime, open_runtime
+from bot.settings import Settings
+from bot.telegram_app import BOT_COMMANDS, build_application
+from console.auth import configured_staff_token, new_staff_token
+from console.server import ConsoleServer, serve_console
+from standin import DEFAULT_TOKEN, StandIn
+from standin.webchat import WebChat
+from storage.db import StorageUnavailable
+
+log = logging.getLogger(__name__)
+
+EXIT_OK, EXIT_USAGE = 0, 2
+HOST = "127.0.0.1"  # the demo has no authentication on its chat page: loopback only
+# The demo shop answers this slowly unless STEPWISE_SHOP_LATENCY_MS says otherwise, so each
+# step's message is seen working (⏳) and then edited in place to its outcome.
+DEMO_SHOP_LATENCY_MS = 700
+
+
+class Demo:
+    """Everything `stepwise demo` runs, startable and stoppable from tests (ports 0 work)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        chat_port: int = 8090,
+        staff_port: int = 8080,
+        bot_api_port: int = 0,
+        staff_token: str | None = None,
+        poll_timeout_s: int = 10,
+    ) -> None:
+        self.settings = settings
+        self.chat_port = chat_port
+        self.staff_port = staff_port
+        self.bot_api_port = bot_api_port
+        explicit = staff_token or configured_staff_token(settings)
+        self.staff_token = explicit or new_staff_token()
+        self.token_generated = not explicit
+        self.poll_timeout_s = poll_timeout_s
+        self.standin = StandIn(
+            DEFAULT_TOKEN, bot_first_name="Stepwise", bot_username="stepwise_bot"
+        )
+        self.runtime: Runtime | None = None
+        self.console: ConsoleServer | None = None
+        self.chat: WebChat | None = None
+        self._stack = AsyncExitStack()
+
+    @property
+    def chat_url(self) -> str:
+        assert self.chat is not None, "start() first"
+        return self.chat.url
+
+    @property
+    def console_url(self) -> str:
+        assert self.console is not None, "start() first"
+        return self.console.url + "/"
+
+    async def start(self) -> None:
+        """Start everything, or nothing: a failure stops what had started, then re-raises."""
+        try:
+            await self._start()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start(self) -> None:
+        stack = self._stack
+        await self.standin.start(HOST, self.bot_api_port)
+        stack.push_async_callback(self.standin.stop)
+
+        latency = self.settings.shop_latency_ms
+        if "shop_latency_ms" not in self.settings.model_fields_set:
+            latency = DEMO_SHOP_LATENCY_MS
+        settings = self.settings.model_copy(
+            update={
+                "telegram_bot_token": SecretStr(self.standin.token),
+                "telegram_api_base_url": self.standin.base_url,
+                "shop_latency_ms": latency,
+            }
+        )
+        runtime = await open_runtime(settings)
+        self.runtime = runtime
+        stack.push_async_callback(runtime.close)
+
+        self.console = await serve_console(runtime.store, self.staff_token, HOST, self.staff_port)
+        stack.push_async_callback(self.console.stop)
+
+        application = build_application(runtime)
+        await application.initialize()
+        stack.push_async_callback(application.shutdown)
+        await application.bot.set_my_commands(BOT_COMMANDS)
+        await application.start()
+        stack.push_async_callback(_stop_application, application)
+        assert application.updater is not None
+        await application.updater.start_polling(
+            allowed_updates=Update.ALL_TYPES, timeout=self.poll_timeout_s
+        )
+        application.create_task(_recover(runtime))
+
+        self.chat = WebChat(
+            self.standin,
+            user_id=settings.demo_user_id,
+            console_url=self.console_url,
+        )
+        await self.chat.start(HOST, self.chat_port)
+        stack.push_async_callback(self.chat.stop)
+
+    async def stop(self) -> None:
+        """Stop in reverse order: chat page, bot (finishing its work), console, store, API."""
+        await self._stack.aclose()
+
+
+async def _stop_application(application: Any) -> None:
+    if application.updater is not None and application.updater.running:
+        await application.updater.stop()
+    if application.running:
+        await application.stop()
+
+
+async def _recover(runtime: Runtime) -> None:
+    """Finish runs an earlier crash interrupted, as `stepwise serve` does on start."""
+    try:
+        runs = await runtime.agent.recover()
+    except StorageUnavailable:
+        log.exception("recovery postponed: storage unavailable")
+        return
+    if runs:
+        log.warning("recovered %d interrupted run(s)", len(runs))
+
+
+async def run_demo(
+    settings: Settings,
+    *,
+    chat_port: int = 8090,
+    staff_port: int = 8080,
+    bot_api_port: int = 0,
+    staff_token: str | None = None,
+) -> int:
+    """Run the browser demo until SIGINT/SIGTERM; returns the process exit code."""
+    demo = Demo(
+        settings,
+        chat_port=chat_port,
+        staff_port=staff_port,
+        bot_api_port=bot_api_port,
+        staff_token=staff_token,
+    )
+    try:
+        await demo.start()
+    except OSError as exc:
+        print(
+            f"stepwise: cannot listen on {HOST} ({exc.strerror or exc}); choose other ports"
+            " with --chat-port / --staff-port",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    except ValueError as exc:  # a weak STEPWISE_STAFF_TOKEN
+        print(f"stepwise: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    token_note = "generated for this run" if demo.token_generated else "from STEPWISE_STAFF_TOKEN"
+    print(
+        "stepwise demo — the real bot, with a local stand-in for Telegram.\n"
+        f"  Chat with the bot:  {demo.chat_url}\n"
+        f"  Staff console:      {demo.console_url}\n"
+        f"  Staff token:        {demo.staff_token}  ({token_note})\n"
+        "Press Ctrl-C to stop.",
+        flush=True,
+    )
+    stopped = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stopped.set)
+    try:
+        await stopped.wait()
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(ValueError, RuntimeError):
+                loop.remove_signal_handler(signum)
+        print("stepwise demo: stopping…", flush=True)
+        await demo.stop()
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m console.demo [--chat-port N] [--staff-port N] [--bot-api-port N]`."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m console.demo", description=__doc__)
+    parser.add_argument("--chat-port", type=int, default=8090)
+    parser.add_argument("--staff-port", type=int, default=8080)
+    parser.add_argument("--bot-api-port", type=int, default=0)
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    return asyncio.run(
+        run_demo(
+            Settings(),
+            chat_port=args.chat_port,
+            staff_port=args.staff_port,
+            bot_api_port=args.bot_api_port,
+        )
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,273 @@
+"""The console's read-only history queries, on the run store's own connection.
+
+`SqliteRunStore.list_runs` filters by status, user and time; staff also filter by error
+type, tool and free text, and page both ways. Those queries live here, against the
+existing schema, so storage keeps its small write-oriented API.
+
+Every query is shaped to stay fast at 100,000+ runs:
+
+* Pages are keyset pages on `(created_at, id)`, newest first, walked along the
+  `runs_by_created` / `runs_by_status` / `runs_by_user` indexes: a page reads about
+  `limit / selectivity` runs, never the whole table, and never uses OFFSET.
+* Error-type filters start from the partial index `events_failures` (failures are rare, so
+  that index is small) and join the matching runs by primary key.
+* A tool filter (without an error type) is a per-run probe of the `steps` primary key while
+  walking runs newest first. Dense in practice (every run uses one of a few tools); a tool
+  that almost never occurs walks the whole time range, which the time filter bounds.
+* Free text is `LIKE '%…%'` on `request_text`: no index can serve a substring match, so it
+  is a walk of the time range. It is therefore always limited to a time range
+  (`TEXT_SEARCH_WINDOW` unless staff set one). Full-text search (FTS5) would lift that
+  limit at the cost of a second copy of every request text and a migration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+import aiosqlite
+
+from agent_core.models import Language, RunStatus, utcnow
+from storage.runs import RunSummary, SqliteRunStore, parse_ts, ts
+
+# An error-type filter value meaning "any failure at all".
+ANY_ERROR = "any"
+TEXT_SEARCH_WINDOW = timedelta(days=30)
+MAX_PAGE = 200
+_RECENT_RUNS_FOR_TOOLS = 500
+
+_SUMMARY_COLUMNS = (
+    "r.id, r.trace_id, r.user_id, r.chat_id, r.request_text, r.language, r.status,"
+    " r.created_at, r.updated_at, r.finished_at,"
+    " (SELECT count(*) FROM steps s WHERE s.run_id = r.id) AS step_count,"
+    " (SELECT coalesce(sum(s.retry_count), 0) FROM steps s WHERE s.run_id = r.id) AS retries"
+)
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    """What staff narrowed the runs list to. Empty fields do not filter."""
+
+    status: RunStatus | None = None
+    user_id: int | None = None
+    # An ErrorType value, or ANY_ERROR; matches runs with at least one failed attempt.
+    error_type: str | None = None
+    # With error_type: where that error happened. Alone: runs that planned this tool.
+    tool: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    text: str | None = None
+    run_id: str | None = None
+
+    def effective(self, now: datetime | None = None) -> RunFilter:
+        """The filter as queried: a text search without a start gets the default window."""
+        if self.text and self.since is None:
+            return replace(self, since=(now or utcnow()) - TEXT_SEARCH_WINDOW)
+        return self
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """A position in the newest-first order: the (created_at, id) of a boundary run."""
+
+    created_at: str
+    run_id: str
+
+    def encode(self) -> str:
+        return f"{self.created_at}|{self.run_id}"
+
+    @classmethod
+    def decode(cls, value: str | None) -> Cursor | None:
+        """None for a missing or malformed cursor (a hand-edited URL starts over)."""
+        if not value:
+            return None
+        created, sep, run_id = value.partition("|")
+        if not sep or not run_id or parse_ts_safe(created) is None:
+            return None
+        return cls(created, run_id)
+
+
+@dataclass(frozen=True)
+class RunsPage:
+    items: list[RunSummary]
+    older: Cursor | None  # pass as `before` for the next older page
+    newer: Cursor | None  # pass as `after` for the next newer page
+
+
+def parse_ts_safe(value: str) -> datetime | None:
+    try:
+        return parse_ts(value)
+    except ValueError:
+        return None
+
+
+def _like_pattern(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _where(flt: RunFilter) -> tuple[str, list[str], list[Any]]:
+    """FROM clause, WHERE terms and their parameters for `flt` (already `effective`)."""
+    source = "runs r"
+    terms: list[str] = []
+    params: list[Any] = []
+    if flt.error_type:
+        # Drive from the small partial index of failures; CROSS JOIN keeps that order.
+        sub = ["e.error_type IS NOT NULL"]
+        sub_params: list[Any] = []
+        if flt.error_type != ANY_ERROR:
+            sub.append("e.error_type = ?")
+            sub_params.append(flt.error_type)
+        if flt.tool:
+            sub.append("e.tool = ?")
+            sub_params.append(flt.tool)
+        if flt.since is not None:
+            # A run's events are never older than the run, so this bound is exact.
+            sub.append("e.at >= ?")
+            sub_params.append(ts(flt.since))
+        source = (
+            "(SELECT DISTINCT e.run_id FROM events e INDEXED BY events_failures"
+            f" WHERE {' AND '.join(sub)}) f"
+            " CROSS JOIN runs r ON r.id = f.run_id"
+        )
+        params.extend(sub_params)
+    elif flt.tool:
+        terms.append("EXISTS (SELECT 1 FROM steps s WHERE s.run_id = r.id AND s.tool = ?)")
+        params.append(flt.tool)
+    for column, value in (
+        # A user's runs are few: with a user, the unary + keeps SQLite on runs_by_user.
+        (
+            "+r.status" if flt.user_id is not None else "r.status",
+            flt.status.value if flt.status else None,
+        ),
+        ("r.user_id", flt.user_id),
+        ("r.id", flt.run_id),
+    ):
+        if value is not None:
+            terms.append(f"{column} = ?")
+            params.append(value)
+    if flt.since is not None:
+        terms.append("r.created_at >= ?")
+        params.append(ts(flt.since))
+    if flt.until is not None:
+        terms.append("r.created_at < ?")
+        params.append(ts(flt.until))
+    if flt.text:
+        terms.append("r.request_text LIKE ? ESCAPE '\\'")
+        params.append(_like_pattern(flt.text))
+    return source, terms, params
+
+
+async def search_runs(
+    store: SqliteRunStore,
+    flt: RunFilter,
+    *,
+    before: Cursor | None = None,
+    after: Cursor | None = None,
+    limit: int = 25,
+) -> RunsPage:
+    """One page of runs matching `flt`, newest first.
+
+    `before` pages towards older runs, `after` towards newer ones (exactly one of them, or
+    neither for the newest page). Reads `limit + 1` rows to know whether more exist.
+    """
+    limit = max(1, min(limit, MAX_PAGE))
+    source, terms, params = _where(flt.effective())
+    newer_first = after is None
+    if before is not None:
+        terms.append("(r.created_at, r.id) < (?, ?)")
+        params.extend([before.created_at, before.run_id])
+    elif after is not None:
+        terms.append("(r.created_at, r.id) > (?, ?)")
+        params.extend([after.created_at, after.run_id])
+    order = "DESC" if newer_first else "ASC"
+    where = " AND ".join(terms) or "1 = 1"
+    rows = await _fetch(store, _page_sql(source, where, order), [*params, limit + 1])
+    more = len(rows) > limit
+    rows = rows[:limit]
+    if not newer_first:
+        rows.reverse()
+    items = [_summary(r) for r in rows]
+    first = Cursor(rows[0]["created_at"], rows[0]["id"]) if rows else None
+    last = Cursor(rows[-1]["created_at"], rows[-1]["id"]) if rows else None
+    if newer_first:
+        return RunsPage(items, older=last if more else None, newer=first if before else None)
+    return RunsPage(items, older=last if rows else None, newer=first if more else None)
+
+
+def _page_sql(source: str, where: str, order: str) -> str:
+    """Pick the page by (created_at, id) first, then compute step counts for it alone.
+
+    Computing the per-run columns only for the rows of the page matters when a filter
+    matches thousands of runs that must be sorted (error types): the sort then carries
+    keys, not summaries.
+    """
+    return (
+        f"SELECT {_SUMMARY_COLUMNS} FROM (SELECT r.id AS page_id FROM {source} WHERE {where}"
+        f" ORDER BY r.created_at {order}, r.id {order} LIMIT ?) p"
+        f" CROSS JOIN runs r ON r.id = p.page_id ORDER BY r.created_at {order}, r.id {order}"
+    )
+
+
+async def iter_runs(store: SqliteRunStore, flt: RunFilter) -> AsyncIterator[RunSummary]:
+    """Every run matching `flt`, newest first, one keyset page at a time (for export)."""
+    cursor: Cursor | None = None
+    while True:
+        page = await search_runs(store, flt, before=cursor, limit=MAX_PAGE)
+        for item in page.items:
+            yield item
+        if page.older is None:
+            return
+        cursor = page.older
+
+
+async def recent_tools(store: SqliteRunStore) -> list[str]:
+    """Tool names of recent runs, for the filter's suggestions (bounded, not a scan)."""
+    rows = await _fetch(
+        store,
+        "SELECT DISTINCT s.tool FROM"
+        " (SELECT id FROM runs ORDER BY created_at DESC, id DESC LIMIT ?) r"
+        " JOIN steps s ON s.run_id = r.id ORDER BY s.tool",
+        [_RECENT_RUNS_FOR_TOOLS],
+    )
+    return [str(r[0]) for r in rows]
+
+
+async def explain(store: SqliteRunStore, flt: RunFilter, before: Cursor | None = None) -> str:
+    """SQLite's plan for the page query: lets tests prove no filter scans the whole table."""
+    source, terms, params = _where(flt.effective())
+    if before is not None:
+        terms.append("(r.created_at, r.id) < (?, ?)")
+        params.extend([before.created_at, before.run_id])
+    where = " AND ".join(terms) or "1 = 1"
+    rows = await _fetch(
+        store, "EXPLAIN QUERY PLAN " + _page_sql(source, where, "DESC"), [*params, 26]
+    )
+    return "\n".join(str(r["detail"]) for r in rows)
+
+
+async def _fetch(store: SqliteRunStore, sql: str, params: Sequence[Any]) -> list[aiosqlite.Row]:
+    # The store's read helper: same connection, same error mapping (StorageUnavailable).
+    return await store._fetch(sql, params)
+
+
+def _summary(row: aiosqlite.Row) -> RunSummary:
+    created = parse_ts(row["created_at"])
+    updated = parse_ts(row["updated_at"])
+    assert created is not None and updated is not None
+    return RunSummary(
+        id=row["id"],
+        trace_id=row["trace_id"],
+        user_id=row["user_id"],
+        chat_id=row["chat_id"],
+        request_text=row["request_text"],
+        language=Language(row["language"]),
+        status=RunStatus(row["status"]),
+        step_count=row["step_count"],
+        retries=row["retries"],
+        created_at=created,
+        updated_at=updated,
+        finished_at=parse_ts(row["finished_at"]),
+    )

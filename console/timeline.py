@@ -1,0 +1,150 @@
+"""A run as the run page shows it: the plan, step by step, with what happened to each.
+
+The `steps` rows hold each step's final state; the `events` log holds how it got there.
+A retried step that finally succeeded has no error left on its row, so its attempts (when
+each started, how it failed, what the policy decided, how long it backed off) are rebuilt
+here from the event log. That is what staff need to tell a flaky tool from a wrong plan.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from agent_core.answers import step_progress
+from agent_core.models import EventKind, PlanStep, Run
+from storage.runs import TimelineEntry
+
+# What ends one attempt of a step, and how the page names the outcome.
+_ATTEMPT_ENDS = {
+    EventKind.STEP_SUCCEEDED: "succeeded",
+    EventKind.STEP_RETRYING: "failed, retrying",
+    EventKind.STEP_FAILED: "failed",
+    EventKind.STEP_FALLBACK: "nothing found, fell back",
+    EventKind.STEP_PAUSED: "paused",
+}
+# Step events that are not attempts but decisions about the step.
+_STEP_NOTES = {
+    EventKind.STEP_SKIPPED: "skipped",
+    EventKind.STEP_PAUSED: "waiting for the customer",
+    EventKind.DECISION_CLAIMED: "customer decided",
+    EventKind.STEP_APPROVED: "approval applied",
+    EventKind.STEP_DECLINED: "declined, run cancelled",
+}
+
+
+@dataclass
+class Attempt:
+    number: int
+    started_at: datetime
+    ended_at: datetime | None = None
+    outcome: str = "interrupted"  # no end event: the process stopped mid-attempt
+    error_type: str | None = None
+    message: str | None = None
+    decision: str | None = None
+    backoff_s: float | None = None
+
+    @property
+    def took_s(self) -> float | None:
+        if self.ended_at is None:
+            return None
+        return (self.ended_at - self.started_at).total_seconds()
+
+
+@dataclass
+class StepNote:
+    at: datetime
+    label: str
+    message: str | None
+    decision: str | None
+
+
+@dataclass
+class StepView:
+    number: int
+    step: PlanStep
+    progress: str
+    args_json: str
+    observation_json: str | None
+    attempts: list[Attempt] = field(default_factory=list)
+    notes: list[StepNote] = field(default_factory=list)
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.step.started_at is None or self.step.finished_at is None:
+            return None
+        return (self.step.finished_at - self.step.started_at).total_seconds()
+
+
+@dataclass
+class RunView:
+    run: Run
+    steps: list[StepView]
+    events: Sequence[TimelineEntry]
+    notices: list[TimelineEntry]
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.run.finished_at is None:
+            return None
+        return (self.run.finished_at - self.run.created_at).total_seconds()
+
+
+def pretty_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True, default=str)
+
+
+def build_run_view(run: Run, timeline: Sequence[TimelineEntry]) -> RunView:
+    steps = [
+        StepView(
+            number=n,
+            step=step,
+            progress=step_progress(step, run),
+            args_json=pretty_json(step.args),
+            observation_json=None if step.observation is None else pretty_json(step.observation),
+        )
+        for n, step in enumerate(run.steps, start=1)
+    ]
+    by_id = {view.step.id: view for view in steps}
+    for entry in timeline:
+        view = by_id.get(entry.step_id or "")
+        if view is not None:
+            _apply(view, entry)
+    notices = [e for e in timeline if e.kind is EventKind.NOTICE]
+    return RunView(run=run, steps=steps, events=timeline, notices=notices)
+
+
+def _apply(view: StepView, entry: TimelineEntry) -> None:
+    if entry.kind is EventKind.STEP_STARTED:
+        number = entry.attempt or len(view.attempts) + 1
+        view.attempts.append(Attempt(number=number, started_at=entry.at))
+        return
+    open_attempt = view.attempts[-1] if view.attempts else None
+    if open_attempt is not None and open_attempt.ended_at is None and _ends_attempt(entry):
+        open_attempt.ended_at = entry.at
+        open_attempt.outcome = _ATTEMPT_ENDS[entry.kind]
+        open_attempt.error_type = entry.error_type
+        open_attempt.message = entry.message
+        open_attempt.decision = entry.decision
+        open_attempt.backoff_s = entry.delay_s
+        return
+    if entry.kind in _STEP_NOTES:
+        view.notes.append(
+            StepNote(
+                at=entry.at,
+                label=_STEP_NOTES[entry.kind],
+                message=entry.message,
+                decision=entry.decision,
+            )
+        )
+
+
+def _ends_attempt(entry: TimelineEntry) -> bool:
+    # A pause ends an attempt only after a tool error (confirmation_required); a pause
+    # before a high-risk step runs at all is a decision, not an attempt.
+    if entry.kind is EventKind.STEP_PAUSED:
+        return entry.error_type is not None
+    return entry.kind in _ATTEMPT_ENDS

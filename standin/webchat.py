@@ -1,0 +1,245 @@
+"""A browser chat window onto the stand-in: the demo customer's side of a Telegram chat.
+
+The page shows exactly what the stand-in's chat shows (the state the bot built through
+real Bot API calls): the plan, one message per step edited in place, inline buttons.
+Typing sends a message and pressing a button sends a callback query, through the same
+primitives the tests use (`inject_message`, `press_button`), so the bot receives them
+through `getUpdates` like any Telegram update.
+
+The page long-polls `/api/state`: the server answers when the chat's fingerprint differs
+from the one the page has (or after `wait` seconds), waking on the stand-in's change
+signal, so edits show up at once without a busy poll. POSTs must be JSON from this origin:
+a cross-site form cannot send them, and a cross-site script would need a CORS preflight
+that is never granted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from .server import StandIn
+from .state import ShownMessage
+
+JSON = dict[str, Any]
+ASSETS = Path(__file__).parent / "webchat"
+MAX_TEXT = 4096
+MAX_WAIT_S = 25.0
+SUGGESTIONS = (
+    "where is my order A1001?",
+    "cancel order A1003",
+    "A1002 如果还没送达，看看延迟补偿",
+    "what is your refund policy?",
+    "保修政策是什么",
+)
+_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self';"
+    " img-src 'self' data:; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
+)
+
+
+class WebChat:
+    """Serves the chat page for one customer (a private chat: chat id = user id)."""
+
+    def __init__(
+        self,
+        standin: StandIn,
+        *,
+        user_id: int,
+        first_name: str = "Demo customer",
+        language_code: str = "en",
+        console_url: str | None = None,
+    ) -> None:
+        self.standin = standin
+        self.user_id = user_id
+        self.first_name = first_name
+        self.language_code = language_code
+        self.console_url = console_url
+        self._queries: list[str] = []
+        self._closing = False
+        self._runner: web.AppRunner | None = None
+        self._url: str | None = None
+
+    # ----- lifecycle -------------------------------------------------------------------
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024, middlewares=[_security_headers])
+        app.router.add_get("/", self._index)
+        app.router.add_get("/api/config", self._config)
+        app.router.add_get("/api/state", self._state)
+        app.router.add_post("/api/send", self._send)
+        app.router.add_post("/api/press", self._press)
+        app.router.add_static("/static/", ASSETS, show_index=False)
+        return app
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Listen on host:port (0 picks a free port); returns the page's URL."""
+        runner = web.AppRunner(
+            self.app(), access_log=None, handler_cancellation=True, shutdown_timeout=1.0
+        )
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, host, port).start()
+        except OSError:
+            await runner.cleanup()
+            raise
+        shown_host = f"[{host}]" if ":" in host else host
+        self._runner = runner
+        self._url = f"http://{shown_host}:{runner.addresses[0][1]}/"
+        return self._url
+
+    async def stop(self) -> None:
+        """Release waiting long polls, then close the server."""
+        if self._runner is None:
+            return
+        self._closing = True
+        await self.standin.changes.notify()
+        runner, self._runner = self._runner, None
+        await runner.cleanup()
+
+    @property
+    def url(self) -> str:
+        if self._url is None:
+            raise RuntimeError("WebChat is not running; await start() first")
+        return self._url
+
+    # ----- what the page sees ----------------------------------------------------------
+
+    def snapshot(self) -> JSON:
+        """The chat as the page renders it, plus answered button presses (toasts)."""
+        chat_id = self.user_id
+        messages = (
+            self.standin.chat_messages(chat_id) if chat_id in self.standin.state.chats else []
+        )
+        toasts = []
+        for query_id in self._queries:
+            for answer in self.standin.callback_answers(query_id):
+                if answer.text:
+                    toasts.append({"id": query_id, "text": answer.text, "alert": answer.show_alert})
+        body: JSON = {
+            "messages": [_message(m) for m in messages],
+            "toasts": toasts,
+            "typing": bool(messages) and not messages[-1].from_bot,
+        }
+        body["version"] = _fingerprint(body)
+        return body
+
+    async def _state(self, request: web.Request) -> web.Response:
+        since = request.query.get("since", "")
+        try:
+            wait = min(max(float(request.query.get("wait", "0")), 0.0), MAX_WAIT_S)
+        except ValueError:
+            wait = 0.0
+        if since and wait:
+            await self.standin.changes.wait_until(
+                lambda: self._closing or self.snapshot()["version"] != since, wait
+            )
+        return web.json_response(self.snapshot())
+
+    async def _index(self, request: web.Request) -> web.StreamResponse:
+        return web.FileResponse(ASSETS / "index.html")
+
+    async def _config(self, request: web.Request) -> web.Response:
+        bot = self.standin.bot
+        return web.json_response(
+            {
+                "user_id": self.user_id,
+                "bot_name": bot.get("first_name", "bot"),
+                "bot_username": bot.get("username", ""),
+                "console_url": self.console_url,
+                "suggestions": list(SUGGESTIONS),
+                "max_text": MAX_TEXT,
+            }
+        )
+
+    # ----- what the customer does ------------------------------------------------------
+
+    async def _send(self, request: web.Request) -> web.Response:
+        body = await _json_body(request)
+        text = str(body.get("text", "")).strip()
+        if not text:
+            raise _bad("type a message first")
+        if len(text) > MAX_TEXT:
+            raise _bad(f"a message has at most {MAX_TEXT} characters")
+        sent = self.standin.inject_message(
+            self.user_id,
+            self.user_id,
+            text,
+            first_name=self.first_name,
+            language_code=self.language_code,
+        )
+        return web.json_response({"ok": True, "message_id": sent["message_id"]})
+
+    async def _press(self, request: web.Request) -> web.Response:
+        body = await _json_body(request)
+        message_id, data = body.get("message_id"), body.get("callback_data")
+        if not isinstance(message_id, int) or not isinstance(data, str):
+            raise _bad("message_id (number) and callback_data (text) are required")
+        try:
+            query_id = self.standin.press_button(self.user_id, message_id, data, self.user_id)
+        except (LookupError, ValueError) as exc:
+            raise _bad("that button is no longer there") from exc
+        self._queries.append(query_id)
+        return web.json_response({"ok": True, "query_id": query_id})
+
+
+def _message(shown: ShownMessage) -> JSON:
+    return {
+        "id": shown.message_id,
+        "from_bot": shown.from_bot,
+        "kind": shown.kind,
+        "text": shown.text if shown.text is not None else shown.caption,
+        "entities": list(shown.entities),
+        "buttons": [
+            [
+                {"text": b.text, "callback_data": b.callback_data, "url": b.url}
+                for b in row
+                if b.callback_data is not None or b.url is not None
+            ]
+            for row in shown.buttons
+        ],
+        "date": shown.date,
+        "edited": shown.edit_count > 0,
+    }
+
+
+def _fingerprint(body: JSON) -> str:
+    encoded = json.dumps(body, sort_keys=True, ensure_ascii=False).encode()
+    return hashlib.sha256(encoded).hexdigest()[:16]
+
+
+def _bad(description: str) -> web.HTTPBadRequest:
+    return web.HTTPBadRequest(
+        text=json.dumps({"ok": False, "description": description}),
+        content_type="application/json",
+    )
+
+
+async def _json_body(request: web.Request) -> JSON:
+    """The request's JSON object; only same-origin JSON POSTs are accepted."""
+    origin = request.headers.get("Origin")
+    if origin is not None and origin != f"{request.scheme}://{request.host}":
+        raise web.HTTPForbidden(text="cross-origin request refused")
+    if request.content_type != "application/json":
+        raise web.HTTPUnsupportedMediaType(text="send application/json")
+    try:
+        body = json.loads(await request.text())
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        raise _bad("a JSON object is expected")
+    return body
+
+
+@web.middleware
+async def _security_headers(request: web.Request, handler: Any) -> web.StreamResponse:
+    response: web.StreamResponse = await handler(request)
+    response.headers.setdefault("Content-Security-Policy", _CSP)
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    response.headers.setdefault("Referrer-Policy", "no-referrer")
+    response.headers.setdefault("Cache-Control", "no-store")
+    return response

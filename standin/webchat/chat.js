@@ -1,0 +1,203 @@
+// The chat page: long-polls the stand-in's chat state and renders it like Telegram.
+// Everything from the bot or the customer is inserted with textContent, never as HTML.
+"use strict";
+
+const view = {
+  version: "",
+  toastsSeen: new Set(),
+  firstState: true,
+  signatures: new Map(), // message id -> what was rendered, to update edits in place
+};
+
+const $ = (id) => document.getElementById(id);
+
+async function api(path, body) {
+  const response = await fetch(path, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(data.description || `request failed (${response.status})`);
+  return data;
+}
+
+function toast(text, error = false) {
+  const el = document.createElement("div");
+  el.className = error ? "toast error" : "toast";
+  el.textContent = text;
+  $("toasts").appendChild(el);
+  setTimeout(() => el.remove(), 3300);
+}
+
+const TAGS = { bold: "b", italic: "i", underline: "u", strikethrough: "s", code: "code", pre: "pre" };
+
+// Telegram entities use UTF-16 offsets, which is what JavaScript strings index by.
+function renderText(target, text, entities) {
+  let at = 0;
+  const spans = (entities || [])
+    .filter((e) => TAGS[e.type])
+    .sort((a, b) => a.offset - b.offset);
+  for (const entity of spans) {
+    if (entity.offset < at) continue; // nested or overlapping: keep it plain
+    target.appendChild(document.createTextNode(text.slice(at, entity.offset)));
+    const el = document.createElement(TAGS[entity.type]);
+    el.textContent = text.slice(entity.offset, entity.offset + entity.length);
+    target.appendChild(el);
+    at = entity.offset + entity.length;
+  }
+  target.appendChild(document.createTextNode(text.slice(at)));
+}
+
+function timeOf(unix) {
+  return new Date(unix * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+}
+
+function renderMessage(el, message) {
+  el.replaceChildren();
+  el.className = `msg ${message.from_bot ? "theirs" : "mine"}`;
+  const bubble = document.createElement("div");
+  bubble.className = "bubble";
+  const text = message.text ?? `[${message.kind}]`;
+  renderText(bubble, text, message.entities);
+  const meta = document.createElement("span");
+  meta.className = "meta";
+  meta.textContent = (message.edited ? "edited " : "") + timeOf(message.date);
+  bubble.appendChild(meta);
+  el.appendChild(bubble);
+  const rows = (message.buttons || []).filter((row) => row.length);
+  if (rows.length) {
+    const keyboard = document.createElement("div");
+    keyboard.className = "keyboard";
+    for (const row of rows) {
+      const rowEl = document.createElement("div");
+      rowEl.className = "row";
+      for (const button of row) {
+        const b = document.createElement("button");
+        b.type = "button";
+        b.textContent = button.text;
+        b.addEventListener("click", () => press(message.id, button, keyboard));
+        rowEl.appendChild(b);
+      }
+      keyboard.appendChild(rowEl);
+    }
+    el.appendChild(keyboard);
+  }
+}
+
+async function press(messageId, button, keyboard) {
+  if (!button.callback_data) {
+    if (button.url) window.open(button.url, "_blank", "noopener");
+    return;
+  }
+  keyboard.querySelectorAll("button").forEach((b) => (b.disabled = true));
+  try {
+    await api("/api/press", { message_id: messageId, callback_data: button.callback_data });
+  } catch (error) {
+    toast(error.message, true);
+    keyboard.querySelectorAll("button").forEach((b) => (b.disabled = false));
+  }
+}
+
+function render(state) {
+  const list = $("messages");
+  const nearBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 80;
+  const seen = new Set();
+  for (const message of state.messages) {
+    seen.add(String(message.id));
+    const signature = JSON.stringify(message);
+    let el = list.querySelector(`[data-id="${message.id}"]`);
+    if (el && view.signatures.get(message.id) === signature) continue;
+    const changed = Boolean(el);
+    if (!el) {
+      el = document.createElement("div");
+      el.dataset.id = String(message.id);
+      list.insertBefore(el, $("typing"));
+    }
+    renderMessage(el, message);
+    view.signatures.set(message.id, signature);
+    if (changed) {
+      el.classList.add("flash"); // an edit in place: show that this message changed
+      setTimeout(() => el.classList.remove("flash"), 1300);
+    }
+  }
+  list.querySelectorAll("[data-id]").forEach((el) => {
+    if (!seen.has(el.dataset.id)) el.remove();
+  });
+  $("typing").hidden = !state.typing;
+  for (const t of state.toasts) {
+    if (view.toastsSeen.has(t.id)) continue;
+    view.toastsSeen.add(t.id);
+    if (!view.firstState) toast(t.text);
+  }
+  view.firstState = false;
+  if (nearBottom) list.scrollTop = list.scrollHeight;
+}
+
+async function poll() {
+  for (;;) {
+    try {
+      const wait = view.version ? 25 : 0;
+      const response = await fetch(`/api/state?since=${encodeURIComponent(view.version)}&wait=${wait}`);
+      if (!response.ok) throw new Error(String(response.status));
+      const state = await response.json();
+      view.version = state.version;
+      render(state);
+    } catch (error) {
+      $("bot-status").textContent = "reconnecting…";
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      continue;
+    }
+    $("bot-status").textContent = "bot";
+  }
+}
+
+async function send(text) {
+  const value = text.trim();
+  if (!value) return;
+  try {
+    await api("/api/send", { text: value });
+    $("text").value = "";
+  } catch (error) {
+    toast(error.message, true);
+  }
+}
+
+async function start() {
+  const typing = document.createElement("div");
+  typing.id = "typing";
+  typing.className = "typing";
+  typing.hidden = true;
+  typing.textContent = "bot is typing…";
+  $("messages").appendChild(typing);
+
+  const config = await (await fetch("/api/config")).json();
+  $("bot-name").textContent = config.bot_name;
+  $("user-id").textContent = String(config.user_id);
+  $("text").maxLength = config.max_text;
+  if (config.console_url) {
+    const link = $("console-link");
+    link.href = config.console_url;
+    link.hidden = false;
+  }
+  for (const suggestion of config.suggestions) {
+    const chip = document.createElement("button");
+    chip.type = "button";
+    chip.textContent = suggestion;
+    chip.addEventListener("click", () => send(suggestion));
+    $("suggestions").appendChild(chip);
+  }
+  $("composer").addEventListener("submit", (event) => {
+    event.preventDefault();
+    send($("text").value);
+  });
+  $("text").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey) {
+      event.preventDefault();
+      send($("text").value);
+    }
+  });
+  poll();
+}
+
+document.addEventListener("DOMContentLoaded", start);
