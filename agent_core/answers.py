@@ -274,7 +274,7 @@ def step_progress(step: PlanStep, run: Run) -> str:
             (
                 f"完成（重试 {step.retry_count} 次）"
                 if zh
-                else f"done after {step.retry_count} retries"
+                else f"done after {step.retry_count} {_plural('retry', step.retry_count)}"
             )
             if step.retry_count
             else ("完成" if zh else "done")
