@@ -4,8 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
+BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: run test lint typecheck pytest clean
+.PHONY: run test bench bench-quick clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -28,6 +29,17 @@ test: $(DEV_STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/pytest
+
+$(BENCH_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[bench]'
+	touch $@ $(STAMP)
+
+# Side by side with LangGraph and the raw SQLite limit; see bench/README.md.
+bench: $(BENCH_STAMP)
+	$(BIN)/python -m bench $(ARGS)
+
+bench-quick: $(BENCH_STAMP)
+	$(BIN)/python -m bench --quick
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,375 @@
+"""Section 6: staff queries over a large history.
+
+The history is written with direct SQL into the real schema (storage.db's migrations):
+runs spread over 30 days with mixed statuses, 3 steps each and about 7 events per run,
+shaped like what the executor writes (a skipped step, retries and failures with error
+types, pauses, decisions). Then the store's own queries are timed: the newest page
+(`/runs`), a filtered page (`status=failed, user_id=X`), and one run's timeline (`/run`).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from agent_core.models import RunStatus
+from bench.measure import LatencySummary, db_bytes, query, remove_db
+from bench.report import Report
+from storage.db import connect
+from storage.runs import SqliteRunStore, ts
+
+SECTION = "staff"
+GOAL_MS = 50.0
+CUSTOMERS = 5_000
+DAYS = 30
+
+# (status, weight, builder name)
+STATUS_MIX: tuple[tuple[str, float], ...] = (
+    ("completed", 0.66),
+    ("failed", 0.12),
+    ("paused", 0.08),
+    ("cancelled", 0.08),
+    ("expired", 0.05),
+    ("running", 0.01),
+)
+
+RUN_SQL = (
+    "INSERT INTO runs (id, trace_id, user_id, chat_id, request_text, language, status,"
+    " pause_step_id, pause_nonce, pause_tool, pause_args_hash, paused_at, attempts,"
+    " max_attempts, stop_reason, answer, created_at, updated_at, finished_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+STEP_SQL = (
+    "INSERT INTO steps (run_id, position, id, goal, tool, args, tag, status, observation,"
+    " error_type, error_message, skip_reason, retry_count, max_retries, approval_approved,"
+    " approval_by, approval_at, started_at, finished_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+EVENT_SQL = (
+    "INSERT INTO events (run_id, trace_id, kind, step_id, tool, args, attempt, status,"
+    " error_type, decision, delay_s, observation, message, at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+class HistoryWriter:
+    """Builds the rows of one run at a time, the way the executor would have written them."""
+
+    def __init__(self, rng: random.Random, now: datetime) -> None:
+        self.rng = rng
+        self.now = now
+        self.runs: list[tuple[Any, ...]] = []
+        self.steps: list[tuple[Any, ...]] = []
+        self.events: list[tuple[Any, ...]] = []
+
+    def add_run(self, created: datetime, status: str) -> None:
+        rng = self.rng
+        run_id = f"{rng.getrandbits(48):012x}"
+        trace = f"{rng.getrandbits(64):016x}"
+        user = 100_000 + rng.randrange(CUSTOMERS)
+        order = f"A{rng.randrange(1000, 99999)}"
+        clock = [created]
+
+        def tick() -> str:
+            clock[0] += timedelta(milliseconds=rng.randint(5, 400))
+            return ts(clock[0]) or ""
+
+        def event(kind: str, step: str | None = None, tool: str | None = None, **kw: Any) -> None:
+            self.events.append(
+                (
+                    run_id,
+                    trace,
+                    kind,
+                    step,
+                    tool,
+                    kw.get("args"),
+                    kw.get("attempt"),
+                    kw.get("status"),
+                    kw.get("error_type"),
+                    kw.get("decision"),
+                    kw.get("delay_s"),
+                    kw.get("observation"),
+                    kw.get("message"),
+                    tick(),
+                )
+            )
+
+        plan = [
+            ("s1", f"Check the status of order {order}", "get_order_status", {"order_id": order}),
+            (
+                "s2",
+                "Look up the delay compensation policy",
+                "search_policy",
+                {"query": "delay compensation", "lang": "en"},
+            ),
+            ("s3", f"Cancel order {order}", "cancel_order", {"order_id": order}),
+        ]
+        tags = ["order_status", "delay_compensation", "cancel"]
+        observation = {
+            "s1": json.dumps({"order_id": order, "status": "shipping", "eta": "2026-12-03"}),
+            "s2": json.dumps([{"title": "Delay compensation", "text": "3 days late: coupon."}]),
+            "s3": json.dumps({"order_id": order, "status": "cancelled"}),
+        }
+        step_state: dict[str, dict[str, Any]] = {sid: {"status": "pending"} for sid, *_ in plan}
+        event("run_planned", status="running")
+
+        def ok(sid: str, tool: str, args: dict[str, Any]) -> None:
+            step_state[sid]["started_at"] = tick()
+            event("step_started", sid, tool, args=json.dumps(args), attempt=1, status="running")
+            event(
+                "step_succeeded", sid, tool, attempt=1, status="done", observation=observation[sid]
+            )
+            step_state[sid].update(status="done", observation=observation[sid], finished_at=tick())
+
+        def pause() -> None:
+            event("step_paused", "s3", "cancel_order", status="paused", decision="pause")
+            step_state["s3"].update(status="paused", pause_reason="high_risk")
+
+        stop_reason = None
+        finished: str | None = None
+        pause_cols: tuple[Any, ...] = (None, None, None, None, None)
+        if status == "completed":
+            ok("s1", "get_order_status", plan[0][3])
+            if rng.random() < 0.5:  # delivered: compensation and cancel skipped
+                event("step_skipped", "s2", "search_policy", status="skipped", message="delivered")
+                step_state["s2"].update(status="skipped", skip_reason="delivered")
+                event("step_skipped", "s3", "cancel_order", status="skipped", message="delivered")
+                step_state["s3"].update(status="skipped", skip_reason="delivered")
+            else:
+                ok("s2", "search_policy", plan[1][3])
+                event(
+                    "decision_claimed", "s3", "cancel_order", status="paused", decision="approved"
+                )
+                event("step_approved", "s3", "cancel_order", status="pending")
+                ok("s3", "cancel_order", plan[2][3])
+                step_state["s3"].update(approval=(1, user, tick()))
+        elif status == "failed":
+            step_state["s1"]["started_at"] = tick()
+            event("step_started", "s1", "get_order_status", attempt=1, status="running")
+            event(
+                "step_retrying",
+                "s1",
+                "get_order_status",
+                attempt=1,
+                status="pending",
+                error_type="timeout",
+                decision="retry",
+                delay_s=0.5,
+                message="get_order_status took longer than 5.0s",
+            )
+            event("step_started", "s1", "get_order_status", attempt=2, status="running")
+            kind = rng.choice(["timeout", "not_found", "permission_denied", "unavailable"])
+            event(
+                "step_failed",
+                "s1",
+                "get_order_status",
+                attempt=2,
+                status="failed",
+                error_type=kind,
+                decision="stop",
+                message=f"scripted {kind}",
+            )
+            step_state["s1"].update(
+                status="failed", error=(kind, f"scripted {kind}"), retry=1, finished_at=tick()
+            )
+            step_state["s2"]["status"] = step_state["s3"]["status"] = "pending"
+            stop_reason = kind
+        elif status in ("paused", "cancelled", "expired"):
+            ok("s1", "get_order_status", plan[0][3])
+            ok("s2", "search_policy", plan[1][3])
+            pause()
+            paused_at = clock[0]
+            if status == "paused":
+                pause_cols = (
+                    "s3",
+                    f"{rng.getrandbits(48):012x}",
+                    "cancel_order",
+                    "h",
+                    ts(paused_at),
+                )
+            elif status == "cancelled":
+                event(
+                    "decision_claimed", "s3", "cancel_order", status="paused", decision="declined"
+                )
+                event("step_declined", "s3", "cancel_order", status="cancelled")
+                step_state["s3"].update(status="cancelled", approval=(0, user, tick()))
+            else:
+                step_state["s3"]["status"] = "cancelled"
+        else:  # running: interrupted mid-step, waiting for recovery
+            step_state["s1"]["started_at"] = tick()
+            event("step_started", "s1", "get_order_status", attempt=1, status="running")
+            step_state["s1"]["status"] = "running"
+        if status in ("completed", "failed", "cancelled", "expired"):
+            event("run_finished", status=status)
+            finished = ts(clock[0])
+
+        updated = ts(clock[0])
+        attempts = sum(1 for e in self.events[-12:] if e[0] == run_id and e[2] == "step_started")
+        self.runs.append(
+            (
+                run_id,
+                trace,
+                user,
+                user,
+                f"cancel order {order}, and is there delay compensation?",
+                "en",
+                status,
+                *pause_cols,
+                attempts,
+                10,
+                stop_reason,
+                f"Order {order} is on its way, expected 2026-12-03.",
+                ts(created),
+                updated,
+                finished,
+            )
+        )
+        for position, (sid, goal, tool, args) in enumerate(plan):
+            st = step_state[sid]
+            error = st.get("error")
+            approval = st.get("approval")
+            self.steps.append(
+                (
+                    run_id,
+                    position,
+                    sid,
+                    goal,
+                    tool,
+                    json.dumps(args),
+                    tags[position],
+                    st["status"],
+                    st.get("observation"),
+                    error[0] if error else None,
+                    error[1] if error else None,
+                    st.get("skip_reason"),
+                    st.get("retry", 0),
+                    2,
+                    approval[0] if approval else None,
+                    approval[1] if approval else None,
+                    approval[2] if approval else None,
+                    st.get("started_at"),
+                    st.get("finished_at"),
+                )
+            )
+
+    def flush(self, conn: sqlite3.Connection) -> None:
+        conn.executemany(RUN_SQL, self.runs)
+        conn.executemany(STEP_SQL, self.steps)
+        conn.executemany(EVENT_SQL, self.events)
+        self.runs, self.steps, self.events = [], [], []
+
+
+async def generate(path: Path, runs: int, seed: int = 7) -> tuple[int, int]:
+    """Write `runs` runs into a fresh database at `path`; returns (steps, events)."""
+    remove_db(path)
+    conn = await connect(path)  # the real migrations
+    await conn.close()
+    rng = random.Random(seed)
+    now = datetime.now(UTC)
+    start = now - timedelta(days=DAYS)
+    span = (now - start).total_seconds()
+    offsets = sorted(rng.random() * span for _ in range(runs))
+    statuses = [s for s, _ in STATUS_MIX]
+    weights = [w for _, w in STATUS_MIX]
+    writer = HistoryWriter(rng, now)
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        db.execute("PRAGMA synchronous = OFF")  # bulk load only; the store reopens with FULL
+        db.execute("BEGIN")
+        for n, offset in enumerate(offsets, start=1):
+            status = rng.choices(statuses, weights)[0]
+            writer.add_run(start + timedelta(seconds=offset), status)
+            if n % 5000 == 0:
+                writer.flush(db)
+        writer.flush(db)
+        db.execute("COMMIT")
+        steps = int(db.execute("SELECT count(*) FROM steps").fetchone()[0])
+        events = int(db.execute("SELECT count(*) FROM events").fetchone()[0])
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        db.close()
+    return steps, events
+
+
+async def _time(samples: int, call: Callable[[int], Awaitable[object]]) -> list[float]:
+    for n in range(min(5, samples)):  # warm the connection and statement cache
+        await call(n)
+    out = []
+    for n in range(samples):
+        started = time.perf_counter()
+        await call(n)
+        out.append(time.perf_counter() - started)
+    return out
+
+
+async def run_staff(report: Report, workdir: Path, runs: int, samples: int) -> None:
+    path = workdir / "staff.db"
+    started = time.perf_counter()
+    steps, events = await generate(path, runs)
+    generated_s = time.perf_counter() - started
+    labels = {"runs": f"{runs:,}"}
+    report.add(SECTION, "generate", generated_s, "s", labels, steps=steps, events=events)
+    report.add(SECTION, "events/run", events / runs, "", labels)
+    report.add(SECTION, "db size", db_bytes(path) / 1024 / 1024, "MiB", labels)
+
+    store = await SqliteRunStore.open(path)
+    try:
+        rng = random.Random(11)
+        ids = [str(r[0]) for r in query(path, "SELECT id FROM runs")]
+        failing = [
+            int(r[0])
+            for r in query(path, "SELECT DISTINCT user_id FROM runs WHERE status = 'failed'")
+        ]
+        picks = [rng.choice(ids) for _ in range(samples + 5)]
+        users = [rng.choice(failing) for _ in range(samples + 5)]
+        week_ago = datetime.now(UTC) - timedelta(days=7)
+
+        async def newest(n: int) -> object:
+            page = await store.list_runs(limit=20)
+            assert len(page.items) == 20
+            return page
+
+        async def filtered(n: int) -> object:
+            page = await store.list_runs(status=RunStatus.FAILED, user_id=users[n], limit=20)
+            assert page.items and all(i.status is RunStatus.FAILED for i in page.items)
+            return page
+
+        async def timeline(n: int) -> object:
+            entries = await store.timeline(picks[n])
+            assert entries
+            return entries
+
+        async def failed_page(n: int) -> object:
+            return await store.list_runs(status=RunStatus.FAILED, limit=8, offset=8 * (n % 5))
+
+        async def stats(n: int) -> object:
+            return (await store.status_counts(week_ago), await store.failure_counts(week_ago))
+
+        queries: list[tuple[str, Callable[[int], Awaitable[object]], bool]] = [
+            ("list_runs(limit=20)", newest, True),
+            ("list_runs(status=failed, user_id=X)", filtered, True),
+            ("timeline(run_id)", timeline, True),
+            ("list_runs(status=failed) pages", failed_page, False),
+            ("/stats 7 days (status+failure counts)", stats, False),
+        ]
+        for name, call, is_goal in queries:
+            lat = LatencySummary.of(await _time(samples, call))
+            q = {**labels, "query": name}
+            report.add(SECTION, "p50", lat.p50_ms, "ms", q)
+            report.add(SECTION, "p95", lat.p95_ms, "ms", q)
+            report.add(SECTION, "max", lat.max_ms, "ms", q)
+            if is_goal:
+                report.goal(
+                    f"staff query {name} over {runs:,} runs",
+                    f"p95 < {GOAL_MS:.0f} ms",
+                    f"{lat.p95_ms:.2f} ms",
+                    lat.p95_ms < GOAL_MS,
+                )
+    finally:
+        await store.close()
