@@ -4,7 +4,8 @@ PTB's `AIORateLimiter` uses a leaky bucket, which lets a burst of up to twice th
 through in one second; Telegram (and our stand-in) count in a sliding window and answer
 such bursts with 429. This limiter counts the same way: at most `overall_max_rate`
 chat-bound calls in any `overall_period` (with a small safety margin for network jitter),
-at most `group_max_rate` per group chat per `group_period`. A 429 that still happens
+at most `group_max_rate` per group chat per `group_period`, each call counted from when its
+answer arrived. A 429 that still happens
 pauses *all* calls for `retry_after`, then the call is retried.
 """
 
@@ -13,8 +14,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
-from collections import deque
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -26,31 +27,56 @@ log = logging.getLogger(__name__)
 JSONResult = bool | dict[str, Any] | list[dict[str, Any]]
 
 
+class _Slot:
+    """One admitted call. It counts from when its answer arrived (in flight: forever)."""
+
+    __slots__ = ("end",)
+
+    def __init__(self) -> None:
+        self.end = math.inf
+
+
 class SlidingWindow:
-    """Admits at most `limit` events in any `period` seconds, first come first served."""
+    """Admits at most `limit` calls in any `period` seconds, first come first served.
+
+    A call's slot is anchored at the moment its *answer* arrives, not when it was sent:
+    the server counts a call when it reaches it, which is somewhere in between, so only
+    the answer time is sure to be no earlier than the server's. (Anchoring at send time
+    let a call delayed on the way open the next window early — a 429.)
+    """
 
     def __init__(self, limit: int, period: float, clock: Callable[[], float]) -> None:
         self.limit = limit
         self.period = period
         self._clock = clock
-        self._times: deque[float] = deque()
+        self._slots: list[_Slot] = []
         self._lock = asyncio.Lock()
+        self._released = asyncio.Event()
 
-    async def acquire(self) -> None:
+    async def acquire(self) -> _Slot:
         async with self._lock:
             while True:
                 now = self._clock()
-                while self._times and now - self._times[0] >= self.period:
-                    self._times.popleft()
-                if len(self._times) < self.limit:
-                    self._times.append(now)
-                    return
-                await asyncio.sleep(self._times[0] + self.period - now)
+                self._slots = [s for s in self._slots if now - s.end < self.period]
+                if len(self._slots) < self.limit:
+                    slot = _Slot()
+                    self._slots.append(slot)
+                    return slot
+                oldest = min(s.end for s in self._slots)
+                if math.isinf(oldest):  # all in flight: wait for an answer
+                    self._released.clear()
+                    await self._released.wait()
+                else:
+                    await asyncio.sleep(oldest + self.period - now)
+
+    def release(self, slot: _Slot) -> None:
+        slot.end = self._clock()
+        self._released.set()
 
     @property
     def idle(self) -> bool:
         now = self._clock()
-        return not self._lock.locked() and all(now - t >= self.period for t in self._times)
+        return not self._lock.locked() and all(now - s.end >= self.period for s in self._slots)
 
 
 class SlidingWindowRateLimiter(BaseRateLimiter[int]):
@@ -61,7 +87,7 @@ class SlidingWindowRateLimiter(BaseRateLimiter[int]):
         group_max_rate: int = 20,
         group_period: float = 60.0,
         max_retries: int = 3,
-        margin: float = 0.05,
+        margin: float = 0.02,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._clock = clock
@@ -91,11 +117,13 @@ class SlidingWindowRateLimiter(BaseRateLimiter[int]):
         chat_id = data.get("chat_id")
         for attempt in range(max_retries + 1):
             await self._wait_for_resume()
+            held: list[tuple[SlidingWindow, _Slot]] = []
             if chat_id is not None:
                 group = _group_key(chat_id)
                 if group is not None:
-                    await self._group(group).acquire()
-                await self._overall.acquire()
+                    window = self._group(group)
+                    held.append((window, await window.acquire()))
+                held.append((self._overall, await self._overall.acquire()))
             try:
                 return await callback(*args, **kwargs)
             except RetryAfter as exc:
@@ -104,6 +132,9 @@ class SlidingWindowRateLimiter(BaseRateLimiter[int]):
                 pause = _seconds(exc) + 0.1
                 log.info("flood control on %s: pausing %.1fs", endpoint, pause)
                 self._resume_at = max(self._resume_at, self._clock() + pause)
+            finally:
+                for window, slot in held:
+                    window.release(slot)
         raise AssertionError("unreachable")
 
     async def _wait_for_resume(self) -> None:

@@ -87,8 +87,9 @@ async def test_sliding_window_never_admits_more_than_the_limit_per_period(
     window = SlidingWindow(limit=5, period=1.0, clock=lambda: now[0])
 
     async def one() -> None:
-        await window.acquire()
+        slot = await window.acquire()
         admitted.append(now[0])
+        window.release(slot)  # the answer arrives at once
 
     await asyncio.gather(*(one() for _ in range(17)))
     assert len(admitted) == 17
@@ -96,3 +97,28 @@ async def test_sliding_window_never_admits_more_than_the_limit_per_period(
         in_window = [u for u in admitted[: i + 1] if t - u < 1.0]
         assert len(in_window) <= 5
     assert admitted[-1] == pytest.approx(3.0)  # 17 calls at 5/s need three extra seconds
+
+
+async def test_a_call_still_in_flight_keeps_its_slot(monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [0.0]
+    slept: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def fake_sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+        await real_sleep(0)
+
+    monkeypatch.setattr("bot.ratelimit.asyncio.sleep", fake_sleep)
+    window = SlidingWindow(limit=2, period=1.0, clock=lambda: now[0])
+    first = await window.acquire()
+    second = await window.acquire()
+    third = asyncio.ensure_future(window.acquire())
+    now[0] = 5.0  # long after the window: both calls are still waiting for their answer
+    await real_sleep(0)
+    assert not third.done() and slept == []  # waits for an answer, not for the clock
+    window.release(first)  # its answer arrives at t=5, so it counts until t=6
+    slot = await asyncio.wait_for(third, timeout=5)
+    assert slot is not None
+    assert slept == [1.0] and now[0] == 6.0
+    window.release(second)
