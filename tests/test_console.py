@@ -243,7 +243,7 @@ async def test_run_page_shows_retries_skips_and_the_confirmation(
     retried = (await staff.get(f"/runs/{seeded.ids['retried']}")).text
     assert "failed, retrying" in retried and "order service timed out" in retried
     assert re.search(r"retry after \d+ ms backoff", retried)
-    assert "done after 1 retries" in retried
+    assert "done after 1 retry" in retried
     skipped = (await staff.get(f"/runs/{seeded.ids['skipped']}")).text
     assert "Skipped because" in skipped and "订单 A1002 已签收，不需要再查延迟补偿。" in skipped
     cancel = (await staff.get(f"/runs/{seeded.ids['cancel']}")).text

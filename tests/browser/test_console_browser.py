@@ -103,7 +103,7 @@ async def test_run_page_shows_the_retried_and_the_skipped_step(page: Any, site: 
     assert "failed, retrying" in first and "timeout" in first and "order service timed out" in first
     assert "backoff" in first
     assert "succeeded" in await rows.nth(1).inner_text()
-    assert "done after 1 retries" in await page.locator(".step .progress").inner_text()
+    assert "done after 1 retry" in await page.locator(".step .progress").inner_text()
     if path := screenshot_path("console-run.png"):
         await page.screenshot(path=path, full_page=True)
 
