@@ -22,7 +22,7 @@ from telegram.constants import ParseMode
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
 
 from agent_core.answers import plan_text, step_progress
-from agent_core.models import EventKind, Run, RunEvent, StepStatus
+from agent_core.models import EventKind, Run, RunEvent, RunStatus, StepStatus
 from bot.callbacks import decision_data
 from bot.texts import say
 
@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 
 MAX_MESSAGE_CHARS = 4096
 ANSWER_DELIVERY_ATTEMPTS = 4
+# Notes written on a run's history (staff see them in /run); the bot reads them on start.
+BLOCKED_NOTE = "telegram: the customer blocked the bot"
+PROMPT_SHOWN_NOTE = "telegram: confirmation buttons shown"
 
 
 def decision_text(run: Run, step_id: str, key: str) -> str:
@@ -142,26 +145,49 @@ class TelegramProgress:
         if step.status is StepStatus.PAUSED and step.approval is None and run.pause:
             text += "\n\n" + html.escape(run.answer or "")
             markup = self._buttons(run)
+        # Without its buttons a paused run can never go on: deliver them like an answer.
+        attempts = ANSWER_DELIVERY_ATTEMPTS if markup is not None else 1
         async with view.lock:
             if text == step_view.shown_text and markup is None:
                 return
-            if step_view.message_id is None:
-                message = await self._call(run, view, self._send(view.chat_id, text, markup))
-                if message is not None:
-                    step_view.message_id = message.message_id
-            else:
-                await self._call(
-                    run,
-                    view,
-                    self._bot.edit_message_text(
-                        text,
-                        chat_id=view.chat_id,
-                        message_id=step_view.message_id,
-                        parse_mode=ParseMode.HTML,
-                        reply_markup=markup,
-                    ),
-                )
+            for attempt in range(1, attempts + 1):
+                if step_view.message_id is None:
+                    result = await self._call(run, view, self._send(view.chat_id, text, markup))
+                    if isinstance(result, Message):
+                        step_view.message_id = result.message_id
+                else:
+                    result = await self._call(
+                        run,
+                        view,
+                        self._bot.edit_message_text(
+                            text,
+                            chat_id=view.chat_id,
+                            message_id=step_view.message_id,
+                            parse_mode=ParseMode.HTML,
+                            reply_markup=markup,
+                        ),
+                    )
+                if result is not None or view.blocked:
+                    break
+                if attempt < attempts:
+                    await asyncio.sleep(0.5 * 2 ** (attempt - 1))
+            if result is None:
+                return  # not shown: a later state of the step (or _finish) tries again
             step_view.shown_text = text
+        if markup is not None:
+            await self._write_note(run, PROMPT_SHOWN_NOTE)
+
+    async def reoffer(self, run: Run) -> bool:
+        """Show a paused run's confirmation prompt again, as a new message.
+
+        For prompts that never arrived: the bot was killed between recording the pause and
+        sending its buttons, or Telegram failed every attempt. True once it was shown.
+        """
+        if run.status is not RunStatus.PAUSED or run.pause is None or run.pause.nonce is None:
+            return False
+        view = _RunView(chat_id=run.chat_id)
+        await self._show(run, view, run.pause.step_id)
+        return view.steps[run.pause.step_id].shown_text is not None
 
     def _buttons(self, run: Run) -> InlineKeyboardMarkup:
         assert run.pause is not None and run.pause.nonce is not None
@@ -210,8 +236,8 @@ class TelegramProgress:
 
     async def _call(
         self, run: Run, view: _RunView, call: Awaitable[Message | bool], *, quiet: bool = False
-    ) -> Message | None:
-        """Make one Bot API call; never raise into the executor."""
+    ) -> Message | bool | None:
+        """Make one Bot API call; never raise into the executor. None when it failed."""
         if view.blocked:
             if asyncio.iscoroutine(call):
                 call.close()
@@ -221,14 +247,12 @@ class TelegramProgress:
         except Forbidden:
             view.blocked = True
             log.warning("customer blocked the bot", extra={"trace_id": run.trace_id})
-            try:
-                await self._note(run.id, "telegram: the customer blocked the bot")
-            except Exception:
-                log.exception("could not record the blocked chat")
+            await self._write_note(run, BLOCKED_NOTE)
             return None
         except BadRequest as exc:
-            if "message is not modified" not in str(exc).lower():
-                log.warning("telegram refused a call: %s", exc, extra={"trace_id": run.trace_id})
+            if "message is not modified" in str(exc).lower():
+                return True  # it already shows exactly this
+            log.warning("telegram refused a call: %s", exc, extra={"trace_id": run.trace_id})
             return None
         except (NetworkError, RetryAfter) as exc:
             if not quiet:
@@ -237,7 +261,13 @@ class TelegramProgress:
         except TelegramError as exc:
             log.warning("telegram error: %s", exc, extra={"trace_id": run.trace_id})
             return None
-        return result if isinstance(result, Message) else None
+        return result
+
+    async def _write_note(self, run: Run, note: str) -> None:
+        try:
+            await self._note(run.id, note)
+        except Exception:
+            log.exception("could not note %r on the run", note, extra={"trace_id": run.trace_id})
 
     def _drop(self, run_id: str) -> None:
         view = self._views.pop(run_id, None)

@@ -38,15 +38,23 @@ from telegram.ext import (
 )
 
 from agent_core.agent import MAX_REQUEST_CHARS, ClaimResult
-from agent_core.models import Language, Run, RunStatus, StepStatus, utcnow
+from agent_core.models import EventKind, Language, Run, RunStatus, StepStatus, utcnow
 from bot.callbacks import DecisionData, PageData, page_data, parse_callback
-from bot.progress import TelegramProgress, decision_text, split_message
+from bot.progress import (
+    BLOCKED_NOTE,
+    PROMPT_SHOWN_NOTE,
+    TelegramProgress,
+    decision_text,
+    split_message,
+)
 from bot.ratelimit import SlidingWindowRateLimiter
+from bot.redact import redact_in_logs
 from bot.runtime import Runtime, open_runtime
 from bot.settings import TOKEN_SHAPE, Settings
 from bot.staff import format_runs_page, format_stats, format_timeline
 from bot.texts import language_of, say
 from storage.db import StorageUnavailable
+from storage.runs import TimelineEntry
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +189,7 @@ class StepwiseBot:
             await self.agent.proceed(run)
         except StorageUnavailable:
             log.exception("storage unavailable while resuming", extra={"trace_id": run.trace_id})
-            await self._reply_quietly(message, say("busy", run.language))
+            await self._reply_quietly(message, say("busy_resume", run.language))
 
     # -- staff ---------------------------------------------------------------------------
 
@@ -327,6 +335,7 @@ def build_application(
     token = settings.token()
     if token is None:
         raise ValueError("TELEGRAM_BOT_TOKEN is not set")
+    redact_in_logs(token, token.partition(":")[2])
     base = settings.telegram_api_base_url.rstrip("/")
     application = (
         ApplicationBuilder()
@@ -374,8 +383,21 @@ async def serve(settings: Settings, args: argparse.Namespace) -> int:
     if not TOKEN_SHAPE.match(token):
         print("stepwise: TELEGRAM_BOT_TOKEN is malformed (expected 123456:ABC...)", file=sys.stderr)
         return EXIT_USAGE
+    redact_in_logs(args.webhook_secret)
     runtime = await open_runtime(settings)
+    console = None
     try:
+        # The staff console (read-only, loopback by default) runs next to the bot, on its store.
+        from console.auth import configured_staff_token
+        from console.server import serve_staff_console
+
+        try:
+            console = await serve_staff_console(
+                runtime.store, configured_staff_token(settings), args.staff_listen, args.staff_port
+            )
+        except (OSError, ValueError) as exc:
+            print(f"stepwise: staff console: {exc}", file=sys.stderr)
+            return EXIT_USAGE
         application = build_application(runtime)
         try:
             await application.initialize()
@@ -400,7 +422,7 @@ async def serve(settings: Settings, args: argparse.Namespace) -> int:
                 )
             else:
                 await application.updater.start_polling(allowed_updates=Update.ALL_TYPES)
-            application.create_task(_recover(runtime))
+            application.create_task(_recover(runtime, bot_of(application).progress))
             log.warning("stepwise bot @%s is running", application.bot.username)
             await stop.wait()
         finally:
@@ -413,6 +435,8 @@ async def serve(settings: Settings, args: argparse.Namespace) -> int:
         print(f"stepwise: Telegram refused the bot: {exc}", file=sys.stderr)
         return EXIT_USAGE
     finally:
+        if console is not None:
+            await console.stop()
         await runtime.close()
     return 0
 
@@ -430,11 +454,50 @@ def _paused_step_id(run: Run) -> str | None:
     return None
 
 
-async def _recover(runtime: Runtime) -> None:
+def bot_of(application: Application[Any, Any, Any, Any, Any, Any]) -> StepwiseBot:
+    bot: StepwiseBot = application.bot_data["stepwise"]
+    return bot
+
+
+async def _recover(runtime: Runtime, progress: TelegramProgress) -> None:
     try:
         runs = await runtime.agent.recover()
+        prompts = await reoffer_lost_prompts(runtime, progress)
     except StorageUnavailable:
         log.exception("recovery postponed: storage unavailable")
         return
     if runs:
         log.warning("recovered %d interrupted run(s)", len(runs))
+    if prompts:
+        log.warning("showed %d lost confirmation prompt(s) again", prompts)
+
+
+async def reoffer_lost_prompts(runtime: Runtime, progress: TelegramProgress) -> int:
+    """Send again the buttons of paused runs whose prompt never reached the customer.
+
+    A crash between recording a pause and sending its buttons (or Telegram failing every
+    attempt) would otherwise leave the run waiting for a press nobody can make. Delivered
+    prompts are noted on the run; only pauses young enough to be confirmed are looked at.
+    """
+    store, shown, cursor = runtime.store, 0, None
+    since = utcnow() - runtime.settings.approval_ttl
+    while True:
+        page = await store.list_runs(status=RunStatus.PAUSED, since=since, before=cursor, limit=200)
+        for item in page.items:
+            if not _prompt_lost(await store.timeline(item.id)):
+                continue
+            run = await store.load_run(item.id)
+            if run is not None and await progress.reoffer(run):
+                shown += 1
+        if page.next_cursor is None:
+            return shown
+        cursor = page.next_cursor
+
+
+def _prompt_lost(timeline: list[TimelineEntry]) -> bool:
+    paused = [n for n, entry in enumerate(timeline) if entry.kind is EventKind.STEP_PAUSED]
+    if not paused:
+        return False
+    after = timeline[paused[-1] + 1 :]
+    notes = {e.message for e in after if e.kind is EventKind.NOTICE}
+    return not notes & {PROMPT_SHOWN_NOTE, BLOCKED_NOTE}

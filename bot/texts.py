@@ -47,6 +47,15 @@ TEXTS: dict[str, dict[Language, str]] = {
         ZH: "抱歉，系统暂时无法处理你的请求，没有做任何改动。请稍后再试。",
         EN: "Sorry, I can't proceed right now and nothing was changed. Please try again in a minute.",
     },
+    # After a confirmation: the change may already have happened, so never "nothing changed".
+    "busy_resume": {
+        ZH: "抱歉，系统出了点问题，这一步暂时没能完成。你的确认已经记录，无需重复点击，请过几分钟再来查看。",
+        EN: (
+            "Sorry, I couldn't finish this right now because of a problem on our side. Your "
+            "confirmation is saved, so there is no need to press again; please check back in "
+            "a few minutes."
+        ),
+    },
     "not_authorised": {
         ZH: "抱歉，你没有权限使用这个命令。",
         EN: "Sorry, you are not authorised to use this command.",
