@@ -76,6 +76,15 @@ def export_record(run: Run, timeline: Sequence[TimelineEntry]) -> dict[str, Any]
     }
 
 
+def _is_text(value: str) -> bool:
+    """False for argv bytes that were not UTF-8 (Python keeps them as lone surrogates)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def exit_code_for(run: Run) -> int:
     return EXIT_RUN_FAILED if run.status in (RunStatus.FAILED, RunStatus.EXPIRED) else EXIT_OK
 
@@ -100,6 +109,8 @@ async def cmd_ask(rt: Runtime, args: argparse.Namespace) -> int:
     text = args.text
     if len(text) > MAX_REQUEST_CHARS:
         raise CliError(f"the request is longer than {MAX_REQUEST_CHARS} characters", EXIT_USAGE)
+    if not _is_text(text):
+        raise CliError("the request is not valid UTF-8 text", EXIT_USAGE)
     chat = args.chat if args.chat is not None else args.user
     run = await rt.agent.ask(text, user_id=args.user, chat_id=chat, language_hint=args.lang)
     print_run(run, args)
@@ -264,6 +275,9 @@ async def cmd_chat(settings: Settings, args: argparse.Namespace) -> int:
                 continue
             if len(text) > MAX_REQUEST_CHARS:
                 print(f"bot> That message is too long (over {MAX_REQUEST_CHARS} characters).")
+                continue
+            if not _is_text(text):
+                print("bot> Sorry, I couldn't read that text. Please type it again.")
                 continue
             try:
                 run = await rt.agent.ask(text, user_id=user, chat_id=user)

@@ -318,15 +318,6 @@ async def test_full_database_by_page_limit_says_busy_and_recovers(
         await bot.stop()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "storage/runs.py + bot/cli.py: a request that is not valid text (argv bytes decoded "
-        "with surrogateescape) fails to encode for SQLite; the UnicodeEncodeError is reported "
-        "as 'storage unavailable, try again' (exit 4) plus an unretrieved task exception, "
-        "though retrying can never help. It should be refused or cleaned like bad input."
-    ),
-)
 async def test_undecodable_request_is_bad_input_not_an_outage(tmp_path: Path) -> None:
     db = tmp_path / "bot.db"
     code, out, err = await stepwise(
