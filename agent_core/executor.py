@@ -1,11 +1,60 @@
 """Plan → next step → act → observe → update plan → … → answer.
 
-One pending step at a time. Every transition goes to the journal (durable storage) before
-the executor moves on — a step is recorded `running` before its tool is called — and then
-to the listeners (progress messages), whose failures never stop a run.
+One pending step at a time. Transitions go to the journal (durable storage) and then to
+the listeners (progress messages), whose failures never stop a run. A transition is told
+to the listeners only once it is durable, so a customer is never shown a state that a
+crash could take back.
 
 A high-risk step pauses *before* its tool runs. The run resumes from that step once the
 customer's decision is written on it (`step.approval`), so earlier steps never run again.
+
+Commit points
+-------------
+Not every transition needs its own commit. These must be durable before the executor
+moves on (`COMMIT_POINTS`):
+
+* `step_started` — a step is durable as `running`, with its attempt, BEFORE its tool is
+  called: after a crash, recovery sees which step was in flight and calls it again with
+  the same idempotency key (`run_id:step_id`).
+* `step_retrying` — before the backoff wait.
+* `step_paused` — before the Confirm/Cancel buttons are shown (the buttons carry the
+  pause's nonce; a press must find it in the database).
+* `run_finished` — before the answer is shown.
+
+Every other transition (`run_planned`, `step_succeeded`, `step_failed`, `step_fallback`,
+`step_skipped`, `step_approved`, `step_declined`) waits in memory and is committed in the
+same transaction as the run's next commit point: "s1 succeeded + s2 started" is one
+commit, "s3 succeeded + run finished" another. Its listener notifications wait too and
+are delivered, in order, right after that commit. A standard run (status → policy →
+pause → confirm → cancel → answer) makes 11 transitions in 6 commits (5 by the executor,
+1 by the claim) instead of 11.
+
+Crash analysis: a crash can now lose transitions that were not yet committed; none of
+them was shown to anyone, and recovery (`drive` on the runs left `running`) converges:
+
+* lost `run_planned`: it rides with the first `step_started` (or, for a plan with no
+  steps, with `run_finished`), before which no tool ran and nothing was shown; the run
+  does not exist, as if the crash had come before planning (the customer's message is
+  handled like any message lost before planning).
+* lost `step_succeeded` (and the `step_skipped` it caused) of a read step: the step is
+  still `running` in the database, so recovery calls the tool again (same key) and skips
+  again from the new observation. A read twice is harmless.
+* lost `step_succeeded` of a side-effecting step (`cancel_order`): the step is `running`
+  with its approval; recovery re-issues the call with the same idempotency key and the
+  backend replays the first result (the demo shop records the key in the same
+  transaction as the cancellation), so the order is still cancelled once. The same
+  window existed before (between the tool's return and its own commit); it is now longer.
+* lost `step_fallback`: the step is re-run, then falls back (or succeeds) again.
+* lost `step_failed`: it commits together with `run_finished`, so both are lost; the
+  step is re-run and the run ends by its new outcome. The customer saw neither.
+* lost `step_approved` / `step_declined`: the decision itself was committed by the claim
+  (`decision_claimed`, with `approval` on the step), so recovery applies it again.
+A transition that must never be lost gets its own commit point; the claim (one press wins)
+is storage's own transaction and is not affected.
+
+Journals that cannot commit several transitions at once (anything without
+`record_many`, e.g. test recorders) get every transition committed on its own, as
+before.
 """
 
 from __future__ import annotations
@@ -16,7 +65,7 @@ import random
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from agent_core.answers import compose_answer
 from agent_core.models import (
@@ -43,11 +92,31 @@ log = logging.getLogger(__name__)
 
 MAX_STEPS_REASON = "max_steps"
 
+# The transitions that are committed before the executor moves on (see "Commit points").
+COMMIT_POINTS = frozenset(
+    {
+        EventKind.STEP_STARTED,
+        EventKind.STEP_RETRYING,
+        EventKind.STEP_PAUSED,
+        EventKind.RUN_FINISHED,
+    }
+)
+
 
 class Journal(Protocol):
     """Durable record of transitions. `record` returns only once the event is committed."""
 
     async def record(self, run: Run, event: RunEvent) -> None: ...
+
+
+@runtime_checkable
+class GroupJournal(Journal, Protocol):
+    """A journal that can commit several transitions of one run in one transaction."""
+
+    async def record_many(self, run: Run, events: Sequence[RunEvent]) -> None:
+        """Commit `events` (in order) and the run's current state atomically; return once
+        durable. A failure means none of them is committed."""
+        ...
 
 
 class Listener(Protocol):
@@ -76,7 +145,7 @@ class Executor:
         new_nonce: Callable[[], str] = lambda: secrets.token_urlsafe(8),
     ) -> None:
         self.registry = registry
-        self.journal: Journal = journal or NullJournal()
+        self.journal = journal or NullJournal()
         self.listeners = list(listeners)
         self.policy = policy or FailurePolicy()
         self.rules = rules
@@ -84,13 +153,32 @@ class Executor:
         self._clock = clock
         self._rand = rand
         self._new_nonce = new_nonce
+        # Per run being driven (by object: two copies of a run never share a buffer):
+        # transitions waiting for the run's next commit point, in order.
+        self._pending: dict[int, list[RunEvent]] = {}
+
+    @property
+    def journal(self) -> Journal:
+        return self._journal
+
+    @journal.setter
+    def journal(self, journal: Journal) -> None:
+        self._journal = journal
+        self._record_many = journal.record_many if isinstance(journal, GroupJournal) else None
 
     async def start(self, run: Run) -> Run:
         """Record a freshly planned run and drive it to an answer or a pause."""
-        await self._emit(run, EventKind.RUN_PLANNED)
-        if not run.steps:
-            return await self._finish(run, RunStatus.COMPLETED)
-        return await self.drive(run)
+        try:
+            await self._emit(run, EventKind.RUN_PLANNED)
+            if not run.steps:
+                run = await self._finish(run, RunStatus.COMPLETED)
+            else:
+                run = await self._drive(run)
+        except BaseException:
+            self._pending.pop(id(run), None)  # never committed: nobody was told either
+            raise
+        await self._settle(run)
+        return run
 
     async def resume(self, run: Run, *, approved: bool, by_user_id: int) -> Run:
         """Write the customer's decision on the paused step and continue from it.
@@ -111,6 +199,25 @@ class Executor:
         Also the recovery entry point: a step left `running` by a crash is acted on again
         with the same idempotency key.
         """
+        try:
+            run = await self._drive(run)
+        except BaseException:
+            self._pending.pop(id(run), None)  # never committed: nobody was told either
+            raise
+        await self._settle(run)
+        return run
+
+    async def _settle(self, run: Run) -> None:
+        """Commit transitions still waiting when the executor stops driving `run`.
+
+        Every way out of `_drive` ends at a commit point, so there are none; this keeps it
+        that way should a new path forget to.
+        """
+        pending = self._pending.pop(id(run), None)
+        if pending:
+            await self._commit(run, pending)
+
+    async def _drive(self, run: Run) -> Run:
         if run.is_terminal:
             return run
         while True:
@@ -307,9 +414,36 @@ class Executor:
             message=message,
             at=now,
         )
-        await self.journal.record(run, event)
-        for listener in self.listeners:
-            try:
-                await listener(run, event)
-            except Exception:
-                log.exception("listener failed on %s", kind.value, extra={"trace_id": run.trace_id})
+        if self._record_many is None:  # no group commits: every transition on its own
+            await self._journal.record(run, event)
+            await self._notify(run, (event,))
+            return
+        pending = self._pending.get(id(run))
+        if kind not in COMMIT_POINTS:
+            if pending is None:
+                self._pending[id(run)] = [event]
+            else:
+                pending.append(event)
+            return
+        if pending is None:
+            await self._commit(run, (event,))
+        else:
+            del self._pending[id(run)]
+            pending.append(event)
+            await self._commit(run, pending)
+
+    async def _commit(self, run: Run, events: Sequence[RunEvent]) -> None:
+        """Make `events` durable in one transaction, then (only then) tell the listeners."""
+        assert self._record_many is not None
+        await self._record_many(run, events)
+        await self._notify(run, events)
+
+    async def _notify(self, run: Run, events: Sequence[RunEvent]) -> None:
+        for event in events:
+            for listener in self.listeners:
+                try:
+                    await listener(run, event)
+                except Exception:
+                    log.exception(
+                        "listener failed on %s", event.kind.value, extra={"trace_id": run.trace_id}
+                    )

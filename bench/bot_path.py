@@ -7,7 +7,9 @@ button, presses it as soon as it shows and waits for "has been cancelled".
 
 Two arrival patterns: `burst` (every customer writes at the same instant, as the issue
 asks) and `paced` (customers arrive at a steady rate the 30 msg/s budget can absorb), so
-the first-visible-message latency can be read both at saturation and below it.
+the first-visible-message latency can be read both at saturation and below it. The goal
+"first visible message p95 < 150 ms when not rate-limited" is judged on `paced`; the
+burst's figure is printed as information (Telegram's 30 msg/s sets its floor).
 
 The customers are driven by one watcher that reads the stand-in's append-only call log
 incrementally; per-customer `wait_for` predicates would rescan every chat on every change
@@ -218,7 +220,7 @@ async def play(workdir: Path, count: int, rate: float | None, timeout_s: float) 
     return Outcome(list(customers.values()), calls, served, runs, cancellations, distinct, wall)
 
 
-def _report(report: Report, outcome: Outcome, tag: str, rate: float | None, goals: bool) -> None:
+def _report(report: Report, outcome: Outcome, tag: str, rate: float | None) -> None:
     n = len(outcome.customers)
     labels = {"scenario": tag, "customers": str(n)}
     if rate is not None:
@@ -260,8 +262,32 @@ def _report(report: Report, outcome: Outcome, tag: str, rate: float | None, goal
         and outcome.distinct_orders == n
         and len(done) == n
     )
-    if not goals:
-        return
+    if rate is None:
+        _burst_goals(report, outcome, n, tag, rate_achieved, intact, lat_first.p95_ms)
+    else:
+        _paced_goals(report, outcome, n, tag, rate, intact, lat_first.p95_ms)
+
+
+def _lost_or_duplicated(report: Report, outcome: Outcome, n: int, tag: str, intact: bool) -> None:
+    completed = outcome.runs.get("completed", 0)
+    report.goal(
+        f"bot path {tag}: no lost or duplicated runs",
+        f"{n} runs completed, {n} cancellations",
+        f"{completed}/{sum(outcome.runs.values())} completed, {outcome.cancellations}"
+        f" cancellations ({outcome.distinct_orders} orders)",
+        intact,
+    )
+
+
+def _burst_goals(
+    report: Report,
+    outcome: Outcome,
+    n: int,
+    tag: str,
+    rate_achieved: float,
+    intact: bool,
+    first_p95_ms: float,
+) -> None:
     target_rate = 0.9 * TELEGRAM_LIMIT
     report.goal(
         f"bot path {tag}: message rate",
@@ -270,29 +296,45 @@ def _report(report: Report, outcome: Outcome, tag: str, rate: float | None, goal
         rate_achieved >= target_rate,
     )
     report.goal(f"bot path {tag}: no 429", "0", str(outcome.served_429), outcome.served_429 == 0)
+    _lost_or_duplicated(report, outcome, n, tag, intact)
     # Telegram admits 30 messages in any second: the k-th first message cannot show before
-    # second (k - 1) // 30, however the bot orders its queue.
+    # second (k - 1) // 30, however the bot orders its queue. Not a goal: the issue asks for
+    # 150 ms "when not rate-limited", which the paced scenario measures.
     floor = (math.ceil(0.95 * n) - 1) // int(TELEGRAM_LIMIT) * 1000
+    limit = (
+        f"; Telegram's 30 msg/s rate-limits it: even a bot that sent every first message"
+        f" before anything else could not do better than ~{floor:.0f} ms at p95"
+        if floor > 0
+        else ""
+    )
+    report.note(
+        f"information, not a goal: bot path {tag} first visible message p95 ="
+        f" {first_p95_ms:.0f} ms with {n} customers arriving at once{limit}"
+    )
+
+
+def _paced_goals(
+    report: Report,
+    outcome: Outcome,
+    n: int,
+    tag: str,
+    rate: float,
+    intact: bool,
+    first_p95_ms: float,
+) -> None:
+    limited = outcome.served_429 > 0
     report.goal(
-        f"bot path {tag}: first visible message p95",
+        f"bot path {tag}: first visible message p95 (not rate-limited)",
         "< 150 ms",
-        f"{lat_first.p95_ms:.0f} ms",
-        lat_first.p95_ms < 150,
+        f"{first_p95_ms:.0f} ms ({n} customers at {rate:g}/s, {outcome.served_429} x 429)",
+        first_p95_ms < 150 and not limited,
         note=(
-            f"with {n} customers arriving at once and Telegram's 30 msg/s, even a bot that sent "
-            f"every first message before anything else could not do better than ~{floor:.0f} ms"
-            " at p95; see the paced scenario for latency below saturation"
-            if floor > 0
+            "Telegram answered 429: this load was rate-limited, so the goal's premise failed"
+            if limited
             else ""
         ),
     )
-    report.goal(
-        f"bot path {tag}: no lost or duplicated runs",
-        f"{n} runs completed, {n} cancellations",
-        f"{completed}/{total_runs} completed, {outcome.cancellations} cancellations"
-        f" ({outcome.distinct_orders} orders)",
-        intact,
-    )
+    _lost_or_duplicated(report, outcome, n, tag, intact)
 
 
 async def run_bot(
@@ -301,7 +343,7 @@ async def run_bot(
     logging.getLogger("httpx").setLevel(logging.WARNING)
     timeout = 60 + customers * 0.5
     outcome = await play(workdir, customers, None, timeout)
-    _report(report, outcome, "burst", None, goals=True)
+    _report(report, outcome, "burst", None)
     if paced_customers > 0:
         outcome = await play(workdir, paced_customers, rate, timeout + paced_customers / rate)
-        _report(report, outcome, "paced", rate, goals=False)
+        _report(report, outcome, "paced", rate)

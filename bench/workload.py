@@ -1,9 +1,11 @@
 """The standard workload on stepwise: plan → status → policy → cancel (pause) → confirm → done.
 
 Exactly the production path minus the planner's text analysis and the shop's database: the
-real `Agent`, `Executor` and `SqliteRunStore` (every transition committed to a WAL file
-before the run moves on), instant in-process tools, and a planner that returns the same
-three-step plan for every request.
+real `Agent`, `Executor` and `SqliteRunStore` (every transition journaled in a WAL file;
+each step committed as `running` before its tool runs, the pause before it is returned,
+the end before the answer is returned — see "Commit points" in agent_core/executor.py),
+instant in-process tools, and a planner that returns the same three-step plan for every
+request.
 """
 
 from __future__ import annotations

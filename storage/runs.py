@@ -1,8 +1,17 @@
 """Runs, steps and their event log in SQLite: the agent's durable memory.
 
-`record` is the executor's journal: each transition is one transaction (run row, the
-step rows it touched, one event row), committed before the executor moves on. A pause's
-decision is claimed with one conditional UPDATE, so exactly one press ever wins.
+`record_many` is the executor's journal: the transitions it is given (one or more events of
+one run, in order) are committed in ONE transaction together with the run's current state
+before it returns. Which transitions go into which commit is the executor's decision (see
+"Commit points" in `agent_core.executor`). Transactions of concurrent runs are shared
+(group commit). A pause's decision is claimed with one conditional UPDATE in the same
+machinery, so exactly one press ever wins.
+
+What a transition writes: `run_planned` inserts the run and its whole plan; every later
+transition updates only the run's and the touched steps' state columns (never the plan:
+goal, tool, args, tag and the run's identity columns are written once), and appends its
+event rows. So the first event recorded for a run must be `run_planned` (the executor's
+`start` guarantees it).
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -35,26 +45,45 @@ from agent_core.models import (
 )
 from storage.db import (
     DEFAULT_BUSY_TIMEOUT_S,
+    Operation,
     Statements,
     StorageUnavailable,
     connect,
-    write_transaction,
+    execute_statements,
+    run_transaction,
 )
 
-_TS = "%Y-%m-%dT%H:%M:%S.%fZ"
+# `2026-11-30T08:19:00.123456Z`: fixed width, so text order is time order in indexes.
+_TS_LEN = 27
 
 
 def ts(value: datetime | None) -> str | None:
     """Fixed-width UTC timestamps, so text order is time order in indexes."""
-    return value.astimezone(UTC).strftime(_TS) if value else None
+    return None if value is None else _ts(value)
+
+
+@lru_cache(maxsize=1024)  # a run's rows repeat the same instants (started_at, updated_at…)
+def _ts(value: datetime) -> str:
+    if value.tzinfo is not UTC:
+        value = value.astimezone(UTC)
+    # isoformat of a UTC datetime ends in "+00:00"; the stored form ends in "Z".
+    return value.isoformat(timespec="microseconds")[:26] + "Z"
 
 
 def parse_ts(value: str | None) -> datetime | None:
-    return datetime.strptime(value, _TS).replace(tzinfo=UTC) if value else None
+    """The inverse of `ts`; a ValueError for anything not in exactly that form."""
+    if not value:
+        return None
+    if len(value) != _TS_LEN or value[10] != "T" or value[26] != "Z":
+        raise ValueError(f"not a stored timestamp: {value!r}")
+    return datetime.fromisoformat(value)  # 3.11+ reads the "Z" as UTC
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)  # = json.dumps(…, same options)
 
 
 def _json(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False, default=str)
+    return None if value is None else _ENCODER.encode(value)
 
 
 class RunSummary(BaseModel):
@@ -125,16 +154,61 @@ def _upsert(table: str, columns: str, key: str) -> str:
 _UPSERT_RUN = _upsert("runs", _RUN_COLUMNS, "id")
 _UPSERT_STEP = _upsert("steps", _STEP_COLUMNS, "run_id, id")
 
+# What a transition after `run_planned` can change; the rest of a row is written once.
+_RUN_STATE_COLUMNS = (
+    "pause_step_id",
+    "pause_nonce",
+    "pause_tool",
+    "pause_args_hash",
+    "paused_at",
+    "attempts",
+    "stop_reason",
+    "answer",
+    "updated_at",
+    "finished_at",
+)
+_STEP_STATE_COLUMNS = (
+    "status",
+    "observation",
+    "error_type",
+    "error_message",
+    "skip_reason",
+    "fallback_reason",
+    "pause_reason",
+    "retry_count",
+    "approval_approved",
+    "approval_by",
+    "approval_at",
+    "started_at",
+    "finished_at",
+)
+_UPDATE_RUN = f"UPDATE runs SET {', '.join(f'{c} = ?' for c in _RUN_STATE_COLUMNS)} WHERE id = ?"
+# `status` is in two indexes; SQLite rewrites an index entry whenever an UPDATE assigns one
+# of its columns, changed or not. Most transitions leave the status as it was, so it gets
+# its own statement that only matches (and only touches the indexes) when it changes.
+_UPDATE_RUN_STATUS = "UPDATE runs SET status = ?1 WHERE id = ?2 AND status IS NOT ?1"
+_UPDATE_STEP = (
+    f"UPDATE steps SET {', '.join(f'{c} = ?' for c in _STEP_STATE_COLUMNS)}"
+    " WHERE run_id = ? AND id = ?"
+)
+_INSERT_EVENT = (
+    "INSERT INTO events (run_id, trace_id, kind, step_id, tool, args, attempt, status,"
+    " error_type, decision, delay_s, observation, message, at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
 
 class SqliteRunStore:
     """The `RunStore` of agent_core, plus the history queries staff use."""
 
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self._conn = conn
-        # One connection, many coroutines: transactions must not interleave.
-        self._lock = asyncio.Lock()
-        self._queue: list[tuple[Statements, asyncio.Future[None]]] = []
+        # One connection, many coroutines. Every write is ONE hop to aiosqlite's thread
+        # (BEGIN IMMEDIATE ... COMMIT inside it), so transactions cannot interleave; the
+        # queue lets writes that arrive while a commit is in flight share the next one.
+        self._queue: list[tuple[Operation, asyncio.Future[Any]]] = []
         self._flusher: asyncio.Future[None] | None = None
+        self._busy = False  # a transaction is in flight: queue, don't start another
 
     @classmethod
     async def open(
@@ -147,28 +221,25 @@ class SqliteRunStore:
         return cls(await connect(path, busy_timeout_s=busy_timeout_s, synchronous=synchronous))
 
     async def close(self) -> None:
+        if self._flusher is not None:  # let queued writes finish (or fail) first
+            with contextlib.suppress(BaseException):
+                await self._flusher
         await self._conn.close()
 
     # -- journal ---------------------------------------------------------------------------
 
     async def record(self, run: Run, event: RunEvent) -> None:
-        # Snapshot now: the executor keeps mutating `run` once we yield.
-        run_row = _run_row(run)
-        steps = run.steps if event.step_id is None else [run.step(event.step_id)]
-        step_rows = [_step_row(run.id, run.steps.index(s), s) for s in steps]
-        event_row = _event_row(run, event)
-        await self._write(
-            [
-                (_UPSERT_RUN, run_row),
-                *((_UPSERT_STEP, r) for r in step_rows),
-                (
-                    "INSERT INTO events (run_id, trace_id, kind, step_id, tool, args, attempt,"
-                    " status, error_type, decision, delay_s, observation, message, at)"
-                    f" VALUES ({_marks(14)})",
-                    event_row,
-                ),
-            ]
-        )
+        """Commit one transition (see `record_many`)."""
+        await self.record_many(run, (event,))
+
+    async def record_many(self, run: Run, events: Sequence[RunEvent]) -> None:
+        """Commit `events` of `run`, in order, and the run's current state in ONE transaction.
+
+        Returns once it is durable. The rows are built before the first await: the
+        executor keeps mutating `run` afterwards.
+        """
+        if events:
+            await self._submit(partial(execute_statements, _transition(run, events)))
 
     async def add_notice(self, run_id: str, message: str) -> None:
         """Append a note to a run's history without touching its state."""
@@ -183,46 +254,73 @@ class SqliteRunStore:
         )
 
     async def _write(self, statements: Statements) -> None:
-        """Commit `statements` as part of the next transaction (group commit).
+        await self._submit(partial(execute_statements, statements))
 
-        Writes that arrive while a commit is in flight are queued and committed together
-        in one transaction, so 50 concurrent runs share commits instead of queueing for
-        one each. Every caller still returns only after its own rows are durable.
+    async def _submit(self, operation: Operation) -> Any:
+        """Run `operation` in a transaction (group commit); its result once committed.
+
+        With nothing in flight the caller commits its operation itself, at once. Operations
+        that arrive while a commit is in flight are queued and run together in one
+        transaction by a flusher task, so 50 concurrent runs share commits instead of
+        queueing for one each. Every caller returns only after its own work is durable.
         """
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queue.append((statements, done))
-        if self._flusher is None:
-            self._flusher = asyncio.ensure_future(self._flush())
-        await done
+        if self._busy:
+            done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            self._queue.append((operation, done))
+            return await done
+        self._busy = True
+        try:
+            return await self._alone(operation)
+        finally:
+            if self._queue:
+                self._flusher = asyncio.ensure_future(self._flush())  # it clears _busy
+            else:
+                self._busy = False
+
+    async def _alone(self, operation: Operation) -> Any:
+        try:
+            (result,) = await run_transaction(self._conn, (operation,))
+        except Exception as exc:
+            raise _unavailable(exc) from exc
+        return result
 
     async def _flush(self) -> None:
         try:
             while self._queue:
                 batch, self._queue = self._queue, []
                 try:
-                    async with self._lock:
-                        await write_transaction(self._conn, [s for s, _ in batch])
-                except sqlite3.Error as exc:
-                    failure = StorageUnavailable(f"write failed: {exc}")
-                    for _, done in batch:
-                        if not done.done():
-                            done.set_exception(failure)
+                    results = await run_transaction(self._conn, [op for op, _ in batch])
+                except Exception as exc:
+                    if len(batch) > 1 and not isinstance(exc, sqlite3.OperationalError):
+                        # One operation's own fault (text SQLite cannot encode, a violated
+                        # constraint), not the database's: the batch was rolled back, so
+                        # give every operation its own transaction and fail only that one.
+                        # (An OperationalError — locked, read-only, full — would fail them
+                        # all again, after waiting out the busy timeout once per operation.)
+                        await self._one_by_one(batch)
+                    else:
+                        _fail(batch, _unavailable(exc))
                     continue
                 except BaseException as exc:
-                    for _, done in batch:
-                        if not done.done():
-                            done.set_exception(StorageUnavailable(f"write interrupted: {exc!r}"))
+                    _fail(batch, StorageUnavailable(f"write interrupted: {exc!r}"))
                     raise
-                for _, done in batch:
+                for (_, done), result in zip(batch, results, strict=True):
                     if not done.done():
-                        done.set_result(None)
+                        done.set_result(result)
         finally:
             self._flusher = None
+            self._busy = False
 
-    async def _rollback(self) -> None:
-        # SQLite may already have rolled back by itself (e.g. on a full disk).
-        with contextlib.suppress(sqlite3.Error):
-            await self._conn.execute("ROLLBACK")
+    async def _one_by_one(self, batch: Sequence[tuple[Operation, asyncio.Future[Any]]]) -> None:
+        for operation, done in batch:
+            try:
+                result = await self._alone(operation)
+            except StorageUnavailable as exc:
+                if not done.done():
+                    done.set_exception(exc)
+            else:
+                if not done.done():
+                    done.set_result(result)
 
     # -- what the agent reads ------------------------------------------------------------
 
@@ -262,23 +360,24 @@ class SqliteRunStore:
         now: datetime,
         expires_before: datetime,
     ) -> ClaimResult:
-        async with self._lock:
-            try:
-                await self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise StorageUnavailable(f"database busy: {exc}") from exc
-            try:
-                result = await self._claim(
-                    run_id, user_id, approved, nonce, ts(now), ts(expires_before)
-                )
-                await self._conn.execute("COMMIT")
-                return result
-            except sqlite3.Error as exc:
-                await self._rollback()
-                raise StorageUnavailable(f"claim failed: {exc}") from exc
-            except BaseException:
-                await self._rollback()
-                raise
+        result, _ = await self._claim(
+            run_id, user_id, approved, nonce, now, expires_before, load=False
+        )
+        return result
+
+    async def claim_pause_and_load(
+        self,
+        run_id: str,
+        *,
+        user_id: int,
+        approved: bool,
+        nonce: str | None,
+        now: datetime,
+        expires_before: datetime,
+    ) -> tuple[ClaimResult, Run | None]:
+        """`claim_pause`, plus the run as it is right after the claim, read in the same
+        transaction (None when not found or not the caller's run): one round trip."""
+        return await self._claim(run_id, user_id, approved, nonce, now, expires_before, load=True)
 
     async def _claim(
         self,
@@ -286,53 +385,24 @@ class SqliteRunStore:
         user_id: int,
         approved: bool,
         nonce: str | None,
-        now: str | None,
-        expires_before: str | None,
-    ) -> ClaimResult:
-        # The one conditional UPDATE that decides who wins; everything else explains a loss.
-        cur = await self._conn.execute(
-            "UPDATE runs SET status = 'running', pause_nonce = NULL, updated_at = ?"
-            " WHERE id = ? AND status = 'paused' AND user_id = ? AND pause_nonce IS NOT NULL"
-            " AND pause_nonce = coalesce(?, pause_nonce) AND paused_at >= ?",
-            (now, run_id, user_id, nonce, expires_before),
+        now: datetime,
+        expires_before: datetime,
+        *,
+        load: bool,
+    ) -> tuple[ClaimResult, Run | None]:
+        claim = partial(
+            _claim_in_transaction,
+            run_id=run_id,
+            user_id=user_id,
+            approved=approved,
+            nonce=nonce,
+            now=ts(now),
+            expires_before=ts(expires_before),
+            load=load,
         )
-        if cur.rowcount == 1:
-            await self._conn.execute(
-                "UPDATE steps SET approval_approved = ?, approval_by = ?, approval_at = ?"
-                " WHERE run_id = ? AND id = (SELECT pause_step_id FROM runs WHERE id = ?)",
-                (int(approved), user_id, now, run_id, run_id),
-            )
-            await self._conn.execute(
-                "INSERT INTO events (run_id, trace_id, kind, step_id, tool, status, decision,"
-                " message, at) SELECT id, trace_id, ?, pause_step_id, pause_tool, 'paused',"
-                " ?, ?, ? FROM runs WHERE id = ?",
-                (
-                    EventKind.DECISION_CLAIMED.value,
-                    "approved" if approved else "declined",
-                    f"{'confirmed' if approved else 'cancelled'} by user {user_id}",
-                    now,
-                    run_id,
-                ),
-            )
-            return ClaimResult.OK
-        async with self._conn.execute(
-            "SELECT user_id, status, pause_nonce, paused_at FROM runs WHERE id = ?", (run_id,)
-        ) as c:
-            row = await c.fetchone()
-        if row is None:
-            return ClaimResult.NOT_FOUND
-        if int(row["user_id"]) != user_id:
-            return ClaimResult.NOT_ALLOWED
-        if row["status"] != RunStatus.PAUSED.value or row["pause_nonce"] is None:
-            return ClaimResult.ALREADY_HANDLED
-        if nonce is not None and row["pause_nonce"] != nonce:
-            return ClaimResult.STALE
-        await self._conn.execute(
-            "UPDATE runs SET status = 'expired', pause_nonce = NULL, updated_at = ?"
-            " WHERE id = ? AND status = 'paused'",
-            (now, run_id),
-        )
-        return ClaimResult.EXPIRED
+        result, run_row, step_rows = await self._submit(claim)
+        run = _run_from_rows(run_row, step_rows) if run_row is not None else None
+        return result, run
 
     # -- history for staff ---------------------------------------------------------------
 
@@ -458,8 +528,16 @@ def summary_from_row(row: aiosqlite.Row) -> RunSummary:
     )
 
 
-def _marks(n: int) -> str:
-    return ", ".join("?" * n)
+def _unavailable(exc: Exception) -> StorageUnavailable:
+    if isinstance(exc, sqlite3.Error):
+        return StorageUnavailable(f"write failed: {exc}")
+    return StorageUnavailable(f"write failed: {exc!r}")  # not SQLite's own (e.g. encoding)
+
+
+def _fail(batch: Sequence[tuple[Operation, asyncio.Future[Any]]], error: Exception) -> None:
+    for _, done in batch:
+        if not done.done():
+            done.set_exception(error)
 
 
 def _loads(value: str | None) -> Any:
@@ -470,6 +548,41 @@ def _required_ts(value: str) -> datetime:
     parsed = parse_ts(value)
     assert parsed is not None
     return parsed
+
+
+def _transition(run: Run, events: Sequence[RunEvent]) -> list[tuple[str, tuple[Any, ...]]]:
+    """The statements that commit `events` and the state of `run` they leave behind.
+
+    `run_planned` writes the run and its whole plan. Later events update the run's state
+    columns and the state of the steps they name; a run-level event (`run_finished`) also
+    updates every step, since finishing can change steps that have no event of their own
+    (pending steps cancelled after a decline, the paused step of an expired run).
+    """
+    planned = whole = False
+    step_ids: list[str] = []
+    for event in events:
+        if event.kind is EventKind.RUN_PLANNED:
+            planned = True
+        if event.step_id is None:
+            whole = True
+        elif event.step_id not in step_ids:
+            step_ids.append(event.step_id)
+    statements: list[tuple[str, tuple[Any, ...]]] = []
+    observations: dict[str, str | None] = {}
+    if planned:
+        statements.append((_UPSERT_RUN, _run_row(run)))
+        for position, step in enumerate(run.steps):
+            observation = observations[step.id] = _json(step.observation)
+            statements.append((_UPSERT_STEP, _step_row(run.id, position, step, observation)))
+    else:
+        statements.append((_UPDATE_RUN, _run_state(run)))
+        statements.append((_UPDATE_RUN_STATUS, (run.status.value, run.id)))
+        for step in run.steps if whole else [run.step(s) for s in step_ids]:
+            observation = observations[step.id] = _json(step.observation)
+            statements.append((_UPDATE_STEP, _step_state(run.id, step, observation)))
+    for event in events:
+        statements.append((_INSERT_EVENT, _event_row(run, event, observations)))
+    return statements
 
 
 def _run_row(run: Run) -> tuple[Any, ...]:
@@ -498,8 +611,35 @@ def _run_row(run: Run) -> tuple[Any, ...]:
     )
 
 
-def _step_row(run_id: str, position: int, step: PlanStep) -> tuple[Any, ...]:
+def _run_state(run: Run) -> tuple[Any, ...]:
+    """`_RUN_STATE_COLUMNS`, then the id."""
+    pause = run.pause
+    if pause is None:
+        pause_columns: tuple[Any, ...] = (None, None, None, None, None)
+    else:
+        pause_columns = (
+            pause.step_id,
+            pause.nonce,
+            pause.tool,
+            pause.args_hash,
+            ts(pause.paused_at),
+        )
+    return (
+        *pause_columns,
+        run.attempts,
+        run.stop_reason,
+        run.answer,
+        ts(run.updated_at),
+        ts(run.finished_at),
+        run.id,
+    )
+
+
+def _step_row(
+    run_id: str, position: int, step: PlanStep, observation: str | None
+) -> tuple[Any, ...]:
     approval = step.approval
+    error = step.error
     return (
         run_id,
         position,
@@ -509,9 +649,9 @@ def _step_row(run_id: str, position: int, step: PlanStep) -> tuple[Any, ...]:
         _json(step.args),
         step.tag,
         step.status.value,
-        _json(step.observation),
-        step.error.type.value if step.error else None,
-        step.error.message if step.error else None,
+        observation,
+        error.type.value if error else None,
+        error.message if error else None,
         step.skip_reason,
         step.fallback_reason,
         step.pause_reason,
@@ -525,13 +665,36 @@ def _step_row(run_id: str, position: int, step: PlanStep) -> tuple[Any, ...]:
     )
 
 
-def _event_row(run: Run, event: RunEvent) -> tuple[Any, ...]:
-    step = run.step(event.step_id) if event.step_id else None
+def _step_state(run_id: str, step: PlanStep, observation: str | None) -> tuple[Any, ...]:
+    """`_STEP_STATE_COLUMNS`, then the key."""
+    approval = step.approval
+    error = step.error
+    return (
+        step.status.value,
+        observation,
+        error.type.value if error else None,
+        error.message if error else None,
+        step.skip_reason,
+        step.fallback_reason,
+        step.pause_reason,
+        step.retry_count,
+        None if approval is None else int(approval.approved),
+        approval.by_user_id if approval else None,
+        ts(approval.at) if approval else None,
+        ts(step.started_at),
+        ts(step.finished_at),
+        run_id,
+        step.id,
+    )
+
+
+def _event_row(run: Run, event: RunEvent, observations: dict[str, str | None]) -> tuple[Any, ...]:
     args = observation = None
-    if step is not None and event.kind is EventKind.STEP_STARTED:
-        args = _json(step.args)
-    if step is not None and event.kind is EventKind.STEP_SUCCEEDED:
-        observation = _json(step.observation)
+    if event.step_id is not None:
+        if event.kind is EventKind.STEP_STARTED:
+            args = _json(run.step(event.step_id).args)
+        elif event.kind is EventKind.STEP_SUCCEEDED:
+            observation = observations[event.step_id]
     return (
         run.id,
         run.trace_id,
@@ -548,6 +711,92 @@ def _event_row(run: Run, event: RunEvent) -> tuple[Any, ...]:
         event.message,
         ts(event.at),
     )
+
+
+_CLAIM = (
+    # The one conditional UPDATE that decides who wins; everything else explains a loss.
+    "UPDATE runs SET status = 'running', pause_nonce = NULL, updated_at = ?"
+    " WHERE id = ? AND status = 'paused' AND user_id = ? AND pause_nonce IS NOT NULL"
+    " AND pause_nonce = coalesce(?, pause_nonce) AND paused_at >= ?"
+)
+_CLAIM_APPROVAL = (
+    "UPDATE steps SET approval_approved = ?, approval_by = ?, approval_at = ?"
+    " WHERE run_id = ? AND id = (SELECT pause_step_id FROM runs WHERE id = ?)"
+)
+_CLAIM_EVENT = (
+    "INSERT INTO events (run_id, trace_id, kind, step_id, tool, status, decision,"
+    " message, at) SELECT id, trace_id, ?, pause_step_id, pause_tool, 'paused',"
+    " ?, ?, ? FROM runs WHERE id = ?"
+)
+_EXPIRE = (
+    "UPDATE runs SET status = 'expired', pause_nonce = NULL, updated_at = ?"
+    " WHERE id = ? AND status = 'paused'"
+)
+
+ClaimRows = tuple[ClaimResult, sqlite3.Row | None, list[sqlite3.Row]]
+
+
+def _claim_in_transaction(
+    conn: sqlite3.Connection,
+    *,
+    run_id: str,
+    user_id: int,
+    approved: bool,
+    nonce: str | None,
+    now: str | None,
+    expires_before: str | None,
+    load: bool,
+) -> ClaimRows:
+    """The whole claim, on the database thread inside one (group) transaction.
+
+    With `load`, also reads the run as the claim left it (for the run's own customer
+    only), so the caller needs no second round trip.
+    """
+    result = _decide_claim(conn, run_id, user_id, approved, nonce, now, expires_before)
+    if not load or result in (ClaimResult.NOT_FOUND, ClaimResult.NOT_ALLOWED):
+        return result, None, []
+    row = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
+    steps = conn.execute(
+        f"SELECT {_STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY position", (run_id,)
+    ).fetchall()
+    return result, row, steps
+
+
+def _decide_claim(
+    conn: sqlite3.Connection,
+    run_id: str,
+    user_id: int,
+    approved: bool,
+    nonce: str | None,
+    now: str | None,
+    expires_before: str | None,
+) -> ClaimResult:
+    if conn.execute(_CLAIM, (now, run_id, user_id, nonce, expires_before)).rowcount == 1:
+        conn.execute(_CLAIM_APPROVAL, (int(approved), user_id, now, run_id, run_id))
+        conn.execute(
+            _CLAIM_EVENT,
+            (
+                EventKind.DECISION_CLAIMED.value,
+                "approved" if approved else "declined",
+                f"{'confirmed' if approved else 'cancelled'} by user {user_id}",
+                now,
+                run_id,
+            ),
+        )
+        return ClaimResult.OK
+    row = conn.execute(
+        "SELECT user_id, status, pause_nonce FROM runs WHERE id = ?", (run_id,)
+    ).fetchone()
+    if row is None:
+        return ClaimResult.NOT_FOUND
+    if int(row[0]) != user_id:
+        return ClaimResult.NOT_ALLOWED
+    if row[1] != RunStatus.PAUSED.value or row[2] is None:
+        return ClaimResult.ALREADY_HANDLED
+    if nonce is not None and row[2] != nonce:
+        return ClaimResult.STALE
+    conn.execute(_EXPIRE, (now, run_id))
+    return ClaimResult.EXPIRED
 
 
 def _run_from_rows(row: aiosqlite.Row, step_rows: list[aiosqlite.Row]) -> Run:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -13,12 +16,20 @@ from agent_core.models import (
     EventKind,
     Language,
     Run,
+    RunEvent,
     RunStatus,
     StepStatus,
 )
 from agent_core.policy import Backoff, FailurePolicy
 from agent_core.tools import Tool, ToolContext, ToolRegistry
-from tests.fakes import OrderArgs, fail, make_executor, make_run, shop_like_tools
+from tests.fakes import (
+    OrderArgs,
+    RecordingSleep,
+    fail,
+    make_executor,
+    make_run,
+    shop_like_tools,
+)
 
 STATUS = ("get_order_status", {"order_id": "A1001"}, "order_status")
 COMPENSATION = (
@@ -407,3 +418,190 @@ async def test_registry_turns_an_unexpected_exception_into_a_structured_error() 
     assert "secret internals" not in result.message
     unknown = await registry.call("nope", {}, ctx)
     assert not unknown.ok and unknown.error_type is ErrorType.UNKNOWN_TOOL
+
+
+# -- commit points: what is durable when --------------------------------------------------
+
+
+class TransactionJournal:
+    """A group journal that records which events were committed in which transaction."""
+
+    def __init__(self) -> None:
+        self.transactions: list[list[str]] = []
+        self.committed: list[RunEvent] = []
+        self.fail_on: EventKind | None = None
+
+    async def record(self, run: Run, event: RunEvent) -> None:
+        await self.record_many(run, [event])
+
+    async def record_many(self, run: Run, events: Sequence[RunEvent]) -> None:
+        await asyncio.sleep(0)  # a commit takes time; other coroutines may run meanwhile
+        if self.fail_on is not None and any(e.kind is self.fail_on for e in events):
+            raise OSError("disk went away")
+        self.transactions.append([_label(e) for e in events])
+        self.committed.extend(events)
+
+    def last(self) -> list[str]:
+        return self.transactions[-1] if self.transactions else []
+
+
+def _label(event: RunEvent) -> str:
+    return f"{event.kind.value}:{event.step_id}" if event.step_id else event.kind.value
+
+
+def committed_executor(
+    registry: ToolRegistry, **kwargs: Any
+) -> tuple[Executor, TransactionJournal, list[str]]:
+    """An executor on a TransactionJournal, with a listener that checks every event it is
+    told about is already committed (and in the order of the commits)."""
+    journal = TransactionJournal()
+    told: list[str] = []
+
+    async def listener(run: Run, event: RunEvent) -> None:
+        assert any(e is event for e in journal.committed), f"told before commit: {event}"
+        told.append(_label(event))
+
+    executor = Executor(
+        registry,
+        journal=journal,
+        listeners=[listener],
+        sleep=RecordingSleep(),
+        rand=lambda: 0.5,
+        **kwargs,
+    )
+    return executor, journal, told
+
+
+def recording_tools(
+    journal_of: Callable[[], TransactionJournal], **outcomes: Any
+) -> tuple[ToolRegistry, dict[str, Any], list[tuple[str, list[str]]]]:
+    """shop_like_tools whose calls note the last committed transaction at call time."""
+    registry, scripts = shop_like_tools(**outcomes)
+    seen: list[tuple[str, list[str]]] = []
+    tools = []
+    for name, script in scripts.items():
+        original = registry.get(name)
+        assert original is not None
+
+        async def handler(args: BaseModel, ctx: ToolContext, script: Any = script) -> Any:
+            seen.append((ctx.step_id, list(journal_of().last())))
+            return await script(args, ctx)
+
+        tools.append(dataclasses.replace(original, handler=handler))
+    return ToolRegistry(tools), scripts, seen
+
+
+async def test_standard_cancel_run_commits_five_times_and_tools_wait_for_their_running_row() -> (
+    None
+):
+    holder: list[TransactionJournal] = []
+    registry, scripts, seen = recording_tools(lambda: holder[0])
+    executor, journal, told = committed_executor(registry)
+    holder.append(journal)
+
+    run = await executor.start(make_run([STATUS, POLICY, CANCEL]))
+    assert run.status is RunStatus.PAUSED
+    run = await executor.resume(run, approved=True, by_user_id=10001)
+    assert run.status is RunStatus.COMPLETED
+
+    # (c) 11 transitions, 5 commits (the claim, storage's own transaction, makes a 6th).
+    assert journal.transactions == [
+        ["run_planned", "step_started:s1"],
+        ["step_succeeded:s1", "step_started:s2"],
+        ["step_succeeded:s2", "step_paused:s3"],
+        ["step_approved:s3", "step_started:s3"],
+        ["step_succeeded:s3", "run_finished"],
+    ]
+    # (a) every tool call came after a commit that ends with its own running row.
+    assert seen == [
+        ("s1", ["run_planned", "step_started:s1"]),
+        ("s2", ["step_succeeded:s1", "step_started:s2"]),
+        ("s3", ["step_approved:s3", "step_started:s3"]),
+    ]
+    assert len(scripts["cancel_order"].calls) == 1
+    # (b) listeners were told everything, in commit order, each only once committed.
+    assert told == [label for tx in journal.transactions for label in tx]
+
+
+async def test_retry_is_committed_before_the_backoff_and_listeners_only_see_commits() -> None:
+    journal_ref: list[TransactionJournal] = []
+    registry, _, seen = recording_tools(
+        lambda: journal_ref[0],
+        status=[fail(ErrorType.TIMEOUT), {"order_id": "A1001", "status": "delivered"}],
+    )
+    waits: list[list[str]] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(list(journal_ref[0].last()))
+
+    executor, journal, told = committed_executor(registry)
+    executor._sleep = sleep
+    journal_ref.append(journal)
+    run = await executor.start(make_run([STATUS, COMPENSATION, CANCEL]))
+
+    assert run.status is RunStatus.COMPLETED  # delivered: compensation and cancel skipped
+    assert waits == [["step_retrying:s1"]]
+    assert journal.transactions == [
+        ["run_planned", "step_started:s1"],
+        ["step_retrying:s1"],
+        ["step_started:s1"],
+        ["step_succeeded:s1", "step_skipped:s2", "step_skipped:s3", "run_finished"],
+    ]
+    assert [s for s, _ in seen] == ["s1", "s1"]
+    assert all(tx[-1] == f"step_started:{step}" for step, tx in seen)
+    assert told == [label for tx in journal.transactions for label in tx]
+
+
+async def test_failure_decline_and_fallback_ride_along_with_the_next_commit() -> None:
+    registry, _ = shop_like_tools(policy=[fail(ErrorType.EMPTY_RESULT, "nothing found")])
+    executor, journal, told = committed_executor(registry)
+    run = await executor.start(make_run([STATUS, POLICY]))
+    assert run.status is RunStatus.COMPLETED
+    assert journal.transactions[-1] == ["step_fallback:s2", "run_finished"]
+
+    registry, _ = shop_like_tools(status=[fail(ErrorType.NOT_FOUND)])
+    executor, journal, told = committed_executor(registry)
+    run = await executor.start(make_run([STATUS, POLICY]))
+    assert run.status is RunStatus.FAILED
+    assert journal.transactions[-1] == ["step_failed:s1", "run_finished"]
+
+    registry, scripts = shop_like_tools()
+    executor, journal, told = committed_executor(registry)
+    run = await executor.start(make_run([STATUS, CANCEL]))
+    run = await executor.resume(run, approved=False, by_user_id=10001)
+    assert run.status is RunStatus.CANCELLED
+    assert journal.transactions[-1] == ["step_declined:s2", "run_finished"]
+    assert scripts["cancel_order"].calls == []
+    assert told == [label for tx in journal.transactions for label in tx]
+
+    executor, journal, told = committed_executor(registry)
+    refused = make_run([])
+    run = await executor.start(refused)
+    assert journal.transactions == [["run_planned", "run_finished"]]
+    assert told == ["run_planned", "run_finished"]
+
+
+async def test_a_failed_commit_tells_nobody_and_calls_no_tool() -> None:
+    holder: list[TransactionJournal] = []
+    registry, scripts, seen = recording_tools(lambda: holder[0])
+    executor, journal, told = committed_executor(registry)
+    holder.append(journal)
+    journal.fail_on = EventKind.STEP_STARTED
+    with pytest.raises(OSError):
+        await executor.start(make_run([STATUS, POLICY]))
+    assert seen == [] and told == [] and journal.transactions == []
+    assert executor._pending == {}  # nothing left behind for the next run
+
+
+async def test_a_journal_without_record_many_commits_every_transition_alone() -> None:
+    registry, _ = shop_like_tools()
+    executor, journal, _ = make_executor(registry)
+    told: list[str] = []
+
+    async def listener(run: Run, event: RunEvent) -> None:
+        assert journal.events[-1] is event  # recorded right before it is told
+        told.append(event.kind.value)
+
+    executor.listeners.append(listener)
+    await executor.start(make_run([STATUS, COMPENSATION]))
+    assert told == journal.kinds() and len(told) == 6

@@ -3,20 +3,32 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sqlite3
-from collections.abc import AsyncIterator
-from datetime import timedelta
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import aiosqlite
 import pytest
 
-from agent_core.agent import ClaimResult
+import storage.db
+from agent_core.agent import Agent, ClaimResult
 from agent_core.executor import Executor
-from agent_core.models import ErrorType, EventKind, Run, RunEvent, RunStatus, StepStatus, utcnow
-from agent_core.tools import Tool, ToolRegistry
-from storage.db import MIGRATIONS, StorageUnavailable
-from storage.runs import SqliteRunStore
+from agent_core.models import (
+    ErrorType,
+    EventKind,
+    Language,
+    Run,
+    RunEvent,
+    RunStatus,
+    StepStatus,
+    utcnow,
+)
+from agent_core.planner import PlanDraft, PlanRequest, StepDraft, StepTag
+from agent_core.tools import Tool, ToolContext, ToolRegistry
+from storage.db import MIGRATIONS, StorageUnavailable, connect
+from storage.runs import SqliteRunStore, parse_ts, ts
 from tests.fakes import OrderArgs, RecordingSleep, fail, make_run, shop_like_tools
 
 STATUS = ("get_order_status", {"order_id": "A1001"}, "order_status")
@@ -322,3 +334,237 @@ async def test_concurrent_runs_share_commits_and_tools_only_see_durable_rows(
     assert seen == ["running"] * 30  # every tool call came after its running row was durable
     assert events == 30 * 4  # planned, started, succeeded, finished
     assert len(commits) < events / 2  # transitions of concurrent runs shared commits
+
+
+# -- commit points, the one-hop claim, timestamps, migrations -------------------------------
+
+
+class ThreeStepPlanner:
+    """status → policy → cancel, the standard run of the benchmark."""
+
+    def plan(self, request: PlanRequest) -> PlanDraft:
+        return PlanDraft(
+            language=Language.EN,
+            steps=[
+                StepDraft(
+                    goal="status",
+                    tool="get_order_status",
+                    args={"order_id": "A1001"},
+                    tag=StepTag.ORDER_STATUS,
+                ),
+                StepDraft(
+                    goal="policy",
+                    tool="search_policy",
+                    args={"query": "cancellation", "lang": "en"},
+                    tag=StepTag.POLICY,
+                ),
+                StepDraft(
+                    goal="cancel",
+                    tool="cancel_order",
+                    args={"order_id": "A1001"},
+                    tag=StepTag.CANCEL,
+                ),
+            ],
+        )
+
+
+async def test_standard_cancel_run_takes_six_commits_and_tools_and_listeners_see_commits(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "six.db"
+    store = await SqliteRunStore.open(path)
+    commits: list[str] = []
+    await store._conn.set_trace_callback(
+        lambda sql: commits.append(sql) if sql.strip().upper() == "COMMIT" else None
+    )
+    observer = sqlite3.connect(path)  # sees only what is committed (WAL)
+    problems: list[str] = []
+
+    def committed_kinds(run_id: str) -> list[tuple[str, str | None]]:
+        return observer.execute(
+            "SELECT kind, step_id FROM events WHERE run_id = ? ORDER BY seq", (run_id,)
+        ).fetchall()
+
+    registry, scripts = shop_like_tools()
+    tools = []
+    for tool in registry:
+
+        async def checked(args: object, ctx: ToolContext, script: object = scripts[tool.name]) -> object:  # fmt: skip
+            status = observer.execute(
+                "SELECT status FROM steps WHERE run_id = ? AND id = ?", (ctx.run_id, ctx.step_id)
+            ).fetchone()
+            if status != ("running",):
+                problems.append(f"{ctx.step_id} called while stored as {status}")
+            return await script(args, ctx)  # type: ignore[operator]
+
+        tools.append(dataclasses.replace(tool, handler=checked))
+
+    told: list[tuple[str, str | None]] = []
+
+    async def listener(run: Run, event: RunEvent) -> None:
+        told.append((event.kind.value, event.step_id))
+        committed = [e for e in committed_kinds(run.id) if e[0] != "decision_claimed"]
+        if committed[: len(told)] != told:  # this event, and all before it, are committed
+            problems.append(f"told {event.kind.value} before it was committed")
+
+    executor = Executor(ToolRegistry(tools), journal=store, listeners=[listener])
+    agent = Agent(ThreeStepPlanner(), executor, store)
+    run = await agent.ask("cancel order A1001", user_id=10001, chat_id=10001)
+    assert run.status is RunStatus.PAUSED and run.pause is not None
+    claimed = await agent.claim(run.id, user_id=10001, approved=True, nonce=run.pause.nonce)
+    assert claimed.result is ClaimResult.OK and claimed.run is not None
+    # The claim's one round trip returns the full current run, as load_run would.
+    assert claimed.run == await store.load_run(run.id)
+    assert claimed.run.steps[2].approval is not None and claimed.run.pause is not None
+    assert claimed.run.pause.nonce is None and claimed.run.status is RunStatus.RUNNING
+    done = await agent.proceed(claimed.run)
+    assert done.status is RunStatus.COMPLETED
+    stored = committed_kinds(run.id)
+    observer.close()
+    await store.close()
+
+    assert problems == []
+    assert len(stored) == 11  # every transition is still in the log, in order
+    assert len(commits) == 6  # 5 by the executor + the claim (was 11)
+    assert told == [e for e in stored if e[0] != "decision_claimed"]
+    assert len(scripts["cancel_order"].calls) == 1
+
+
+async def test_a_crash_before_a_success_is_committed_reruns_the_step_with_the_same_key(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "crash.db"
+
+    class CrashingStore(SqliteRunStore):
+        async def record_many(self, run: Run, events: Sequence[RunEvent]) -> None:
+            if any(e.kind is EventKind.RUN_FINISHED for e in events):
+                raise SystemExit("killed")  # the process dies before this commit
+            await super().record_many(run, events)
+
+    first = CrashingStore(await connect(path))
+    executor, scripts = executor_for(first)
+    agent = Agent(ThreeStepPlanner(), executor, first)
+    run = await agent.ask("cancel order A1001", user_id=10001, chat_id=10001)
+    assert run.pause is not None
+    with pytest.raises(SystemExit):
+        await agent.decide(run.id, user_id=10001, approved=True, nonce=run.pause.nonce)
+    await first.close()
+    assert len(scripts["cancel_order"].calls) == 1
+
+    store = await SqliteRunStore.open(path)
+    stored = await store.load_run(run.id)
+    assert stored is not None and stored.steps[2].status is StepStatus.RUNNING  # success lost
+    recovering, again = executor_for(store)
+    recovered = await Agent(ThreeStepPlanner(), recovering, store).recover()
+    assert [r.status for r in recovered] == [RunStatus.COMPLETED]
+    # Re-issued with the same idempotency key: a real backend replays the first result.
+    keys = [ctx.idempotency_key for _, ctx in scripts["cancel_order"].calls]
+    keys += [ctx.idempotency_key for _, ctx in again["cancel_order"].calls]
+    assert keys == [f"{run.id}:s3", f"{run.id}:s3"]
+    assert again["get_order_status"].calls == []  # the committed steps are not re-run
+    kinds = [(e.kind.value, e.step_id) for e in await store.timeline(run.id)]
+    assert kinds.count(("step_started", "s3")) == 2
+    assert kinds.count(("step_succeeded", "s3")) == 1
+    assert await store.load_run(run.id) == recovered[0]
+    await store.close()
+
+
+async def test_one_bad_write_in_a_shared_commit_does_not_fail_the_others(
+    store: SqliteRunStore,
+) -> None:
+    runs = [
+        Run(id=f"r{n}", trace_id="t", user_id=n, chat_id=n, request_text=text, language="en")
+        for n, text in enumerate(["first", "good", "\udcff bad"])
+    ]
+    results = await asyncio.gather(
+        *(
+            store.record(run, RunEvent(kind=EventKind.RUN_PLANNED, run_id=run.id, trace_id="t"))
+            for run in runs
+        ),
+        return_exceptions=True,
+    )
+    assert results[:2] == [None, None]
+    assert isinstance(results[2], StorageUnavailable)
+    assert await store.load_run("r1") is not None and await store.load_run("r2") is None
+    await store.record(runs[0], RunEvent(kind=EventKind.RUN_FINISHED, run_id="r0", trace_id="t"))
+
+
+def test_timestamps_keep_their_stored_form_and_parse_back() -> None:
+    old_format = "%Y-%m-%dT%H:%M:%S.%fZ"  # what the first schema's rows were written with
+    for value in (
+        datetime(2026, 11, 30, 8, 19, 0, 123456, tzinfo=UTC),
+        datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),  # no microseconds: still 6 digits
+        datetime(2026, 6, 1, 12, 0, 0, 1, tzinfo=timezone(timedelta(hours=8))),
+    ):
+        text = ts(value)
+        assert text == value.astimezone(UTC).strftime(old_format)
+        assert text is not None and len(text) == 27 and text.endswith("Z")
+        assert parse_ts(text) == value
+        assert datetime.strptime(text, old_format).replace(tzinfo=UTC) == parse_ts(text)
+    earlier, later = utcnow(), utcnow() + timedelta(microseconds=1)
+    assert (ts(earlier) or "") < (ts(later) or "")  # text order is time order
+    assert ts(None) is None and parse_ts(None) is None
+    for bad in ("2026-11-30", "2026-11-30T08:19:00Z", "2026-11-30T08:19:00.123456+00:00"):
+        with pytest.raises(ValueError):
+            parse_ts(bad)
+
+
+async def test_a_version_1_database_is_upgraded_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "v1.db"
+    monkeypatch.setattr(storage.db, "MIGRATIONS", MIGRATIONS[:1])
+    old = await SqliteRunStore.open(path)
+    executor, _ = executor_for(
+        old, status=[fail(ErrorType.TIMEOUT), {"order_id": "A1001", "status": "shipping"}]
+    )
+    finished = await executor.start(make_run([STATUS, COMPENSATION]))
+    paused_run = make_run([STATUS, CANCEL])
+    paused_run.id = "paused"
+    paused = await executor.start(paused_run)
+    timeline_before = await old.timeline(finished.id)
+    await old.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert (
+            "AUTOINCREMENT"
+            in conn.execute("SELECT sql FROM sqlite_master WHERE name = 'events'").fetchone()[0]
+        )
+        last_seq = conn.execute("SELECT max(seq) FROM events").fetchone()[0]
+    monkeypatch.undo()
+
+    store = await SqliteRunStore.open(path)  # migration 2 runs here
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 2
+        events_sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'events'").fetchone()
+        assert "AUTOINCREMENT" not in events_sql[0]
+        assert conn.execute(
+            "SELECT count(*) FROM sqlite_sequence WHERE name = 'events'"
+        ).fetchone() == (0,)
+        indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+        assert {"events_by_run", "events_failures", "runs_by_user_status"} <= indexes
+    assert await store.load_run(finished.id) == finished
+    assert await store.load_run("paused") == paused
+    assert await store.timeline(finished.id) == timeline_before
+    counts = await store.failure_counts(since=utcnow() - timedelta(hours=1))
+    assert [(c.error_type, c.count) for c in counts] == [("timeout", 1)]
+
+    # The old paused run goes on; new events continue the old sequence.
+    assert paused.pause is not None
+    outcome = await Agent(ThreeStepPlanner(), executor_for(store)[0], store).decide(
+        "paused", user_id=10001, approved=True, nonce=paused.pause.nonce
+    )
+    assert outcome.run is not None and outcome.run.status is RunStatus.COMPLETED
+    seqs = [e.seq for e in await store.timeline("paused")]
+    assert seqs == sorted(seqs) and seqs[-1] > last_seq
+    await store.close()
+
+
+async def test_staff_filter_by_customer_and_status_uses_its_index(store: SqliteRunStore) -> None:
+    rows = await store._fetch(
+        "EXPLAIN QUERY PLAN SELECT r.id FROM runs r WHERE 1 = 1 AND r.user_id = ? AND"
+        " r.status = ? ORDER BY r.created_at DESC, r.id DESC LIMIT ? OFFSET ?",
+        (1, "failed", 21, 0),
+    )
+    plan = " ".join(str(r[3]) for r in rows)
+    assert "runs_by_user_status" in plan and "TEMP B-TREE" not in plan

@@ -327,14 +327,6 @@ async def test_undecodable_request_is_bad_input_not_an_outage(tmp_path: Path) ->
     assert "storage unavailable" not in err and "never retrieved" not in err, err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "storage/runs.py group commit: one write that cannot be stored fails every other "
-        "write committed in the same batch (other customers' transitions), and a non-SQLite "
-        "error also ends the flusher with 'Task exception was never retrieved'."
-    ),
-)
 async def test_one_bad_write_does_not_fail_another_customers_write(tmp_path: Path) -> None:
     store = await SqliteRunStore.open(tmp_path / "bot.db")
     try:
