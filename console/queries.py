@@ -29,8 +29,8 @@ from typing import Any
 
 import aiosqlite
 
-from agent_core.models import Language, RunStatus, utcnow
-from storage.runs import RunSummary, SqliteRunStore, parse_ts, ts
+from agent_core.models import RunStatus, utcnow
+from storage.runs import RunSummary, SqliteRunStore, parse_ts, summary_from_row, ts
 
 # An error-type filter value meaning "any failure at all".
 ANY_ERROR = "any"
@@ -189,7 +189,7 @@ async def search_runs(
     rows = rows[:limit]
     if not newer_first:
         rows.reverse()
-    items = [_summary(r) for r in rows]
+    items = [summary_from_row(r) for r in rows]
     first = Cursor(rows[0]["created_at"], rows[0]["id"]) if rows else None
     last = Cursor(rows[-1]["created_at"], rows[-1]["id"]) if rows else None
     if newer_first:
@@ -251,23 +251,3 @@ async def explain(store: SqliteRunStore, flt: RunFilter, before: Cursor | None =
 async def _fetch(store: SqliteRunStore, sql: str, params: Sequence[Any]) -> list[aiosqlite.Row]:
     # The store's read helper: same connection, same error mapping (StorageUnavailable).
     return await store._fetch(sql, params)
-
-
-def _summary(row: aiosqlite.Row) -> RunSummary:
-    created = parse_ts(row["created_at"])
-    updated = parse_ts(row["updated_at"])
-    assert created is not None and updated is not None
-    return RunSummary(
-        id=row["id"],
-        trace_id=row["trace_id"],
-        user_id=row["user_id"],
-        chat_id=row["chat_id"],
-        request_text=row["request_text"],
-        language=Language(row["language"]),
-        status=RunStatus(row["status"]),
-        step_count=row["step_count"],
-        retries=row["retries"],
-        created_at=created,
-        updated_at=updated,
-        finished_at=parse_ts(row["finished_at"]),
-    )

@@ -133,11 +133,6 @@ _RUN_COLUMNS = (
     " pause_nonce, pause_tool, pause_args_hash, paused_at, attempts, max_attempts, stop_reason,"
     " answer, created_at, updated_at, finished_at"
 )
-_STEP_COLUMNS = (
-    "run_id, position, id, goal, tool, args, tag, status, observation, error_type, error_message,"
-    " skip_reason, fallback_reason, pause_reason, retry_count, max_retries, approval_approved,"
-    " approval_by, approval_at, started_at, finished_at"
-)
 
 
 def _upsert(table: str, columns: str, key: str) -> str:
@@ -152,7 +147,6 @@ def _upsert(table: str, columns: str, key: str) -> str:
 
 
 _UPSERT_RUN = _upsert("runs", _RUN_COLUMNS, "id")
-_UPSERT_STEP = _upsert("steps", _STEP_COLUMNS, "run_id, id")
 
 # What a transition after `run_planned` can change; the rest of a row is written once.
 _RUN_STATE_COLUMNS = (
@@ -182,6 +176,10 @@ _STEP_STATE_COLUMNS = (
     "started_at",
     "finished_at",
 )
+# What a step is (written once, with the plan) and then what it has become.
+_STEP_FIXED_COLUMNS = ("run_id", "position", "id", "goal", "tool", "args", "tag", "max_retries")
+_STEP_COLUMNS = ", ".join(_STEP_FIXED_COLUMNS + _STEP_STATE_COLUMNS)
+_UPSERT_STEP = _upsert("steps", _STEP_COLUMNS, "run_id, id")
 _UPDATE_RUN = f"UPDATE runs SET {', '.join(f'{c} = ?' for c in _RUN_STATE_COLUMNS)} WHERE id = ?"
 # `status` is in two indexes; SQLite rewrites an index entry whenever an UPDATE assigns one
 # of its columns, changed or not. Most transitions leave the status as it was, so it gets
@@ -638,37 +636,19 @@ def _run_state(run: Run) -> tuple[Any, ...]:
 def _step_row(
     run_id: str, position: int, step: PlanStep, observation: str | None
 ) -> tuple[Any, ...]:
-    approval = step.approval
-    error = step.error
-    return (
-        run_id,
-        position,
-        step.id,
-        step.goal,
-        step.tool,
-        _json(step.args),
-        step.tag,
-        step.status.value,
-        observation,
-        error.type.value if error else None,
-        error.message if error else None,
-        step.skip_reason,
-        step.fallback_reason,
-        step.pause_reason,
-        step.retry_count,
-        step.max_retries,
-        None if approval is None else int(approval.approved),
-        approval.by_user_id if approval else None,
-        ts(approval.at) if approval else None,
-        ts(step.started_at),
-        ts(step.finished_at),
-    )
+    """`_STEP_COLUMNS`: the whole step."""
+    fixed = (run_id, position, step.id, step.goal, step.tool, _json(step.args), step.tag)
+    return (*fixed, step.max_retries, *_step_state_values(step, observation))
 
 
 def _step_state(run_id: str, step: PlanStep, observation: str | None) -> tuple[Any, ...]:
     """`_STEP_STATE_COLUMNS`, then the key."""
-    approval = step.approval
-    error = step.error
+    return (*_step_state_values(step, observation), run_id, step.id)
+
+
+def _step_state_values(step: PlanStep, observation: str | None) -> tuple[Any, ...]:
+    """`_STEP_STATE_COLUMNS`: what a step has become."""
+    approval, error = step.approval, step.error
     return (
         step.status.value,
         observation,
@@ -683,8 +663,6 @@ def _step_state(run_id: str, step: PlanStep, observation: str | None) -> tuple[A
         ts(approval.at) if approval else None,
         ts(step.started_at),
         ts(step.finished_at),
-        run_id,
-        step.id,
     )
 
 
