@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 from agent_core.answers import compose_answer
 from agent_core.executor import Executor, Journal
@@ -53,34 +53,17 @@ class RunStore(Journal, Protocol):
         nonce: str | None,
         now: datetime,
         expires_before: datetime,
-    ) -> ClaimResult:
+    ) -> tuple[ClaimResult, Run | None]:
         """Atomically write the customer's decision on the paused step; one caller wins.
 
-        `nonce=None` accepts the current pause whatever its nonce (the CLI, where the
-        customer types the run id); buttons always carry the nonce they were sent with.
+        Returns the outcome and the run as it is right after the claim (None when there is
+        no such run or it is not this user's). `nonce=None` accepts the current pause
+        whatever its nonce (the CLI, where the customer types the run id); buttons always
+        carry the nonce they were sent with.
         """
         ...
 
     async def runs_to_recover(self) -> list[str]: ...
-
-
-@runtime_checkable
-class ClaimingStore(Protocol):
-    """A store that can claim and read the claimed run back in one round trip."""
-
-    async def claim_pause_and_load(
-        self,
-        run_id: str,
-        *,
-        user_id: int,
-        approved: bool,
-        nonce: str | None,
-        now: datetime,
-        expires_before: datetime,
-    ) -> tuple[ClaimResult, Run | None]:
-        """`RunStore.claim_pause`, plus the full current run right after the claim (read in
-        the same transaction); None when not found or not this user's run."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -107,9 +90,6 @@ class Agent:
         self.approval_ttl = approval_ttl
         self._clock = clock
         self._new_id = new_id
-        self._claim_and_load = (
-            store.claim_pause_and_load if isinstance(store, ClaimingStore) else None
-        )
 
     def plan(
         self,
@@ -185,30 +165,16 @@ class Agent:
         message) call this, then `proceed`.
         """
         now = self._clock()
-        run: Run | None
-        if self._claim_and_load is not None:
-            result, run = await self._claim_and_load(
-                run_id,
-                user_id=user_id,
-                approved=approved,
-                nonce=nonce,
-                now=now,
-                expires_before=now - self.approval_ttl,
-            )
-        else:
-            result = await self.store.claim_pause(
-                run_id,
-                user_id=user_id,
-                approved=approved,
-                nonce=nonce,
-                now=now,
-                expires_before=now - self.approval_ttl,
-            )
-            run = None
+        result, run = await self.store.claim_pause(
+            run_id,
+            user_id=user_id,
+            approved=approved,
+            nonce=nonce,
+            now=now,
+            expires_before=now - self.approval_ttl,
+        )
         if result in (ClaimResult.NOT_FOUND, ClaimResult.NOT_ALLOWED):
             return DecisionOutcome(result)
-        if self._claim_and_load is None:
-            run = await self.store.load_run(run_id)
         if run is None:
             return DecisionOutcome(ClaimResult.NOT_FOUND)
         if result is ClaimResult.EXPIRED:

@@ -357,25 +357,10 @@ class SqliteRunStore:
         nonce: str | None,
         now: datetime,
         expires_before: datetime,
-    ) -> ClaimResult:
-        result, _ = await self._claim(
-            run_id, user_id, approved, nonce, now, expires_before, load=False
-        )
-        return result
-
-    async def claim_pause_and_load(
-        self,
-        run_id: str,
-        *,
-        user_id: int,
-        approved: bool,
-        nonce: str | None,
-        now: datetime,
-        expires_before: datetime,
     ) -> tuple[ClaimResult, Run | None]:
-        """`claim_pause`, plus the run as it is right after the claim, read in the same
+        """One conditional UPDATE decides; the claimed run is read back in the same
         transaction (None when not found or not the caller's run): one round trip."""
-        return await self._claim(run_id, user_id, approved, nonce, now, expires_before, load=True)
+        return await self._claim(run_id, user_id, approved, nonce, now, expires_before)
 
     async def _claim(
         self,
@@ -385,8 +370,6 @@ class SqliteRunStore:
         nonce: str | None,
         now: datetime,
         expires_before: datetime,
-        *,
-        load: bool,
     ) -> tuple[ClaimResult, Run | None]:
         claim = partial(
             _claim_in_transaction,
@@ -396,7 +379,6 @@ class SqliteRunStore:
             nonce=nonce,
             now=ts(now),
             expires_before=ts(expires_before),
-            load=load,
         )
         result, run_row, step_rows = await self._submit(claim)
         run = _run_from_rows(run_row, step_rows) if run_row is not None else None
@@ -723,15 +705,14 @@ def _claim_in_transaction(
     nonce: str | None,
     now: str | None,
     expires_before: str | None,
-    load: bool,
 ) -> ClaimRows:
     """The whole claim, on the database thread inside one (group) transaction.
 
-    With `load`, also reads the run as the claim left it (for the run's own customer
-    only), so the caller needs no second round trip.
+    Also reads the run as the claim left it (for the run's own customer only), so the
+    caller needs no second round trip.
     """
     result = _decide_claim(conn, run_id, user_id, approved, nonce, now, expires_before)
-    if not load or result in (ClaimResult.NOT_FOUND, ClaimResult.NOT_ALLOWED):
+    if result in (ClaimResult.NOT_FOUND, ClaimResult.NOT_ALLOWED):
         return result, None, []
     row = conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
     steps = conn.execute(

@@ -132,15 +132,16 @@ async def test_double_confirm_has_one_winner_and_one_side_effect(store: SqliteRu
     assert run.pause is not None and run.pause.nonce
     nonce = run.pause.nonce
 
-    first = await store.claim_pause(
+    first, claimed_run = await store.claim_pause(
         run.id, user_id=10001, approved=True, nonce=nonce, now=utcnow(), expires_before=FAR_PAST
     )
-    second = await store.claim_pause(
+    second, _ = await store.claim_pause(
         run.id, user_id=10001, approved=True, nonce=nonce, now=utcnow(), expires_before=FAR_PAST
     )
     assert (first, second) == (ClaimResult.OK, ClaimResult.ALREADY_HANDLED)
 
     claimed = await store.load_run(run.id)
+    assert claimed_run == claimed  # the claim hands back the run exactly as stored
     assert claimed is not None and claimed.status is RunStatus.RUNNING
     assert claimed.steps[1].approval is not None and claimed.steps[1].approval.approved
     done = await executor.drive(claimed)
@@ -170,14 +171,14 @@ async def test_concurrent_claims_from_two_connections_have_one_winner(tmp_path: 
     )
     await a.close()
     await b.close()
-    assert sorted(r.value for r in results) == ["already_handled"] * 3 + ["ok"]
+    assert sorted(r.value for r, _ in results) == ["already_handled"] * 3 + ["ok"]
 
 
 async def test_someone_else_cannot_decide_and_the_run_is_untouched(store: SqliteRunStore) -> None:
     executor, _ = executor_for(store)
     run = await executor.start(make_run([STATUS, CANCEL]))
     assert run.pause is not None
-    result = await store.claim_pause(
+    result, seen = await store.claim_pause(
         run.id,
         user_id=666,
         approved=True,
@@ -186,28 +187,29 @@ async def test_someone_else_cannot_decide_and_the_run_is_untouched(store: Sqlite
         expires_before=FAR_PAST,
     )
     assert result is ClaimResult.NOT_ALLOWED
+    assert seen is None  # nothing of another customer's run comes back
     assert await store.load_run(run.id) == run
 
 
 async def test_forged_or_stale_nonce_is_refused(store: SqliteRunStore) -> None:
     executor, _ = executor_for(store)
     run = await executor.start(make_run([STATUS, CANCEL]))
-    result = await store.claim_pause(
+    result, _ = await store.claim_pause(
         run.id, user_id=10001, approved=True, nonce="forged", now=utcnow(), expires_before=FAR_PAST
     )
     assert result is ClaimResult.STALE
     assert await store.load_run(run.id) == run
-    missing = await store.claim_pause(
+    missing, nothing = await store.claim_pause(
         "nope", user_id=10001, approved=True, nonce=None, now=utcnow(), expires_before=FAR_PAST
     )
-    assert missing is ClaimResult.NOT_FOUND
+    assert missing is ClaimResult.NOT_FOUND and nothing is None
 
 
 async def test_expired_pause_is_marked_expired_and_runs_nothing(store: SqliteRunStore) -> None:
     executor, scripts = executor_for(store)
     run = await executor.start(make_run([STATUS, CANCEL]))
     assert run.pause is not None
-    result = await store.claim_pause(
+    result, _ = await store.claim_pause(
         run.id,
         user_id=10001,
         approved=True,
