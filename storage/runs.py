@@ -360,17 +360,6 @@ class SqliteRunStore:
     ) -> tuple[ClaimResult, Run | None]:
         """One conditional UPDATE decides; the claimed run is read back in the same
         transaction (None when not found or not the caller's run): one round trip."""
-        return await self._claim(run_id, user_id, approved, nonce, now, expires_before)
-
-    async def _claim(
-        self,
-        run_id: str,
-        user_id: int,
-        approved: bool,
-        nonce: str | None,
-        now: datetime,
-        expires_before: datetime,
-    ) -> tuple[ClaimResult, Run | None]:
         claim = partial(
             _claim_in_transaction,
             run_id=run_id,

@@ -37,6 +37,16 @@ class QueryArgs(BaseModel):
 
 Outcome = Any  # data to return, or a ToolFailure to raise
 
+# Plan steps as (tool, args, tag), the way the planner makes them.
+STATUS = ("get_order_status", {"order_id": "A1001"}, "order_status")
+COMPENSATION = (
+    "search_policy",
+    {"query": "delay compensation", "lang": "en"},
+    "delay_compensation",
+)
+POLICY = ("search_policy", {"query": "refund", "lang": "en"}, "policy")
+CANCEL = ("cancel_order", {"order_id": "A1001"}, "cancel")
+
 
 @dataclass
 class Script:

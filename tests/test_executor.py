@@ -23,6 +23,10 @@ from agent_core.models import (
 from agent_core.policy import Backoff, FailurePolicy
 from agent_core.tools import Tool, ToolContext, ToolRegistry
 from tests.fakes import (
+    CANCEL,
+    COMPENSATION,
+    POLICY,
+    STATUS,
     OrderArgs,
     RecordingSleep,
     fail,
@@ -30,15 +34,6 @@ from tests.fakes import (
     make_run,
     shop_like_tools,
 )
-
-STATUS = ("get_order_status", {"order_id": "A1001"}, "order_status")
-COMPENSATION = (
-    "search_policy",
-    {"query": "delay compensation", "lang": "en"},
-    "delay_compensation",
-)
-POLICY = ("search_policy", {"query": "refund", "lang": "en"}, "policy")
-CANCEL = ("cancel_order", {"order_id": "A1001"}, "cancel")
 
 
 async def test_complete_plan_runs_each_step_once_and_answers_from_observations() -> None:

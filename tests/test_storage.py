@@ -29,15 +29,16 @@ from agent_core.planner import PlanDraft, PlanRequest, StepDraft, StepTag
 from agent_core.tools import Tool, ToolContext, ToolRegistry
 from storage.db import MIGRATIONS, StorageUnavailable, connect
 from storage.runs import SqliteRunStore, parse_ts, ts
-from tests.fakes import OrderArgs, RecordingSleep, fail, make_run, shop_like_tools
-
-STATUS = ("get_order_status", {"order_id": "A1001"}, "order_status")
-COMPENSATION = (
-    "search_policy",
-    {"query": "delay compensation", "lang": "en"},
-    "delay_compensation",
+from tests.fakes import (
+    CANCEL,
+    COMPENSATION,
+    STATUS,
+    OrderArgs,
+    RecordingSleep,
+    fail,
+    make_run,
+    shop_like_tools,
 )
-CANCEL = ("cancel_order", {"order_id": "A1001"}, "cancel")
 
 FAR_PAST = utcnow() - timedelta(days=365)
 
