@@ -12,27 +12,26 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from enum import StrEnum
 from typing import Protocol
 
 from agent_core.answers import compose_answer
 from agent_core.executor import Executor, Journal
-from agent_core.models import EventKind, PlanStep, Run, RunEvent, RunStatus, StepStatus, utcnow
+from agent_core.models import (
+    ClaimResult,
+    EventKind,
+    PlanStep,
+    Run,
+    RunEvent,
+    RunStatus,
+    StepStatus,
+    utcnow,
+)
 from agent_core.planner import Planner, PlanRequest
 
 log = logging.getLogger(__name__)
 
 MAX_REQUEST_CHARS = 4096  # Telegram's own message limit; longer text is refused politely.
 DEFAULT_APPROVAL_TTL = timedelta(hours=24)
-
-
-class ClaimResult(StrEnum):
-    OK = "ok"
-    NOT_FOUND = "not_found"
-    NOT_ALLOWED = "not_allowed"  # someone other than the customer who asked
-    ALREADY_HANDLED = "already_handled"  # a second press, or the run moved on
-    STALE = "stale"  # a nonce that is not the current pause's (forged or outdated)
-    EXPIRED = "expired"
 
 
 class RunStore(Journal, Protocol):
@@ -115,7 +114,7 @@ class Agent:
                     goal=item.goal,
                     tool=item.tool,
                     args=item.args,
-                    tag=item.tag.value,
+                    tag=item.tag,
                     max_retries=tool.max_retries if tool else 0,
                 )
             )

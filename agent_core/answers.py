@@ -144,7 +144,7 @@ def describe_outcome(step: PlanStep, run: Run) -> str | None:
                 else f'OK, I did not "{step.goal.lower()}". Nothing was changed.'
             )
         return f"{step.goal}：未执行。" if lang is ZH else f"{step.goal}: not done."
-    if status is StepStatus.PENDING and run.is_terminal:
+    if status in (StepStatus.PENDING, StepStatus.RUNNING) and run.is_terminal:
         return (
             f"{step.goal}：因前面的步骤没有完成，未执行。"
             if lang is ZH

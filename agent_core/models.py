@@ -64,6 +64,26 @@ class ErrorType(StrEnum):
     INTERNAL = "internal"
 
 
+class StepTag(StrEnum):
+    """Why a step is in the plan; observation rules key on it."""
+
+    ORDER_STATUS = "order_status"
+    DELAY_COMPENSATION = "delay_compensation"  # only wanted while the order is not delivered
+    POLICY = "policy"
+    CANCEL = "cancel"
+
+
+class ClaimResult(StrEnum):
+    """What a press on Confirm/Cancel came to (storage decides it in one transaction)."""
+
+    OK = "ok"
+    NOT_FOUND = "not_found"
+    NOT_ALLOWED = "not_allowed"  # someone other than the customer who asked
+    ALREADY_HANDLED = "already_handled"  # a second press, or the run moved on
+    STALE = "stale"  # a nonce that is not the current pause's (forged or outdated)
+    EXPIRED = "expired"
+
+
 class Decision(StrEnum):
     RETRY = "retry"
     FALLBACK = "fallback"
@@ -114,8 +134,8 @@ class PlanStep(BaseModel):
     goal: str
     tool: str
     args: dict[str, Any] = Field(default_factory=dict)
-    # Why the planner put this step here (see planner.StepTag); observation rules key on it.
-    tag: str | None = None
+    # Why the planner put this step here; observation rules key on it.
+    tag: StepTag | None = None
     status: StepStatus = StepStatus.PENDING
     observation: Any = None
     error: StepError | None = None

@@ -16,16 +16,7 @@ from typing import Any, Final, Protocol
 
 from pydantic import BaseModel, Field
 
-from agent_core.models import Language
-
-
-class StepTag(StrEnum):
-    """Why a step is in the plan; observation rules key on it."""
-
-    ORDER_STATUS = "order_status"
-    DELAY_COMPENSATION = "delay_compensation"  # only wanted while the order is not delivered
-    POLICY = "policy"
-    CANCEL = "cancel"
+from agent_core.models import Language, StepTag
 
 
 class Refusal(StrEnum):

@@ -11,8 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent_core.models import Language, PlanStep, Run, StepStatus, utcnow
-from agent_core.planner import StepTag
+from agent_core.models import Language, PlanStep, Run, StepStatus, StepTag, utcnow
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from agent_core.agent import Agent, ClaimResult
+from agent_core.agent import Agent
 from agent_core.executor import Executor
-from agent_core.models import Language, Risk, RunStatus, StepStatus
-from agent_core.planner import PlanDraft, PlanRequest, StepDraft, StepTag
+from agent_core.models import ClaimResult, Language, Risk, RunStatus, StepStatus, StepTag
+from agent_core.planner import PlanDraft, PlanRequest, StepDraft
 from agent_core.tools import Tool, ToolContext, ToolRegistry
 from bench.measure import CommitCounter, checkpoint, connections_of, db_bytes, query
 from storage.runs import SqliteRunStore

@@ -17,16 +17,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agent_core.agent import MAX_REQUEST_CHARS, ClaimResult
+from agent_core.agent import MAX_REQUEST_CHARS
 from agent_core.answers import plan_text, step_progress
 from agent_core.http_tools import ToolsConfigError, check_tools, load_tools_config
-from agent_core.models import EventKind, Run, RunEvent, RunStatus
+from agent_core.models import ClaimResult, EventKind, Run, RunEvent, RunStatus
 from agent_core.shop import shop_tools
 from agent_core.tools import ToolRegistry
 from bot.runtime import Runtime, open_runtime
 from bot.settings import Settings
 from storage.db import StorageUnavailable
-from storage.runs import TimelineEntry
+from storage.records import TimelineEntry, export_record, run_json
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_UNAVAILABLE = 0, 1, 2, 3, 4
 
@@ -35,45 +35,6 @@ class CliError(Exception):
     def __init__(self, message: str, code: int) -> None:
         super().__init__(message)
         self.code = code
-
-
-def run_json(run: Run) -> dict[str, Any]:
-    """The documented JSON shape of a run (ask/confirm/reject --json, export)."""
-    return {
-        "run_id": run.id,
-        "trace_id": run.trace_id,
-        "status": run.status.value,
-        "language": run.language.value,
-        "answer": run.answer,
-        "steps": [
-            {
-                "id": s.id,
-                "goal": s.goal,
-                "tool": s.tool,
-                "args": s.args,
-                "status": s.status.value,
-                "observation": s.observation,
-                "error": {"type": s.error.type.value, "message": s.error.message}
-                if s.error
-                else None,
-                "skip_reason": s.skip_reason,
-                "fallback_reason": s.fallback_reason,
-                "retry_count": s.retry_count,
-            }
-            for s in run.steps
-        ],
-    }
-
-
-def export_record(run: Run, timeline: Sequence[TimelineEntry]) -> dict[str, Any]:
-    """One line of `stepwise export` (and of the staff console's export): a regression case."""
-    return run_json(run) | {
-        "user_id": run.user_id,
-        "chat_id": run.chat_id,
-        "request_text": run.request_text,
-        "created_at": run.created_at.isoformat(),
-        "timeline": [e.model_dump(mode="json") for e in timeline],
-    }
 
 
 def _is_text(value: str) -> bool:

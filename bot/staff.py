@@ -9,7 +9,7 @@ from typing import Any
 
 from agent_core.answers import step_progress
 from agent_core.models import Run, RunStatus
-from storage.runs import FailureCount, RunSummary, TimelineEntry
+from storage.records import FailureCount, RunSummary, TimelineEntry
 
 
 def format_runs_page(items: Sequence[RunSummary], status: RunStatus | None, offset: int) -> str:

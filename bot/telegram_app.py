@@ -37,8 +37,8 @@ from telegram.ext import (
     filters,
 )
 
-from agent_core.agent import MAX_REQUEST_CHARS, ClaimResult
-from agent_core.models import EventKind, Language, Run, RunStatus, StepStatus, utcnow
+from agent_core.agent import MAX_REQUEST_CHARS
+from agent_core.models import ClaimResult, EventKind, Language, Run, RunStatus, StepStatus, utcnow
 from bot.callbacks import DecisionData, PageData, page_data, parse_callback
 from bot.progress import (
     BLOCKED_NOTE,
@@ -54,7 +54,7 @@ from bot.settings import TOKEN_SHAPE, Settings
 from bot.staff import format_runs_page, format_stats, format_timeline
 from bot.texts import language_of, say
 from storage.db import StorageUnavailable
-from storage.runs import TimelineEntry
+from storage.records import TimelineEntry
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Runs as JSON lines, byte-for-byte the format of `stepwise export`.
 
 Staff turn failures into regression cases by exporting exactly what they filtered. The
-record shape is not defined here: `bot.cli.export_record` is the one definition, shared
+record shape is not defined here: `storage.records.export_record` is the one definition, shared
 with the CLI, so a case exported from the console replays like one from the terminal.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 
-from bot.cli import export_record
 from console.queries import RunFilter, iter_runs
+from storage.records import export_record
 from storage.runs import SqliteRunStore
 
 

@@ -30,7 +30,8 @@ from typing import Any
 import aiosqlite
 
 from agent_core.models import RunStatus, utcnow
-from storage.runs import RunSummary, SqliteRunStore, parse_ts, summary_from_row, ts
+from storage.records import RunSummary
+from storage.runs import SqliteRunStore, parse_ts, summary_from_row, ts
 
 # An error-type filter value meaning "any failure at all".
 ANY_ERROR = "any"

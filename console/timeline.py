@@ -16,7 +16,7 @@ from typing import Any
 
 from agent_core.answers import step_progress
 from agent_core.models import EventKind, PlanStep, Run
-from storage.runs import TimelineEntry
+from storage.records import TimelineEntry
 
 # What ends one attempt of a step, and how the page names the outcome.
 _ATTEMPT_ENDS = {

@@ -21,7 +21,8 @@ from console.export import export_lines, run_line
 from console.filters import parse_filter
 from console.queries import ANY_ERROR, Cursor, recent_tools, search_runs
 from console.timeline import build_run_view
-from storage.runs import FailureCount, SqliteRunStore
+from storage.records import FailureCount
+from storage.runs import SqliteRunStore
 
 PAGE_SIZE = 25
 PERIODS: dict[str, tuple[str, timedelta | None]] = {

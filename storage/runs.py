@@ -27,11 +27,10 @@ from pathlib import Path
 from typing import Any
 
 import aiosqlite
-from pydantic import BaseModel
 
-from agent_core.agent import ClaimResult
 from agent_core.models import (
     Approval,
+    ClaimResult,
     EventKind,
     Language,
     Pause,
@@ -52,6 +51,7 @@ from storage.db import (
     execute_statements,
     run_transaction,
 )
+from storage.records import FailureCount, RunPage, RunSummary, TimelineEntry
 
 # `2026-11-30T08:19:00.123456Z`: fixed width, so text order is time order in indexes.
 _TS_LEN = 27
@@ -84,48 +84,6 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)  # = json.dumps(…
 
 def _json(value: Any) -> str | None:
     return None if value is None else _ENCODER.encode(value)
-
-
-class RunSummary(BaseModel):
-    id: str
-    trace_id: str
-    user_id: int
-    chat_id: int
-    request_text: str
-    language: Language
-    status: RunStatus
-    step_count: int
-    retries: int
-    created_at: datetime
-    updated_at: datetime
-    finished_at: datetime | None
-
-
-class RunPage(BaseModel):
-    items: list[RunSummary]
-    next_cursor: str | None  # pass back as `before` for the next (older) page
-
-
-class TimelineEntry(BaseModel):
-    seq: int
-    kind: EventKind
-    step_id: str | None
-    tool: str | None
-    args: Any = None
-    attempt: int | None
-    status: str | None
-    error_type: str | None
-    decision: str | None
-    delay_s: float | None
-    observation: Any = None
-    message: str | None
-    at: datetime
-
-
-class FailureCount(BaseModel):
-    error_type: str
-    tool: str | None
-    count: int
 
 
 _RUN_COLUMNS = (

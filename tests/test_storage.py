@@ -13,9 +13,10 @@ import aiosqlite
 import pytest
 
 import storage.db
-from agent_core.agent import Agent, ClaimResult
+from agent_core.agent import Agent
 from agent_core.executor import Executor
 from agent_core.models import (
+    ClaimResult,
     ErrorType,
     EventKind,
     Language,
@@ -23,9 +24,10 @@ from agent_core.models import (
     RunEvent,
     RunStatus,
     StepStatus,
+    StepTag,
     utcnow,
 )
-from agent_core.planner import PlanDraft, PlanRequest, StepDraft, StepTag
+from agent_core.planner import PlanDraft, PlanRequest, StepDraft
 from agent_core.tools import Tool, ToolContext, ToolRegistry
 from storage.db import MIGRATIONS, StorageUnavailable, connect
 from storage.runs import SqliteRunStore, parse_ts, ts

@@ -228,7 +228,7 @@ def steps(draw: Any, n: int, chars: Any) -> PlanStep:
         goal=draw(st.text(chars, max_size=40)),
         tool=draw(TOOLS),
         args=draw(st.dictionaries(st.sampled_from(["order_id", "query", "lang", "x"]), JSONISH, max_size=3)),
-        tag=draw(st.one_of(st.none(), st.sampled_from([t.value for t in StepTag]), st.text(max_size=5))),
+        tag=draw(st.one_of(st.none(), st.sampled_from(list(StepTag)))),
         status=status,
         observation=draw(JSONISH),
         error=draw(st.one_of(st.none(), st.builds(StepError, type=st.sampled_from(list(ErrorType)), message=st.text(chars, max_size=20)))),
