@@ -3,9 +3,14 @@
 Telegram measures a message *after* its markup is parsed (4096 UTF-16 code units of
 visible text), reports markup errors with byte offsets into the UTF-8 source, and
 accepts only a few HTML tags and entities. Bots that pass with a lenient fake and then
-fail in production trip over exactly these rules, so the parsers below follow tdlib's
-(`td/telegram/MessageEntity.cpp`: `parse_html`, `parse_markdown_v2`, `parse_markdown`)
-step by step rather than leaning on a general-purpose HTML or Markdown library.
+fail in production trip over exactly these rules, so the HTML parser below follows
+tdlib's (`td/telegram/MessageEntity.cpp`: `parse_html`) step by step rather than leaning
+on a general-purpose HTML library.
+
+Only `parse_mode=HTML` (or none) is modelled: it is all the bot and the demo send.
+MarkdownV2 and legacy Markdown are refused with a clear error (`UnsupportedParseMode`)
+instead of being parsed approximately, so a client that starts using them finds out at
+once rather than passing against rules Telegram does not apply.
 """
 
 from __future__ import annotations
@@ -52,20 +57,6 @@ _HTML_ENTITY_TYPES = {
     "span": "spoiler",
 }
 _NAMED_REFERENCES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"'}
-_MD2_RESERVED = "_*[]()~`>#+-=|{}.!"
-# tdlib's names for entity types, as they appear in "Can't find end of X entity" errors.
-_MD2_TYPE_NAMES = {
-    "bold": "Bold",
-    "italic": "Italic",
-    "underline": "Underline",
-    "strikethrough": "Strikethrough",
-    "spoiler": "Spoiler",
-    "code": "Code",
-    "pre": "Pre",
-    "pre_code": "PreCode",
-    "text_link": "TextUrl",
-    "custom_emoji": "CustomEmoji",
-}
 # tdlib's MessageEntity::get_type_priority: orders entities that cover the same span.
 _TYPE_PRIORITY = {
     "blockquote": 0,
@@ -81,10 +72,20 @@ _TYPE_PRIORITY = {
     "custom_emoji": 99,
 }
 _LINK_SCHEMES = frozenset({"http", "https", "ftp", "tg", "ton", "tonsite"})
+# Parse modes Telegram accepts that the stand-in deliberately does not model.
+TELEGRAM_ONLY_PARSE_MODES = frozenset({"markdownv2", "markdown"})
 
 
 class ParseError(Exception):
     """A markup error, worded as tdlib words it (the API adds "can't parse entities: ")."""
+
+
+class UnsupportedParseMode(ValueError):
+    """A parse_mode this stand-in does not model; `known` says whether Telegram has it."""
+
+    def __init__(self, parse_mode: str | None) -> None:
+        super().__init__(parse_mode)
+        self.known = (parse_mode or "").lower() in TELEGRAM_ONLY_PARSE_MODES
 
 
 @dataclass(frozen=True)
@@ -113,18 +114,14 @@ def byte_offset(text: str, index: int) -> int:
 def parse(text: str, parse_mode: str | None) -> FormattedText:
     """Parse `text` under a Bot API `parse_mode` (case-insensitive; None means plain).
 
-    Raises ParseError for bad markup and ValueError for an unknown parse mode.
+    Raises ParseError for bad markup and UnsupportedParseMode for any mode but HTML.
     """
     mode = (parse_mode or "").lower()
     if mode == "":
         return FormattedText(text)
     if mode == "html":
         return _HtmlParser(text).parse()
-    if mode == "markdownv2":
-        return _MarkdownV2Parser(text).parse()
-    if mode == "markdown":
-        return _MarkdownParser(text).parse()
-    raise ValueError(parse_mode)
+    raise UnsupportedParseMode(parse_mode)
 
 
 def command_entities(text: str) -> tuple[JSON, ...]:
@@ -449,313 +446,3 @@ def _custom_emoji_id(value: str) -> str:
     if not value.isdigit() or not 0 < int(value) < 2**63:
         raise ParseError("Invalid custom emoji identifier specified")
     return value
-
-
-@dataclass
-class _Md2Open:
-    kind: str
-    argument: str
-    offset: int
-    at: int
-    out_index: int
-
-
-@dataclass
-class _Quote:
-    offset: int
-    depth: int
-    expandable: bool = False
-
-
-@dataclass
-class _MarkdownV2Parser:
-    """tdlib's parse_markdown_v2, including its "reserved character" strictness."""
-
-    source: str
-    i: int = 0
-    out: _Output = field(default_factory=_Output)
-    stack: list[_Md2Open] = field(default_factory=list)
-    entities: list[JSON] = field(default_factory=list)
-    quote: _Quote | None = None
-
-    def parse(self) -> FormattedText:
-        while self.i < len(self.source):
-            self._step()
-        self._close_quote()
-        if self.stack:
-            raise self._unclosed(self.stack[-1])
-        return FormattedText(self.out.text(), _sorted_entities(self.entities))
-
-    def _unclosed(self, opened: _Md2Open) -> ParseError:
-        name = _MD2_TYPE_NAMES[opened.kind]
-        at = byte_offset(self.source, opened.at)
-        return ParseError(f"Can't find end of {name} entity at byte offset {at}")
-
-    def _in_code(self) -> bool:
-        return bool(self.stack) and self.stack[-1].kind in ("code", "pre", "pre_code")
-
-    def _peek(self, ahead: int = 1) -> str:
-        index = self.i + ahead
-        return self.source[index] if index < len(self.source) else ""
-
-    def _step(self) -> None:
-        char = self.source[self.i]
-        escaped = self._peek()
-        if char == "\\" and escaped and 0 < ord(escaped) <= 126:
-            self.out.add(escaped)
-            self.i += 2
-            return
-        if not self._in_code() and self._quote_marker():
-            return
-        reserved = "`" if self._in_code() else _MD2_RESERVED
-        if char not in reserved:
-            self.out.add(char)
-            self.i += 1
-            if char == "\n":
-                self._maybe_end_quote()
-            return
-        if self.stack and self._is_end(char):
-            self._end_entity()
-        else:
-            self._begin_entity(char)
-
-    def _reserved(self, char: str) -> ParseError:
-        return ParseError(
-            f"Character '{char}' is reserved and must be escaped with the preceding '\\'"
-        )
-
-    def _at_line_start(self) -> bool:
-        return self.i == 0 or self.source[self.i - 1] in "\r\n"
-
-    def _quote_marker(self) -> bool:
-        """Consume a line-leading ">" (or "**>" for an expandable quote) or a closing "||"."""
-        text = self.source
-        if self._at_line_start():
-            expandable = text.startswith("**>", self.i)
-            if expandable or text.startswith(">", self.i):
-                if self.quote is None:
-                    self.quote = _Quote(self.out.utf16, len(self.stack), expandable)
-                self.i += 3 if expandable else 1
-                return True
-        if self.quote is not None and text.startswith("||", self.i):
-            after = self._peek(2)
-            top_is_spoiler = bool(self.stack) and self.stack[-1].kind == "spoiler"
-            if after in ("", "\r", "\n") and not top_is_spoiler:
-                self.quote.expandable = True
-                self.i += 2
-                return True
-        return False
-
-    def _maybe_end_quote(self) -> None:
-        if self.quote is None or self._in_code():
-            return
-        rest = self.source[self.i :]
-        if not (rest.startswith(">") or rest.startswith("**>")):
-            self._close_quote()
-
-    def _close_quote(self) -> None:
-        quote, self.quote = self.quote, None
-        if quote is None:
-            return
-        if len(self.stack) > quote.depth:
-            raise self._unclosed(self.stack[-1])
-        if self.out.utf16 > quote.offset:
-            kind = "expandable_blockquote" if quote.expandable else "blockquote"
-            length = self.out.utf16 - quote.offset
-            self.entities.append({"type": kind, "offset": quote.offset, "length": length})
-
-    def _is_end(self, char: str) -> bool:
-        kind = self.stack[-1].kind
-        nxt = self._peek()
-        ends = {
-            "bold": char == "*",
-            "italic": char == "_" and nxt != "_",
-            "underline": char == "_" and nxt == "_",
-            "strikethrough": char == "~",
-            "spoiler": char == "|" and nxt == "|",
-            "code": char == "`",
-            "pre": self.source.startswith("```", self.i),
-            "pre_code": self.source.startswith("```", self.i),
-            "text_link": char == "]",
-            "custom_emoji": char == "]",
-        }
-        return ends[kind]
-
-    def _begin_entity(self, char: str) -> None:
-        at = self.i
-        nxt = self._peek()
-        argument = ""
-        if char == "_" and nxt == "_":
-            kind, width = "underline", 2
-        elif char in "_*~[":
-            kind = {"_": "italic", "*": "bold", "~": "strikethrough", "[": "text_link"}[char]
-            width = 1
-        elif char == "|" and nxt == "|":
-            kind, width = "spoiler", 2
-        elif char == "!" and nxt == "[":
-            kind, width = "custom_emoji", 2
-        elif char == "`" and self.source.startswith("```", self.i):
-            self.i += 3
-            kind, argument = self._pre_header()
-            width = 0
-        elif char == "`":
-            kind, width = "code", 1
-        else:
-            raise self._reserved(char)
-        self.i += width
-        self.stack.append(_Md2Open(kind, argument, self.out.utf16, at, len(self.out.parts)))
-
-    def _pre_header(self) -> tuple[str, str]:
-        """Read an optional language after ``` and skip one leading line break."""
-        text = self.source
-        end = self.i
-        while end < len(text) and text[end] not in _SPACES and text[end] != "`":
-            end += 1
-        kind, language = "pre", ""
-        if end != self.i and end < len(text) and text[end] != "`":
-            kind, language = "pre_code", text[self.i : end]
-            self.i = end
-        if self.i < len(text) and text[self.i] in "\r\n":
-            pair = self._peek() in ("\r", "\n") and self._peek() != text[self.i]
-            self.i += 2 if pair else 1
-        return kind, language
-
-    def _end_entity(self) -> None:
-        opened = self.stack[-1]
-        skip = self.out.utf16 == opened.offset
-        entity: JSON = {"type": opened.kind, "offset": opened.offset}
-        if opened.kind in ("underline", "spoiler"):
-            self.i += 2
-        elif opened.kind in ("pre", "pre_code"):
-            self.i += 3
-            entity["type"] = "pre"
-            if opened.argument:
-                entity["language"] = opened.argument
-        elif opened.kind == "text_link":
-            url = check_url(self._link_target(opened))
-            skip = skip or url is None
-            entity["url"] = url
-        elif opened.kind == "custom_emoji":
-            entity["custom_emoji_id"] = self._emoji_target()
-        else:
-            self.i += 1
-        self.stack.pop()
-        if not skip:
-            entity["length"] = self.out.utf16 - opened.offset
-            self.entities.append(entity)
-
-    def _link_target(self, opened: _Md2Open) -> str:
-        """After "]": "(url)" with backslash escapes, or the link text itself."""
-        self.i += 1
-        if self._peek(0) != "(":
-            return self.out.since(opened.out_index)
-        return self._parenthesised("Can't find end of a URL at byte offset {at}")
-
-    def _parenthesised(self, unclosed: str) -> str:
-        self.i += 1
-        begin = self.i
-        chars: list[str] = []
-        text = self.source
-        while self.i < len(text) and text[self.i] != ")":
-            nxt = self._peek()
-            if text[self.i] == "\\" and nxt and 0 < ord(nxt) <= 126:
-                chars.append(nxt)
-                self.i += 2
-            else:
-                chars.append(text[self.i])
-                self.i += 1
-        if self.i >= len(text):
-            raise ParseError(unclosed.replace("{at}", str(byte_offset(text, begin))))
-        self.i += 1
-        return "".join(chars)
-
-    def _emoji_target(self) -> str:
-        self.i += 1
-        if self._peek(0) != "(":
-            raise ParseError("Custom emoji entity must contain a tg://emoji URL")
-        url = self._parenthesised("Can't find end of a custom emoji URL at byte offset {at}")
-        prefix = "tg://emoji?id="
-        if not url.lower().startswith(prefix):
-            raise ParseError("Custom emoji URL must have an emoji identifier")
-        return _custom_emoji_id(url[len(prefix) :])
-
-
-@dataclass
-class _MarkdownParser:
-    """tdlib's legacy `Markdown` mode: four markers, no nesting, few escapes."""
-
-    source: str
-    i: int = 0
-    out: _Output = field(default_factory=_Output)
-    entities: list[JSON] = field(default_factory=list)
-
-    def parse(self) -> FormattedText:
-        text = self.source
-        while self.i < len(text):
-            char = text[self.i]
-            nxt = text[self.i + 1] if self.i + 1 < len(text) else ""
-            if char == "\\" and nxt in ("_", "*", "`", "["):
-                self.out.add(nxt)
-                self.i += 2
-            elif char in "_*`[":
-                self._entity(char)
-            else:
-                self.out.add(char)
-                self.i += 1
-        return FormattedText(self.out.text(), _sorted_entities(self.entities))
-
-    def _entity(self, char: str) -> None:
-        text = self.source
-        begin = self.i
-        self.i += 1
-        is_pre = char == "`" and text.startswith("``", self.i)
-        language = self._pre_language() if is_pre else ""
-        end_char = "]" if char == "[" else char
-        offset, out_index = self.out.utf16, len(self.out.parts)
-        while self.i < len(text) and (
-            text[self.i] != end_char or (is_pre and not text.startswith("``", self.i + 1))
-        ):
-            self.out.add(text[self.i])
-            self.i += 1
-        if self.i >= len(text):
-            at = byte_offset(text, begin)
-            raise ParseError(f"Can't find end of the entity starting at byte offset {at}")
-        self.i += 1
-        entity = self._make_entity(char, is_pre, language, offset, out_index)
-        if is_pre:
-            self.i += 2
-        if entity is not None and self.out.utf16 > offset:
-            self.entities.append(entity)
-
-    def _pre_language(self) -> str:
-        text = self.source
-        self.i += 2
-        end = self.i
-        while end < len(text) and text[end] not in _SPACES and text[end] != "`":
-            end += 1
-        language = ""
-        if end != self.i and end < len(text) and text[end] != "`":
-            language = text[self.i : end]
-            self.i = end
-        if self.i < len(text) and text[self.i] in "\r\n":
-            nxt = text[self.i + 1] if self.i + 1 < len(text) else ""
-            self.i += 2 if nxt in ("\r", "\n") and nxt != text[self.i] else 1
-        return language
-
-    def _make_entity(
-        self, char: str, is_pre: bool, language: str, offset: int, out_index: int
-    ) -> JSON | None:
-        entity: JSON = {"offset": offset, "length": self.out.utf16 - offset}
-        if char == "[":
-            url = self.out.since(out_index)
-            if self.i < len(self.source) and self.source[self.i] == "(":
-                end = self.source.find(")", self.i)
-                end = len(self.source) if end < 0 else end
-                url = self.source[self.i + 1 : end]
-                self.i = min(end + 1, len(self.source))
-            link = check_url(url)
-            return None if link is None else {"type": "text_link", **entity, "url": link}
-        if is_pre:
-            return {"type": "pre", **entity, **({"language": language} if language else {})}
-        kind = {"_": "italic", "*": "bold", "`": "code"}[char]
-        return {"type": kind, **entity}

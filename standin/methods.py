@@ -23,7 +23,14 @@ from .errors import (
     bad_request,
     can_t_parse_entities,
 )
-from .formatting import MAX_TEXT_LENGTH, FormattedText, ParseError, parse, utf16_len
+from .formatting import (
+    MAX_TEXT_LENGTH,
+    FormattedText,
+    ParseError,
+    UnsupportedParseMode,
+    parse,
+    utf16_len,
+)
 from .markup import inline_keyboard, parse_reply_markup
 from .params import Params
 from .state import BotState, CallbackAnswer, Chat, StoredMessage, unix_now
@@ -47,6 +54,8 @@ CHAT_ACTIONS = frozenset(
     }
 )
 MAX_CALLBACK_ANSWER_LENGTH = 200
+# Telegram accepts MarkdownV2 and Markdown; the stand-in refuses them rather than guess.
+HTML_ONLY = "this stand-in supports parse_mode HTML only"
 _COMMAND = re.compile(r"[a-z0-9_]{1,32}")
 
 
@@ -378,8 +387,9 @@ def _formatted(params: Params) -> FormattedText:
         formatted = parse(text, parse_mode)
     except ParseError as exc:
         raise can_t_parse_entities(str(exc)) from None
-    except ValueError:
-        raise bad_request("unsupported parse_mode") from None
+    except UnsupportedParseMode as exc:
+        detail = HTML_ONLY if exc.known else "unsupported parse_mode"
+        raise bad_request(detail) from None
     if not parse_mode and params.present("entities"):
         entities = params.json_value("entities", "can't parse entities JSON object")
         if isinstance(entities, list):
