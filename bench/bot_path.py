@@ -117,7 +117,7 @@ class Watcher:
                 self.standin.press_button(
                     customer.uid, message_id, buttons[0][0].callback_data, customer.uid
                 )
-                customer.pressed = time.monotonic()
+                customer.pressed = self.standin.clock()
                 return
 
     @property
@@ -141,7 +141,7 @@ async def _inject(standin: StandIn, customers: list[Customer], rate: float | Non
             delay = started + n / rate - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
-        customer.injected = time.monotonic()
+        customer.injected = standin.clock()
         standin.inject_message(customer.uid, customer.uid, f"cancel order {order_of(customer.uid)}")
 
 

@@ -4,9 +4,11 @@ Start a `StandIn`, point python-telegram-bot at it with
 `ApplicationBuilder().token(TOKEN).base_url(standin.base_url).base_file_url(standin.base_file_url)`
 and drive the user's side of the conversation from the test (`inject_message`,
 `press_button`, `fail_next`, `block_chat`, `wait_for`, ...). `python -m standin` serves it
-for other processes, with the same controls under `/_test/...`.
+for other processes, with the same controls under `/_test/...`. Flood limits come as one
+`FloodLimits`; everything time-dependent reads one injected `Clock`.
 """
 
+from .clock import Clock, SystemClock
 from .errors import ApiError
 from .flood import FloodLimits
 from .markup import MAX_CALLBACK_DATA_BYTES, Button
@@ -20,7 +22,9 @@ __all__ = [
     "Button",
     "CallRecord",
     "CallbackAnswer",
+    "Clock",
     "FloodLimits",
     "ShownMessage",
     "StandIn",
+    "SystemClock",
 ]

@@ -2,7 +2,7 @@
 
 Telegram does not publish exact limits, only guidance (about one message per second per
 chat with short bursts tolerated, 20 per minute in a group, about 30 per second overall)
-and answers excess with 429 and `retry_after`. The numbers are constructor parameters so
+and answers excess with 429 and `retry_after`. The numbers are one `FloodLimits` value so
 tests can provoke flood control with a handful of calls; the defaults follow the guidance.
 Only accepted calls consume budget: a request answered with 429 is not counted again.
 """

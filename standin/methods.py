@@ -33,7 +33,7 @@ from .formatting import (
 )
 from .markup import inline_keyboard, parse_reply_markup
 from .params import Params
-from .state import BotState, CallbackAnswer, Chat, StoredMessage, unix_now
+from .state import BotState, CallbackAnswer, Chat, StoredMessage
 
 JSON = dict[str, Any]
 Handler = Callable[[Params], Awaitable[Any]]
@@ -243,7 +243,7 @@ class BotApi:
         if current == (formatted.text, formatted.entities, markup):
             raise bad_request(NOT_MODIFIED)
         self.state.flood.admit(chat.id, chat.is_group)
-        _record_edit(message)
+        _record_edit(message, self.state.date())
         message.text, message.entities = formatted.text, formatted.entities
         message.reply_markup = markup
         message.parse_mode = params.text("parse_mode")
@@ -258,7 +258,7 @@ class BotApi:
         if inline_keyboard(message.reply_markup) == markup:
             raise bad_request(NOT_MODIFIED)
         self.state.flood.admit(chat.id, chat.is_group)
-        _record_edit(message)
+        _record_edit(message, self.state.date())
         message.reply_markup = markup
         return self.state.message_json(message)
 
@@ -405,9 +405,9 @@ def _check_length(formatted: FormattedText) -> None:
         raise bad_request("message is too long")
 
 
-def _record_edit(message: StoredMessage) -> None:
+def _record_edit(message: StoredMessage, date: int) -> None:
     message.history.append(message.text)
-    message.edit_date = unix_now()
+    message.edit_date = date
 
 
 def _update_reply_keyboard(chat: Chat, markup: JSON | None) -> None:

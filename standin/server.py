@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from .changes import ChangeSignal
+from .clock import Clock, SystemClock
 from .errors import ApiError, bad_request, not_found, unauthorized
 from .flood import FloodLimits
 from .methods import BotApi, Handler
@@ -45,16 +45,16 @@ class StandIn:
         *,
         bot_username: str = "stepwise_test_bot",
         bot_first_name: str = "Stepwise Test Bot",
-        per_chat_limit: int = 20,
-        per_chat_window: float = 1.0,
-        group_limit: int = 20,
-        group_window: float = 60.0,
-        global_limit: int = 30,
-        global_window: float = 1.0,
+        flood: FloodLimits | None = None,
         callback_query_ttl: float | None = None,
         first_update_id: int = 1,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock | None = None,
     ) -> None:
+        """`flood` defaults to Telegram's guidance; `clock` to the system's Unix time.
+
+        One clock serves message dates, flood windows, callback query expiry and the call
+        log, so a fake clock moves all of them together.
+        """
         shape = _TOKEN_SHAPE.fullmatch(token)
         if shape is None:
             raise ValueError("token must look like a Telegram token: '<digits>:<secret>'")
@@ -62,13 +62,11 @@ class StandIn:
         bot = User(
             id=int(shape["bot_id"]), first_name=bot_first_name, is_bot=True, username=bot_username
         )
-        limits = FloodLimits(
-            per_chat_limit, per_chat_window, group_limit, group_window, global_limit, global_window
-        )
+        self.clock: Clock = clock or SystemClock()
         self.state = BotState(
             bot,
-            limits=limits,
-            clock=clock,
+            limits=flood or FloodLimits(),
+            clock=self.clock,
             callback_query_ttl=callback_query_ttl,
             first_update_id=first_update_id,
         )

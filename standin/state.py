@@ -8,11 +8,10 @@ it sent is exactly what `chat_messages` shows the test.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .clock import Clock, unix_date
 from .errors import ApiError, forbidden, phrase
 from .flood import FloodControl, FloodLimits
 from .formatting import command_entities
@@ -23,11 +22,6 @@ JSON = dict[str, Any]
 # Telegram's default when allowed_updates is empty: everything except these.
 _OPT_IN_UPDATES = frozenset({"chat_member", "message_reaction", "message_reaction_count"})
 _SUPERGROUP_BELOW = -1_000_000_000_000
-
-
-def unix_now() -> int:
-    """Telegram dates are integer Unix seconds."""
-    return int(time.time())
 
 
 @dataclass
@@ -236,17 +230,24 @@ class CallbackQuery:
 
 @dataclass
 class CallRecord:
-    """One Bot API call: in flight while `status` is None, then its HTTP outcome."""
+    """One Bot API call: in flight while `status` is None, then its HTTP outcome.
+
+    `started` and `finished` are readings of the stand-in's clock (Unix seconds).
+    """
 
     seq: int
     method: str
     params: JSON
     chat_id: int | None
-    time: float
     started: float
     status: int | None = None
     description: str | None = None
     finished: float | None = None
+
+    @property
+    def time(self) -> float:
+        """When the call arrived (the same reading as `started`)."""
+        return self.started
 
     @property
     def ok(self) -> bool:
@@ -305,7 +306,7 @@ class BotState:
         bot: User,
         *,
         limits: FloodLimits,
-        clock: Callable[[], float],
+        clock: Clock,
         callback_query_ttl: float | None,
         first_update_id: int,
     ) -> None:
@@ -336,6 +337,10 @@ class BotState:
         self.files: dict[str, JSON] = {}
         self.served_429 = 0
         self._counter = 0
+
+    def date(self) -> int:
+        """Now, as a Telegram `date` (integer Unix seconds on the stand-in's clock)."""
+        return unix_date(self.clock)
 
     def _next(self) -> int:
         self._counter += 1
@@ -395,7 +400,7 @@ class BotState:
             chat_id=chat.id,
             message_id=chat.next_message_id,
             sender=sender,
-            date=unix_now(),
+            date=self.date(),
             **fields,
         )
         chat.next_message_id += 1
@@ -589,7 +594,7 @@ class BotState:
         return {
             "chat": chat.to_api(),
             "from": self.users[chat.last_user_id].to_api(),
-            "date": unix_now(),
+            "date": self.date(),
             "old_chat_member": member if blocked else kicked,
             "new_chat_member": kicked if blocked else member,
         }
@@ -616,8 +621,7 @@ class BotState:
             method=method,
             params=params,
             chat_id=chat_id,
-            time=time.time(),
-            started=time.monotonic(),
+            started=self.clock(),
         )
         self.calls.append(record)
         return record
@@ -626,7 +630,7 @@ class BotState:
         """Complete a logged call with the status the client was (or would have been) sent."""
         record.status = status
         record.description = description
-        record.finished = time.monotonic()
+        record.finished = self.clock()
         if status == 429:
             self.served_429 += 1
 

@@ -29,7 +29,7 @@ from telegram.error import (
 )
 from telegram.ext import Application, ApplicationBuilder, CallbackQueryHandler, CommandHandler
 
-from standin import DEFAULT_TOKEN, StandIn
+from standin import DEFAULT_TOKEN, FloodLimits, StandIn
 from standin.formatting import ParseError, parse
 
 pytestmark = pytest.mark.timeout(10)
@@ -39,10 +39,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 class FakeClock:
-    """Flood windows and query expiry read this instead of the wall clock."""
+    """Dates, flood windows and query expiry read this instead of the wall clock."""
 
     def __init__(self) -> None:
-        self.now = 1000.0
+        self.now = 1_700_000_000.0
 
     def __call__(self) -> float:
         return self.now
@@ -345,7 +345,10 @@ async def test_per_chat_flood_control_answers_retry_after(
 ) -> None:
     monkeypatch.setenv("PTB_TIMEDELTA", "true")
     clock = FakeClock()
-    async with StandIn(per_chat_limit=3, clock=clock) as standin, connect(standin) as bot:
+    async with (
+        StandIn(flood=FloodLimits(per_chat=3), clock=clock) as standin,
+        connect(standin) as bot,
+    ):
         standin.add_chat(CHAT)
         for n in range(3):
             await bot.send_message(CHAT, f"m{n}")
@@ -359,10 +362,25 @@ async def test_per_chat_flood_control_answers_retry_after(
         assert len(standin.bot_messages(CHAT)) == 4
 
 
+async def test_dates_and_the_call_log_read_the_injected_clock() -> None:
+    clock = FakeClock()
+    async with StandIn(clock=clock) as standin, connect(standin) as bot:
+        standin.add_chat(CHAT)
+        sent = await bot.send_message(CHAT, "first")
+        clock.advance(90)
+        await bot.edit_message_text("second", CHAT, sent.message_id)
+        incoming = standin.inject_message(CHAT, text="hi")
+        shown = standin.chat_messages(CHAT)[0]
+        assert (shown.date, shown.edit_date) == (1_700_000_000, 1_700_000_090)
+        assert incoming["date"] == 1_700_000_090
+        first_send = standin.calls("sendMessage")[0]
+        assert (first_send.started, first_send.finished) == (1_700_000_000.0, 1_700_000_000.0)
+
+
 async def test_global_and_group_flood_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PTB_TIMEDELTA", "true")
     clock = FakeClock()
-    limited = StandIn(global_limit=4, group_limit=2, group_window=60.0, clock=clock)
+    limited = StandIn(flood=FloodLimits(overall=4, per_group=2, per_group_window=60.0), clock=clock)
     async with limited as standin, connect(standin) as bot:
         group = -100200300
         standin.inject_message(group, 7, "hello")
@@ -505,7 +523,7 @@ async def test_raw_requests_in_every_encoding(
 
 
 async def test_flood_answer_shape(http: aiohttp.ClientSession) -> None:
-    async with StandIn(per_chat_limit=1, clock=FakeClock()) as standin:
+    async with StandIn(flood=FloodLimits(per_chat=1), clock=FakeClock()) as standin:
         standin.add_chat(CHAT)
         url = f"{standin.base_url}{DEFAULT_TOKEN}/sendMessage"
         await raw(http, url, json={"chat_id": CHAT, "text": "one"})
