@@ -1,6 +1,6 @@
 """The test-side API over HTTP, under /_test/..., for tests running in another process.
 
-Every endpoint mirrors a StandIn method and answers `{"ok": true, "result": ...}`, or
+Every endpoint mirrors a `Controls` method and answers `{"ok": true, "result": ...}`, or
 `{"ok": false, "description": ...}` with 400 for a bad request, 404 for an unknown
 chat/message/query and 408 when a wait times out. Parameters may come as query string
 or JSON body; numbers may be strings, as with the Bot API itself.
@@ -10,22 +10,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
+from .controls import Controls
 from .params import Params
-
-if TYPE_CHECKING:
-    from .server import StandIn
 
 JSON = dict[str, Any]
 Endpoint = Callable[[Params], Awaitable[Any]]
 
 
-def add_test_routes(app: web.Application, standin: StandIn) -> None:
-    """Register the /_test endpoints for `standin` on `app`."""
-    endpoints = _Endpoints(standin)
+def add_test_routes(app: web.Application, controls: Controls) -> None:
+    """Register the /_test endpoints for `controls` on `app`."""
+    endpoints = _Endpoints(controls)
     routes: dict[str, tuple[str, Endpoint]] = {
         "chats": ("POST", endpoints.add_chat),
         "inject_message": ("POST", endpoints.inject_message),
@@ -46,10 +44,12 @@ def add_test_routes(app: web.Application, standin: StandIn) -> None:
         "stats": ("GET", endpoints.stats),
     }
     for name, (verb, endpoint) in routes.items():
-        app.router.add_route(verb, f"/_test/{name}", _wrap(endpoint, standin))
+        app.router.add_route(verb, f"/_test/{name}", _wrap(endpoint, controls))
 
 
-def _wrap(endpoint: Endpoint, standin: StandIn) -> Callable[[web.Request], Awaitable[web.Response]]:
+def _wrap(
+    endpoint: Endpoint, controls: Controls
+) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def handle(request: web.Request) -> web.Response:
         try:
             params = await _params(request)
@@ -60,7 +60,7 @@ def _wrap(endpoint: Endpoint, standin: StandIn) -> Callable[[web.Request], Await
             return _fail(408, exc)
         except (ValueError, TypeError) as exc:
             return _fail(400, exc)
-        await standin.changes.notify()
+        await controls.changes.notify()
         return web.json_response({"ok": True, "result": result})
 
     return handle
@@ -96,13 +96,13 @@ def _required_text(params: Params, name: str) -> str:
 
 
 class _Endpoints:
-    """Adapters from Params to StandIn methods; JSON-ready results."""
+    """Adapters from Params to Controls methods; JSON-ready results."""
 
-    def __init__(self, standin: StandIn) -> None:
-        self.standin = standin
+    def __init__(self, controls: Controls) -> None:
+        self.controls = controls
 
     async def add_chat(self, p: Params) -> JSON:
-        return self.standin.add_chat(
+        return self.controls.add_chat(
             _required_int(p, "chat_id"),
             p.integer("user_id"),
             first_name=p.text("first_name"),
@@ -113,7 +113,7 @@ class _Endpoints:
         )
 
     async def inject_message(self, p: Params) -> JSON:
-        return self.standin.inject_message(
+        return self.controls.inject_message(
             _required_int(p, "chat_id"),
             p.integer("user_id"),
             p.text("text"),
@@ -130,7 +130,7 @@ class _Endpoints:
         )
 
     async def press_button(self, p: Params) -> JSON:
-        query_id = self.standin.press_button(
+        query_id = self.controls.press_button(
             _required_int(p, "chat_id"),
             _required_int(p, "message_id"),
             _required_text(p, "callback_data"),
@@ -140,7 +140,7 @@ class _Endpoints:
         return {"callback_query_id": query_id}
 
     async def press_button_by_text(self, p: Params) -> JSON:
-        query_id = self.standin.press_button_by_text(
+        query_id = self.controls.press_button_by_text(
             _required_int(p, "chat_id"),
             _required_text(p, "text"),
             message_id=p.integer("message_id"),
@@ -150,19 +150,19 @@ class _Endpoints:
 
     async def block_chat(self, p: Params) -> bool:
         notify = p.flag("notify") if p.present("notify") else True
-        self.standin.block_chat(_required_int(p, "chat_id"), notify=notify)
+        self.controls.block_chat(_required_int(p, "chat_id"), notify=notify)
         return True
 
     async def unblock_chat(self, p: Params) -> bool:
         notify = p.flag("notify") if p.present("notify") else True
-        self.standin.unblock_chat(_required_int(p, "chat_id"), notify=notify)
+        self.controls.unblock_chat(_required_int(p, "chat_id"), notify=notify)
         return True
 
     async def fail_next(self, p: Params) -> bool:
         status: int | None = 500
         if "status" in p.raw:  # null selects a delay-only fault
             status = p.integer("status")
-        self.standin.fail_next(
+        self.controls.fail_next(
             _required_text(p, "method"),
             p.integer("times") or 1,
             status=status,
@@ -175,15 +175,15 @@ class _Endpoints:
         return True
 
     async def clear_faults(self, p: Params) -> bool:
-        self.standin.clear_faults()
+        self.controls.clear_faults()
         return True
 
     async def reset(self, p: Params) -> bool:
-        self.standin.reset()
+        self.controls.reset()
         return True
 
     async def wait_for_call(self, p: Params) -> JSON:
-        record = await self.standin.wait_for_call(
+        record = await self.controls.wait_for_call(
             _required_text(p, "method"),
             chat_id=p.integer("chat_id"),
             count=p.integer("count") or 1,
@@ -192,7 +192,7 @@ class _Endpoints:
         return record.as_dict()
 
     async def wait_for_bot_messages(self, p: Params) -> list[JSON]:
-        shown = await self.standin.wait_for_bot_messages(
+        shown = await self.controls.wait_for_bot_messages(
             _required_int(p, "chat_id"),
             count=p.integer("count") or 1,
             timeout=p.number("timeout") or 5.0,
@@ -200,30 +200,30 @@ class _Endpoints:
         return [message.as_dict() for message in shown]
 
     async def chat_messages(self, p: Params) -> list[JSON]:
-        shown = self.standin.chat_messages(_required_int(p, "chat_id"))
+        shown = self.controls.chat_messages(_required_int(p, "chat_id"))
         return [message.as_dict() for message in shown]
 
     async def callback_answers(self, p: Params) -> list[JSON]:
-        answers = self.standin.callback_answers(_required_text(p, "query_id"))
+        answers = self.controls.callback_answers(_required_text(p, "query_id"))
         return [answer.as_dict() for answer in answers]
 
     async def chat_actions(self, p: Params) -> list[str]:
-        return self.standin.chat_actions(_required_int(p, "chat_id"))
+        return self.controls.chat_actions(_required_int(p, "chat_id"))
 
     async def calls(self, p: Params) -> list[JSON]:
-        records = self.standin.calls(p.text("method"), p.integer("chat_id"))
+        records = self.controls.calls(p.text("method"), p.integer("chat_id"))
         return [record.as_dict() for record in records]
 
     async def updates(self, p: Params) -> list[JSON]:
-        return self.standin.pending_updates()
+        return self.controls.pending_updates()
 
     async def stats(self, p: Params) -> JSON:
-        state = self.standin.state
+        state = self.controls.state
         return {
             "calls": len(state.calls),
-            "served_429": self.standin.served_429,
+            "served_429": self.controls.served_429,
             "flood_refusals": {str(chat): n for chat, n in state.flood.refused.items()},
             "pending_updates": len(state.updates),
-            "active_polls": self.standin.active_polls,
+            "active_polls": self.controls.active_polls,
             "chats": sorted(state.chats),
         }
