@@ -12,8 +12,8 @@ from .clock import Clock, SystemClock
 from .errors import ApiError
 from .flood import FloodLimits
 from .markup import MAX_CALLBACK_DATA_BYTES, Button
+from .records import CallbackAnswer, CallRecord, ShownMessage
 from .server import DEFAULT_TOKEN, StandIn
-from .state import CallbackAnswer, CallRecord, ShownMessage
 
 __all__ = [
     "DEFAULT_TOKEN",

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .changes import ChangeSignal
-from .state import BotState, CallbackAnswer, CallRecord, Fault, ShownMessage
+from .records import CallbackAnswer, CallRecord, Fault, ShownMessage
+from .state import BotState
 
 JSON = dict[str, Any]
 

@@ -25,7 +25,8 @@ from .errors import ApiError, bad_request, not_found, unauthorized
 from .flood import FloodLimits
 from .methods import BotApi, Handler
 from .params import Params
-from .state import BotState, CallRecord, User
+from .records import CallRecord, User
+from .state import BotState
 from .testapi import add_test_routes
 
 JSON = dict[str, Any]

@@ -1,301 +1,36 @@
-"""What the stand-in remembers: chats, users, messages, updates, callback queries, calls.
+"""What the stand-in remembers, and the primitives that change it.
 
-The state is plain data mutated on the event loop thread only, so it needs no locks.
-Bot API methods (methods.py) and the test-side API (server.py) both work through the
-primitives here, which keeps the two views of a chat consistent: what the bot was told
-it sent is exactly what `chat_messages` shows the test.
+The state is plain data (the records in records.py) mutated on the event loop thread
+only, so it needs no locks. Bot API methods (methods.py) and the test-side controls
+(controls.py) both work through the primitives here, which keeps the two views of a
+chat consistent: what the bot was told it sent is exactly what `chat_messages` shows
+the test.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from .clock import Clock, unix_date
-from .errors import ApiError, forbidden, phrase
 from .flood import FloodControl, FloodLimits
 from .formatting import command_entities
-from .markup import Button, buttons, inline_keyboard
+from .markup import buttons, inline_keyboard
+from .records import (
+    CallbackQuery,
+    CallRecord,
+    Chat,
+    Fault,
+    ShownMessage,
+    StoredMessage,
+    Update,
+    User,
+)
 
 JSON = dict[str, Any]
 
 # Telegram's default when allowed_updates is empty: everything except these.
 _OPT_IN_UPDATES = frozenset({"chat_member", "message_reaction", "message_reaction_count"})
 _SUPERGROUP_BELOW = -1_000_000_000_000
-
-
-@dataclass
-class User:
-    """A Telegram user (or the bot itself)."""
-
-    id: int
-    first_name: str
-    is_bot: bool = False
-    last_name: str | None = None
-    username: str | None = None
-    language_code: str | None = None
-
-    def to_api(self) -> JSON:
-        """Bot API User object."""
-        data: JSON = {"id": self.id, "is_bot": self.is_bot, "first_name": self.first_name}
-        for key in ("last_name", "username", "language_code"):
-            value = getattr(self, key)
-            if value:
-                data[key] = value
-        return data
-
-
-@dataclass
-class Chat:
-    """A chat the bot can talk to; only chats a test created exist ("chat not found")."""
-
-    id: int
-    type: str
-    title: str | None = None
-    first_name: str | None = None
-    last_name: str | None = None
-    username: str | None = None
-    blocked: bool = False
-    next_message_id: int = 1
-    last_user_id: int | None = None
-    reply_keyboard: JSON | None = None
-    actions: list[str] = field(default_factory=list)
-
-    @property
-    def is_group(self) -> bool:
-        """Groups get the extra per-minute flood limit and "kicked" instead of "blocked"."""
-        return self.type in ("group", "supergroup")
-
-    @property
-    def instance(self) -> str:
-        """Stable `chat_instance` for callback queries from this chat."""
-        return str((self.id * 2654435761) % 2**63)
-
-    def blocked_error(self) -> ApiError:
-        """Telegram's 403 for a chat the bot may no longer write to."""
-        if self.is_group:
-            return forbidden(f"bot was kicked from the {self.type} chat")
-        return forbidden("bot was blocked by the user")
-
-    def to_api(self) -> JSON:
-        """Bot API Chat object."""
-        data: JSON = {"id": self.id, "type": self.type}
-        fields = ("title",) if self.is_group else ("first_name", "last_name", "username")
-        for key in fields:
-            value = getattr(self, key)
-            if value:
-                data[key] = value
-        return data
-
-
-@dataclass
-class StoredMessage:
-    """A message as it currently stands in its chat, with its edit history."""
-
-    chat_id: int
-    message_id: int
-    sender: User
-    date: int
-    text: str | None = None
-    entities: tuple[JSON, ...] = ()
-    caption: str | None = None
-    media: JSON = field(default_factory=dict)
-    reply_markup: JSON | None = None
-    reply_to: int | None = None
-    parse_mode: str | None = None
-    edit_date: int | None = None
-    history: list[str | None] = field(default_factory=list)
-    deleted: bool = False
-
-    @property
-    def from_bot(self) -> bool:
-        """Whether the bot sent it (only those can be edited by the bot)."""
-        return self.sender.is_bot
-
-    @property
-    def kind(self) -> str:
-        """The media kind ("sticker", "photo", "voice"), or "text"."""
-        return next(iter(self.media), "text")
-
-
-@dataclass(frozen=True)
-class ShownMessage:
-    """A snapshot of one message as the chat shows it, for assertions in tests."""
-
-    chat_id: int
-    message_id: int
-    from_bot: bool
-    sender_id: int
-    kind: str
-    text: str | None
-    caption: str | None
-    entities: tuple[JSON, ...]
-    reply_markup: JSON | None
-    buttons: tuple[tuple[Button, ...], ...]
-    reply_to_message_id: int | None
-    parse_mode: str | None
-    date: int
-    edit_date: int | None
-    history: tuple[str | None, ...]
-
-    @property
-    def edit_count(self) -> int:
-        """How many successful edits (text or markup) the message has had."""
-        return len(self.history)
-
-    @property
-    def callback_data(self) -> list[str]:
-        """All callback_data values on the message, row by row."""
-        return [b.callback_data for row in self.buttons for b in row if b.callback_data]
-
-    def button(self, text: str) -> Button:
-        """The inline button labelled `text`; KeyError lists the labels that exist."""
-        for row in self.buttons:
-            for candidate in row:
-                if candidate.text == text:
-                    return candidate
-        labels = [b.text for row in self.buttons for b in row]
-        raise KeyError(f"no button {text!r} on message {self.message_id}; buttons: {labels}")
-
-    def as_dict(self) -> JSON:
-        """JSON form for the /_test endpoints."""
-        return {
-            "chat_id": self.chat_id,
-            "message_id": self.message_id,
-            "from_bot": self.from_bot,
-            "sender_id": self.sender_id,
-            "kind": self.kind,
-            "text": self.text,
-            "caption": self.caption,
-            "entities": list(self.entities),
-            "reply_markup": self.reply_markup,
-            "buttons": [[b.as_dict() for b in row] for row in self.buttons],
-            "reply_to_message_id": self.reply_to_message_id,
-            "parse_mode": self.parse_mode,
-            "date": self.date,
-            "edit_date": self.edit_date,
-            "edit_count": self.edit_count,
-            "history": list(self.history),
-        }
-
-
-@dataclass(frozen=True)
-class Update:
-    """One queued update; the payload is frozen at the moment the event happened."""
-
-    update_id: int
-    kind: str
-    payload: JSON
-
-    def to_api(self) -> JSON:
-        """Bot API Update object."""
-        return {"update_id": self.update_id, self.kind: self.payload}
-
-
-@dataclass(frozen=True)
-class CallbackAnswer:
-    """What the bot answered to a button press (the toast or alert the user saw)."""
-
-    query_id: str
-    text: str | None
-    show_alert: bool
-    url: str | None
-    cache_time: int
-    time: float
-
-    def as_dict(self) -> JSON:
-        """JSON form for the /_test endpoints."""
-        return {
-            "query_id": self.query_id,
-            "text": self.text,
-            "show_alert": self.show_alert,
-            "url": self.url,
-            "cache_time": self.cache_time,
-            "time": self.time,
-        }
-
-
-@dataclass
-class CallbackQuery:
-    """A button press awaiting (or having received) its single answer."""
-
-    id: str
-    chat_id: int
-    message_id: int
-    user_id: int
-    data: str
-    created: float
-    answer: CallbackAnswer | None = None
-
-
-@dataclass
-class CallRecord:
-    """One Bot API call: in flight while `status` is None, then its HTTP outcome.
-
-    `started` and `finished` are readings of the stand-in's clock (Unix seconds).
-    """
-
-    seq: int
-    method: str
-    params: JSON
-    chat_id: int | None
-    started: float
-    status: int | None = None
-    description: str | None = None
-    finished: float | None = None
-
-    @property
-    def time(self) -> float:
-        """When the call arrived (the same reading as `started`)."""
-        return self.started
-
-    @property
-    def ok(self) -> bool:
-        """Whether Telegram would have answered `"ok": true`."""
-        return self.status == 200
-
-    def as_dict(self) -> JSON:
-        """JSON form for the /_test endpoints."""
-        return {
-            "seq": self.seq,
-            "method": self.method,
-            "params": self.params,
-            "chat_id": self.chat_id,
-            "time": self.time,
-            "status": self.status,
-            "ok": self.ok,
-            "description": self.description,
-            "duration": None if self.finished is None else self.finished - self.started,
-        }
-
-
-@dataclass
-class Fault:
-    """An injected failure for the next `remaining` matching calls of `method`.
-
-    With `status` None the call succeeds but its answer is held back for `delay` seconds
-    (the "Telegram did it, the client timed out" case); otherwise the call fails with
-    `status` after `delay`, without any effect.
-    """
-
-    method: str
-    remaining: int
-    status: int | None = 500
-    description: str | None = None
-    delay: float = 0.0
-    retry_after: int | None = None
-    chat_id: int | None = None
-    body: str | None = None
-
-    def error(self) -> ApiError | None:
-        """The failure to serve, or None for a delay-only fault."""
-        if self.status is None:
-            return None
-        prefix = phrase(self.status)
-        description = self.description or prefix
-        if self.status == 429 and self.description is None:
-            description = f"Too Many Requests: retry after {self.retry_after or 1}"
-        return ApiError(self.status, description, retry_after=self.retry_after, body=self.body)
 
 
 class BotState:

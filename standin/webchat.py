@@ -22,8 +22,8 @@ from typing import Any
 
 from aiohttp import web
 
+from .records import ShownMessage
 from .server import StandIn
-from .state import ShownMessage
 
 JSON = dict[str, Any]
 ASSETS = Path(__file__).parent / "webchat"
