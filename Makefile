@@ -28,6 +28,7 @@ test: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/pytest
 
 $(BENCH_STAMP): pyproject.toml | $(BIN)/python

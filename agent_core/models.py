@@ -229,6 +229,7 @@ class EventKind(StrEnum):
     RUN_FINISHED = "run_finished"
     # Something outside the plan worth keeping for staff (e.g. the customer blocked the bot).
     NOTICE = "notice"
+    PROMPT_SHOWN = "prompt_shown"
 
 
 class RunEvent(BaseModel):

@@ -1,6 +1,6 @@
 """Section 5: the Telegram path, end to end, through the local Bot API stand-in.
 
-The real bot (`build_application` + `open_runtime`, the demo shop in SQLite, the sliding
+The real bot (`bot_application` + `open_runtime`, the demo shop in SQLite, the sliding
 window rate limiter) long-polls an in-process `StandIn` with Telegram's flood limits (30
 messages/s per bot). Each customer writes "cancel order Cxxxxx", waits for the Confirm
 button, presses it as soon as it shows and waits for "has been cancelled".
@@ -158,9 +158,9 @@ class Outcome:
 
 async def play(workdir: Path, count: int, rate: float | None, timeout_s: float) -> Outcome:
     """Start stand-in and bot, play `count` customers, stop everything, read the database."""
-    from bot.runtime import open_runtime
-    from bot.settings import Settings
-    from bot.telegram_app import build_application
+    from stepwise.runtime import open_runtime
+    from stepwise.serve import bot_application
+    from stepwise.settings import Settings
 
     tag = "burst" if rate is None else "paced"
     db = workdir / f"bot-{tag}.db"
@@ -180,7 +180,7 @@ async def play(workdir: Path, count: int, rate: float | None, timeout_s: float) 
             }
         )
         runtime = await open_runtime(settings)
-        app = build_application(runtime)
+        app = bot_application(runtime)
         try:
             await app.initialize()
             await app.start()

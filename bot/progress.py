@@ -6,7 +6,8 @@ A step that finishes quickly is shown once, in its final state; a step still run
 chat stays readable and the bot stays far below Telegram's flood limits.
 
 Nothing here may break a run: Telegram errors are logged, "message is not modified" is
-ignored, and a customer who blocked the bot is noted on the run and left alone.
+ignored, and a customer who blocked the bot is noted on the run and left alone. A prompt
+that reached the customer is recorded as a `prompt_shown` event, so a restart knows.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ log = logging.getLogger(__name__)
 
 MAX_MESSAGE_CHARS = 4096
 ANSWER_DELIVERY_ATTEMPTS = 4
-# Notes written on a run's history (staff see them in /run); the bot reads them on start.
+# Messages of the events written on a run's history (staff see them in /run). On start the
+# bot looks for `prompt_shown` events, and for notices with BLOCKED_NOTE.
 BLOCKED_NOTE = "telegram: the customer blocked the bot"
 PROMPT_SHOWN_NOTE = "telegram: confirmation buttons shown"
 
@@ -89,13 +91,14 @@ class _RunView:
     blocked: bool = False
 
 
-NoteWriter = Callable[[str, str], Awaitable[None]]
+# The store's `add_event(run_id, kind, message)`: a fact on the run, its state untouched.
+EventWriter = Callable[[str, EventKind, str | None], Awaitable[None]]
 
 
 class TelegramProgress:
-    def __init__(self, bot: Bot, note: NoteWriter, *, show_after_s: float = 0.5) -> None:
+    def __init__(self, bot: Bot, add_event: EventWriter, *, show_after_s: float = 0.5) -> None:
         self._bot = bot
-        self._note = note
+        self._add_event = add_event
         self._show_after_s = show_after_s
         self._views: dict[str, _RunView] = {}
 
@@ -175,7 +178,7 @@ class TelegramProgress:
                 return  # not shown: a later state of the step (or _finish) tries again
             step_view.shown_text = text
         if markup is not None:
-            await self._write_note(run, PROMPT_SHOWN_NOTE)
+            await self._write_event(run, EventKind.PROMPT_SHOWN, PROMPT_SHOWN_NOTE)
 
     async def reoffer(self, run: Run) -> bool:
         """Show a paused run's confirmation prompt again, as a new message.
@@ -247,7 +250,7 @@ class TelegramProgress:
         except Forbidden:
             view.blocked = True
             log.warning("customer blocked the bot", extra={"trace_id": run.trace_id})
-            await self._write_note(run, BLOCKED_NOTE)
+            await self._write_event(run, EventKind.NOTICE, BLOCKED_NOTE)
             return None
         except BadRequest as exc:
             if "message is not modified" in str(exc).lower():
@@ -263,11 +266,11 @@ class TelegramProgress:
             return None
         return result
 
-    async def _write_note(self, run: Run, note: str) -> None:
+    async def _write_event(self, run: Run, kind: EventKind, message: str) -> None:
         try:
-            await self._note(run.id, note)
+            await self._add_event(run.id, kind, message)
         except Exception:
-            log.exception("could not note %r on the run", note, extra={"trace_id": run.trace_id})
+            log.exception("could not note %r on the run", message, extra={"trace_id": run.trace_id})
 
     def _drop(self, run_id: str) -> None:
         view = self._views.pop(run_id, None)

@@ -9,7 +9,7 @@ from typing import Any
 
 from agent_core.answers import step_progress
 from agent_core.models import Run, RunStatus
-from storage.records import FailureCount, RunSummary, TimelineEntry
+from storage.records import FailureCount, RunSummary, TimelineEntry, format_timeline_entry
 
 
 def format_runs_page(items: Sequence[RunSummary], status: RunStatus | None, offset: int) -> str:
@@ -51,21 +51,7 @@ def format_timeline(run: Run, timeline: Sequence[TimelineEntry]) -> str:
             when = step.approval.at.strftime("%Y-%m-%d %H:%M:%S")
             lines.append(f"  {verb} by {step.approval.by_user_id} at {when}")
     lines += ["", "<b>Timeline</b>"]
-    for entry in timeline:
-        parts = [entry.at.strftime("%H:%M:%S"), entry.kind.value]
-        if entry.step_id:
-            parts.append(f"{entry.step_id}")
-        if entry.attempt:
-            parts.append(f"attempt {entry.attempt}")
-        if entry.error_type:
-            parts.append(entry.error_type)
-        if entry.decision:
-            parts.append(f"→ {entry.decision}")
-        if entry.delay_s is not None:
-            parts.append(f"(backoff {entry.delay_s:.2f}s)")
-        if entry.message:
-            parts.append(f"— {entry.message}")
-        lines.append(escape(" ".join(parts)))
+    lines += [escape(format_timeline_entry(entry)) for entry in timeline]
     lines += ["", "<b>Answer</b>", escape(run.answer or "")]
     return "\n".join(lines)
 

@@ -1,8 +1,8 @@
-"""The staff web console and the browser demo.
+"""The staff web console.
 
 `create_app` / `serve_console` give staff a read-only view of every run (plan, steps,
-retries, decisions, failures) in a browser; `console.demo.run_demo` starts the real bot
-against the local Bot API stand-in with a browser chat page, for trying it without Telegram.
+retries, decisions, failures) in a browser. The browser demo that runs it next to the bot
+lives in the composition root (`stepwise.demo`).
 """
 
 from console.app import create_app

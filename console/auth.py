@@ -26,8 +26,6 @@ from starlette.requests import HTTPConnection
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from bot.settings import Settings
-
 SESSION_COOKIE = "stepwise_staff"
 LOGIN_CSRF_COOKIE = "stepwise_login_csrf"
 SESSION_TTL_S = 12 * 3600
@@ -45,13 +43,6 @@ def check_staff_token(token: str) -> str:
             " (e.g. python -c 'import secrets; print(secrets.token_urlsafe(24))')"
         )
     return token
-
-
-def configured_staff_token(settings: Settings) -> str | None:
-    """STEPWISE_STAFF_TOKEN (environment or .env), if set."""
-    if settings.staff_token is None:
-        return None
-    return settings.staff_token.get_secret_value().strip() or None
 
 
 def new_staff_token() -> str:

@@ -34,6 +34,8 @@ _STEP_NOTES = {
     EventKind.STEP_APPROVED: "approval applied",
     EventKind.STEP_DECLINED: "declined, run cancelled",
 }
+# Facts outside the plan that the page lists as notes under the answer.
+_NOTICE_KINDS = (EventKind.NOTICE, EventKind.PROMPT_SHOWN)
 
 
 @dataclass
@@ -113,7 +115,7 @@ def build_run_view(run: Run, timeline: Sequence[TimelineEntry]) -> RunView:
         view = by_id.get(entry.step_id or "")
         if view is not None:
             _apply(view, entry)
-    notices = [e for e in timeline if e.kind is EventKind.NOTICE]
+    notices = [e for e in timeline if e.kind in _NOTICE_KINDS]
     return RunView(run=run, steps=steps, events=timeline, notices=notices)
 
 

@@ -95,3 +95,27 @@ def export_record(run: Run, timeline: Sequence[TimelineEntry]) -> dict[str, Any]
         "created_at": run.created_at.isoformat(),
         "timeline": [e.model_dump(mode="json") for e in timeline],
     }
+
+
+def format_timeline_entry(entry: TimelineEntry) -> str:
+    """One timeline entry as one line of plain text: `stepwise show` and the staff `/run`.
+
+    Time to the millisecond (retries and backoffs are that short), then the kind and the
+    step with its attempt, then only the fields the entry has, as `name=value`.
+    """
+    parts = [entry.at.strftime("%H:%M:%S.%f")[:-3], entry.kind.value]
+    if entry.step_id:
+        parts.append(entry.step_id)
+    if entry.attempt:
+        parts.append(f"attempt {entry.attempt}")
+    if entry.tool:
+        parts.append(f"tool={entry.tool}")
+    if entry.error_type:
+        parts.append(f"error={entry.error_type}")
+    if entry.decision:
+        parts.append(f"decision={entry.decision}")
+    if entry.delay_s is not None:
+        parts.append(f"backoff={entry.delay_s:.2f}s")
+    if entry.message:
+        parts.append(f"— {entry.message}")
+    return " ".join(parts)

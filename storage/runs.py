@@ -197,14 +197,14 @@ class SqliteRunStore:
         if events:
             await self._submit(partial(execute_statements, _transition(run, events)))
 
-    async def add_notice(self, run_id: str, message: str) -> None:
-        """Append a note to a run's history without touching its state."""
+    async def add_event(self, run_id: str, kind: EventKind, message: str | None = None) -> None:
+        """Append an event to a run's history without touching its state."""
         await self._write(
             [
                 (
                     "INSERT INTO events (run_id, trace_id, kind, message, at)"
                     " SELECT id, trace_id, ?, ?, ? FROM runs WHERE id = ?",
-                    (EventKind.NOTICE.value, message, ts(utcnow()), run_id),
+                    (kind.value, message, ts(utcnow()), run_id),
                 )
             ]
         )

@@ -18,10 +18,10 @@ from agent_core.models import ErrorType
 from agent_core.policy import Backoff, FailurePolicy
 from agent_core.shop import OrderArgs, shop_tools
 from agent_core.tools import Tool, ToolContext, ToolFailure
-from bot.runtime import Runtime, open_runtime
-from bot.settings import Settings
-from bot.telegram_app import build_application
 from standin import DEFAULT_TOKEN, ShownMessage, StandIn
+from stepwise.runtime import Runtime, open_runtime
+from stepwise.serve import bot_application
+from stepwise.settings import Settings
 
 DEMO = 10001
 OTHER = 20002
@@ -77,7 +77,7 @@ async def start_bot(
     )
     policy = FailurePolicy(backoff=Backoff(base_s=0.05, cap_s=0.2))
     runtime = await open_runtime(settings, tools=tools, policy=policy)
-    app = build_application(runtime)
+    app = bot_application(runtime)
     await app.initialize()
     await app.start()
     await app.updater.start_polling(poll_interval=0, timeout=1)

@@ -1,12 +1,23 @@
-"""Pure parts of the Telegram adapter: message splitting, button data, flood control."""
+"""Pure parts of the Telegram adapter: message splitting, button data, flood control,
+what the bot reads from a run after a restart, and the timeline line."""
 
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 
 import pytest
 
-from agent_core.models import RunStatus
+from agent_core.models import (
+    Approval,
+    EventKind,
+    Language,
+    Pause,
+    PlanStep,
+    Run,
+    RunStatus,
+    StepStatus,
+)
 from bot.callbacks import (
     MAX_CALLBACK_BYTES,
     DecisionData,
@@ -15,8 +26,11 @@ from bot.callbacks import (
     page_data,
     parse_callback,
 )
-from bot.progress import split_message
+from bot.handlers import paused_step_id
+from bot.progress import BLOCKED_NOTE, PROMPT_SHOWN_NOTE, split_message
 from bot.ratelimit import SlidingWindow
+from bot.recovery import prompt_lost
+from storage.records import TimelineEntry, format_timeline_entry
 
 
 def test_split_message_keeps_every_part_under_the_limit_and_loses_nothing() -> None:
@@ -122,3 +136,86 @@ async def test_a_call_still_in_flight_keeps_its_slot(monkeypatch: pytest.MonkeyP
     assert slot is not None
     assert slept == [1.0] and now[0] == 6.0
     window.release(second)
+
+
+# -- restart facts: which step a decision was about, which prompts never arrived -----------
+
+
+def _run(*steps: PlanStep, pause: Pause | None = None) -> Run:
+    return Run(
+        id="r1",
+        trace_id="t1",
+        user_id=1,
+        chat_id=1,
+        request_text="cancel order A1003",
+        language=Language.EN,
+        steps=list(steps),
+        pause=pause,
+    )
+
+
+def test_paused_step_id_reads_the_claimed_pause_or_the_expired_step() -> None:
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    approved = PlanStep(
+        id="s1",
+        goal="g",
+        tool="cancel_order",
+        status=StepStatus.DONE,
+        pause_reason="high_risk",
+        approval=Approval(approved=True, by_user_id=1, at=at),
+    )
+    paused = PlanStep(id="s2", goal="g", tool="cancel_order", status=StepStatus.PAUSED)
+    pause = Pause(step_id="s2", nonce=None, tool="cancel_order", args_hash="h", paused_at=at)
+    assert paused_step_id(_run(approved, paused, pause=pause)) == "s2"
+    expired = paused.model_copy(
+        update={"status": StepStatus.CANCELLED, "pause_reason": "high_risk"}
+    )
+    skipped = PlanStep(id="s3", goal="g", tool="get_order", status=StepStatus.CANCELLED)
+    assert paused_step_id(_run(approved, expired, skipped)) == "s2"
+    assert paused_step_id(_run(approved)) is None
+
+
+def _entry(seq: int, kind: EventKind, message: str | None = None) -> TimelineEntry:
+    return TimelineEntry(
+        seq=seq,
+        kind=kind,
+        step_id=None,
+        tool=None,
+        attempt=None,
+        status=None,
+        error_type=None,
+        decision=None,
+        delay_s=None,
+        message=message,
+        at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+
+
+def test_a_prompt_is_lost_until_a_prompt_shown_event_follows_the_last_pause() -> None:
+    paused = _entry(1, EventKind.STEP_PAUSED)
+    shown = _entry(2, EventKind.PROMPT_SHOWN, PROMPT_SHOWN_NOTE)
+    blocked = _entry(2, EventKind.NOTICE, BLOCKED_NOTE)
+    other_note = _entry(2, EventKind.NOTICE, PROMPT_SHOWN_NOTE)  # prose is not the fact
+    assert prompt_lost([paused])
+    assert not prompt_lost([paused, shown])
+    assert not prompt_lost([paused, blocked])
+    assert prompt_lost([paused, other_note])
+    assert prompt_lost([paused, shown, _entry(3, EventKind.STEP_PAUSED)])
+    assert not prompt_lost([_entry(1, EventKind.RUN_PLANNED)])
+
+
+def test_one_timeline_line_for_the_cli_and_the_staff_command() -> None:
+    entry = _entry(1, EventKind.STEP_RETRYING, "boom").model_copy(
+        update={
+            "step_id": "s1",
+            "tool": "get_order",
+            "attempt": 1,
+            "error_type": "timeout",
+            "decision": "retry",
+            "delay_s": 0.25,
+        }
+    )
+    assert format_timeline_entry(entry) == (
+        "00:00:00.000 step_retrying s1 attempt 1 tool=get_order error=timeout"
+        " decision=retry backoff=0.25s — boom"
+    )

@@ -14,7 +14,7 @@ def spawn_chat(db: Path) -> pexpect.spawn:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("STEPWISE_", "TELEGRAM_"))}
     env["STEPWISE_DB"] = str(db)
     return pexpect.spawn(
-        sys.executable, ["-m", "bot.cli", "chat"], env=env, encoding="utf-8", timeout=30
+        sys.executable, ["-m", "stepwise", "chat"], env=env, encoding="utf-8", timeout=30
     )
 
 

@@ -31,7 +31,7 @@ def env_for(db: Path, **extra: str) -> dict[str, str]:
 
 def stepwise(db: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "bot.cli", *args],
+        [sys.executable, "-m", "stepwise", *args],
         env=env_for(db, **extra),
         capture_output=True,
         text=True,
@@ -155,7 +155,7 @@ def test_concurrent_confirms_from_two_processes_cancel_once(db: Path) -> None:
     run_id = out["run_id"]
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "bot.cli", "confirm", run_id, "--user", DEMO_USER],
+            [sys.executable, "-m", "stepwise", "confirm", run_id, "--user", DEMO_USER],
             env=env_for(db),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -175,7 +175,7 @@ def test_sigkill_after_the_side_effect_recovers_without_doing_it_twice(db: Path)
     run_id = out["run_id"]
     # A slow shop: the cancellation commits, then the answer takes long to come back.
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bot.cli", "confirm", run_id, "--user", DEMO_USER],
+        [sys.executable, "-m", "stepwise", "confirm", run_id, "--user", DEMO_USER],
         env=env_for(db, STEPWISE_SHOP_LATENCY_MS="30000"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -203,7 +203,7 @@ def test_sigkill_after_the_side_effect_recovers_without_doing_it_twice(db: Path)
 
 def test_sigkill_during_a_read_step_reruns_it(db: Path) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bot.cli", "ask", "where is order A1001", "--user", DEMO_USER],
+        [sys.executable, "-m", "stepwise", "ask", "where is order A1001", "--user", DEMO_USER],
         env=env_for(db, STEPWISE_SHOP_LATENCY_MS="30000"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

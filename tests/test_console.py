@@ -24,13 +24,13 @@ import httpx
 import pytest
 
 from agent_core.models import RunStatus
-from bot.cli import dispatch
-from bot.settings import Settings
 from console.app import create_app
-from console.auth import SESSION_COOKIE, Sessions, configured_staff_token
-from console.demo import Demo, run_demo
+from console.auth import SESSION_COOKIE, Sessions
 from console.queries import ANY_ERROR, Cursor, RunFilter, explain, search_runs
 from console.server import serve_console, serve_staff_console
+from stepwise.cli import dispatch
+from stepwise.demo import Demo, run_demo
+from stepwise.settings import Settings, configured_staff_token
 from storage.runs import SqliteRunStore
 from tests.browser.seed import HTML_REQUEST, OTHER, Seeded, bulk_runs, seed
 
@@ -488,7 +488,7 @@ def test_demo_prints_its_urls_and_stops_on_sigint(tmp_path: Path) -> None:
         "STEPWISE_STAFF_TOKEN": TOKEN,
         "TELEGRAM_BOT_TOKEN": "",
     }
-    command = [sys.executable, "-m", "console.demo", "--chat-port", "0", "--staff-port", "0"]
+    command = [sys.executable, "-m", "stepwise", "demo", "--chat-port", "0", "--staff-port", "0"]
     process = subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )

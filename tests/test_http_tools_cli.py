@@ -103,7 +103,7 @@ async def stepwise(tmp_path: Path, config: Path, *args: str) -> tuple[int, str, 
         SHOP_API_TOKEN=SECRET,
     )
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", *args, env=env,
+        sys.executable, "-m", "stepwise", *args, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     out, err = await proc.communicate()

@@ -660,7 +660,14 @@ async def test_application_round_trip(standin: StandIn) -> None:
 
 async def test_python_m_standin_serves_until_terminated(http: aiohttp.ClientSession) -> None:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "standin", "--port", "0", cwd=ROOT, stdout=asyncio.subprocess.PIPE
+        sys.executable,
+        "-m",
+        "stepwise",
+        "standin",
+        "--port",
+        "0",
+        cwd=ROOT,
+        stdout=asyncio.subprocess.PIPE,
     )
     try:
         assert process.stdout is not None

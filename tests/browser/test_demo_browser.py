@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from bot.settings import Settings
-from console.demo import Demo
+from stepwise.demo import Demo
+from stepwise.settings import Settings
 from tests.browser.support import missing_browser, screenshot_path
 
 pytestmark = pytest.mark.skipif(missing_browser() is not None, reason=str(missing_browser()))

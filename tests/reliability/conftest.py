@@ -1,7 +1,7 @@
 """Shared pieces of the reliability suite.
 
 - `write_seed`: the demo shop plus several customers with many pending orders;
-- `ServeProcess`: a real `stepwise serve` (python -m bot.cli serve) in a subprocess,
+- `ServeProcess`: a real `stepwise serve` (python -m stepwise serve) in a subprocess,
   pointed at an in-process stand-in, that tests kill with SIGKILL and restart;
 - `start_bot`: the same PTB application in-process, for fault injection around tools;
 - `until`: wait for a condition on shared state (DB, stand-in) with a deadline. Polling a
@@ -27,10 +27,10 @@ import pytest
 
 from agent_core.policy import Backoff, FailurePolicy
 from agent_core.tools import Tool
-from bot.runtime import Runtime, open_runtime
-from bot.settings import Settings
-from bot.telegram_app import build_application
 from standin import DEFAULT_TOKEN, ShownMessage, StandIn
+from stepwise.runtime import Runtime, open_runtime
+from stepwise.serve import bot_application
+from stepwise.settings import Settings
 from storage.shop import DEFAULT_SEED_PATH
 
 TOKEN = DEFAULT_TOKEN
@@ -151,11 +151,11 @@ def serve_env(db: Path, base_url: str = "http://127.0.0.1:9/bot", **extra: str) 
 
 
 async def stepwise(db: Path, *args: str, workdir: Path, **env: str) -> tuple[int, str, str]:
-    """Run one `stepwise` CLI command (python -m bot.cli) to the end: (code, stdout, stderr)."""
+    """Run one `stepwise` CLI command (python -m stepwise) to the end: (code, stdout, stderr)."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "bot.cli",
+        "stepwise",
         *args,
         env=serve_env(db, **env),
         cwd=workdir,
@@ -191,13 +191,13 @@ def consistency_problems(db: Path) -> list[str]:
 
 @dataclass
 class ServeProcess:
-    """`python -m bot.cli serve` against `standin`; stdout+stderr go to `log`."""
+    """`python -m stepwise serve` against `standin`; stdout+stderr go to `log`."""
 
     standin: StandIn
     db: Path
     workdir: Path
     env: dict[str, str] = field(default_factory=dict)
-    argv: Sequence[str] = ("-m", "bot.cli", "serve")
+    argv: Sequence[str] = ("-m", "stepwise", "serve")
     ready_method: str = "getUpdates"  # the Bot API call that shows it is up (setWebhook)
     proc: asyncio.subprocess.Process | None = None
     starts: int = 0
@@ -290,7 +290,7 @@ async def start_bot(
     show_after_s: float = 0.5,
     **env: str,
 ) -> InProcessBot:
-    """The production application (build_application) in this process, polling `standin`."""
+    """The production application (bot_application) in this process, polling `standin`."""
     settings = Settings.model_validate(
         {
             "TELEGRAM_BOT_TOKEN": TOKEN,
@@ -302,7 +302,7 @@ async def start_bot(
     )
     policy = FailurePolicy(backoff=Backoff(base_s=0.05, cap_s=0.2))
     runtime = await open_runtime(settings, tools=tools, policy=policy)
-    app = build_application(runtime, show_after_s=show_after_s)
+    app = bot_application(runtime, show_after_s=show_after_s)
     await app.initialize()
     await app.start()
     await app.updater.start_polling(poll_interval=0, timeout=1)

@@ -212,7 +212,7 @@ WEBHOOK_SECRET = "whsec-Reliability-Suite-0123456789"
 DEBUG_SERVE = (
     "-c",
     "import logging, sys; logging.basicConfig(level=logging.DEBUG); "
-    "from bot.cli import main; sys.exit(main(sys.argv[1:]))",
+    "from stepwise.cli import main; sys.exit(main(sys.argv[1:]))",
 )
 
 
@@ -288,7 +288,7 @@ def _assert_no_secrets(
     outputs = {"debug log": log}
     for args in (("export",), ("show", run_id, "--json"), ("runs", "--json"), ("show", run_id)):
         proc = subprocess.run(
-            [sys.executable, "-m", "bot.cli", *args],
+            [sys.executable, "-m", "stepwise", *args],
             env=env,
             cwd=tmp_path,
             capture_output=True,

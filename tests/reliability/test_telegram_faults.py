@@ -201,7 +201,7 @@ async def test_a_prompt_that_failed_every_attempt_is_shown_again_on_restart(
 @pytest.mark.xfail(
     strict=True,
     reason=(
-        "bot/telegram_app.py: PTB's updater acknowledges an update (next getUpdates offset) "
+        "bot/handlers.py: PTB's updater acknowledges an update (next getUpdates offset) "
         "before the run is recorded; a message waiting in ChatQueues behind a slow run is "
         "lost if the process dies. Needs a durable inbox (storage) or manual offsets."
     ),

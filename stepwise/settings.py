@@ -1,6 +1,7 @@
 """Configuration from the environment (and an optional `.env` file).
 
-Names are the documented environment variables; see the README for each one.
+Names are the documented environment variables; see the README for each one. Only the
+composition root reads them: the bot and the console are handed the values they need.
 """
 
 from __future__ import annotations
@@ -71,3 +72,10 @@ class Settings(BaseSettings):
 
     def token(self) -> str | None:
         return self.telegram_bot_token.get_secret_value() if self.telegram_bot_token else None
+
+
+def configured_staff_token(settings: Settings) -> str | None:
+    """STEPWISE_STAFF_TOKEN (environment or .env), if set."""
+    if settings.staff_token is None:
+        return None
+    return settings.staff_token.get_secret_value().strip() or None

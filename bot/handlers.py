@@ -1,65 +1,35 @@
-"""The Telegram adapter: python-telegram-bot handlers around the agent.
+"""The bot's handlers: what customers and staff can say to it, and what it answers.
 
 Handlers return at once; each request runs as a background task, ordered per chat (a
-chat's runs never overtake each other) and never blocking other chats. The Bot API is
-reached through `TELEGRAM_API_BASE_URL`, so a local Bot API server (or the stand-in used
-by tests and the demo) is used exactly like Telegram.
+chat's runs never overtake each other) and never blocking other chats.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import html
 import logging
-import signal
-import sys
 from collections.abc import Coroutine
 from datetime import timedelta
 from typing import Any
 
-from telegram import (
-    BotCommand,
-    InlineKeyboardButton,
-    InlineKeyboardMarkup,
-    Message,
-    Update,
-)
+from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Message, Update
 from telegram.constants import ParseMode
-from telegram.error import BadRequest, Forbidden, InvalidToken, TelegramError
-from telegram.ext import (
-    Application,
-    ApplicationBuilder,
-    CallbackQueryHandler,
-    CommandHandler,
-    ContextTypes,
-    MessageHandler,
-    filters,
-)
+from telegram.error import BadRequest, TelegramError
+from telegram.ext import ContextTypes
 
-from agent_core.agent import MAX_REQUEST_CHARS
-from agent_core.models import ClaimResult, EventKind, Language, Run, RunStatus, StepStatus, utcnow
+from agent_core.agent import MAX_REQUEST_CHARS, Agent
+from agent_core.models import ClaimResult, Language, Run, RunStatus, StepStatus, utcnow
 from bot.callbacks import DecisionData, PageData, page_data, parse_callback
-from bot.progress import (
-    BLOCKED_NOTE,
-    PROMPT_SHOWN_NOTE,
-    TelegramProgress,
-    decision_text,
-    split_message,
-)
-from bot.ratelimit import SlidingWindowRateLimiter
-from bot.redact import redact_in_logs
-from bot.runtime import Runtime, open_runtime
-from bot.settings import TOKEN_SHAPE, Settings
+from bot.progress import TelegramProgress, decision_text, split_message
 from bot.staff import format_runs_page, format_stats, format_timeline
 from bot.texts import language_of, say
 from storage.db import StorageUnavailable
-from storage.records import TimelineEntry
+from storage.runs import SqliteRunStore
 
 log = logging.getLogger(__name__)
 
 RUNS_PAGE_SIZE = 8
-EXIT_USAGE = 2
 
 
 class ChatQueues:
@@ -83,12 +53,18 @@ class ChatQueues:
 
 
 class StepwiseBot:
-    def __init__(self, runtime: Runtime, progress: TelegramProgress) -> None:
-        self.runtime = runtime
-        self.agent = runtime.agent
-        self.store = runtime.store
-        self.settings = runtime.settings
+    def __init__(
+        self,
+        agent: Agent,
+        store: SqliteRunStore,
+        progress: TelegramProgress,
+        *,
+        staff_ids: frozenset[int] = frozenset(),
+    ) -> None:
+        self.agent = agent
+        self.store = store
         self.progress = progress
+        self.staff_ids = staff_ids
         self.chats = ChatQueues()
 
     # -- customers -----------------------------------------------------------------------
@@ -170,7 +146,7 @@ class StepwiseBot:
         await self._answer_quietly(query, say(toast, language))
         if run is None or outcome.result not in (ClaimResult.OK, ClaimResult.EXPIRED):
             return
-        step_id = _paused_step_id(run)
+        step_id = paused_step_id(run)
         if outcome.result is ClaimResult.EXPIRED:
             if step_id:
                 await self._edit_quietly(message, decision_text(run, step_id, "expired"))
@@ -274,7 +250,7 @@ class StepwiseBot:
 
     def _is_staff(self, update: Update) -> bool:
         user = update.effective_user
-        return user is not None and user.id in self.settings.staff_ids
+        return user is not None and user.id in self.staff_ids
 
     async def _staff_only(self, update: Update) -> bool:
         if self._is_staff(update):
@@ -327,177 +303,22 @@ class StepwiseBot:
             log.info("edit failed: %s", exc)
 
 
-def build_application(
-    runtime: Runtime, *, show_after_s: float = 0.5
-) -> Application[Any, Any, Any, Any, Any, Any]:
-    """The PTB application, wired to an open runtime. Production and tests share it."""
-    settings = runtime.settings
-    token = settings.token()
-    if token is None:
-        raise ValueError("TELEGRAM_BOT_TOKEN is not set")
-    redact_in_logs(token, token.partition(":")[2])
-    base = settings.telegram_api_base_url.rstrip("/")
-    application = (
-        ApplicationBuilder()
-        .token(token)
-        .base_url(base)
-        .base_file_url(base.removesuffix("/bot") + "/file/bot")
-        .concurrent_updates(True)
-        .rate_limiter(SlidingWindowRateLimiter(max_retries=3))
-        .build()
-    )
-    progress = TelegramProgress(
-        application.bot, runtime.store.add_notice, show_after_s=show_after_s
-    )
-    bot = StepwiseBot(runtime, progress)
-    runtime.agent.executor.listeners.append(bot.progress)
-    application.bot_data["stepwise"] = bot
-    application.add_handler(CommandHandler(["start", "help"], bot.help))
-    application.add_handler(CommandHandler("runs", bot.runs))
-    application.add_handler(CommandHandler("run", bot.run_timeline))
-    application.add_handler(CommandHandler("stats", bot.stats))
-    application.add_handler(MessageHandler(filters.TEXT & ~filters.COMMAND, bot.text))
-    application.add_handler(MessageHandler(~filters.TEXT & ~filters.COMMAND, bot.not_text))
-    application.add_handler(CallbackQueryHandler(bot.button))
-    application.add_error_handler(bot.on_error)
-    return application
+def paused_step_id(run: Run) -> str | None:
+    """The step a claimed (or expired) pause was about, as the run records it.
 
-
-BOT_COMMANDS = [
-    BotCommand("help", "What I can do"),
-    BotCommand("runs", "Staff: recent runs"),
-    BotCommand("run", "Staff: one run's timeline"),
-    BotCommand("stats", "Staff: runs and failures"),
-]
-
-
-async def serve(settings: Settings, args: argparse.Namespace) -> int:
-    """`stepwise serve`: long polling, or a webhook with --webhook-url. Ctrl-C stops it."""
-    token = settings.token()
-    if not token:
-        print(
-            "stepwise: TELEGRAM_BOT_TOKEN is not set (create a bot with @BotFather)",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    if not TOKEN_SHAPE.match(token):
-        print("stepwise: TELEGRAM_BOT_TOKEN is malformed (expected 123456:ABC...)", file=sys.stderr)
-        return EXIT_USAGE
-    redact_in_logs(args.webhook_secret)
-    runtime = await open_runtime(settings)
-    console = None
-    try:
-        # The staff console (read-only, loopback by default) runs next to the bot, on its store.
-        from console.auth import configured_staff_token
-        from console.server import serve_staff_console
-
-        try:
-            console = await serve_staff_console(
-                runtime.store, configured_staff_token(settings), args.staff_listen, args.staff_port
-            )
-        except (OSError, ValueError) as exc:
-            print(f"stepwise: staff console: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        application = build_application(runtime)
-        try:
-            await application.initialize()
-        except InvalidToken:
-            print("stepwise: Telegram rejected TELEGRAM_BOT_TOKEN", file=sys.stderr)
-            return EXIT_USAGE
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        try:
-            await application.bot.set_my_commands(BOT_COMMANDS)
-            await application.start()
-            assert application.updater is not None
-            if args.webhook_url:
-                await application.updater.start_webhook(
-                    listen=args.listen,
-                    port=args.port,
-                    url_path="telegram",
-                    webhook_url=args.webhook_url.rstrip("/") + "/telegram",
-                    secret_token=args.webhook_secret,
-                )
-            else:
-                await application.updater.start_polling(allowed_updates=Update.ALL_TYPES)
-            application.create_task(_recover(runtime, bot_of(application).progress))
-            log.warning("stepwise bot @%s is running", application.bot.username)
-            await stop.wait()
-        finally:
-            if application.updater is not None and application.updater.running:
-                await application.updater.stop()
-            if application.running:
-                await application.stop()
-            await application.shutdown()
-    except Forbidden as exc:
-        print(f"stepwise: Telegram refused the bot: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    finally:
-        if console is not None:
-            await console.stop()
-        await runtime.close()
-    return 0
-
-
-def _paused_step_id(run: Run) -> str | None:
-    """The step a claimed (or expired) pause was about."""
+    Exact, not a guess: a claimed pause stays on the run (`run.pause`; the claim clears
+    only its nonce, so it cannot be pressed again). An expired pause is closed by the agent,
+    which cancels that step and drops `run.pause`; since a run has at most one open pause
+    and every decided pause leaves its `approval` on the step, the one step that paused
+    (`pause_reason`) with no approval and ended cancelled is the expired one.
+    """
     if run.pause is not None:
         return run.pause.step_id
     for step in run.steps:
-        if step.approval is not None:
-            return step.id
-    for step in run.steps:  # an expired pause leaves its step cancelled, undecided
-        if step.status is StepStatus.CANCELLED:
+        if (
+            step.pause_reason is not None
+            and step.approval is None
+            and step.status is StepStatus.CANCELLED
+        ):
             return step.id
     return None
-
-
-def bot_of(application: Application[Any, Any, Any, Any, Any, Any]) -> StepwiseBot:
-    bot: StepwiseBot = application.bot_data["stepwise"]
-    return bot
-
-
-async def _recover(runtime: Runtime, progress: TelegramProgress) -> None:
-    try:
-        runs = await runtime.agent.recover()
-        prompts = await reoffer_lost_prompts(runtime, progress)
-    except StorageUnavailable:
-        log.exception("recovery postponed: storage unavailable")
-        return
-    if runs:
-        log.warning("recovered %d interrupted run(s)", len(runs))
-    if prompts:
-        log.warning("showed %d lost confirmation prompt(s) again", prompts)
-
-
-async def reoffer_lost_prompts(runtime: Runtime, progress: TelegramProgress) -> int:
-    """Send again the buttons of paused runs whose prompt never reached the customer.
-
-    A crash between recording a pause and sending its buttons (or Telegram failing every
-    attempt) would otherwise leave the run waiting for a press nobody can make. Delivered
-    prompts are noted on the run; only pauses young enough to be confirmed are looked at.
-    """
-    store, shown, cursor = runtime.store, 0, None
-    since = utcnow() - runtime.settings.approval_ttl
-    while True:
-        page = await store.list_runs(status=RunStatus.PAUSED, since=since, before=cursor, limit=200)
-        for item in page.items:
-            if not _prompt_lost(await store.timeline(item.id)):
-                continue
-            run = await store.load_run(item.id)
-            if run is not None and await progress.reoffer(run):
-                shown += 1
-        if page.next_cursor is None:
-            return shown
-        cursor = page.next_cursor
-
-
-def _prompt_lost(timeline: list[TimelineEntry]) -> bool:
-    paused = [n for n, entry in enumerate(timeline) if entry.kind is EventKind.STEP_PAUSED]
-    if not paused:
-        return False
-    after = timeline[paused[-1] + 1 :]
-    notes = {e.message for e in after if e.kind is EventKind.NOTICE}
-    return not notes & {PROMPT_SHOWN_NOTE, BLOCKED_NOTE}

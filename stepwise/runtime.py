@@ -1,26 +1,54 @@
-"""The composition root: settings in, a ready `Agent` out.
+"""Settings in, a ready `Agent` out: storage, the tools and the executor, wired once.
 
-The CLI and the Telegram bot both start here, so they share one executor configuration
-and one database.
+The CLI, the Telegram bot and the demo all start here, so they share one executor
+configuration and one database.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import httpx
 
 from agent_core.agent import Agent
 from agent_core.executor import Executor, Listener
 from agent_core.http_tools import build_http_tools, load_tools_config, new_client
+from agent_core.models import Run, RunEvent
 from agent_core.planner import RuleBasedPlanner
 from agent_core.policy import FailurePolicy
 from agent_core.shop import shop_tools
 from agent_core.tools import Tool, ToolRegistry
-from bot.settings import Settings
+from stepwise.settings import Settings
 from storage.runs import SqliteRunStore
 from storage.shop import SqliteShop
+
+log = logging.getLogger(__name__)
+
+
+class Listeners:
+    """The executor's one listener, forwarding to every listener added so far.
+
+    The bot's progress listener needs the Telegram application, which is built after the
+    runtime is open; this lets it be attached later without reaching into the executor.
+    Like the executor, it never lets one listener's failure stop the others.
+    """
+
+    def __init__(self, listeners: Sequence[Listener] = ()) -> None:
+        self._listeners = list(listeners)
+
+    def add(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    async def __call__(self, run: Run, event: RunEvent) -> None:
+        for listener in self._listeners:
+            try:
+                await listener(run, event)
+            except Exception:
+                log.exception(
+                    "listener failed on %s", event.kind.value, extra={"trace_id": run.trace_id}
+                )
 
 
 @dataclass
@@ -30,6 +58,11 @@ class Runtime:
     store: SqliteRunStore
     shop: SqliteShop | None  # the demo shop, unless STEPWISE_TOOLS points at an HTTP API
     http: httpx.AsyncClient | None = None
+    listeners: Listeners = field(default_factory=Listeners)
+
+    def add_listener(self, listener: Listener) -> None:
+        """Tell `listener` every durable transition of every run from now on."""
+        self.listeners.add(listener)
 
     async def close(self) -> None:
         if self.http is not None:
@@ -70,12 +103,12 @@ async def open_runtime(
     except BaseException:
         await store.close()
         raise
-    registry = ToolRegistry(tools)
-    executor = Executor(registry, journal=store, listeners=listeners, policy=policy)
+    hub = Listeners(listeners)
+    executor = Executor(ToolRegistry(tools), journal=store, listeners=[hub], policy=policy)
     agent = Agent(
         RuleBasedPlanner(order_id_pattern=settings.order_pattern),
         executor,
         store,
         approval_ttl=settings.approval_ttl,
     )
-    return Runtime(settings=settings, agent=agent, store=store, shop=shop, http=http)
+    return Runtime(settings=settings, agent=agent, store=store, shop=shop, http=http, listeners=hub)

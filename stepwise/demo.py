@@ -3,7 +3,7 @@
 One process runs four things on loopback:
 
 * the local Bot API stand-in (`standin.StandIn`), playing Telegram;
-* the real bot, built by `build_application` and long-polling the stand-in through
+* the real bot, built by `bot_application` and long-polling the stand-in through
   `TELEGRAM_API_BASE_URL` — the production code path, HTTP included;
 * a chat page (`standin.webchat`) where the demo customer types and presses the real
   inline buttons (they become real callback queries);
@@ -14,25 +14,21 @@ Ctrl-C (or SIGTERM) stops them in reverse order, letting the bot finish what it 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-import signal
 import sys
 from contextlib import AsyncExitStack
-from typing import Any
 
 from pydantic import SecretStr
-from telegram import Update
 
-from bot.runtime import Runtime, open_runtime
-from bot.settings import Settings
-from bot.telegram_app import BOT_COMMANDS, build_application
-from console.auth import configured_staff_token, new_staff_token
+from bot.application import start_application, stop_application
+from console.auth import new_staff_token
 from console.server import ConsoleServer, serve_console
 from standin import DEFAULT_TOKEN, StandIn
 from standin.webchat import WebChat
-from storage.db import StorageUnavailable
+from stepwise.runtime import Runtime, open_runtime
+from stepwise.serve import bot_application, start_recovery
+from stepwise.settings import Settings, configured_staff_token
+from stepwise.signals import stop_signals
 
 log = logging.getLogger(__name__)
 
@@ -112,17 +108,13 @@ class Demo:
         self.console = await serve_console(runtime.store, self.staff_token, HOST, self.staff_port)
         stack.push_async_callback(self.console.stop)
 
-        application = build_application(runtime)
+        application = bot_application(runtime)
         await application.initialize()
         stack.push_async_callback(application.shutdown)
-        await application.bot.set_my_commands(BOT_COMMANDS)
-        await application.start()
-        stack.push_async_callback(_stop_application, application)
-        assert application.updater is not None
-        await application.updater.start_polling(
-            allowed_updates=Update.ALL_TYPES, timeout=self.poll_timeout_s
-        )
-        application.create_task(_recover(runtime))
+        stack.push_async_callback(stop_application, application)
+        await start_application(application, poll_timeout_s=self.poll_timeout_s)
+        # Finish runs an earlier crash interrupted, as `stepwise serve` does on start.
+        start_recovery(runtime, application, reoffer=False)
 
         self.chat = WebChat(
             self.standin,
@@ -135,24 +127,6 @@ class Demo:
     async def stop(self) -> None:
         """Stop in reverse order: chat page, bot (finishing its work), console, store, API."""
         await self._stack.aclose()
-
-
-async def _stop_application(application: Any) -> None:
-    if application.updater is not None and application.updater.running:
-        await application.updater.stop()
-    if application.running:
-        await application.stop()
-
-
-async def _recover(runtime: Runtime) -> None:
-    """Finish runs an earlier crash interrupted, as `stepwise serve` does on start."""
-    try:
-        runs = await runtime.agent.recover()
-    except StorageUnavailable:
-        log.exception("recovery postponed: storage unavailable")
-        return
-    if runs:
-        log.warning("recovered %d interrupted run(s)", len(runs))
 
 
 async def run_demo(
@@ -192,42 +166,10 @@ async def run_demo(
         "Press Ctrl-C to stop.",
         flush=True,
     )
-    stopped = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stopped.set)
-    try:
-        await stopped.wait()
-    finally:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(ValueError, RuntimeError):
-                loop.remove_signal_handler(signum)
-        print("stepwise demo: stopping…", flush=True)
-        await demo.stop()
+    with stop_signals() as stopped:
+        try:
+            await stopped.wait()
+        finally:
+            print("stepwise demo: stopping…", flush=True)
+            await demo.stop()
     return EXIT_OK
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m console.demo [--chat-port N] [--staff-port N] [--bot-api-port N]`."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m console.demo", description=__doc__)
-    parser.add_argument("--chat-port", type=int, default=8090)
-    parser.add_argument("--staff-port", type=int, default=8080)
-    parser.add_argument("--bot-api-port", type=int, default=0)
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    return asyncio.run(
-        run_demo(
-            Settings(),
-            chat_port=args.chat_port,
-            staff_port=args.staff_port,
-            bot_api_port=args.bot_api_port,
-        )
-    )
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,131 @@
+"""The python-telegram-bot application: built around an agent and its store, started and
+stopped the same way by `stepwise serve`, the demo and the tests.
+
+The Bot API is reached through `BotConfig.api_base_url`, so a local Bot API server (or the
+stand-in used by tests and the demo) is used exactly like Telegram.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from telegram import BotCommand, Update
+from telegram.ext import (
+    Application,
+    ApplicationBuilder,
+    CallbackQueryHandler,
+    CommandHandler,
+    MessageHandler,
+    filters,
+)
+
+from agent_core.agent import Agent
+from bot.handlers import StepwiseBot
+from bot.progress import TelegramProgress
+from bot.ratelimit import SlidingWindowRateLimiter
+from bot.redact import redact_in_logs
+from storage.runs import SqliteRunStore
+
+TelegramApplication = Application[Any, Any, Any, Any, Any, Any]
+
+BOT_COMMANDS = [
+    BotCommand("help", "What I can do"),
+    BotCommand("runs", "Staff: recent runs"),
+    BotCommand("run", "Staff: one run's timeline"),
+    BotCommand("stats", "Staff: runs and failures"),
+]
+
+
+@dataclass(frozen=True)
+class BotConfig:
+    """What the adapter needs from the settings, handed in by the composition root."""
+
+    token: str
+    api_base_url: str = "https://api.telegram.org/bot"
+    staff_ids: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True)
+class Webhook:
+    """Where Telegram posts updates (`stepwise serve --webhook-url`); None: long polling."""
+
+    url: str
+    listen: str = "127.0.0.1"
+    port: int = 8443
+    secret: str | None = None
+
+
+def build_application(
+    agent: Agent, store: SqliteRunStore, config: BotConfig, *, show_after_s: float = 0.5
+) -> TelegramApplication:
+    """The PTB application around `agent`. Production and tests share it.
+
+    The progress listener (`bot_of(application).progress`) is not attached to the agent
+    here: the caller that wired the agent attaches it.
+    """
+    redact_in_logs(config.token, config.token.partition(":")[2])
+    base = config.api_base_url.rstrip("/")
+    application = (
+        ApplicationBuilder()
+        .token(config.token)
+        .base_url(base)
+        .base_file_url(base.removesuffix("/bot") + "/file/bot")
+        .concurrent_updates(True)
+        .rate_limiter(SlidingWindowRateLimiter(max_retries=3))
+        .build()
+    )
+    progress = TelegramProgress(application.bot, store.add_event, show_after_s=show_after_s)
+    bot = StepwiseBot(agent, store, progress, staff_ids=config.staff_ids)
+    application.bot_data["stepwise"] = bot
+    application.add_handler(CommandHandler(["start", "help"], bot.help))
+    application.add_handler(CommandHandler("runs", bot.runs))
+    application.add_handler(CommandHandler("run", bot.run_timeline))
+    application.add_handler(CommandHandler("stats", bot.stats))
+    application.add_handler(MessageHandler(filters.TEXT & ~filters.COMMAND, bot.text))
+    application.add_handler(MessageHandler(~filters.TEXT & ~filters.COMMAND, bot.not_text))
+    application.add_handler(CallbackQueryHandler(bot.button))
+    application.add_error_handler(bot.on_error)
+    return application
+
+
+def bot_of(application: TelegramApplication) -> StepwiseBot:
+    bot: StepwiseBot = application.bot_data["stepwise"]
+    return bot
+
+
+async def start_application(
+    application: TelegramApplication,
+    *,
+    webhook: Webhook | None = None,
+    poll_timeout_s: int | None = None,
+) -> None:
+    """Set the command menu, start, then receive updates (webhook or long polling).
+
+    `application` must be initialized; `stop_application` undoes whatever this started.
+    """
+    await application.bot.set_my_commands(BOT_COMMANDS)
+    await application.start()
+    assert application.updater is not None
+    if webhook is not None:
+        await application.updater.start_webhook(
+            listen=webhook.listen,
+            port=webhook.port,
+            url_path="telegram",
+            webhook_url=webhook.url.rstrip("/") + "/telegram",
+            secret_token=webhook.secret,
+        )
+    elif poll_timeout_s is not None:
+        await application.updater.start_polling(
+            allowed_updates=Update.ALL_TYPES, timeout=poll_timeout_s
+        )
+    else:
+        await application.updater.start_polling(allowed_updates=Update.ALL_TYPES)
+
+
+async def stop_application(application: TelegramApplication) -> None:
+    """Stop receiving updates, then the application (letting handlers finish)."""
+    if application.updater is not None and application.updater.running:
+        await application.updater.stop()
+    if application.running:
+        await application.stop()

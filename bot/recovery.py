@@ -1,0 +1,76 @@
+"""On start: finish runs a crash interrupted, and show again prompts that never arrived."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from agent_core.agent import Agent
+from agent_core.models import EventKind, RunStatus, utcnow
+from bot.progress import BLOCKED_NOTE, TelegramProgress
+from storage.db import StorageUnavailable
+from storage.records import TimelineEntry
+from storage.runs import SqliteRunStore
+
+log = logging.getLogger(__name__)
+
+
+async def recover(
+    agent: Agent,
+    store: SqliteRunStore,
+    progress: TelegramProgress,
+    *,
+    approval_ttl: timedelta,
+    reoffer: bool = True,
+) -> None:
+    """Background start-up work; storage trouble postpones it (logged), never crashes.
+
+    `reoffer=False` only finishes interrupted runs (the browser demo).
+    """
+    try:
+        runs = await agent.recover()
+        prompts = await reoffer_lost_prompts(store, progress, approval_ttl) if reoffer else 0
+    except StorageUnavailable:
+        log.exception("recovery postponed: storage unavailable")
+        return
+    if runs:
+        log.warning("recovered %d interrupted run(s)", len(runs))
+    if prompts:
+        log.warning("showed %d lost confirmation prompt(s) again", prompts)
+
+
+async def reoffer_lost_prompts(
+    store: SqliteRunStore, progress: TelegramProgress, approval_ttl: timedelta
+) -> int:
+    """Send again the buttons of paused runs whose prompt never reached the customer.
+
+    A crash between recording a pause and sending its buttons (or Telegram failing every
+    attempt) would otherwise leave the run waiting for a press nobody can make. Delivered
+    prompts are recorded on the run (`prompt_shown`); only pauses young enough to be
+    confirmed are looked at.
+    """
+    shown, cursor = 0, None
+    since = utcnow() - approval_ttl
+    while True:
+        page = await store.list_runs(status=RunStatus.PAUSED, since=since, before=cursor, limit=200)
+        for item in page.items:
+            if not prompt_lost(await store.timeline(item.id)):
+                continue
+            run = await store.load_run(item.id)
+            if run is not None and await progress.reoffer(run):
+                shown += 1
+        if page.next_cursor is None:
+            return shown
+        cursor = page.next_cursor
+
+
+def prompt_lost(timeline: list[TimelineEntry]) -> bool:
+    """The last pause has neither a `prompt_shown` event nor a note that the customer
+    blocked the bot (then showing it again would only be refused again)."""
+    paused = [n for n, entry in enumerate(timeline) if entry.kind is EventKind.STEP_PAUSED]
+    if not paused:
+        return False
+    after = timeline[paused[-1] + 1 :]
+    shown = any(e.kind is EventKind.PROMPT_SHOWN for e in after)
+    blocked = any(e.kind is EventKind.NOTICE and e.message == BLOCKED_NOTE for e in after)
+    return not (shown or blocked)

@@ -1,0 +1,85 @@
+"""`stepwise chat`: the agent in a terminal, as the demo customer.
+
+The plan and each step's progress are printed as they happen, like the bot's messages;
+Confirm/Cancel buttons become a [y/N] prompt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Callable
+
+from agent_core.agent import MAX_REQUEST_CHARS
+from agent_core.answers import plan_text, step_progress
+from agent_core.models import EventKind, Run, RunEvent, RunStatus
+from stepwise.commands import EXIT_OK, is_text
+from stepwise.runtime import open_runtime
+from stepwise.settings import Settings
+from storage.db import StorageUnavailable
+
+
+class TerminalProgress:
+    """Prints the plan and each step's progress as it happens, like the bot's messages."""
+
+    def __init__(self, write: Callable[[str], None]) -> None:
+        self._write = write
+
+    async def __call__(self, run: Run, event: RunEvent) -> None:
+        if event.kind is EventKind.RUN_PLANNED and run.steps:
+            self._write(plan_text(run))
+        elif event.step_id and event.kind not in (EventKind.STEP_APPROVED,):
+            self._write("  " + step_progress(run.step(event.step_id), run))
+
+
+async def cmd_chat(settings: Settings, args: argparse.Namespace) -> int:
+    """Chat as the demo customer. Buttons become a [y/N] prompt."""
+    user = args.user if args.user is not None else settings.demo_user_id
+    progress = TerminalProgress(lambda line: print(line, flush=True))
+    rt = await open_runtime(settings, listeners=[progress])
+    try:
+        print(
+            f"stepwise chat — you are customer {user}. Try: 订单 A1001 到哪了 / "
+            "cancel order A1003 / what is your refund policy. Ctrl-D to quit.",
+            flush=True,
+        )
+        while True:
+            line = await _read_line("you> ")
+            if line is None:
+                print()
+                return EXIT_OK
+            text = line.strip()
+            if not text:
+                continue
+            if len(text) > MAX_REQUEST_CHARS:
+                print(f"bot> That message is too long (over {MAX_REQUEST_CHARS} characters).")
+                continue
+            if not is_text(text):
+                print("bot> Sorry, I couldn't read that text. Please type it again.")
+                continue
+            try:
+                run = await rt.agent.ask(text, user_id=user, chat_id=user)
+                while run.status is RunStatus.PAUSED:
+                    print("bot> " + (run.answer or "").replace("\n", "\nbot> "), flush=True)
+                    reply = await _read_line("Confirm? [y/N] ")
+                    approved = (reply or "").strip().lower() in ("y", "yes", "是", "确认")
+                    outcome = await rt.agent.decide(run.id, user_id=user, approved=approved)
+                    if outcome.run is None:
+                        break
+                    run = outcome.run
+            except StorageUnavailable:
+                print("bot> Sorry, I can't proceed right now. Please try again in a moment.")
+                continue
+            print("bot> " + (run.answer or "").replace("\n", "\nbot> "), flush=True)
+    finally:
+        await rt.close()
+
+
+async def _read_line(prompt: str) -> str | None:
+    def read() -> str | None:
+        try:
+            return input(prompt)
+        except EOFError:
+            return None
+
+    return await asyncio.to_thread(read)

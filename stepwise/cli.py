@@ -1,0 +1,185 @@
+"""`stepwise`: the command line, the entry point of every way to run the product.
+
+Exit codes: 0 success, 1 the run failed or stopped, 2 bad usage, 3 not found or not
+allowed, 4 storage unavailable right now (locked, read-only, full). Errors go to stderr as
+one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+from agent_core.http_tools import ToolsConfigError
+from agent_core.models import RunStatus
+from standin import DEFAULT_TOKEN, FloodLimits
+from stepwise.chat import cmd_chat
+from stepwise.commands import (
+    COMMANDS,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    CliError,
+    cmd_tools_check,
+)
+from stepwise.demo import run_demo
+from stepwise.local_api import StandInOptions, serve_standin
+from stepwise.runtime import open_runtime
+from stepwise.serve import ServeOptions, serve
+from stepwise.settings import Settings
+from storage.db import StorageUnavailable
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="stepwise", description="A customer-service agent that plans, acts and observes."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    ask = sub.add_parser("ask", help="plan and run one request")
+    ask.add_argument("text")
+    ask.add_argument("--user", type=int, required=True)
+    ask.add_argument("--chat", type=int)
+    ask.add_argument("--lang", help="language hint, e.g. zh or en")
+    ask.add_argument("--json", action="store_true")
+
+    for name, help_text in (("confirm", "approve a paused step"), ("reject", "decline it")):
+        cmd = sub.add_parser(name, help=help_text)
+        cmd.add_argument("run_id")
+        cmd.add_argument("--user", type=int, required=True)
+        cmd.add_argument("--json", action="store_true")
+
+    runs = sub.add_parser("runs", help="recent runs, newest first")
+    runs.add_argument("--user", type=int)
+    runs.add_argument("--status", choices=[s.value for s in RunStatus])
+    runs.add_argument("--limit", type=int, default=20)
+    runs.add_argument("--json", action="store_true")
+
+    show = sub.add_parser("show", help="one run's full timeline")
+    show.add_argument("run_id")
+    show.add_argument("--json", action="store_true")
+
+    export = sub.add_parser("export", help="runs as JSON lines, for regression cases")
+    export.add_argument("--status", choices=[s.value for s in RunStatus])
+    export.add_argument("--user", type=int)
+
+    sub.add_parser("recover", help="finish runs a crash interrupted")
+
+    tools = sub.add_parser("tools", help="the tools the agent uses")
+    tools_sub = tools.add_subparsers(dest="tools_command", required=True)
+    check = tools_sub.add_parser("check", help="list the configured tools (makes no request)")
+    check.add_argument("--probe", action="store_true", help="send a harmless GET to read tools")
+
+    chat = sub.add_parser("chat", help="chat with the agent in this terminal")
+    chat.add_argument("--user", type=int)
+
+    serve = sub.add_parser("serve", help="run the Telegram bot (long polling or --webhook-url)")
+    serve.add_argument("--webhook-url", help="public https URL Telegram should post updates to")
+    serve.add_argument("--webhook-secret", help="secret token Telegram sends with each update")
+    serve.add_argument("--listen", default="127.0.0.1", help="webhook listen address")
+    serve.add_argument("--port", type=int, default=8443, help="webhook listen port")
+    serve.add_argument(
+        "--staff-port", type=int, default=8080, help="staff console port (0: no console)"
+    )
+    serve.add_argument("--staff-listen", default="127.0.0.1", help="staff console address")
+
+    demo = sub.add_parser("demo", help="try the real bot in a browser, no Telegram token needed")
+    demo.add_argument("--chat-port", type=int, default=8090, help="chat page port (0: any free)")
+    demo.add_argument("--staff-port", type=int, default=8080, help="staff console port")
+    demo.add_argument("--bot-api-port", type=int, default=0, help="local Bot API port (0: any)")
+
+    standin = sub.add_parser("standin", help="serve the local Bot API stand-in (tests, demos)")
+    standin.add_argument("--host", default="127.0.0.1")
+    standin.add_argument("--port", type=int, default=8081, help="0 picks a free port")
+    standin.add_argument("--token", default=DEFAULT_TOKEN)
+    standin.add_argument("--per-chat-limit", type=int, default=20, help="messages/edits per second")
+    standin.add_argument("--group-limit", type=int, default=20, help="messages per minute")
+    standin.add_argument("--global-limit", type=int, default=30, help="messages per second")
+    standin.add_argument(
+        "--callback-query-ttl", type=float, default=None, help="seconds to answer a button"
+    )
+    return parser
+
+
+def serve_options(args: argparse.Namespace) -> ServeOptions:
+    return ServeOptions(
+        webhook_url=args.webhook_url,
+        webhook_secret=args.webhook_secret,
+        listen=args.listen,
+        port=args.port,
+        staff_port=args.staff_port,
+        staff_listen=args.staff_listen,
+    )
+
+
+def standin_options(args: argparse.Namespace) -> StandInOptions:
+    return StandInOptions(
+        host=args.host,
+        port=args.port,
+        token=args.token,
+        flood=FloodLimits(
+            per_chat=args.per_chat_limit, per_group=args.group_limit, overall=args.global_limit
+        ),
+        callback_query_ttl=args.callback_query_ttl,
+    )
+
+
+async def dispatch(settings: Settings, args: argparse.Namespace) -> int:
+    if args.command == "chat":
+        return await cmd_chat(settings, args)
+    if args.command == "tools":
+        return await cmd_tools_check(settings, args)
+    if args.command == "demo":
+        return await run_demo(
+            settings,
+            chat_port=args.chat_port,
+            staff_port=args.staff_port,
+            bot_api_port=args.bot_api_port,
+        )
+    if args.command == "serve":
+        return await serve(settings, serve_options(args))
+    rt = await open_runtime(settings)
+    try:
+        return await COMMANDS[args.command](rt, args)
+    finally:
+        await rt.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    args = build_parser().parse_args(argv)
+    if args.command == "standin":  # a test tool: reads no settings, opens no database
+        try:
+            return asyncio.run(serve_standin(standin_options(args)))
+        except KeyboardInterrupt:
+            return 130
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        print(f"stepwise: bad setting {where}: {first['msg']}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return asyncio.run(dispatch(settings, args))
+    except CliError as exc:
+        print(f"stepwise: {exc}", file=sys.stderr)
+        return exc.code
+    except StorageUnavailable as exc:
+        print(f"stepwise: storage unavailable, try again shortly ({exc})", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    except ToolsConfigError as exc:
+        print(f"stepwise: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

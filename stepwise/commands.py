@@ -1,0 +1,184 @@
+"""The one-shot `stepwise` commands: ask, confirm/reject, runs, show, export, recover,
+tools check. Each prints its result and returns the exit code (see `stepwise.cli`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from agent_core.agent import MAX_REQUEST_CHARS
+from agent_core.answers import step_progress
+from agent_core.http_tools import check_tools, load_tools_config
+from agent_core.models import ClaimResult, Run, RunStatus
+from agent_core.shop import shop_tools
+from agent_core.tools import ToolRegistry
+from stepwise.runtime import Runtime
+from stepwise.settings import Settings
+from storage.records import export_record, format_timeline_entry, run_json
+
+EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_UNAVAILABLE = 0, 1, 2, 3, 4
+
+
+class CliError(Exception):
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def is_text(value: str) -> bool:
+    """False for argv bytes that were not UTF-8 (Python keeps them as lone surrogates)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def exit_code_for(run: Run) -> int:
+    return EXIT_RUN_FAILED if run.status in (RunStatus.FAILED, RunStatus.EXPIRED) else EXIT_OK
+
+
+def print_run(run: Run, args: argparse.Namespace) -> None:
+    if args.json:
+        print(json.dumps(run_json(run), ensure_ascii=False))
+        return
+    print(run.answer or "")
+    if run.status is RunStatus.PAUSED:
+        print(
+            f"\nRun {run.id} is waiting for your confirmation:\n"
+            f"  stepwise confirm {run.id} --user {run.user_id}\n"
+            f"  stepwise reject {run.id} --user {run.user_id}"
+        )
+
+
+# -- commands ----------------------------------------------------------------------------
+
+
+async def cmd_ask(rt: Runtime, args: argparse.Namespace) -> int:
+    text = args.text
+    if len(text) > MAX_REQUEST_CHARS:
+        raise CliError(f"the request is longer than {MAX_REQUEST_CHARS} characters", EXIT_USAGE)
+    if not is_text(text):
+        raise CliError("the request is not valid UTF-8 text", EXIT_USAGE)
+    chat = args.chat if args.chat is not None else args.user
+    run = await rt.agent.ask(text, user_id=args.user, chat_id=chat, language_hint=args.lang)
+    print_run(run, args)
+    return exit_code_for(run)
+
+
+async def cmd_decide(rt: Runtime, args: argparse.Namespace, approved: bool) -> int:
+    outcome = await rt.agent.decide(args.run_id, user_id=args.user, approved=approved)
+    if outcome.result is ClaimResult.NOT_FOUND:
+        raise CliError(f"no run {args.run_id}", EXIT_NOT_FOUND)
+    if outcome.result is ClaimResult.NOT_ALLOWED:
+        raise CliError(f"run {args.run_id} belongs to another customer", EXIT_NOT_FOUND)
+    if outcome.result is ClaimResult.ALREADY_HANDLED:
+        status = outcome.run.status.value if outcome.run else "unknown"
+        raise CliError(f"run {args.run_id} was already handled (status: {status})", EXIT_NOT_FOUND)
+    assert outcome.run is not None
+    print_run(outcome.run, args)
+    return exit_code_for(outcome.run)
+
+
+async def cmd_runs(rt: Runtime, args: argparse.Namespace) -> int:
+    status = RunStatus(args.status) if args.status else None
+    page = await rt.store.list_runs(user_id=args.user, status=status, limit=args.limit)
+    if args.json:
+        print(json.dumps([item.model_dump(mode="json") for item in page.items], ensure_ascii=False))
+        return EXIT_OK
+    for item in page.items:
+        when = item.created_at.strftime("%Y-%m-%d %H:%M:%S")
+        text = item.request_text.replace("\n", " ")
+        text = text if len(text) <= 50 else text[:49] + "…"
+        print(f"{item.id}  {when}  user {item.user_id:<10}  {item.status.value:<9}  {text}")
+    if not page.items:
+        print("no runs")
+    return EXIT_OK
+
+
+async def cmd_show(rt: Runtime, args: argparse.Namespace) -> int:
+    run = await rt.store.load_run(args.run_id)
+    if run is None:
+        raise CliError(f"no run {args.run_id}", EXIT_NOT_FOUND)
+    timeline = await rt.store.timeline(run.id)
+    if args.json:
+        payload = run_json(run) | {"timeline": [e.model_dump(mode="json") for e in timeline]}
+        print(json.dumps(payload, ensure_ascii=False))
+        return EXIT_OK
+    print(f"run {run.id}  trace {run.trace_id}  user {run.user_id}  chat {run.chat_id}")
+    print(f"status {run.status.value}  language {run.language.value}")
+    print(f"request: {run.request_text}")
+    print()
+    for step in run.steps:
+        print(step_progress(step, run))
+    print()
+    for entry in timeline:
+        print(format_timeline_entry(entry))
+    print()
+    print(run.answer or "")
+    return EXIT_OK
+
+
+async def cmd_export(rt: Runtime, args: argparse.Namespace) -> int:
+    status = RunStatus(args.status) if args.status else None
+    cursor = None
+    while True:
+        page = await rt.store.list_runs(status=status, user_id=args.user, before=cursor, limit=200)
+        for item in page.items:
+            run = await rt.store.load_run(item.id)
+            if run is None:
+                continue
+            record = export_record(run, await rt.store.timeline(run.id))
+            print(json.dumps(record, ensure_ascii=False))
+        if page.next_cursor is None:
+            return EXIT_OK
+        cursor = page.next_cursor
+
+
+async def cmd_tools_check(settings: Settings, args: argparse.Namespace) -> int:
+    """List the tools the agent would use; with --probe, try each read tool once."""
+    if settings.tools_path is None:
+        print("STEPWISE_TOOLS is not set: the built-in demo shop provides the tools.")
+        registry = ToolRegistry(shop_tools(_NoShop()))
+        for tool in registry:
+            print(
+                f"  {tool.name:<18} {tool.risk.value:<5} timeout {tool.timeout_s:g}s  (demo shop)"
+            )
+        return EXIT_OK
+    config = load_tools_config(settings.tools_path)
+    return await check_tools(config, probe=args.probe, out=print)
+
+
+class _NoShop:
+    """Stands in for the demo shop when only the tool declarations are listed."""
+
+    async def get_order(self, order_id: str) -> None:
+        return None
+
+    async def search_policies(self, query: str, lang: str) -> list[Any]:
+        return []
+
+    async def cancel_order(self, order_id: str, user_id: int, idempotency_key: str) -> Any:
+        raise NotImplementedError
+
+
+async def cmd_recover(rt: Runtime, args: argparse.Namespace) -> int:
+    runs = await rt.agent.recover()
+    for run in runs:
+        print(f"{run.id}  {run.status.value}")
+    print(f"recovered {len(runs)} run(s)")
+    return EXIT_OK
+
+
+COMMANDS: dict[str, Callable[[Runtime, argparse.Namespace], Awaitable[int]]] = {
+    "ask": cmd_ask,
+    "confirm": lambda rt, a: cmd_decide(rt, a, True),
+    "reject": lambda rt, a: cmd_decide(rt, a, False),
+    "runs": cmd_runs,
+    "show": cmd_show,
+    "export": cmd_export,
+    "recover": cmd_recover,
+}

@@ -1,0 +1,130 @@
+"""`stepwise serve`: the Telegram bot (long polling or a webhook) with the staff console.
+
+Also `bot_application`, the one place a runtime and the Telegram adapter are wired
+together: the demo, the tests and the benchmarks build the bot through it.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from dataclasses import dataclass
+
+from telegram.error import Forbidden, InvalidToken
+
+from bot.application import (
+    BotConfig,
+    TelegramApplication,
+    Webhook,
+    bot_of,
+    build_application,
+    start_application,
+    stop_application,
+)
+from bot.recovery import recover
+from bot.redact import redact_in_logs
+from console.server import serve_staff_console
+from stepwise.runtime import Runtime, open_runtime
+from stepwise.settings import TOKEN_SHAPE, Settings, configured_staff_token
+from stepwise.signals import stop_signals
+
+log = logging.getLogger(__name__)
+
+EXIT_OK, EXIT_USAGE = 0, 2
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """The `serve` flags: how Telegram reaches the bot, where the staff console listens."""
+
+    webhook_url: str | None = None
+    webhook_secret: str | None = None
+    listen: str = "127.0.0.1"
+    port: int = 8443
+    staff_port: int = 8080
+    staff_listen: str = "127.0.0.1"
+
+    @property
+    def webhook(self) -> Webhook | None:
+        if not self.webhook_url:
+            return None
+        return Webhook(self.webhook_url, self.listen, self.port, self.webhook_secret)
+
+
+def bot_application(runtime: Runtime, *, show_after_s: float = 0.5) -> TelegramApplication:
+    """The bot's PTB application on `runtime`, its progress messages attached to the agent."""
+    token = runtime.settings.token()
+    if token is None:
+        raise ValueError("TELEGRAM_BOT_TOKEN is not set")
+    config = BotConfig(
+        token=token,
+        api_base_url=runtime.settings.telegram_api_base_url,
+        staff_ids=runtime.settings.staff_ids,
+    )
+    application = build_application(runtime.agent, runtime.store, config, show_after_s=show_after_s)
+    runtime.add_listener(bot_of(application).progress)
+    return application
+
+
+def start_recovery(runtime: Runtime, application: TelegramApplication, *, reoffer: bool) -> None:
+    """Finish interrupted runs (and re-offer lost prompts) in the background."""
+    work = recover(
+        runtime.agent,
+        runtime.store,
+        bot_of(application).progress,
+        approval_ttl=runtime.settings.approval_ttl,
+        reoffer=reoffer,
+    )
+    application.create_task(work)
+
+
+async def serve(settings: Settings, options: ServeOptions) -> int:
+    """Run the bot until SIGINT/SIGTERM; returns the process exit code."""
+    token = settings.token()
+    if not token:
+        print(
+            "stepwise: TELEGRAM_BOT_TOKEN is not set (create a bot with @BotFather)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    if not TOKEN_SHAPE.match(token):
+        print("stepwise: TELEGRAM_BOT_TOKEN is malformed (expected 123456:ABC...)", file=sys.stderr)
+        return EXIT_USAGE
+    redact_in_logs(options.webhook_secret)
+    runtime = await open_runtime(settings)
+    console = None
+    try:
+        # The staff console (read-only, loopback by default) runs next to the bot, on its store.
+        try:
+            console = await serve_staff_console(
+                runtime.store,
+                configured_staff_token(settings),
+                options.staff_listen,
+                options.staff_port,
+            )
+        except (OSError, ValueError) as exc:
+            print(f"stepwise: staff console: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        application = bot_application(runtime)
+        try:
+            await application.initialize()
+        except InvalidToken:
+            print("stepwise: Telegram rejected TELEGRAM_BOT_TOKEN", file=sys.stderr)
+            return EXIT_USAGE
+        with stop_signals() as stop:
+            try:
+                await start_application(application, webhook=options.webhook)
+                start_recovery(runtime, application, reoffer=True)
+                log.warning("stepwise bot @%s is running", application.bot.username)
+                await stop.wait()
+            finally:
+                await stop_application(application)
+                await application.shutdown()
+    except Forbidden as exc:
+        print(f"stepwise: Telegram refused the bot: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        if console is not None:
+            await console.stop()
+        await runtime.close()
+    return EXIT_OK
