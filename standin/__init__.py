@@ -3,7 +3,7 @@
 Start a `StandIn`, point python-telegram-bot at it with
 `ApplicationBuilder().token(TOKEN).base_url(standin.base_url).base_file_url(standin.base_file_url)`
 and drive the user's side of the conversation from the test (`inject_message`,
-`press_button`, `fail_next`, `block_chat`, `wait_for`, ...). `python -m standin` serves it
+`press_button`, `fail_next`, `block_chat`, `wait_for`, ...). `stepwise standin` serves it
 for other processes, with the same controls under `/_test/...`. Flood limits come as one
 `FloodLimits`; everything time-dependent reads one injected `Clock`.
 """

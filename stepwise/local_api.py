@@ -28,13 +28,8 @@ class StandInOptions:
 
 
 def new_standin(options: StandInOptions) -> StandIn:
-    limits = options.flood
     return StandIn(
-        options.token,
-        per_chat_limit=limits.per_chat,
-        group_limit=limits.per_group,
-        global_limit=limits.overall,
-        callback_query_ttl=options.callback_query_ttl,
+        options.token, flood=options.flood, callback_query_ttl=options.callback_query_ttl
     )
 
 
