@@ -39,7 +39,7 @@ from agent_core.http_tools import (
 from agent_core.models import Approval, ErrorType, Risk, RunStatus, StepStatus, ToolError, ToolOk
 from agent_core.shop import OrderArgs
 from agent_core.tools import ToolContext, ToolFailure, ToolRegistry
-from tests.fakes import RecordingSleep, make_executor, make_run
+from tests.fakes import RecordingSleep, make_executor, make_run, resume
 
 pytestmark = pytest.mark.timeout(5)
 
@@ -451,7 +451,7 @@ async def test_retries_through_the_executor_reuse_one_idempotency_key(
     run = await executor.start(make_run([CANCEL]))
     assert run.status is RunStatus.PAUSED and upstream.seen == []
 
-    run = await executor.resume(run, approved=True, by_user_id=10001)
+    run = await resume(executor, run, approved=True, by_user_id=10001)
 
     assert run.status is RunStatus.COMPLETED
     assert run.steps[0].retry_count == 2
@@ -562,7 +562,7 @@ async def test_cancel_pauses_then_one_post_reaches_the_upstream_after_approval(
     assert run.status is RunStatus.PAUSED
     assert upstream.requests("POST") == []
 
-    run = await executor.resume(run, approved=True, by_user_id=10001)
+    run = await resume(executor, run, approved=True, by_user_id=10001)
 
     assert run.status is RunStatus.COMPLETED
     [post] = upstream.requests("POST")
