@@ -16,6 +16,7 @@ from typing import Any, Final, Protocol
 
 from pydantic import BaseModel, Field
 
+from agent_core.catalog import CANCEL_ORDER, GET_ORDER_STATUS, SEARCH_POLICY
 from agent_core.models import Language, StepTag
 
 
@@ -63,9 +64,9 @@ class Planner(Protocol):
 # Keyword tables are data below; English entries only match whole words.
 # --------------------------------------------------------------------------------------------
 
-TOOL_GET_ORDER_STATUS = "get_order_status"
-TOOL_CANCEL_ORDER = "cancel_order"
-TOOL_SEARCH_POLICY = "search_policy"
+TOOL_GET_ORDER_STATUS = GET_ORDER_STATUS.name
+TOOL_CANCEL_ORDER = CANCEL_ORDER.name
+TOOL_SEARCH_POLICY = SEARCH_POLICY.name
 
 MAX_STEPS = 4
 # Telegram messages are at most 4096 characters; capping keeps the planner's cost bounded.
@@ -494,29 +495,28 @@ def _analyse(order_ids: list[str], without_ids: str) -> _Signals:
 
 
 def _status_step(order_id: str, language: Language) -> StepDraft:
-    goal = (
-        f"查询订单 {order_id} 的物流状态"
-        if language is Language.ZH
-        else f"Check the status of order {order_id}"
-    )
     return StepDraft(
-        goal=goal, tool=TOOL_GET_ORDER_STATUS, args={"order_id": order_id}, tag=StepTag.ORDER_STATUS
+        goal=GET_ORDER_STATUS.goal_for(language, order_id=order_id),
+        tool=GET_ORDER_STATUS.name,
+        args={"order_id": order_id},
+        tag=StepTag.ORDER_STATUS,
     )
 
 
 def _cancel_step(order_id: str, language: Language) -> StepDraft:
-    goal = f"取消订单 {order_id}" if language is Language.ZH else f"Cancel order {order_id}"
     return StepDraft(
-        goal=goal, tool=TOOL_CANCEL_ORDER, args={"order_id": order_id}, tag=StepTag.CANCEL
+        goal=CANCEL_ORDER.goal_for(language, order_id=order_id),
+        tool=CANCEL_ORDER.name,
+        args={"order_id": order_id},
+        tag=StepTag.CANCEL,
     )
 
 
 def _policy_step(topic: PolicyTopic, language: Language, tag: StepTag) -> StepDraft:
     query = POLICY_QUERIES[topic][language]
-    goal = f"查询{query}政策" if language is Language.ZH else f"Look up the {query} policy"
     return StepDraft(
-        goal=goal,
-        tool=TOOL_SEARCH_POLICY,
+        goal=SEARCH_POLICY.goal_for(language, query=query),
+        tool=SEARCH_POLICY.name,
         args={"query": query, "lang": language.value},
         tag=tag,
     )
