@@ -19,12 +19,13 @@ from pydantic import ValidationError
 
 from agent_core.agent import MAX_REQUEST_CHARS
 from agent_core.answers import plan_text, step_progress
-from agent_core.http_tools import ToolsConfigError, check_tools, load_tools_config
+from agent_core.http import ToolsConfigError, load_tools_config
 from agent_core.models import ClaimResult, EventKind, Run, RunEvent, RunStatus
 from agent_core.shop import shop_tools
 from agent_core.tools import ToolRegistry
 from bot.runtime import Runtime, open_runtime
 from bot.settings import Settings
+from stepwise.tools_check import print_tools_check
 from storage.db import StorageUnavailable
 from storage.records import TimelineEntry, export_record, run_json
 
@@ -175,7 +176,7 @@ async def cmd_tools_check(settings: Settings, args: argparse.Namespace) -> int:
             )
         return EXIT_OK
     config = load_tools_config(settings.tools_path)
-    return await check_tools(config, probe=args.probe, out=print)
+    return await print_tools_check(config, probe=args.probe, out=print)
 
 
 class _NoShop:
