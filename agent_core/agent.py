@@ -14,18 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from agent_core.answers import compose_answer
 from agent_core.executor import Executor, Journal
-from agent_core.models import (
-    ClaimResult,
-    EventKind,
-    PlanStep,
-    Run,
-    RunEvent,
-    RunStatus,
-    StepStatus,
-    utcnow,
-)
+from agent_core.models import ClaimResult, PlanStep, Run, utcnow
 from agent_core.planner import Planner, PlanRequest
 
 log = logging.getLogger(__name__)
@@ -177,7 +167,8 @@ class Agent:
         if run is None:
             return DecisionOutcome(ClaimResult.NOT_FOUND)
         if result is ClaimResult.EXPIRED:
-            run = await self._expire(run)
+            # The store already marked it expired; close the paused step, record, tell.
+            run = await self.executor.expire(run)
         return DecisionOutcome(result, run)
 
     async def proceed(self, run: Run) -> Run:
@@ -194,25 +185,3 @@ class Agent:
             log.info("recovering run %s", run_id, extra={"trace_id": run.trace_id})
             recovered.append(await self.executor.drive(run))
         return recovered
-
-    async def _expire(self, run: Run) -> Run:
-        """The store already marked the run expired; close its paused step and say so."""
-        if run.pause is not None:
-            step = run.step(run.pause.step_id)
-            step.status = StepStatus.CANCELLED
-            step.finished_at = self._clock()
-        run.status = RunStatus.EXPIRED
-        run.pause = None
-        run.finished_at = self._clock()
-        run.answer = compose_answer(run)
-        await self.store.record(
-            run,
-            RunEvent(
-                kind=EventKind.RUN_FINISHED,
-                run_id=run.id,
-                trace_id=run.trace_id,
-                status=run.status.value,
-                message="approval expired",
-            ),
-        )
-        return run

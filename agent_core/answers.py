@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_core.catalog import CANCEL_ORDER, GET_ORDER_STATUS, SEARCH_POLICY
 from agent_core.models import ErrorType, Language, PlanStep, Run, RunStatus, StepStatus
 
 ZH, EN = Language.ZH, Language.EN
@@ -155,7 +156,7 @@ def describe_outcome(step: PlanStep, run: Run) -> str | None:
 
 def _describe_observation(step: PlanStep, lang: Language) -> str:
     data: Any = step.observation
-    if step.tool == "get_order_status" and isinstance(data, dict) and "status" in data:
+    if step.tool == GET_ORDER_STATUS.name and isinstance(data, dict) and "status" in data:
         order = data.get("order_id") or step.args.get("order_id", "")
         label = ORDER_STATUS_LABEL[lang].get(str(data["status"]), str(data["status"]))
         eta = data.get("eta")
@@ -164,11 +165,15 @@ def _describe_observation(step: PlanStep, lang: Language) -> str:
             return text + (f"，预计 {eta} 送达。" if eta and data["status"] == "shipping" else "。")
         text = f"Order {order} is {label}"
         return text + (f", expected {eta}." if eta and data["status"] == "shipping" else ".")
-    if step.tool == "search_policy":
+    if step.tool == SEARCH_POLICY.name:
         policies = data.get("results") if isinstance(data, dict) else data
         if isinstance(policies, list) and policies:
             return "\n".join(_quote_policy(p, lang) for p in policies[:3])
-    if step.tool == "cancel_order" and isinstance(data, dict) and data.get("status") == "cancelled":
+    if (
+        step.tool == CANCEL_ORDER.name
+        and isinstance(data, dict)
+        and data.get("status") == "cancelled"
+    ):
         order = data.get("order_id") or step.args.get("order_id", "")
         return f"订单 {order} 已取消。" if lang is ZH else f"Order {order} has been cancelled."
     return f"{step.goal}：已完成。" if lang is ZH else f"{step.goal}: done."
@@ -184,7 +189,7 @@ def _quote_policy(policy: Any, lang: Language) -> str:
 
 
 def _describe_fallback(step: PlanStep, lang: Language) -> str:
-    if step.tool == "search_policy":
+    if step.tool == SEARCH_POLICY.name:
         query = step.args.get("query", "")
         return (
             f"没有找到关于“{query}”的明确政策，所以我无法确认，不会替你猜测。"
@@ -215,7 +220,7 @@ def _describe_failure(step: PlanStep, lang: Language, order_id: str) -> str:
             else f"{step.goal}: the system did not respond "
             f"(retried {step.retry_count} {_plural('time', step.retry_count)}), so this was not done."
         )
-    if error is ErrorType.INVALID_ARGUMENTS and step.tool == "cancel_order":
+    if error is ErrorType.INVALID_ARGUMENTS and step.tool == CANCEL_ORDER.name:
         return (
             f"订单 {order_id} 当前的状态已经不能取消。"
             if lang is ZH

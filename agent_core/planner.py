@@ -9,13 +9,32 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
-from typing import Any, Final, Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
+from agent_core.catalog import CANCEL_ORDER, GET_ORDER_STATUS, SEARCH_POLICY
+from agent_core.lexicon import (
+    CANCEL,
+    CLAUSE_BREAK,
+    CONDITION,
+    DELAY_TOPICS,
+    FUZZY_VOCABULARY,
+    NOT_TYPOS,
+    ORDER_NOUN,
+    ORDER_REF,
+    POLICY_MARKERS,
+    STATUS_STRONG,
+    STATUS_WEAK,
+    TOPIC_PATTERNS,
+    TRADITIONAL,
+    TYPOS,
+    WEAK_REF,
+)
+from agent_core.lexicon import POLICY_QUERIES as POLICY_QUERIES
+from agent_core.lexicon import PolicyTopic as PolicyTopic
 from agent_core.models import Language, StepTag
 
 
@@ -60,260 +79,18 @@ class Planner(Protocol):
 #      reuse the same words: "late delivery compensation" is not also "delivery");
 #   4. find order intents (status, cancel, "if it has not arrived ...") in what is left;
 #   5. turn the intents into at most four steps, or a refusal.
-# Keyword tables are data below; English entries only match whole words.
+# Keyword tables are data in `agent_core.lexicon`; English entries only match whole words.
 # --------------------------------------------------------------------------------------------
 
-TOOL_GET_ORDER_STATUS = "get_order_status"
-TOOL_CANCEL_ORDER = "cancel_order"
-TOOL_SEARCH_POLICY = "search_policy"
+TOOL_GET_ORDER_STATUS = GET_ORDER_STATUS.name
+TOOL_CANCEL_ORDER = CANCEL_ORDER.name
+TOOL_SEARCH_POLICY = SEARCH_POLICY.name
 
 MAX_STEPS = 4
 # Telegram messages are at most 4096 characters; capping keeps the planner's cost bounded.
 MAX_TEXT_CHARS = 4096
 DEFAULT_ORDER_ID_PATTERN = r"[A-Za-z]\d{3,10}"
 
-
-class PolicyTopic(StrEnum):
-    """A policy the customer can ask about; each maps to one canonical `search_policy` query."""
-
-    REFUND = "refund"
-    SHIPPING = "shipping"
-    DELAY_COMPENSATION = "delay_compensation"
-    CANCELLATION = "cancellation"
-    WARRANTY = "warranty"
-    EXCHANGE = "exchange"
-    AFTER_SALES = "after_sales"
-
-
-# The `query` sent to search_policy: one short keyword per topic, in the run's language.
-# Step goals are built from the same words ("查询退货政策", "Look up the refund policy").
-POLICY_QUERIES: Final[Mapping[PolicyTopic, Mapping[Language, str]]] = {
-    PolicyTopic.REFUND: {Language.ZH: "退货", Language.EN: "refund"},
-    PolicyTopic.SHIPPING: {Language.ZH: "配送", Language.EN: "shipping"},
-    PolicyTopic.DELAY_COMPENSATION: {Language.ZH: "延迟补偿", Language.EN: "delay compensation"},
-    PolicyTopic.CANCELLATION: {Language.ZH: "取消", Language.EN: "cancellation"},
-    PolicyTopic.WARRANTY: {Language.ZH: "保修", Language.EN: "warranty"},
-    PolicyTopic.EXCHANGE: {Language.ZH: "换货", Language.EN: "exchange"},
-    PolicyTopic.AFTER_SALES: {Language.ZH: "售后", Language.EN: "after-sales"},
-}
-
-
-_GAP = r"[\s-]+"  # what a space in an English keyword matches
-
-
-@dataclass(frozen=True)
-class _Terms:
-    """Keywords for one signal, as regex fragments over the canonical (case-folded) text.
-
-    Chinese fragments match anywhere (Chinese has no word boundaries). English fragments
-    match whole words only, and a space in them stands for any run of spaces or hyphens,
-    so "after sales" also matches "after-sales".
-    """
-
-    zh: tuple[str, ...] = ()
-    en: tuple[str, ...] = ()
-
-    def compile(self) -> re.Pattern[str]:
-        en = [rf"(?<![a-z]){e.replace(' ', _GAP)}(?![a-z])" for e in self.en]
-        # Longer fragments first, so a match covers the whole phrase ("延迟补偿", not "延迟").
-        parts = sorted([*self.zh, *en], key=len, reverse=True)
-        return re.compile("|".join(f"(?:{p})" for p in parts) if parts else r"(?!)")
-
-
-@dataclass(frozen=True)
-class _TopicTerms:
-    """How a policy topic is mentioned.
-
-    `strong` words always mean the customer asks about that policy ("退货", "refund").
-    `weak` words are ambiguous ("delivery" may be a status question, "delay" a complaint);
-    they count only in a clause that asks about rules or costs, or when the message is
-    not about a particular order at all.
-    """
-
-    topic: PolicyTopic
-    strong: _Terms
-    weak: _Terms = _Terms()
-
-
-# The keyword tables are kept compact, one signal per few lines, for review as data.
-# fmt: off
-
-# Priority order: earlier topics claim their words first.
-_TOPICS: tuple[_TopicTerms, ...] = (
-    _TopicTerms(
-        PolicyTopic.DELAY_COMPENSATION,
-        strong=_Terms(
-            zh=("延迟补偿", "延误补偿", "晚到补偿", "迟到补偿", "超时补偿", "补偿", "赔偿", "赔付",
-                "理赔", "赔"),
-            en=("delay compensation", r"compensat\w*"),
-        ),
-        weak=_Terms(
-            zh=("延迟", "延误", "晚到", "迟到", "超时", "太慢", "耽误", "晚了"),
-            en=(
-                r"late (?:delivery|deliveries|arrival|shipment|shipping|package|parcel|order)",
-                r"(?:arrived|arrives|arriving|arrive|came|delivered|is|was|running|being) late",
-                r"(?:delivery|shipping|shipment) delays?",
-                "delay", "delays", "delayed", "overdue", "too slow",
-            ),
-        ),
-    ),
-    _TopicTerms(
-        PolicyTopic.CANCELLATION,
-        strong=_Terms(
-            zh=(
-                r"取消[^，。？！；,.?!;\n]{0,8}?(?:政策|规定|规则|条款|手续费|费用|流程|要求)",
-                r"(?:政策|规定|规则|条款)[^，。？！；,.?!;\n]{0,4}取消",
-                "退订政策",
-            ),
-            en=(
-                r"cancel\w* (?:\w+ ){0,2}?(?:policy|policies|rules?|terms|fees?|charges?|window)",
-                r"(?:policy|policies|rules?|terms) (?:\w+ ){0,2}?cancel\w*",
-            ),
-        ),
-        # "How do I cancel an order?" is a question about the rules unless an order is named.
-        weak=_Terms(
-            zh=(r"(?:怎么|怎样|如何|咋)(?:才能)?取消", r"能(?:不能)?取消(?:吗|么)?", "可以取消"),
-            en=(r"how (?:do|can|to|would|should) (?:i |we |you )?cancel\w*", "can i cancel"),
-        ),
-    ),
-    _TopicTerms(
-        PolicyTopic.AFTER_SALES,
-        strong=_Terms(zh=("售后",), en=("after sales?", "aftersales?", "after sale service")),
-    ),
-    _TopicTerms(
-        PolicyTopic.WARRANTY,
-        strong=_Terms(
-            zh=("保修", "质保", "保固", "三包"), en=("warranty", "warranties", "guarantee")
-        ),
-        weak=_Terms(
-            zh=("维修", "修理", "坏了", "故障", "质量问题"),
-            en=("repair", "repairs", "broken", "defective", "faulty"),
-        ),
-    ),
-    _TopicTerms(
-        PolicyTopic.REFUND,
-        strong=_Terms(
-            zh=("退换货", "退换", "退货", "退款", "退钱", "七天无理由", "无理由退"),
-            en=(r"refund\w*", "return", "returns", "returning", "money back",
-                r"send (?:it |them |this )?back"),
-        ),
-    ),
-    _TopicTerms(
-        PolicyTopic.EXCHANGE,
-        strong=_Terms(
-            zh=("换货", "调换", "换尺码", "换码", "换颜色", "换个尺码"),
-            en=("exchange", "exchanges", "exchanging"),
-        ),
-        weak=_Terms(
-            zh=("换一个", "换个", "更换", "换一下"),
-            en=("swap", "replace", "replacement"),
-        ),
-    ),
-    _TopicTerms(
-        PolicyTopic.SHIPPING,
-        strong=_Terms(
-            zh=("运费", "邮费", "包邮", "快递费", "配送费", "配送范围", "配送政策", "配送时间",
-                "发货时间", "多久发货", "几天发货", "多久能发货", "配送方式"),
-            en=(
-                r"(?:shipping|delivery) (?:policy|policies|costs?|fees?|rates?|times?|options"
-                r"|methods|charges?|areas?|zones?)",
-                "free shipping", "postage", "freight", "international shipping",
-                "ship internationally", "do you ship", "ship to",
-            ),
-        ),
-        weak=_Terms(
-            zh=("配送", "送货", "发货", "运输"),
-            en=("shipping", "ship", "delivery", "deliver"),
-        ),
-    ),
-)
-
-# Words that ask about rules or costs; they make weak topic words count in their clause.
-_POLICY_MARKERS = _Terms(
-    zh=("政策", "规定", "规则", "条款", "标准", "费用", "多少钱", "多少", "怎么算", "怎么收",
-        "收费", "范围", "时效", "流程", "怎么办"),
-    en=("policy", "policies", "rule", "rules", "terms", "costs?", "fees?", "charges?",
-        "how much", "how long", "price", "rates?", "options", "what should i do",
-        "what can i do", "is there", "do i get", "can i get"),
-).compile()
-
-# Where one question ends and the next begins ("A1001 到哪了？另外退货政策是什么").
-_CLAUSE_BREAK = re.compile(
-    r"[，。？！；,.?!;\n]|另外|还有|顺便|然后|以及|(?<![a-z])(?:also|btw|by the way|plus"
-    r"|additionally)(?![a-z])"
-)
-
-# Status words that name an order question by themselves ("track", "物流", "到哪了").
-_STATUS_STRONG = _Terms(
-    zh=("到哪", "在哪", "到了吗", "到了没", "到没到", "到了么", "物流", "进度", "发货了吗",
-        "发货没", "发货了没", "发了吗", "发了没", "发出了吗", "寄出", "送达", "签收", "追踪",
-        "跟踪", "运单", "什么时候到", "啥时候到", "何时到", "多久到", "多久能到", "几天到",
-        "几天能到", "还没到", "没到", "没收到", "收到了吗", "到货", "状态", "派送"),
-    en=("track", "tracking", "tracked", "order status", "delivery status", "shipping status",
-        "package status", "shipped", "arrive", "arrived", "arriving", "arrives", "arrival",
-        "eta", "not received", "never received", "haven't received", "have not received",
-        "didn't receive", "did not receive", "didn't get", "where is my", "where's my",
-        "wheres my", "delivered", "out for delivery", "in transit", "on the way", "on its way"),
-).compile()
-# Status words that only mean "order status" when an order is named ("check A1001").
-_STATUS_WEAK = _Terms(
-    zh=("查", "看", "怎么样了", "情况", "呢", "催", "快点"),
-    en=("where", "whereabouts", "status", "check", "update", "updates", "progress", "look up",
-        "lookup", "find", "what about", "any news", "how is", "what happened"),
-).compile()
-_CANCEL = _Terms(
-    zh=("取消", "撤销", "撤单", "不要了", "不想要了", "不买了", "退订", "取销"),
-    en=(r"cancel\w*", "call off", "no longer want", r"don'?t want (?:it|this|that|the order)"),
-).compile()
-_CONDITION = _Terms(
-    zh=("如果", "假如", "要是", "若", "倘若", "万一", "的话", "假设", "否则", "不然", "如未", "如还"),
-    en=("if", "unless", "otherwise", "in case", "in the event", "should it"),
-).compile()
-# "This order", "my order": the customer means an order without naming it.
-_ORDER_REF = _Terms(
-    zh=("这个订单", "这一单", "这单", "那个订单", "那单", "该订单", "此订单", "上个订单",
-        "刚才的订单", "我的订单", "我的快递", "我的包裹", "我的货", "我买的", "这个包裹"),
-    en=("this order", "that order", "my order", "my orders", "the order", "our order",
-        "my package", "my parcel", "my delivery", "my shipment", "my item", "my items",
-        "my purchase", "my stuff", "this package", "the package"),
-).compile()
-# Vaguer references; enough to read a conditional request as being about the last order.
-_WEAK_REF = _Terms(zh=("它", "这个", "那个"), en=("it", "its", "this one", "that one")).compile()
-_ORDER_NOUN = _Terms(
-    zh=("订单", "单号", "包裹", "快递"),
-    en=("order", "orders", "package", "parcel", "shipment"),
-).compile()
-
-# Common English misspellings. Longer keywords are also repaired by one edit (see _fix_word).
-_TYPOS: dict[str, str] = {
-    "oder": "order", "ordr": "order", "odrer": "order", "oredr": "order", "ordder": "order",
-    "orde": "order", "trak": "track", "trakc": "track", "tarck": "track", "wher": "where",
-    "whre": "where", "wehre": "where", "plocy": "policy", "stauts": "status",
-    "sttaus": "status", "cancelation": "cancellation", "refnud": "refund", "pls": "please",
-}
-# Keywords worth repairing by one edit (insert, delete, substitute, swap neighbours).
-_FUZZY_VOCABULARY: tuple[str, ...] = (
-    "cancel", "status", "refund", "return", "policy", "shipping", "delivery", "delivered",
-    "arrived", "received", "compensation", "warranty", "exchange", "package", "parcel",
-    "tracking", "delayed", "shipment", "cancellation", "replacement", "guarantee",
-)
-# Real words one edit away from a keyword; never "repair" these.
-_NOT_TYPOS = frozenset(
-    {"cancer", "states", "statue", "police", "shopping", "relayed", "decayed", "parcels",
-     "packages", "returns", "refunds", "arrives", "receives", "delivers", "polity"}
-)
-
-# Enough traditional characters to read order questions from zh-TW / zh-HK customers.
-_TRADITIONAL = str.maketrans(
-    "訂單貨運費換補償遲後關於麼這個還沒達嗎幫詢請規則賠誤銷號遞郵發場問題況讓給買寄從時間務態蹤跡為樣說應該",
-    "订单货运费换补偿迟后关于么这个还没达吗帮询请规则赔误销号递邮发场问题况让给买寄从时间务态踪迹为样说应该",
-)
-
-# fmt: on
-
-_TOPIC_PATTERNS = tuple((t.topic, t.strong.compile(), t.weak.compile()) for t in _TOPICS)
-# Topics that, said conditionally about an order, become the DELAY_COMPENSATION step.
-_DELAY_TOPICS = frozenset({PolicyTopic.DELAY_COMPENSATION, PolicyTopic.AFTER_SALES})
 
 _ID_PLACEHOLDER = "\ue000"  # a private-use character: never a letter, digit or keyword
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
@@ -379,11 +156,11 @@ def _within_one_edit(a: str, b: str) -> bool:
 @functools.lru_cache(maxsize=4096)
 def _fix_word(word: str) -> str:
     """Repair one lower-case English word if it is a known or one-edit typo of a keyword."""
-    if word in _TYPOS:
-        return _TYPOS[word]
-    if len(word) < 5 or word in _FUZZY_VOCABULARY or word in _NOT_TYPOS:
+    if word in TYPOS:
+        return TYPOS[word]
+    if len(word) < 5 or word in FUZZY_VOCABULARY or word in NOT_TYPOS:
         return word
-    for keyword in _FUZZY_VOCABULARY:
+    for keyword in FUZZY_VOCABULARY:
         if _within_one_edit(word, keyword):
             return keyword
     return word
@@ -391,7 +168,7 @@ def _fix_word(word: str) -> str:
 
 def _canonical(text: str) -> str:
     """Case-folded, simplified, typo-repaired text, with single spaces between words."""
-    folded = text.casefold().translate(_TRADITIONAL)
+    folded = text.casefold().translate(TRADITIONAL)
     folded = _SPACES.sub(" ", folded)
     return _WORD.sub(lambda m: _fix_word(m.group(0)), folded)
 
@@ -437,14 +214,14 @@ def _find_topics(
     residual = canonical
     found: list[tuple[int, PolicyTopic]] = []
     delay = _Mention.NONE
-    for topic, strong, weak in _TOPIC_PATTERNS:
+    for topic, strong, weak in TOPIC_PATTERNS:
         for pattern in (strong, weak):
             for match in list(pattern.finditer(seen)):
                 start, end = match.span()
                 if start == end:
                     continue
                 seen = _blank(seen, start, end)
-                if topic in _DELAY_TOPICS:
+                if topic in DELAY_TOPICS:
                     delay = max(delay, _Mention.STRONG if pattern is strong else _Mention.WEAK)
                 in_rules_clause = clause_has_marker[clause_of[start]]
                 if pattern is strong or in_rules_clause or not order_context:
@@ -459,9 +236,9 @@ def _clauses(canonical: str) -> tuple[list[bool], list[int]]:
     has_marker: list[bool] = []
     clause_of: list[int] = []
     start = 0
-    for match in [*_CLAUSE_BREAK.finditer(canonical), None]:
+    for match in [*CLAUSE_BREAK.finditer(canonical), None]:
         end = match.end() if match is not None else len(canonical)
-        has_marker.append(_POLICY_MARKERS.search(canonical, start, end) is not None)
+        has_marker.append(POLICY_MARKERS.search(canonical, start, end) is not None)
         clause_of.extend([len(has_marker) - 1] * (end - start))
         start = end
     clause_of.append(len(has_marker) - 1)  # the end position, for empty text
@@ -471,52 +248,51 @@ def _clauses(canonical: str) -> tuple[list[bool], list[int]]:
 def _analyse(order_ids: list[str], without_ids: str) -> _Signals:
     """Read the intents out of a message whose order ids were replaced by a placeholder."""
     canonical = _canonical(without_ids)
-    strong_ref = _ORDER_REF.search(canonical) is not None
+    strong_ref = ORDER_REF.search(canonical) is not None
     has_id = bool(order_ids)
-    order_context = has_id or strong_ref or _STATUS_STRONG.search(canonical) is not None
+    order_context = has_id or strong_ref or STATUS_STRONG.search(canonical) is not None
     has_marker, clause_of = _clauses(canonical)
     found, residual, delay = _find_topics(canonical, has_marker, clause_of, order_context)
     topics = tuple(dict.fromkeys(topic for _, topic in found))
-    names_an_order = has_id or strong_ref or _ORDER_NOUN.search(residual) is not None
-    status = _STATUS_STRONG.search(residual) is not None or (
-        names_an_order and _STATUS_WEAK.search(residual) is not None
+    names_an_order = has_id or strong_ref or ORDER_NOUN.search(residual) is not None
+    status = STATUS_STRONG.search(residual) is not None or (
+        names_an_order and STATUS_WEAK.search(residual) is not None
     )
     return _Signals(
         order_id=order_ids[0] if order_ids else None,
         topics=topics,
         delay=delay,
         strong_ref=strong_ref,
-        weak_ref=_WEAK_REF.search(canonical) is not None,
+        weak_ref=WEAK_REF.search(canonical) is not None,
         status=status,
-        cancel=_CANCEL.search(residual) is not None,
-        condition=_CONDITION.search(canonical) is not None,
+        cancel=CANCEL.search(residual) is not None,
+        condition=CONDITION.search(canonical) is not None,
     )
 
 
 def _status_step(order_id: str, language: Language) -> StepDraft:
-    goal = (
-        f"查询订单 {order_id} 的物流状态"
-        if language is Language.ZH
-        else f"Check the status of order {order_id}"
-    )
     return StepDraft(
-        goal=goal, tool=TOOL_GET_ORDER_STATUS, args={"order_id": order_id}, tag=StepTag.ORDER_STATUS
+        goal=GET_ORDER_STATUS.goal_for(language, order_id=order_id),
+        tool=GET_ORDER_STATUS.name,
+        args={"order_id": order_id},
+        tag=StepTag.ORDER_STATUS,
     )
 
 
 def _cancel_step(order_id: str, language: Language) -> StepDraft:
-    goal = f"取消订单 {order_id}" if language is Language.ZH else f"Cancel order {order_id}"
     return StepDraft(
-        goal=goal, tool=TOOL_CANCEL_ORDER, args={"order_id": order_id}, tag=StepTag.CANCEL
+        goal=CANCEL_ORDER.goal_for(language, order_id=order_id),
+        tool=CANCEL_ORDER.name,
+        args={"order_id": order_id},
+        tag=StepTag.CANCEL,
     )
 
 
 def _policy_step(topic: PolicyTopic, language: Language, tag: StepTag) -> StepDraft:
     query = POLICY_QUERIES[topic][language]
-    goal = f"查询{query}政策" if language is Language.ZH else f"Look up the {query} policy"
     return StepDraft(
-        goal=goal,
-        tool=TOOL_SEARCH_POLICY,
+        goal=SEARCH_POLICY.goal_for(language, query=query),
+        tool=SEARCH_POLICY.name,
         args={"query": query, "lang": language.value},
         tag=tag,
     )
@@ -604,7 +380,7 @@ def _build_plan(signals: _Signals, last_order_id: str | None, language: Language
             steps.append(
                 _policy_step(PolicyTopic.DELAY_COMPENSATION, language, StepTag.DELAY_COMPENSATION)
             )
-            topics = [t for t in topics if t not in _DELAY_TOPICS]
+            topics = [t for t in topics if t not in DELAY_TOPICS]
     steps.extend(_policy_step(topic, language, StepTag.POLICY) for topic in topics)
     # No duplicates by construction: topics are distinct, and the delay topics were removed
     # above when the conditional lookup already covers them.

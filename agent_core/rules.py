@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agent_core.catalog import GET_ORDER_STATUS
 from agent_core.models import Language, PlanStep, Run, StepStatus, StepTag, utcnow
 
 
@@ -27,7 +28,7 @@ class SkipRule:
 DEFAULT_RULES: tuple[SkipRule, ...] = (
     SkipRule(
         name="delivered_needs_no_compensation",
-        after_tool="get_order_status",
+        after_tool=GET_ORDER_STATUS.name,
         field="status",
         values=frozenset({"delivered"}),
         skip_tag=StepTag.DELAY_COMPENSATION,
@@ -38,7 +39,7 @@ DEFAULT_RULES: tuple[SkipRule, ...] = (
     ),
     SkipRule(
         name="cancelled_needs_no_compensation",
-        after_tool="get_order_status",
+        after_tool=GET_ORDER_STATUS.name,
         field="status",
         values=frozenset({"cancelled"}),
         skip_tag=StepTag.DELAY_COMPENSATION,
@@ -49,7 +50,7 @@ DEFAULT_RULES: tuple[SkipRule, ...] = (
     ),
     SkipRule(
         name="delivered_cannot_be_cancelled",
-        after_tool="get_order_status",
+        after_tool=GET_ORDER_STATUS.name,
         field="status",
         values=frozenset({"delivered"}),
         skip_tag=StepTag.CANCEL,
@@ -63,7 +64,7 @@ DEFAULT_RULES: tuple[SkipRule, ...] = (
     ),
     SkipRule(
         name="already_cancelled",
-        after_tool="get_order_status",
+        after_tool=GET_ORDER_STATUS.name,
         field="status",
         values=frozenset({"cancelled"}),
         skip_tag=StepTag.CANCEL,

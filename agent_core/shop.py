@@ -1,5 +1,8 @@
 """The demo shop as three tools: look up an order, search the policies, cancel an order.
 
+What each tool is (name, description, arguments, risk) is declared in `catalog`; this
+module only says how the demo shop carries it out.
+
 This module is pure: it knows the shape of the shop (`ShopBackend`) but not where the data
 lives (`storage.shop.SqliteShop` keeps it in SQLite). The tools turn backend answers into
 the typed failures the executor's policy understands; every message here is internal (for
@@ -13,41 +16,27 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 from enum import StrEnum
-from typing import Annotated, Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, Field
 
-from agent_core.models import ErrorType, Risk
+from agent_core.catalog import (
+    CANCEL_ORDER,
+    GET_ORDER_STATUS,
+    SEARCH_POLICY,
+)
+from agent_core.catalog import OrderArgs as OrderArgs  # re-exported: the shop's arguments
+from agent_core.catalog import PolicyArgs as PolicyArgs
+from agent_core.catalog import PolicyLang as PolicyLang
+from agent_core.models import ErrorType
 from agent_core.tools import Tool, ToolContext, ToolFailure
 
 T = TypeVar("T")
 
 OrderStatus = Literal["pending", "shipping", "delivered", "cancelled"]
-PolicyLang = Literal["zh", "en"]
 
 # Orders in these states can still be cancelled.
 CANCELLABLE_STATUSES: frozenset[str] = frozenset({"pending", "shipping"})
-
-OrderId = Annotated[
-    str, StringConstraints(strip_whitespace=True, to_upper=True, min_length=1, max_length=32)
-]
-
-
-class OrderArgs(BaseModel):
-    """Arguments of `get_order_status` and `cancel_order`."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    order_id: OrderId
-
-
-class PolicyArgs(BaseModel):
-    """Arguments of `search_policy`."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    query: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
-    lang: PolicyLang = "en"
 
 
 class Order(BaseModel):
@@ -141,43 +130,9 @@ def shop_tools(backend: ShopBackend, *, timeout_s: float = 5.0) -> list[Tool]:
         return {"order_id": args.order_id, "status": "cancelled"}
 
     return [
-        Tool(
-            name="get_order_status",
-            description=(
-                "Look up the status, estimated delivery date and items of one of the "
-                "customer's own orders."
-            ),
-            args_model=OrderArgs,
-            handler=get_order_status,
-            risk=Risk.READ,
-            timeout_s=timeout_s,
-            idempotent=True,
-        ),
-        Tool(
-            name="search_policy",
-            description=(
-                "Find the shop policies (delay compensation, returns and refunds, shipping, "
-                "cancellation, exchanges) that match a topic, in Chinese or English."
-            ),
-            args_model=PolicyArgs,
-            handler=search_policy,
-            risk=Risk.READ,
-            timeout_s=timeout_s,
-            idempotent=True,
-        ),
-        Tool(
-            name="cancel_order",
-            description=(
-                "Cancel one of the customer's own orders that has not been delivered yet, "
-                "after the customer has confirmed."
-            ),
-            args_model=OrderArgs,
-            handler=cancel_order,
-            risk=Risk.HIGH,
-            timeout_s=timeout_s,
-            idempotent=False,
-            max_retries=2,
-        ),
+        Tool.of(GET_ORDER_STATUS, get_order_status, timeout_s=timeout_s),
+        Tool.of(SEARCH_POLICY, search_policy, timeout_s=timeout_s),
+        Tool.of(CANCEL_ORDER, cancel_order, timeout_s=timeout_s),
     ]
 
 

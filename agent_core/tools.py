@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from agent_core.catalog import ToolSpec
 from agent_core.models import Decision, ErrorType, Risk, ToolError, ToolOk
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,30 @@ class Tool:
     max_retries: int = 2
     # Per-tool overrides of the failure policy table (e.g. a tool whose timeouts must stop).
     policy: Mapping[ErrorType, Decision] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        spec: ToolSpec,
+        handler: ToolHandler,
+        *,
+        timeout_s: float = 5.0,
+        max_retries: int = 2,
+        risk: Risk | None = None,
+    ) -> Tool:
+        """The catalog's `spec` carried out by `handler`. Only a read tool is idempotent;
+        `risk` may raise the catalog's risk (a configured backend), never lower it."""
+        risk = risk or spec.risk
+        return cls(
+            name=spec.name,
+            description=spec.description.en,
+            args_model=spec.args_model,
+            handler=handler,
+            risk=risk,
+            timeout_s=timeout_s,
+            idempotent=risk is Risk.READ,
+            max_retries=max_retries,
+        )
 
 
 class ToolRegistry:

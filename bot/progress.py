@@ -112,8 +112,10 @@ class TelegramProgress:
         return len(self._views)
 
     async def __call__(self, run: Run, event: RunEvent) -> None:
-        view = self._views.setdefault(run.id, _RunView(chat_id=run.chat_id))
         kind = event.kind
+        if kind is EventKind.RUN_FINISHED and run.status is RunStatus.EXPIRED:
+            return  # the button handler answers an expired pause on its own message
+        view = self._views.setdefault(run.id, _RunView(chat_id=run.chat_id))
         if kind is EventKind.RUN_PLANNED:
             if run.steps:
                 await self._send_text(run, view, plan_text(run))

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
-from agent_core.http_tools import ToolsConfigError
+from agent_core.http import ToolsConfigError
 from agent_core.models import RunStatus
 from stepwise.chat import cmd_chat
 from stepwise.commands import (

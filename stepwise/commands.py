@@ -11,12 +11,13 @@ from typing import Any
 
 from agent_core.agent import MAX_REQUEST_CHARS
 from agent_core.answers import step_progress
-from agent_core.http_tools import check_tools, load_tools_config
+from agent_core.http import load_tools_config
 from agent_core.models import ClaimResult, Run, RunStatus
 from agent_core.shop import shop_tools
 from agent_core.tools import ToolRegistry
 from stepwise.runtime import Runtime
 from stepwise.settings import Settings
+from stepwise.tools_check import print_tools_check
 from storage.records import export_record, format_timeline_entry, run_json
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_UNAVAILABLE = 0, 1, 2, 3, 4
@@ -149,7 +150,7 @@ async def cmd_tools_check(settings: Settings, args: argparse.Namespace) -> int:
             )
         return EXIT_OK
     config = load_tools_config(settings.tools_path)
-    return await check_tools(config, probe=args.probe, out=print)
+    return await print_tools_check(config, probe=args.probe, out=print)
 
 
 class _NoShop:

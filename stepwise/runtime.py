@@ -14,7 +14,7 @@ import httpx
 
 from agent_core.agent import Agent
 from agent_core.executor import Executor, Listener
-from agent_core.http_tools import build_http_tools, load_tools_config, new_client
+from agent_core.http import build_http_tools, load_tools_config, new_client
 from agent_core.models import Run, RunEvent
 from agent_core.planner import RuleBasedPlanner
 from agent_core.policy import FailurePolicy

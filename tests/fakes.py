@@ -14,12 +14,15 @@ from pydantic import BaseModel, ConfigDict
 
 from agent_core.executor import Executor
 from agent_core.models import (
+    Approval,
     ErrorType,
     Language,
     PlanStep,
     Risk,
     Run,
     RunEvent,
+    RunStatus,
+    utcnow,
 )
 from agent_core.tools import Tool, ToolContext, ToolFailure, ToolRegistry
 
@@ -115,8 +118,8 @@ class RecordingJournal:
     def __init__(self) -> None:
         self.events: list[RunEvent] = []
 
-    async def record(self, run: Run, event: RunEvent) -> None:
-        self.events.append(event)
+    async def record_many(self, run: Run, events: Sequence[RunEvent]) -> None:
+        self.events.extend(events)
 
     def kinds(self) -> list[str]:
         return [e.kind.value for e in self.events]
@@ -136,6 +139,21 @@ def make_executor(
     journal, sleep = RecordingJournal(), RecordingSleep()
     executor = Executor(registry, journal=journal, sleep=sleep, rand=lambda: 0.5, **kwargs)
     return executor, journal, sleep
+
+
+async def resume(executor: Executor, run: Run, *, approved: bool, by_user_id: int) -> Run:
+    """Decide a paused run in memory the way the store's claim does, then drive it.
+
+    The claim writes the decision on the paused step and retires the pause's nonce in one
+    transaction; storage-backed tests go through `Agent.decide` instead.
+    """
+    if run.status is not RunStatus.PAUSED or run.pause is None:
+        raise ValueError(f"run {run.id} is not waiting for a confirmation")
+    step = run.step(run.pause.step_id)
+    step.approval = Approval(approved=approved, by_user_id=by_user_id, at=utcnow())
+    run.pause.nonce = None
+    run.status = RunStatus.RUNNING
+    return await executor.drive(run)
 
 
 def make_run(

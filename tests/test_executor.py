@@ -32,6 +32,7 @@ from tests.fakes import (
     fail,
     make_executor,
     make_run,
+    resume,
     shop_like_tools,
 )
 
@@ -185,7 +186,7 @@ async def test_high_risk_step_pauses_before_the_tool_and_confirm_resumes_from_it
     assert run.pause is not None and run.pause.step_id == "s2" and run.pause.nonce
     assert "press Confirm or Cancel" in (run.answer or "")
 
-    run = await executor.resume(run, approved=True, by_user_id=10001)
+    run = await resume(executor, run, approved=True, by_user_id=10001)
 
     assert run.status is RunStatus.COMPLETED
     assert run.steps[1].status is StepStatus.DONE
@@ -206,7 +207,7 @@ async def test_declined_pause_cancels_the_run_and_changes_nothing() -> None:
     registry, scripts = shop_like_tools()
     executor, _, _ = make_executor(registry)
     run = await executor.start(make_run([STATUS, CANCEL]))
-    run = await executor.resume(run, approved=False, by_user_id=10001)
+    run = await resume(executor, run, approved=False, by_user_id=10001)
 
     assert run.status is RunStatus.CANCELLED
     assert run.steps[1].status is StepStatus.CANCELLED
@@ -220,7 +221,7 @@ async def test_resume_refuses_a_run_that_is_not_paused() -> None:
     executor, _, _ = make_executor(registry)
     run = await executor.start(make_run([STATUS]))
     with pytest.raises(ValueError, match="not waiting"):
-        await executor.resume(run, approved=True, by_user_id=10001)
+        await resume(executor, run, approved=True, by_user_id=10001)
 
 
 async def test_confirmation_required_from_a_tool_pauses_and_approval_runs_it_again() -> None:
@@ -235,7 +236,7 @@ async def test_confirmation_required_from_a_tool_pauses_and_approval_runs_it_aga
     assert run.status is RunStatus.PAUSED
     assert run.steps[1].pause_reason == "needs consent"
 
-    run = await executor.resume(run, approved=True, by_user_id=10001)
+    run = await resume(executor, run, approved=True, by_user_id=10001)
     assert run.status is RunStatus.COMPLETED
     assert len(scripts["search_policy"].calls) == 2
 
@@ -244,7 +245,7 @@ async def test_confirmation_required_again_after_approval_stops_instead_of_loopi
     registry, scripts = shop_like_tools(policy=[fail(ErrorType.CONFIRMATION_REQUIRED)])
     executor, _, _ = make_executor(registry)
     run = await executor.start(make_run([STATUS, POLICY]))
-    run = await executor.resume(run, approved=True, by_user_id=10001)
+    run = await resume(executor, run, approved=True, by_user_id=10001)
     assert run.status is RunStatus.FAILED
     assert len(scripts["search_policy"].calls) == 2
 
@@ -257,7 +258,7 @@ async def test_changed_arguments_after_pause_ask_again_instead_of_running() -> N
     first_nonce = run.pause.nonce
     run.steps[1].args = {"order_id": "A9999"}  # not what the customer saw
 
-    run = await executor.resume(run, approved=True, by_user_id=10001)
+    run = await resume(executor, run, approved=True, by_user_id=10001)
 
     assert run.status is RunStatus.PAUSED
     assert scripts["cancel_order"].calls == []
@@ -289,7 +290,7 @@ async def test_paused_run_survives_json_and_resumes_in_a_fresh_executor() -> Non
 
     fresh_registry, fresh_scripts = shop_like_tools()
     fresh, _, _ = make_executor(fresh_registry)
-    run = await fresh.resume(restored, approved=True, by_user_id=10001)
+    run = await resume(fresh, restored, approved=True, by_user_id=10001)
 
     assert run.status is RunStatus.COMPLETED
     assert fresh_scripts["get_order_status"].calls == []  # step 1 is not re-run
@@ -332,7 +333,7 @@ async def test_a_failing_listener_never_stops_the_run() -> None:
 
 async def test_a_failing_journal_stops_before_any_tool_runs() -> None:
     class LockedJournal:
-        async def record(self, run: Run, event: object) -> None:
+        async def record_many(self, run: Run, events: object) -> None:
             raise OSError("database is locked")
 
     registry, scripts = shop_like_tools()
@@ -426,9 +427,6 @@ class TransactionJournal:
         self.committed: list[RunEvent] = []
         self.fail_on: EventKind | None = None
 
-    async def record(self, run: Run, event: RunEvent) -> None:
-        await self.record_many(run, [event])
-
     async def record_many(self, run: Run, events: Sequence[RunEvent]) -> None:
         await asyncio.sleep(0)  # a commit takes time; other coroutines may run meanwhile
         if self.fail_on is not None and any(e.kind is self.fail_on for e in events):
@@ -496,7 +494,7 @@ async def test_standard_cancel_run_commits_five_times_and_tools_wait_for_their_r
 
     run = await executor.start(make_run([STATUS, POLICY, CANCEL]))
     assert run.status is RunStatus.PAUSED
-    run = await executor.resume(run, approved=True, by_user_id=10001)
+    run = await resume(executor, run, approved=True, by_user_id=10001)
     assert run.status is RunStatus.COMPLETED
 
     # (c) 11 transitions, 5 commits (the claim, storage's own transaction, makes a 6th).
@@ -563,7 +561,7 @@ async def test_failure_decline_and_fallback_ride_along_with_the_next_commit() ->
     registry, scripts = shop_like_tools()
     executor, journal, told = committed_executor(registry)
     run = await executor.start(make_run([STATUS, CANCEL]))
-    run = await executor.resume(run, approved=False, by_user_id=10001)
+    run = await resume(executor, run, approved=False, by_user_id=10001)
     assert run.status is RunStatus.CANCELLED
     assert journal.transactions[-1] == ["step_declined:s2", "run_finished"]
     assert scripts["cancel_order"].calls == []
@@ -585,18 +583,38 @@ async def test_a_failed_commit_tells_nobody_and_calls_no_tool() -> None:
     with pytest.raises(OSError):
         await executor.start(make_run([STATUS, POLICY]))
     assert seen == [] and told == [] and journal.transactions == []
-    assert executor._pending == {}  # nothing left behind for the next run
+    # Nothing left behind for the next run: its first commit holds only its own transitions.
+    journal.fail_on = None
+    await executor.start(make_run([STATUS]))
+    assert journal.transactions[0] == ["run_planned", "step_started:s1"]
 
 
-async def test_a_journal_without_record_many_commits_every_transition_alone() -> None:
+async def test_the_recording_journal_hears_every_transition_before_the_listeners() -> None:
     registry, _ = shop_like_tools()
     executor, journal, _ = make_executor(registry)
     told: list[str] = []
 
     async def listener(run: Run, event: RunEvent) -> None:
-        assert journal.events[-1] is event  # recorded right before it is told
+        assert any(e is event for e in journal.events)  # recorded before it is told
         told.append(event.kind.value)
 
     executor.listeners.append(listener)
     await executor.start(make_run([STATUS, COMPENSATION]))
     assert told == journal.kinds() and len(told) == 6
+
+
+async def test_an_expired_pause_is_committed_and_told_like_any_run_end() -> None:
+    registry, scripts = shop_like_tools()
+    executor, journal, told = committed_executor(registry)
+    run = await executor.start(make_run([STATUS, CANCEL]))
+    assert run.status is RunStatus.PAUSED
+
+    run = await executor.expire(run)
+
+    assert run.status is RunStatus.EXPIRED and run.pause is None
+    assert run.steps[1].status is StepStatus.CANCELLED
+    assert journal.transactions[-1] == ["run_finished"]
+    assert journal.committed[-1].message == "approval expired"
+    assert journal.committed[-1].status == "expired"
+    assert told == [label for tx in journal.transactions for label in tx]
+    assert scripts["cancel_order"].calls == []

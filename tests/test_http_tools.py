@@ -24,13 +24,12 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from agent_core.http_tools import (
+from agent_core.http import (
     RETRY_AFTER_CAP_S,
     HttpOutcome,
     ToolsConfig,
     ToolsConfigError,
     build_http_tools,
-    check_tools,
     load_tools_config,
     map_response,
     new_client,
@@ -39,7 +38,8 @@ from agent_core.http_tools import (
 from agent_core.models import Approval, ErrorType, Risk, RunStatus, StepStatus, ToolError, ToolOk
 from agent_core.shop import OrderArgs
 from agent_core.tools import ToolContext, ToolFailure, ToolRegistry
-from tests.fakes import RecordingSleep, make_executor, make_run
+from stepwise.tools_check import print_tools_check
+from tests.fakes import RecordingSleep, make_executor, make_run, resume
 
 pytestmark = pytest.mark.timeout(5)
 
@@ -283,16 +283,18 @@ async def test_an_oversized_answer_is_refused_unread(
     assert failure.error_type is ErrorType.INTERNAL and "larger than" in failure.message
 
 
-CONTRACT_ROWS = [
-    ("get_order_status", js({"status": "shipping"}), "'order_id'"),
-    ("get_order_status", js({"order_id": "A1001", "status": "lost"}), "'status' must be one of"),
-    ("get_order_status", js({**SHIPPING, "eta": 5}), "'eta'"),
-    ("get_order_status", js(["A1001"]), "expected a JSON object"),
-    ("cancel_order", js({"order_id": "A1001", "status": "pending"}), "'status' must be"),
-    ("cancel_order", js({"status": "cancelled"}), "'order_id'"),
-    ("cancel_order", Reply(200, b""), "expected a JSON object"),  # unknown outcome: stop
-    ("search_policy", js([{"title": "t"}]), "'results[0].text'"),
-    ("search_policy", js({"items": POLICIES}), "expected a list"),
+CONTRACT_ROWS = [  # pydantic names the field (the contracts are models)
+    ("get_order_status", js({"status": "shipping"}), "order_id: Field required"),
+    ("get_order_status", js({"order_id": "A1001", "status": "lost"}), "status: Input should be"),
+    ("get_order_status", js({**SHIPPING, "eta": 5}), "eta: Input should be a valid string"),
+    ("get_order_status", js(["A1001"]), "response: Input should be a valid dictionary"),
+    ("cancel_order", js({"order_id": "A1001", "status": "pending"}), "status: Input should be"),
+    ("cancel_order", js({"status": "cancelled"}), "order_id: Field required"),
+    # unknown outcome: stop
+    ("cancel_order", Reply(200, b""), "response: Input should be a valid dictionary"),
+    ("search_policy", js([{"title": "t"}]), "results.0.text: Field required"),
+    ("search_policy", js({"items": POLICIES}), "results: Field required"),
+    ("get_order_status", js({**SHIPPING, "order_id": " "}), "order_id: Value error, must be a"),
 ]
 
 
@@ -451,7 +453,7 @@ async def test_retries_through_the_executor_reuse_one_idempotency_key(
     run = await executor.start(make_run([CANCEL]))
     assert run.status is RunStatus.PAUSED and upstream.seen == []
 
-    run = await executor.resume(run, approved=True, by_user_id=10001)
+    run = await resume(executor, run, approved=True, by_user_id=10001)
 
     assert run.status is RunStatus.COMPLETED
     assert run.steps[0].retry_count == 2
@@ -562,7 +564,7 @@ async def test_cancel_pauses_then_one_post_reaches_the_upstream_after_approval(
     assert run.status is RunStatus.PAUSED
     assert upstream.requests("POST") == []
 
-    run = await executor.resume(run, approved=True, by_user_id=10001)
+    run = await resume(executor, run, approved=True, by_user_id=10001)
 
     assert run.status is RunStatus.COMPLETED
     [post] = upstream.requests("POST")
@@ -798,7 +800,7 @@ async def test_secrets_never_reach_logs_reprs_messages_or_check_output(
             await reg.call("search_policy", {"query": "refund"}, CTX),
             await reg.call("cancel_order", CTX_ARGS, CTX),
         ]
-        await check_tools(config, probe=True, out=lines.append, client=pool)
+        await print_tools_check(config, probe=True, out=lines.append, client=pool)
 
     # The secret was really sent, and really echoed back by the upstream.
     assert upstream.seen[0].headers["authorization"] == f"Bearer {TOKEN}"
@@ -806,7 +808,7 @@ async def test_secrets_never_reach_logs_reprs_messages_or_check_output(
     messages = [error(r).message for r in results[1:]]
     assert "bad auth header: ***" in messages[0] and "token ***" in messages[1]
     assert any(r.name.startswith("httpcore") for r in caplog.records)  # httpx logged at DEBUG
-    assert any(r.name == "agent_core.http_tools" for r in caplog.records)
+    assert any(r.name == "agent_core.http.client" for r in caplog.records)
     exposed: list[str] = [
         caplog.text,
         *messages,
@@ -833,7 +835,7 @@ async def test_check_without_probe_lists_tools_and_sends_nothing(
 ) -> None:
     config = load(tmp_path, shop_toml(upstream.base, status="timeout_s = 3"))
     lines: list[str] = []
-    assert await check_tools(config, probe=False, out=lines.append, client=client) == 0
+    assert await print_tools_check(config, probe=False, out=lines.append, client=client) == 0
     text = "\n".join(lines)
     assert (
         f"get_order_status: GET {upstream.base}/api/orders/{{order_id}} risk=read timeout=3s"
@@ -850,7 +852,7 @@ async def test_check_without_probe_lists_tools_and_sends_nothing(
 async def test_check_lists_known_tools_that_are_not_configured(tmp_path: Path) -> None:
     config = load(tmp_path, GOOD_STATUS)
     lines: list[str] = []
-    assert await check_tools(config, probe=False, out=lines.append) == 0
+    assert await print_tools_check(config, probe=False, out=lines.append) == 0
     assert any(line.strip().startswith("cancel_order: not configured") for line in lines)
 
 
@@ -862,7 +864,7 @@ async def test_probe_gets_each_read_tool_with_example_args_and_passes_on_2xx_or_
     config = load(tmp_path, shop_toml(upstream.base))
     lines: list[str] = []
 
-    assert await check_tools(config, probe=True, out=lines.append) == 0  # its own client
+    assert await print_tools_check(config, probe=True, out=lines.append) == 0  # its own client
 
     assert [(s.method, s.raw_path, s.query) for s in upstream.seen] == [
         ("GET", "/api/orders/A1001", {}),
@@ -884,7 +886,7 @@ async def test_probe_uses_configured_probe_args_and_user(
         http="probe_user_id = 10001",
     )
     config = load(tmp_path, text)
-    assert await check_tools(config, probe=True, out=lambda _: None, client=client) == 0
+    assert await print_tools_check(config, probe=True, out=lambda _: None, client=client) == 0
     assert upstream.seen[0].raw_path == "/api/orders/Z9"
     assert upstream.seen[0].headers["x-stepwise-user"] == "10001"
 
@@ -897,7 +899,7 @@ async def test_probe_fails_on_anything_but_2xx_or_404(
     upstream.script(js(POLICIES), path="/api/policies")
     lines: list[str] = []
     config = load(tmp_path, shop_toml(upstream.base))
-    assert await check_tools(config, probe=True, out=lines.append, client=client) == 1
+    assert await print_tools_check(config, probe=True, out=lines.append, client=client) == 1
     assert any(f"probe HTTP {reply.status} in " in ln and "FAILED" in ln for ln in lines)
 
 
@@ -909,7 +911,7 @@ async def test_probe_fails_when_the_upstream_is_unreachable(
         port = sock.getsockname()[1]
     lines: list[str] = []
     config = load(tmp_path, shop_toml(f"http://127.0.0.1:{port}"))
-    assert await check_tools(config, probe=True, out=lines.append, client=client) == 1
+    assert await print_tools_check(config, probe=True, out=lines.append, client=client) == 1
     assert any("probe FAILED: no answer from upstream: ConnectError" in ln for ln in lines)
 
 

@@ -7,7 +7,7 @@ Property tests with hypothesis, bounded so the module runs in seconds:
   against the tools' own args models) or a clear refusal, and never raises;
 - the callback-data parser accepts only canonical data and never raises on any object;
 - the answer composer and the progress lines never raise on any run the models allow;
-- `agent_core.http_tools.map_response` (when present) never raises on any response.
+- `agent_core.http.map_response` (when present) never raises on any response.
 """
 
 from __future__ import annotations
@@ -305,10 +305,10 @@ def test_answers_never_raise_on_any_run(run: Run) -> None:
 def test_http_map_response_never_raises(
     status: int, headers: dict[str, str], body: bytes, tool: str | None
 ) -> None:
-    http_tools = pytest.importorskip("agent_core.http_tools")
+    http_tools = pytest.importorskip("agent_core.http")
     map_response = getattr(http_tools, "map_response", None)
     if map_response is None:
-        pytest.skip("agent_core.http_tools.map_response does not exist yet")
+        pytest.skip("agent_core.http.map_response does not exist yet")
     outcome = map_response(status, headers, body, tool=tool)
     assert outcome.ok == (outcome.error_type is None)
     if outcome.error_type is not None:

@@ -1,0 +1,48 @@
+"""The catalog's tools served by a real HTTP API instead of the built-in demo shop.
+
+`STEPWISE_TOOLS=path/to/tools.toml` replaces the demo shop's tools with the ones built here.
+The names, arguments and risks come from `agent_core.catalog` and the failure types stay
+the same, so the planner, the policy and the answers do not know which backend they talk to.
+
+- `config`: the tools file (TOML), validated against the catalog; secrets and redaction.
+- `contracts`: what each tool's 2xx answer must look like (pydantic models).
+- `responses`: what one answer means (status → error type, Retry-After, contracts). Pure.
+- `client`: the connection pool, request building, and the tools' handlers.
+- `check`: `stepwise tools check [--probe]` as typed records (the CLI prints them).
+"""
+
+from agent_core.http.check import (
+    ConfiguredTool,
+    MissingTool,
+    ProbeResult,
+    ToolCheck,
+    all_passed,
+    check_tools,
+)
+from agent_core.http.client import RETRY_AFTER_CAP_S, build_http_tools, new_client
+from agent_core.http.config import (
+    HttpToolConfig,
+    ToolsConfig,
+    ToolsConfigError,
+    load_tools_config,
+)
+from agent_core.http.responses import HttpOutcome, map_response, parse_retry_after
+
+__all__ = [
+    "RETRY_AFTER_CAP_S",
+    "ConfiguredTool",
+    "HttpOutcome",
+    "HttpToolConfig",
+    "MissingTool",
+    "ProbeResult",
+    "ToolCheck",
+    "ToolsConfig",
+    "ToolsConfigError",
+    "all_passed",
+    "build_http_tools",
+    "check_tools",
+    "load_tools_config",
+    "map_response",
+    "new_client",
+    "parse_retry_after",
+]

@@ -1,0 +1,203 @@
+"""The HTTP tools themselves: one shared connection pool, request building, and the
+handler that sends, maps the answer (`responses.map_response`) and may honour Retry-After.
+
+Requests
+--------
+Every request carries `X-Stepwise-User` (the customer's Telegram user id) and
+`X-Stepwise-Trace` (the run's trace id); every non-GET request also carries
+`Idempotency-Key: <run_id>:<step_id>`, the same on every retry and after crash recovery.
+The upstream owns authorisation: it must answer 403 (or 404) for another customer's order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
+from urllib.parse import quote
+
+import httpx
+from pydantic import BaseModel
+
+from agent_core.catalog import CATALOG
+from agent_core.http.config import DEFAULT_TIMEOUT_S, HttpToolConfig, ToolsConfig
+from agent_core.http.responses import HttpOutcome, clip, map_response
+from agent_core.models import ErrorType
+from agent_core.tools import Tool, ToolContext, ToolFailure
+
+log = logging.getLogger(__name__)
+
+# Longest Retry-After honoured inside one attempt; a longer one is the executor's business.
+RETRY_AFTER_CAP_S: Final = 10.0
+# Bigger answers are refused unread: no shop answer to these three questions is that large.
+MAX_BODY_BYTES: Final = 1 << 20
+MAX_CONNECTIONS: Final = 20
+USER_AGENT: Final = "stepwise-http-tools/0.1"
+
+
+def new_client(config: ToolsConfig) -> httpx.AsyncClient:
+    """The one connection pool every HTTP tool shares.
+
+    Redirects are not followed: a redirected call is a misconfigured url (reported as
+    internal), and following it could carry the credentials to another host.
+    """
+    longest = max((tool.timeout_s for tool in config.tools), default=DEFAULT_TIMEOUT_S)
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(longest),
+        limits=httpx.Limits(
+            max_connections=MAX_CONNECTIONS,
+            max_keepalive_connections=MAX_CONNECTIONS // 2,
+            keepalive_expiry=30.0,
+        ),
+        follow_redirects=False,
+        headers={"User-Agent": USER_AGENT},
+    )
+
+
+def build_http_tools(
+    config: ToolsConfig,
+    client: httpx.AsyncClient,
+    *,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> list[Tool]:
+    """One `Tool` per configured entry, all sending through `client`.
+
+    `sleep` is the Retry-After wait (tests pass a recorder).
+    """
+    return [
+        Tool.of(
+            CATALOG[spec.name],
+            _HttpTool(spec, config, client, sleep),
+            timeout_s=spec.timeout_s,
+            max_retries=spec.max_retries,
+            risk=spec.risk,
+        )
+        for spec in config.tools
+    ]
+
+
+def _encode(value: Any) -> str:
+    """A url placeholder value: percent-encoded, and never a `.`/`..` path segment."""
+    encoded = quote(str(value), safe="")
+    return encoded.replace(".", "%2E") if not encoded.strip(".") else encoded
+
+
+def build_request(
+    client: httpx.AsyncClient,
+    config: ToolsConfig,
+    spec: HttpToolConfig,
+    args: Mapping[str, Any],
+    ctx: ToolContext,
+    timeout_s: float,
+) -> httpx.Request:
+    url = spec.url.format_map({name: _encode(args[name]) for name in spec.placeholders})
+    rest = {k: v for k, v in args.items() if k not in spec.placeholders and v is not None}
+    headers = {"Accept": "application/json"}
+    headers.update({name: value.get_secret_value() for name, value in config.headers.items()})
+    headers["X-Stepwise-User"] = str(ctx.user_id)
+    headers["X-Stepwise-Trace"] = ctx.trace_id
+    if spec.method == "GET":
+        return client.build_request(
+            "GET", url, params=rest, headers=headers, timeout=httpx.Timeout(timeout_s)
+        )
+    headers["Idempotency-Key"] = ctx.idempotency_key
+    return client.build_request(
+        spec.method, url, json=rest, headers=headers, timeout=httpx.Timeout(timeout_s)
+    )
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+async def _read_body(response: httpx.Response) -> bytes:
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:
+            raise _BodyTooLarge
+    return bytes(body)
+
+
+async def _exchange(client: httpx.AsyncClient, request: httpx.Request, tool: str) -> HttpOutcome:
+    """Send one request and map what came back; transport trouble becomes a typed outcome."""
+    try:
+        response = await client.send(request, stream=True)
+        try:
+            body = await _read_body(response)
+        finally:
+            await response.aclose()
+    except httpx.TimeoutException as exc:
+        return HttpOutcome(None, error_type=ErrorType.TIMEOUT, message=transport_message(exc))
+    except httpx.TransportError as exc:
+        return HttpOutcome(None, error_type=ErrorType.UNAVAILABLE, message=transport_message(exc))
+    except httpx.HTTPError as exc:
+        return HttpOutcome(None, error_type=ErrorType.INTERNAL, message=transport_message(exc))
+    except _BodyTooLarge:
+        return HttpOutcome(
+            response.status_code,
+            error_type=ErrorType.INTERNAL,
+            message=f"upstream answer is larger than {MAX_BODY_BYTES} bytes",
+        )
+    return map_response(response.status_code, response.headers, body, tool=tool)
+
+
+def transport_message(exc: httpx.HTTPError) -> str:
+    detail = clip(str(exc))
+    return f"no answer from upstream: {type(exc).__name__}" + (f" ({detail})" if detail else "")
+
+
+class _HttpTool:
+    """The handler of one configured tool: render, send, map, maybe honour Retry-After."""
+
+    def __init__(
+        self,
+        spec: HttpToolConfig,
+        config: ToolsConfig,
+        client: httpx.AsyncClient,
+        sleep: Callable[[float], Awaitable[None]],
+    ) -> None:
+        self._spec = spec
+        self._config = config
+        self._client = client
+        self._sleep = sleep
+
+    def __repr__(self) -> str:
+        return f"<http tool {self._spec.name}: {self._spec.method} {self._spec.url}>"
+
+    async def __call__(self, args: BaseModel, ctx: ToolContext) -> Any:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._spec.timeout_s
+        values = args.model_dump(mode="json")
+        outcome = await self._attempt(values, ctx, deadline - loop.time())
+        wait = outcome.retry_after_s
+        if outcome.transient and wait is not None and self._fits(wait, deadline - loop.time()):
+            await self._sleep(wait)
+            outcome = await self._attempt(values, ctx, deadline - loop.time())
+        if outcome.error_type is not None:
+            raise ToolFailure(outcome.error_type, self._config.redact(outcome.message))
+        return outcome.data
+
+    def _fits(self, wait: float, remaining: float) -> bool:
+        """Wait in-attempt only if capped and the retried request keeps half the budget."""
+        return wait <= RETRY_AFTER_CAP_S and wait + self._spec.timeout_s / 2 <= remaining
+
+    async def _attempt(
+        self, values: Mapping[str, Any], ctx: ToolContext, budget_s: float
+    ) -> HttpOutcome:
+        request = build_request(
+            self._client, self._config, self._spec, values, ctx, max(budget_s, 0.001)
+        )
+        started = time.perf_counter()
+        outcome = await _exchange(self._client, request, self._spec.name)
+        log.info(
+            "http tool %s: %s %s in %.0f ms",
+            self._spec.name,
+            self._spec.method,
+            outcome.status if outcome.ok else f"{outcome.status} {outcome.error_type}",
+            (time.perf_counter() - started) * 1000,
+            extra={"trace_id": ctx.trace_id},
+        )
+        return outcome

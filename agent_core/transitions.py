@@ -1,0 +1,247 @@
+"""Every state change of a run, as functions of (run, step, what happened, now).
+
+The executor decides *which* transition comes next (the plan, the tool's result, the
+failure policy); the functions here say *what* it does to the run and which event records
+it. The agent service uses the same functions (an expired pause), so a run ends the same
+way whoever ends it, and `Executor.commit` records and announces it the same way.
+
+They are pure in the sense that matters for replay and tests: no I/O, no clock, no
+randomness (the time and the pause nonce are arguments). They change the run they are
+given in place rather than returning a copy: the executor holds the run and its steps for
+the whole drive, and a copy per transition would cost every run for nothing. Each returns
+the `RunEvent`(s) to journal, built after the change, so an event's `status` is the state
+it leads to; each also stamps `run.updated_at`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from agent_core.answers import compose_answer
+from agent_core.models import (
+    Decision,
+    ErrorType,
+    EventKind,
+    Pause,
+    PlanStep,
+    Run,
+    RunEvent,
+    RunStatus,
+    StepError,
+    StepStatus,
+    ToolError,
+)
+
+MAX_STEPS_REASON = "max_steps"
+EXPIRED_MESSAGE = "approval expired"
+
+
+def event(
+    run: Run,
+    kind: EventKind,
+    step: PlanStep | None = None,
+    *,
+    now: datetime,
+    attempt: int | None = None,
+    status: str | None = None,
+    error_type: ErrorType | None = None,
+    decision: Decision | None = None,
+    delay_s: float | None = None,
+    message: str | None = None,
+) -> RunEvent:
+    """The record of a transition that just happened to `run` (and `step`) at `now`."""
+    run.updated_at = now
+    return RunEvent(
+        kind=kind,
+        run_id=run.id,
+        trace_id=run.trace_id,
+        step_id=step.id if step else None,
+        tool=step.tool if step else None,
+        attempt=attempt,
+        status=status or (step.status.value if step else run.status.value),
+        error_type=error_type,
+        decision=decision,
+        delay_s=delay_s,
+        message=message,
+        at=now,
+    )
+
+
+def planned(run: Run, *, now: datetime) -> RunEvent:
+    """A fresh plan is on record (nothing about the run changes)."""
+    return event(run, EventKind.RUN_PLANNED, now=now)
+
+
+def start_step(run: Run, step: PlanStep, *, now: datetime) -> RunEvent:
+    """One attempt of `step` begins; it counts against the run's attempt budget."""
+    run.attempts += 1
+    run.status = RunStatus.RUNNING
+    step.status = StepStatus.RUNNING
+    step.started_at = step.started_at or now
+    return event(run, EventKind.STEP_STARTED, step, now=now, attempt=step.retry_count + 1)
+
+
+def succeed(run: Run, step: PlanStep, data: Any, *, attempt: int, now: datetime) -> RunEvent:
+    step.status = StepStatus.DONE
+    step.observation = data
+    step.error = None
+    step.finished_at = now
+    return event(run, EventKind.STEP_SUCCEEDED, step, now=now, attempt=attempt)
+
+
+def skipped(run: Run, step: PlanStep, *, now: datetime) -> RunEvent:
+    """The record of a step an observation rule skipped (`rules.update_plan` skips it)."""
+    return event(run, EventKind.STEP_SKIPPED, step, now=now, message=step.skip_reason)
+
+
+def _failed_attempt(step: PlanStep, error: ToolError) -> None:
+    step.error = StepError(type=error.error_type, message=error.message)
+
+
+def retry(
+    run: Run, step: PlanStep, error: ToolError, *, attempt: int, delay_s: float, now: datetime
+) -> RunEvent:
+    """The attempt failed transiently; the step is pending again after `delay_s`."""
+    _failed_attempt(step, error)
+    step.retry_count += 1
+    step.status = StepStatus.PENDING
+    return event(
+        run,
+        EventKind.STEP_RETRYING,
+        step,
+        now=now,
+        attempt=attempt,
+        error_type=error.error_type,
+        decision=Decision.RETRY,
+        delay_s=delay_s,
+        message=error.message,
+    )
+
+
+def fall_back(
+    run: Run, step: PlanStep, error: ToolError, *, attempt: int, now: datetime
+) -> RunEvent:
+    """The step gave nothing usable; the answer says so and the plan goes on."""
+    _failed_attempt(step, error)
+    step.status = StepStatus.FALLBACK
+    step.fallback_reason = error.message
+    step.finished_at = now
+    return event(
+        run,
+        EventKind.STEP_FALLBACK,
+        step,
+        now=now,
+        attempt=attempt,
+        error_type=error.error_type,
+        decision=Decision.FALLBACK,
+        message=error.message,
+    )
+
+
+def fail_step(
+    run: Run, step: PlanStep, error: ToolError, *, attempt: int, now: datetime
+) -> list[RunEvent]:
+    """The step failed for good: it and the run stop (`step_failed`, `run_finished`)."""
+    _failed_attempt(step, error)
+    step.status = StepStatus.FAILED
+    step.finished_at = now
+    failed = event(
+        run,
+        EventKind.STEP_FAILED,
+        step,
+        now=now,
+        attempt=attempt,
+        error_type=error.error_type,
+        decision=Decision.STOP,
+        message=error.message,
+    )
+    run.stop_reason = error.error_type.value
+    return [failed, finish(run, RunStatus.FAILED, now=now)]
+
+
+def pause(
+    run: Run,
+    step: PlanStep,
+    *,
+    reason: str,
+    nonce: str,
+    now: datetime,
+    error: ToolError | None = None,
+) -> RunEvent:
+    """Wait for the customer before `step` runs; the pause binds to its exact arguments."""
+    if error is not None:
+        _failed_attempt(step, error)
+    step.status = StepStatus.PAUSED
+    step.pause_reason = reason
+    run.pause = Pause(
+        step_id=step.id, nonce=nonce, tool=step.tool, args_hash=step.args_hash(), paused_at=now
+    )
+    run.status = RunStatus.PAUSED
+    run.answer = compose_answer(run)
+    return event(
+        run,
+        EventKind.STEP_PAUSED,
+        step,
+        now=now,
+        decision=Decision.PAUSE,
+        error_type=error.error_type if error else None,
+        message=reason,
+    )
+
+
+def approval_is_stale(run: Run, step: PlanStep) -> bool:
+    """The paused step's arguments are no longer what the customer was asked to approve."""
+    return run.pause is not None and run.pause.args_hash != step.args_hash()
+
+
+def ask_again(run: Run, step: PlanStep, *, nonce: str, now: datetime) -> RunEvent:
+    """Drop a stale approval (see `approval_is_stale`) and pause again with a new nonce."""
+    step.approval = None
+    return pause(run, step, reason="arguments_changed", nonce=nonce, now=now)
+
+
+def apply_decision(run: Run, step: PlanStep, *, now: datetime) -> list[RunEvent]:
+    """Carry out the (current) decision written on a paused step (`step.approval`).
+
+    Approved: the step is pending again (`step_approved`). Declined: it and every later
+    pending step are cancelled and the run ends (`step_declined`, `run_finished`).
+    """
+    assert step.approval is not None
+    run.pause = None
+    run.status = RunStatus.RUNNING
+    if step.approval.approved:
+        step.status = StepStatus.PENDING
+        return [event(run, EventKind.STEP_APPROVED, step, now=now)]
+    step.status = StepStatus.CANCELLED
+    step.finished_at = now
+    declined = event(run, EventKind.STEP_DECLINED, step, now=now)
+    for later in run.steps:
+        if later.status is StepStatus.PENDING:
+            later.status = StepStatus.CANCELLED
+    return [declined, finish(run, RunStatus.CANCELLED, now=now)]
+
+
+def stop_at_max_steps(run: Run, *, now: datetime) -> RunEvent:
+    """The run used up its attempts: it fails before acting again."""
+    run.stop_reason = MAX_STEPS_REASON
+    return finish(run, RunStatus.FAILED, now=now)
+
+
+def finish(run: Run, status: RunStatus, *, now: datetime, message: str | None = None) -> RunEvent:
+    """The run ends with `status`; its answer is composed from what the steps observed."""
+    run.status = status
+    run.pause = None
+    run.finished_at = now
+    run.answer = compose_answer(run)
+    return event(run, EventKind.RUN_FINISHED, now=now, status=status.value, message=message)
+
+
+def expire(run: Run, *, now: datetime) -> RunEvent:
+    """Nobody decided in time (the claim found the pause too old): close the paused step
+    and end the run as expired. Nothing ran."""
+    if run.pause is not None:
+        step = run.step(run.pause.step_id)
+        step.status = StepStatus.CANCELLED
+        step.finished_at = now
+    return finish(run, RunStatus.EXPIRED, now=now, message=EXPIRED_MESSAGE)
