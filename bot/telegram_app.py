@@ -226,7 +226,9 @@ class StepwiseBot:
     async def _runs_page(
         self, status: RunStatus | None, offset: int
     ) -> tuple[str, InlineKeyboardMarkup | None]:
-        page = await self.store.list_runs(status=status, offset=offset, limit=RUNS_PAGE_SIZE)
+        page = await self.store.history.list_runs(
+            status=status, offset=offset, limit=RUNS_PAGE_SIZE
+        )
         buttons = []
         if offset > 0:
             prev_offset = max(0, offset - RUNS_PAGE_SIZE)
@@ -248,7 +250,7 @@ class StepwiseBot:
         if run is None:
             await self._reply(update, "No such run.")
             return
-        timeline = await self.store.timeline(run.id)
+        timeline = await self.store.history.timeline(run.id)
         for part in split_message(format_timeline(run, timeline)):
             await self._reply(update, part)
 
@@ -266,8 +268,8 @@ class StepwiseBot:
             periods.append(
                 (
                     label,
-                    await self.store.status_counts(since),
-                    await self.store.failure_counts(since),
+                    await self.store.history.status_counts(since),
+                    await self.store.history.failure_counts(since),
                 )
             )
         await self._reply(update, format_stats(periods))
@@ -346,9 +348,8 @@ def build_application(
         .rate_limiter(SlidingWindowRateLimiter(max_retries=3))
         .build()
     )
-    progress = TelegramProgress(
-        application.bot, runtime.store.add_notice, show_after_s=show_after_s
-    )
+    note = lambda run_id, text: runtime.store.add_event(run_id, EventKind.NOTICE, text)  # noqa: E731
+    progress = TelegramProgress(application.bot, note, show_after_s=show_after_s)
     bot = StepwiseBot(runtime, progress)
     runtime.agent.executor.listeners.append(bot.progress)
     application.bot_data["stepwise"] = bot
@@ -482,9 +483,11 @@ async def reoffer_lost_prompts(runtime: Runtime, progress: TelegramProgress) -> 
     store, shown, cursor = runtime.store, 0, None
     since = utcnow() - runtime.settings.approval_ttl
     while True:
-        page = await store.list_runs(status=RunStatus.PAUSED, since=since, before=cursor, limit=200)
+        page = await store.history.list_runs(
+            status=RunStatus.PAUSED, since=since, before=cursor, limit=200
+        )
         for item in page.items:
-            if not _prompt_lost(await store.timeline(item.id)):
+            if not _prompt_lost(await store.history.timeline(item.id)):
                 continue
             run = await store.load_run(item.id)
             if run is not None and await progress.reoffer(run):
