@@ -29,6 +29,7 @@ from agent_core.models import (
 )
 from agent_core.planner import PlanDraft, PlanRequest, StepDraft
 from agent_core.tools import Tool, ToolContext, ToolRegistry
+from storage import tables
 from storage.db import MIGRATIONS, StorageUnavailable, connect, fetch
 from storage.runs import SqliteRunStore
 from storage.tables import parse_ts, ts
@@ -575,3 +576,92 @@ async def test_staff_filter_by_customer_and_status_uses_its_index(store: SqliteR
     )
     plan = " ".join(str(r[3]) for r in rows)
     assert "runs_by_user_status" in plan and "TEMP B-TREE" not in plan
+
+
+# -- issue 16: every ending is saved and reloaded whole -------------------------------------
+
+
+async def test_declined_failed_and_expired_runs_reload_with_errors_approvals_and_decisions(
+    store: SqliteRunStore,
+) -> None:
+    """Each step's error, the approval and the claim's decision survive a round trip."""
+    agent = Agent(ThreeStepPlanner(), executor_for(store)[0], store)
+
+    # Declined: the customer presses Cancel.
+    asked = await agent.ask("cancel order A1001", user_id=10001, chat_id=10001)
+    assert asked.pause is not None
+    declined = await agent.decide(asked.id, user_id=10001, approved=False, nonce=asked.pause.nonce)
+    assert declined.result is ClaimResult.OK and declined.run is not None
+    assert declined.run.status is RunStatus.CANCELLED
+
+    # Failed: the order service answers "not found" (not retryable).
+    failing, _ = executor_for(store, status=[fail(ErrorType.NOT_FOUND, "no order A1001")])
+    failed_run = make_run([STATUS, CANCEL])
+    failed_run.id = "failed"
+    failed = await failing.start(failed_run)
+    assert failed.status is RunStatus.FAILED
+
+    # Expired: the press comes after the approval window closed.
+    late = await agent.ask("cancel order A1001", user_id=10001, chat_id=10001)
+    assert late.pause is not None
+    expired = await Agent(
+        ThreeStepPlanner(), executor_for(store)[0], store, approval_ttl=timedelta(seconds=-1)
+    ).decide(late.id, user_id=10001, approved=True, nonce=late.pause.nonce)
+    assert expired.result is ClaimResult.EXPIRED and expired.run is not None
+    assert expired.run.status is RunStatus.EXPIRED
+
+    for run in (declined.run, failed, expired.run):
+        assert await store.load_run(run.id) == run  # every field of the run and its steps
+
+    reloaded = await store.load_run(declined.run.id)
+    assert reloaded is not None
+    cancel_step = reloaded.steps[2]
+    assert cancel_step.approval is not None and cancel_step.approval.approved is False
+    assert cancel_step.approval.by_user_id == 10001
+    decisions = [
+        (e.decision, e.step_id, e.message)
+        for e in await store.history.timeline(declined.run.id)
+        if e.kind is EventKind.DECISION_CLAIMED
+    ]
+    assert decisions == [("declined", "s3", "cancelled by user 10001")]
+
+    reloaded = await store.load_run("failed")
+    assert reloaded is not None and reloaded.steps[0].error is not None
+    assert reloaded.steps[0].error.type is ErrorType.NOT_FOUND
+    assert reloaded.steps[0].error.message == "no order A1001"
+    errors = [e.error_type for e in await store.history.timeline("failed") if e.error_type]
+    assert errors == ["not_found"]
+
+    reloaded = await store.load_run(expired.run.id)
+    assert reloaded is not None and reloaded.status is RunStatus.EXPIRED
+    assert reloaded.steps[2].approval is None  # an expired press decides nothing
+    assert reloaded.pause is None and reloaded.finished_at is not None
+    finished = await store.history.timeline(expired.run.id)
+    assert [e.kind for e in finished][-1] is EventKind.RUN_FINISHED
+    assert finished[-1].message == "approval expired"
+    assert not any(e.kind is EventKind.DECISION_CLAIMED for e in finished)
+
+
+def test_row_dicts_name_exactly_the_table_columns() -> None:
+    """Column order lives in one list per table; the rows must cover those lists exactly."""
+    run = make_run([STATUS, CANCEL])
+    event = RunEvent(kind=EventKind.RUN_PLANNED, run_id=run.id, trace_id=run.trace_id)
+    assert set(tables.run_row(run)) == set(tables.RUN_COLUMNS)
+    assert set(tables.run_state_row(run)) == {"id", *tables.RUN_STATE_COLUMNS}
+    assert set(tables.step_row(run.id, 0, run.steps[0], None)) == set(tables.STEP_COLUMNS)
+    assert set(tables.step_state_row(run.id, run.steps[0], None)) == {
+        "run_id",
+        "id",
+        *tables.STEP_STATE_COLUMNS,
+    }
+    assert set(tables.event_row(run, event, {})) == set(tables.EVENT_COLUMNS)
+    with sqlite3.connect(":memory:") as conn:
+        for script in MIGRATIONS:
+            conn.executescript(script)
+        for table, names in (
+            ("runs", tables.RUN_COLUMNS),
+            ("steps", tables.STEP_COLUMNS),
+            ("events", tables.EVENT_COLUMNS),
+        ):
+            schema = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+            assert set(names) <= schema
