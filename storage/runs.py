@@ -46,7 +46,7 @@ from storage.tables import (
     STEP_STATE_COLUMNS,
     columns,
     event_row,
-    insert_sql,
+    insert,
     run_from_rows,
     run_row,
     run_state_row,
@@ -54,20 +54,20 @@ from storage.tables import (
     step_state_row,
     to_json,
     ts,
-    update_sql,
-    upsert_sql,
+    update,
+    upsert,
 )
 from storage.writequeue import WriteQueue
 
-_UPSERT_RUN = upsert_sql("runs", RUN_COLUMNS, ("id",))
-_UPSERT_STEP = upsert_sql("steps", STEP_COLUMNS, ("run_id", "id"))
-_UPDATE_RUN = update_sql("runs", RUN_STATE_COLUMNS, ("id",))
+_UPSERT_RUN = upsert("runs", RUN_COLUMNS, ("id",))
+_UPSERT_STEP = upsert("steps", STEP_COLUMNS, ("run_id", "id"))
+_UPDATE_RUN = update("runs", RUN_STATE_COLUMNS, ("id",))
 # `status` is in two indexes; SQLite rewrites an index entry whenever an UPDATE assigns one
 # of its columns, changed or not. Most transitions leave the status as it was, so it gets
 # its own statement that only matches (and only touches the indexes) when it changes.
 _UPDATE_RUN_STATUS = "UPDATE runs SET status = :status WHERE id = :id AND status IS NOT :status"
-_UPDATE_STEP = update_sql("steps", STEP_STATE_COLUMNS, ("run_id", "id"))
-_INSERT_EVENT = insert_sql("events", EVENT_COLUMNS)
+_UPDATE_STEP = update("steps", STEP_STATE_COLUMNS, ("run_id", "id"))
+_INSERT_EVENT = insert("events", EVENT_COLUMNS)
 # An event about a run that changes nothing else; trace_id comes from the run's row.
 _APPEND_EVENT = (
     "INSERT INTO events (run_id, trace_id, kind, message, at)"
@@ -182,7 +182,7 @@ class SqliteRunStore:
         return result, run
 
 
-def _transition(run: Run, events: Sequence[RunEvent]) -> list[tuple[str, dict[str, Any]]]:
+def _transition(run: Run, events: Sequence[RunEvent]) -> list[tuple[str, Any]]:
     """The statements that commit `events` and the state of `run` they leave behind.
 
     `run_planned` writes the run and its whole plan. Later events update the run's state
@@ -199,21 +199,21 @@ def _transition(run: Run, events: Sequence[RunEvent]) -> list[tuple[str, dict[st
             whole = True
         elif event.step_id not in step_ids:
             step_ids.append(event.step_id)
-    statements: list[tuple[str, dict[str, Any]]] = []
+    statements: list[tuple[str, Any]] = []
     observations: dict[str, str | None] = {}
     if planned:
-        statements.append((_UPSERT_RUN, run_row(run)))
+        statements.append(_UPSERT_RUN.bind(run_row(run)))
         for position, step in enumerate(run.steps):
             observation = observations[step.id] = to_json(step.observation)
-            statements.append((_UPSERT_STEP, step_row(run.id, position, step, observation)))
+            statements.append(_UPSERT_STEP.bind(step_row(run.id, position, step, observation)))
     else:
-        statements.append((_UPDATE_RUN, run_state_row(run)))
+        statements.append(_UPDATE_RUN.bind(run_state_row(run)))
         statements.append((_UPDATE_RUN_STATUS, {"status": run.status.value, "id": run.id}))
         for step in run.steps if whole else [run.step(s) for s in step_ids]:
             observation = observations[step.id] = to_json(step.observation)
-            statements.append((_UPDATE_STEP, step_state_row(run.id, step, observation)))
+            statements.append(_UPDATE_STEP.bind(step_state_row(run.id, step, observation)))
     for event in events:
-        statements.append((_INSERT_EVENT, event_row(run, event, observations)))
+        statements.append(_INSERT_EVENT.bind(event_row(run, event, observations)))
     return statements
 
 
