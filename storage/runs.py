@@ -177,8 +177,8 @@ class SqliteRunStore:
             now=ts(now),
             expires_before=ts(expires_before),
         )
-        result, run_row_, step_rows = await self._writes.submit(claim)
-        run = run_from_rows(run_row_, step_rows) if run_row_ is not None else None
+        result, claimed, step_rows = await self._writes.submit(claim)
+        run = run_from_rows(claimed, step_rows) if claimed is not None else None
         return result, run
 
 
