@@ -22,7 +22,8 @@ from agent_core.models import RunStatus
 from bench.measure import LatencySummary, db_bytes, query, remove_db
 from bench.report import Report
 from storage.db import connect
-from storage.runs import SqliteRunStore, ts
+from storage.runs import SqliteRunStore
+from storage.tables import ts
 
 SECTION = "staff"
 GOAL_MS = 50.0
@@ -331,25 +332,32 @@ async def run_staff(report: Report, workdir: Path, runs: int, samples: int) -> N
         week_ago = datetime.now(UTC) - timedelta(days=7)
 
         async def newest(n: int) -> object:
-            page = await store.list_runs(limit=20)
+            page = await store.history.list_runs(limit=20)
             assert len(page.items) == 20
             return page
 
         async def filtered(n: int) -> object:
-            page = await store.list_runs(status=RunStatus.FAILED, user_id=users[n], limit=20)
+            page = await store.history.list_runs(
+                status=RunStatus.FAILED, user_id=users[n], limit=20
+            )
             assert page.items and all(i.status is RunStatus.FAILED for i in page.items)
             return page
 
         async def timeline(n: int) -> object:
-            entries = await store.timeline(picks[n])
+            entries = await store.history.timeline(picks[n])
             assert entries
             return entries
 
         async def failed_page(n: int) -> object:
-            return await store.list_runs(status=RunStatus.FAILED, limit=8, offset=8 * (n % 5))
+            return await store.history.list_runs(
+                status=RunStatus.FAILED, limit=8, offset=8 * (n % 5)
+            )
 
         async def stats(n: int) -> object:
-            return (await store.status_counts(week_ago), await store.failure_counts(week_ago))
+            return (
+                await store.history.status_counts(week_ago),
+                await store.history.failure_counts(week_ago),
+            )
 
         queries: list[tuple[str, Callable[[int], Awaitable[object]], bool]] = [
             ("list_runs(limit=20)", newest, True),

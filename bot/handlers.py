@@ -202,7 +202,9 @@ class StepwiseBot:
     async def _runs_page(
         self, status: RunStatus | None, offset: int
     ) -> tuple[str, InlineKeyboardMarkup | None]:
-        page = await self.store.list_runs(status=status, offset=offset, limit=RUNS_PAGE_SIZE)
+        page = await self.store.history.list_runs(
+            status=status, offset=offset, limit=RUNS_PAGE_SIZE
+        )
         buttons = []
         if offset > 0:
             prev_offset = max(0, offset - RUNS_PAGE_SIZE)
@@ -224,7 +226,7 @@ class StepwiseBot:
         if run is None:
             await self._reply(update, "No such run.")
             return
-        timeline = await self.store.timeline(run.id)
+        timeline = await self.store.history.timeline(run.id)
         for part in split_message(format_timeline(run, timeline)):
             await self._reply(update, part)
 
@@ -242,8 +244,8 @@ class StepwiseBot:
             periods.append(
                 (
                     label,
-                    await self.store.status_counts(since),
-                    await self.store.failure_counts(since),
+                    await self.store.history.status_counts(since),
+                    await self.store.history.failure_counts(since),
                 )
             )
         await self._reply(update, format_stats(periods))

@@ -52,9 +52,11 @@ async def reoffer_lost_prompts(
     shown, cursor = 0, None
     since = utcnow() - approval_ttl
     while True:
-        page = await store.list_runs(status=RunStatus.PAUSED, since=since, before=cursor, limit=200)
+        page = await store.history.list_runs(
+            status=RunStatus.PAUSED, since=since, before=cursor, limit=200
+        )
         for item in page.items:
-            if not prompt_lost(await store.timeline(item.id)):
+            if not prompt_lost(await store.history.timeline(item.id)):
                 continue
             run = await store.load_run(item.id)
             if run is not None and await progress.reoffer(run):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 
-from console.queries import RunFilter, iter_runs
+from storage.history import RunFilter
 from storage.records import export_record
 from storage.runs import SqliteRunStore
 
@@ -20,13 +20,13 @@ async def run_line(store: SqliteRunStore, run_id: str) -> str | None:
     run = await store.load_run(run_id)
     if run is None:
         return None
-    timeline = await store.timeline(run.id)
+    timeline = await store.history.timeline(run.id)
     return json.dumps(export_record(run, timeline), ensure_ascii=False) + "\n"
 
 
 async def export_lines(store: SqliteRunStore, flt: RunFilter) -> AsyncIterator[str]:
     """Every run matching `flt`, newest first, streamed one keyset page at a time."""
-    async for summary in iter_runs(store, flt):
+    async for summary in store.history.iter_runs(flt):
         line = await run_line(store, summary.id)
         if line is not None:
             yield line

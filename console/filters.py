@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from urllib.parse import urlencode
 
 from agent_core.models import ErrorType, RunStatus
-from console.queries import ANY_ERROR, RunFilter
+from storage.history import ANY_ERROR, RunFilter
 
 FIELDS = ("status", "user", "error", "tool", "since", "until", "q", "run")
 MAX_TEXT = 200

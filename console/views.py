@@ -19,8 +19,8 @@ from agent_core.models import ErrorType, RunStatus, utcnow
 from console.charts import BarInput, bar_chart
 from console.export import export_lines, run_line
 from console.filters import parse_filter
-from console.queries import ANY_ERROR, Cursor, recent_tools, search_runs
 from console.timeline import build_run_view
+from storage.history import ANY_ERROR, Cursor
 from storage.records import FailureCount
 from storage.runs import SqliteRunStore
 
@@ -44,6 +44,7 @@ JSONL = "application/x-ndjson; charset=utf-8"
 class Views:
     def __init__(self, store: SqliteRunStore, templates: Jinja2Templates) -> None:
         self.store = store
+        self.history = store.history
         self.templates = templates
 
     def _page(
@@ -59,7 +60,7 @@ class Views:
         parsed = parse_filter(request.query_params)
         before = Cursor.decode(request.query_params.get("before"))
         after = None if before else Cursor.decode(request.query_params.get("after"))
-        page = await search_runs(self.store, parsed.filter, before=before, after=after)
+        page = await self.history.search_runs(parsed.filter, before=before, after=after)
         effective = parsed.filter.effective()
         return self._page(
             request,
@@ -74,7 +75,7 @@ class Views:
             else None,
             statuses=[s.value for s in RunStatus],
             error_types=[e.value for e in ErrorType],
-            tools=await recent_tools(self.store),
+            tools=await self.history.recent_tools(),
         )
 
     async def run(self, request: Request) -> Response:
@@ -82,7 +83,7 @@ class Views:
         run = await self.store.load_run(run_id)
         if run is None:
             return self._page(request, "not_found.html", status_code=404, run_id=run_id)
-        view = build_run_view(run, await self.store.timeline(run.id))
+        view = build_run_view(run, await self.history.timeline(run.id))
         return self._page(request, "run.html", view=view, run=run, pause_reasons=PAUSE_REASONS)
 
     async def overview(self, request: Request) -> Response:
@@ -91,8 +92,8 @@ class Views:
             period = "24h"
         label, delta = PERIODS[period]
         since = utcnow() - delta if delta else _EPOCH
-        statuses = await self.store.status_counts(since)
-        failures = await self.store.failure_counts(since)
+        statuses = await self.history.status_counts(since)
+        failures = await self.history.failure_counts(since)
         since_q = {} if delta is None else {"since": since.strftime("%Y-%m-%dT%H:%M:%S")}
         return self._page(
             request,
@@ -152,7 +153,9 @@ class Views:
         before = Cursor.decode(request.query_params.get("before"))
         after = None if before else Cursor.decode(request.query_params.get("after"))
         limit = _int(request.query_params.get("limit"), PAGE_SIZE)
-        page = await search_runs(self.store, parsed.filter, before=before, after=after, limit=limit)
+        page = await self.history.search_runs(
+            parsed.filter, before=before, after=after, limit=limit
+        )
         return JSONResponse(
             {
                 "items": [item.model_dump(mode="json") for item in page.items],

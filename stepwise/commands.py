@@ -86,7 +86,7 @@ async def cmd_decide(rt: Runtime, args: argparse.Namespace, approved: bool) -> i
 
 async def cmd_runs(rt: Runtime, args: argparse.Namespace) -> int:
     status = RunStatus(args.status) if args.status else None
-    page = await rt.store.list_runs(user_id=args.user, status=status, limit=args.limit)
+    page = await rt.store.history.list_runs(user_id=args.user, status=status, limit=args.limit)
     if args.json:
         print(json.dumps([item.model_dump(mode="json") for item in page.items], ensure_ascii=False))
         return EXIT_OK
@@ -104,7 +104,7 @@ async def cmd_show(rt: Runtime, args: argparse.Namespace) -> int:
     run = await rt.store.load_run(args.run_id)
     if run is None:
         raise CliError(f"no run {args.run_id}", EXIT_NOT_FOUND)
-    timeline = await rt.store.timeline(run.id)
+    timeline = await rt.store.history.timeline(run.id)
     if args.json:
         payload = run_json(run) | {"timeline": [e.model_dump(mode="json") for e in timeline]}
         print(json.dumps(payload, ensure_ascii=False))
@@ -127,12 +127,14 @@ async def cmd_export(rt: Runtime, args: argparse.Namespace) -> int:
     status = RunStatus(args.status) if args.status else None
     cursor = None
     while True:
-        page = await rt.store.list_runs(status=status, user_id=args.user, before=cursor, limit=200)
+        page = await rt.store.history.list_runs(
+            status=status, user_id=args.user, before=cursor, limit=200
+        )
         for item in page.items:
             run = await rt.store.load_run(item.id)
             if run is None:
                 continue
-            record = export_record(run, await rt.store.timeline(run.id))
+            record = export_record(run, await rt.store.history.timeline(run.id))
             print(json.dumps(record, ensure_ascii=False))
         if page.next_cursor is None:
             return EXIT_OK

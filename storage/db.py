@@ -207,9 +207,18 @@ async def connect(
     return conn
 
 
-Statements = Sequence[tuple[str, Sequence[Any]]]
+# Each statement with its parameters: a sequence for `?`, a mapping for `:name`.
+Statements = Sequence[tuple[str, Any]]
 # Work done inside a transaction, on aiosqlite's thread, with the raw sqlite3 connection.
 Operation = Callable[[sqlite3.Connection], Any]
+
+
+async def fetch(conn: aiosqlite.Connection, sql: str, params: Any = ()) -> list[sqlite3.Row]:
+    """Rows of one read (named or positional `params`); a failure is `StorageUnavailable`."""
+    try:
+        return list(await conn.execute_fetchall(sql, params))
+    except sqlite3.Error as exc:
+        raise StorageUnavailable(f"read failed: {exc}") from exc
 
 
 def execute_statements(statements: Statements, conn: sqlite3.Connection) -> None:

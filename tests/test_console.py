@@ -26,11 +26,11 @@ import pytest
 from agent_core.models import RunStatus
 from console.app import create_app
 from console.auth import SESSION_COOKIE, Sessions
-from console.queries import ANY_ERROR, Cursor, RunFilter, explain, search_runs
 from console.server import serve_console, serve_staff_console
 from stepwise.cli import dispatch
 from stepwise.demo import Demo, run_demo
 from stepwise.settings import Settings, configured_staff_token
+from storage.history import ANY_ERROR, Cursor, RunFilter
 from storage.runs import SqliteRunStore
 from tests.browser.seed import HTML_REQUEST, OTHER, Seeded, bulk_runs, seed
 
@@ -343,15 +343,15 @@ async def test_pages_stay_indexed_and_fast_at_100k_runs(
 ) -> None:
     store = await SqliteRunStore.open(hundred_thousand)
     try:
-        plan = await explain(store, flt)
+        plan = await store.history.explain(flt)
         # Every table is reached through an index; no bare "SCAN runs/steps/events".
         assert not re.search(r"^SCAN [res]$", plan, re.MULTILINE), plan
         assert "USING INDEX runs_by_user" in plan or flt.user_id is None, plan
         assert "USING INDEX events_failures" in plan or flt.error_type is None, plan
         started = time.perf_counter()
-        page = await search_runs(store, flt)
+        page = await store.history.search_runs(flt)
         deep = Cursor("2025-01-25T00:00:00.000000Z", "zzzz")
-        await search_runs(store, flt, before=deep)
+        await store.history.search_runs(flt, before=deep)
         elapsed = time.perf_counter() - started
         assert page.items
         assert elapsed < 0.5, f"{elapsed:.3f}s for two pages\n{plan}"

@@ -29,8 +29,10 @@ from agent_core.models import (
 )
 from agent_core.planner import PlanDraft, PlanRequest, StepDraft
 from agent_core.tools import Tool, ToolContext, ToolRegistry
-from storage.db import MIGRATIONS, StorageUnavailable, connect
-from storage.runs import SqliteRunStore, parse_ts, ts
+from storage import tables
+from storage.db import MIGRATIONS, StorageUnavailable, connect, fetch
+from storage.runs import SqliteRunStore
+from storage.tables import parse_ts, ts
 from tests.fakes import (
     CANCEL,
     COMPENSATION,
@@ -85,7 +87,7 @@ async def test_every_transition_is_in_the_timeline_in_order(store: SqliteRunStor
         status=[fail(ErrorType.TIMEOUT, "slow"), {"order_id": "A1001", "status": "delivered"}],
     )
     run = await executor.start(make_run([STATUS, COMPENSATION]))
-    timeline = await store.timeline(run.id)
+    timeline = await store.history.timeline(run.id)
     assert [(e.kind.value, e.step_id, e.attempt) for e in timeline] == [
         ("run_planned", None, None),
         ("step_started", "s1", 1),
@@ -256,24 +258,24 @@ async def test_history_filters_pages_and_counts_failures(store: SqliteRunStore) 
         run.id = f"run{number}"
         await executor.start(run)
 
-    page = await store.list_runs(limit=2)
+    page = await store.history.list_runs(limit=2)
     assert [r.id for r in page.items] == ["run4", "run3"] and page.next_cursor
-    page2 = await store.list_runs(limit=2, before=page.next_cursor)
+    page2 = await store.history.list_runs(limit=2, before=page.next_cursor)
     assert [r.id for r in page2.items] == ["run2", "run1"]
-    page3 = await store.list_runs(limit=2, before=page2.next_cursor)
+    page3 = await store.history.list_runs(limit=2, before=page2.next_cursor)
     assert [r.id for r in page3.items] == ["run0"] and page3.next_cursor is None
 
-    failed = await store.list_runs(status=RunStatus.FAILED)
+    failed = await store.history.list_runs(status=RunStatus.FAILED)
     assert {r.id for r in failed.items} == {"run1", "run3"}
-    mine = await store.list_runs(user_id=100)
+    mine = await store.history.list_runs(user_id=100)
     assert {r.id for r in mine.items} == {"run0", "run2", "run4"}
-    assert (await store.list_runs(trace_id="nope")).items == []
+    assert (await store.history.list_runs(trace_id="nope")).items == []
 
-    counts = await store.failure_counts(since=utcnow() - timedelta(hours=1))
+    counts = await store.history.failure_counts(since=utcnow() - timedelta(hours=1))
     assert [(c.error_type, c.tool, c.count) for c in counts] == [
         ("not_found", "get_order_status", 2)
     ]
-    assert await store.status_counts(since=utcnow() - timedelta(hours=1)) == {
+    assert await store.history.status_counts(since=utcnow() - timedelta(hours=1)) == {
         "completed": 3,
         "failed": 2,
     }
@@ -332,7 +334,7 @@ async def test_concurrent_runs_share_commits_and_tools_only_see_durable_rows(
         runs.append(run)
     finished = await asyncio.gather(*(executor.start(run) for run in runs))
     observer.close()
-    events = (await store._fetch("SELECT count(*) FROM events", ()))[0][0]
+    events = (await fetch(store._conn, "SELECT count(*) FROM events"))[0][0]
     await store.close()
 
     assert all(r.status is RunStatus.COMPLETED for r in finished)
@@ -467,7 +469,7 @@ async def test_a_crash_before_a_success_is_committed_reruns_the_step_with_the_sa
     keys += [ctx.idempotency_key for _, ctx in again["cancel_order"].calls]
     assert keys == [f"{run.id}:s3", f"{run.id}:s3"]
     assert again["get_order_status"].calls == []  # the committed steps are not re-run
-    kinds = [(e.kind.value, e.step_id) for e in await store.timeline(run.id)]
+    kinds = [(e.kind.value, e.step_id) for e in await store.history.timeline(run.id)]
     assert kinds.count(("step_started", "s3")) == 2
     assert kinds.count(("step_succeeded", "s3")) == 1
     assert await store.load_run(run.id) == recovered[0]
@@ -527,7 +529,7 @@ async def test_a_version_1_database_is_upgraded_in_place(
     paused_run = make_run([STATUS, CANCEL])
     paused_run.id = "paused"
     paused = await executor.start(paused_run)
-    timeline_before = await old.timeline(finished.id)
+    timeline_before = await old.history.timeline(finished.id)
     await old.close()
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
@@ -550,8 +552,8 @@ async def test_a_version_1_database_is_upgraded_in_place(
         assert {"events_by_run", "events_failures", "runs_by_user_status"} <= indexes
     assert await store.load_run(finished.id) == finished
     assert await store.load_run("paused") == paused
-    assert await store.timeline(finished.id) == timeline_before
-    counts = await store.failure_counts(since=utcnow() - timedelta(hours=1))
+    assert await store.history.timeline(finished.id) == timeline_before
+    counts = await store.history.failure_counts(since=utcnow() - timedelta(hours=1))
     assert [(c.error_type, c.count) for c in counts] == [("timeout", 1)]
 
     # The old paused run goes on; new events continue the old sequence.
@@ -560,16 +562,106 @@ async def test_a_version_1_database_is_upgraded_in_place(
         "paused", user_id=10001, approved=True, nonce=paused.pause.nonce
     )
     assert outcome.run is not None and outcome.run.status is RunStatus.COMPLETED
-    seqs = [e.seq for e in await store.timeline("paused")]
+    seqs = [e.seq for e in await store.history.timeline("paused")]
     assert seqs == sorted(seqs) and seqs[-1] > last_seq
     await store.close()
 
 
 async def test_staff_filter_by_customer_and_status_uses_its_index(store: SqliteRunStore) -> None:
-    rows = await store._fetch(
+    rows = await fetch(
+        store._conn,
         "EXPLAIN QUERY PLAN SELECT r.id FROM runs r WHERE 1 = 1 AND r.user_id = ? AND"
         " r.status = ? ORDER BY r.created_at DESC, r.id DESC LIMIT ? OFFSET ?",
         (1, "failed", 21, 0),
     )
     plan = " ".join(str(r[3]) for r in rows)
     assert "runs_by_user_status" in plan and "TEMP B-TREE" not in plan
+
+
+# -- issue 16: every ending is saved and reloaded whole -------------------------------------
+
+
+async def test_declined_failed_and_expired_runs_reload_with_errors_approvals_and_decisions(
+    store: SqliteRunStore,
+) -> None:
+    """Each step's error, the approval and the claim's decision survive a round trip."""
+    agent = Agent(ThreeStepPlanner(), executor_for(store)[0], store)
+
+    # Declined: the customer presses Cancel.
+    asked = await agent.ask("cancel order A1001", user_id=10001, chat_id=10001)
+    assert asked.pause is not None
+    declined = await agent.decide(asked.id, user_id=10001, approved=False, nonce=asked.pause.nonce)
+    assert declined.result is ClaimResult.OK and declined.run is not None
+    assert declined.run.status is RunStatus.CANCELLED
+
+    # Failed: the order service answers "not found" (not retryable).
+    failing, _ = executor_for(store, status=[fail(ErrorType.NOT_FOUND, "no order A1001")])
+    failed_run = make_run([STATUS, CANCEL])
+    failed_run.id = "failed"
+    failed = await failing.start(failed_run)
+    assert failed.status is RunStatus.FAILED
+
+    # Expired: the press comes after the approval window closed.
+    late = await agent.ask("cancel order A1001", user_id=10001, chat_id=10001)
+    assert late.pause is not None
+    expired = await Agent(
+        ThreeStepPlanner(), executor_for(store)[0], store, approval_ttl=timedelta(seconds=-1)
+    ).decide(late.id, user_id=10001, approved=True, nonce=late.pause.nonce)
+    assert expired.result is ClaimResult.EXPIRED and expired.run is not None
+    assert expired.run.status is RunStatus.EXPIRED
+
+    for run in (declined.run, failed, expired.run):
+        assert await store.load_run(run.id) == run  # every field of the run and its steps
+
+    reloaded = await store.load_run(declined.run.id)
+    assert reloaded is not None
+    cancel_step = reloaded.steps[2]
+    assert cancel_step.approval is not None and cancel_step.approval.approved is False
+    assert cancel_step.approval.by_user_id == 10001
+    decisions = [
+        (e.decision, e.step_id, e.message)
+        for e in await store.history.timeline(declined.run.id)
+        if e.kind is EventKind.DECISION_CLAIMED
+    ]
+    assert decisions == [("declined", "s3", "cancelled by user 10001")]
+
+    reloaded = await store.load_run("failed")
+    assert reloaded is not None and reloaded.steps[0].error is not None
+    assert reloaded.steps[0].error.type is ErrorType.NOT_FOUND
+    assert reloaded.steps[0].error.message == "no order A1001"
+    errors = [e.error_type for e in await store.history.timeline("failed") if e.error_type]
+    assert errors == ["not_found"]
+
+    reloaded = await store.load_run(expired.run.id)
+    assert reloaded is not None and reloaded.status is RunStatus.EXPIRED
+    assert reloaded.steps[2].approval is None  # an expired press decides nothing
+    assert reloaded.pause is None and reloaded.finished_at is not None
+    finished = await store.history.timeline(expired.run.id)
+    assert [e.kind for e in finished][-1] is EventKind.RUN_FINISHED
+    assert finished[-1].message == "approval expired"
+    assert not any(e.kind is EventKind.DECISION_CLAIMED for e in finished)
+
+
+def test_row_dicts_name_exactly_the_table_columns() -> None:
+    """Column order lives in one list per table; the rows must cover those lists exactly."""
+    run = make_run([STATUS, CANCEL])
+    event = RunEvent(kind=EventKind.RUN_PLANNED, run_id=run.id, trace_id=run.trace_id)
+    assert set(tables.run_row(run)) == set(tables.RUN_COLUMNS)
+    assert set(tables.run_state_row(run)) == {"id", *tables.RUN_STATE_COLUMNS}
+    assert set(tables.step_row(run.id, 0, run.steps[0], None)) == set(tables.STEP_COLUMNS)
+    assert set(tables.step_state_row(run.id, run.steps[0], None)) == {
+        "run_id",
+        "id",
+        *tables.STEP_STATE_COLUMNS,
+    }
+    assert set(tables.event_row(run, event, {})) == set(tables.EVENT_COLUMNS)
+    with sqlite3.connect(":memory:") as conn:
+        for script in MIGRATIONS:
+            conn.executescript(script)
+        for table, names in (
+            ("runs", tables.RUN_COLUMNS),
+            ("steps", tables.STEP_COLUMNS),
+            ("events", tables.EVENT_COLUMNS),
+        ):
+            schema = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+            assert set(names) <= schema

@@ -21,8 +21,9 @@ from agent_core.planner import RuleBasedPlanner
 from agent_core.policy import Backoff, FailurePolicy
 from agent_core.shop import shop_tools
 from agent_core.tools import Tool, ToolContext, ToolFailure, ToolRegistry
-from storage.runs import SqliteRunStore, ts
+from storage.runs import SqliteRunStore
 from storage.shop import SqliteShop
+from storage.tables import ts
 
 DEMO = 10001
 OTHER = 20002

@@ -1,0 +1,343 @@
+"""Every read staff make of the run history: the bot's staff commands, the CLI, the console.
+
+`History` reads through the run store's own connection (`store.history`); nothing outside
+storage writes SQL against the runs tables. Two ways to list runs:
+
+* `list_runs`: filters by status, user, chat, trace and time; pages by cursor, or by a
+  small `offset` (the chat's ◀ ▶ buttons).
+* `search_runs`: what the console's filter form asks for (`RunFilter`: also error type,
+  tool and free text), keyset-paged in both directions (`Cursor`).
+
+Every query is shaped to stay fast at 100,000+ runs:
+
+* Pages are keyset pages on `(created_at, id)`, newest first, walked along the
+  `runs_by_created` / `runs_by_status` / `runs_by_user` indexes: a page reads about
+  `limit / selectivity` runs, never the whole table (`search_runs` never uses OFFSET).
+* Error-type filters start from the partial index `events_failures` (failures are rare, so
+  that index is small) and join the matching runs by primary key.
+* A tool filter (without an error type) is a per-run probe of the `steps` primary key while
+  walking runs newest first. Dense in practice (every run uses one of a few tools); a tool
+  that almost never occurs walks the whole time range, which the time filter bounds.
+* Free text is `LIKE '%…%'` on `request_text`: no index can serve a substring match, so it
+  is a walk of the time range. It is therefore always limited to a time range
+  (`TEXT_SEARCH_WINDOW` unless staff set one). Full-text search (FTS5) would lift that
+  limit at the cost of a second copy of every request text and a migration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+import aiosqlite
+
+from agent_core.models import RunStatus, utcnow
+from storage.db import fetch
+from storage.records import FailureCount, RunPage, RunSummary, TimelineEntry
+from storage.tables import (
+    SUMMARY_SELECT,
+    TIMELINE_COLUMNS,
+    columns,
+    parse_ts,
+    summary_from_row,
+    timeline_entry_from_row,
+    ts,
+)
+
+# An error-type filter value meaning "any failure at all".
+ANY_ERROR = "any"
+TEXT_SEARCH_WINDOW = timedelta(days=30)
+MAX_PAGE = 200
+_RECENT_RUNS_FOR_TOOLS = 500
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    """What staff narrowed the runs list to. Empty fields do not filter."""
+
+    status: RunStatus | None = None
+    user_id: int | None = None
+    # An ErrorType value, or ANY_ERROR; matches runs with at least one failed attempt.
+    error_type: str | None = None
+    # With error_type: where that error happened. Alone: runs that planned this tool.
+    tool: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    text: str | None = None
+    run_id: str | None = None
+
+    def effective(self, now: datetime | None = None) -> RunFilter:
+        """The filter as queried: a text search without a start gets the default window."""
+        if self.text and self.since is None:
+            return replace(self, since=(now or utcnow()) - TEXT_SEARCH_WINDOW)
+        return self
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """A position in the newest-first order: the (created_at, id) of a boundary run."""
+
+    created_at: str
+    run_id: str
+
+    def encode(self) -> str:
+        return f"{self.created_at}|{self.run_id}"
+
+    @classmethod
+    def decode(cls, value: str | None) -> Cursor | None:
+        """None for a missing or malformed cursor (a hand-edited URL starts over)."""
+        if not value:
+            return None
+        created, sep, run_id = value.partition("|")
+        if not sep or not run_id or parse_ts_safe(created) is None:
+            return None
+        return cls(created, run_id)
+
+
+@dataclass(frozen=True)
+class RunsPage:
+    items: list[RunSummary]
+    older: Cursor | None  # pass as `before` for the next older page
+    newer: Cursor | None  # pass as `after` for the next newer page
+
+
+def parse_ts_safe(value: str) -> datetime | None:
+    try:
+        return parse_ts(value)
+    except ValueError:
+        return None
+
+
+class History:
+    """Read-only queries over runs, steps and events (`SqliteRunStore.history`)."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+
+    # -- the bot's and the CLI's lists ------------------------------------------------------
+
+    async def list_runs(
+        self,
+        *,
+        user_id: int | None = None,
+        chat_id: int | None = None,
+        status: RunStatus | None = None,
+        trace_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        before: str | None = None,
+        offset: int = 0,
+        limit: int = 20,
+    ) -> RunPage:
+        """Newest first, keyset-paged: `before` is the `next_cursor` of the previous page.
+
+        `offset` is for small page numbers in chat (◀ ▶); deep paging should use `before`.
+        """
+        where: list[str] = ["1 = 1"]
+        params: list[Any] = []
+        for column, value in (
+            ("user_id", user_id),
+            ("chat_id", chat_id),
+            ("status", status.value if status else None),
+            ("trace_id", trace_id),
+        ):
+            if value is not None:
+                where.append(f"r.{column} = ?")
+                params.append(value)
+        if since is not None:
+            where.append("r.created_at >= ?")
+            params.append(ts(since))
+        if until is not None:
+            where.append("r.created_at < ?")
+            params.append(ts(until))
+        if before:
+            created, _, run_id = before.partition("|")
+            where.append("(r.created_at, r.id) < (?, ?)")
+            params.extend([created, run_id])
+        limit = max(1, min(limit, 200))
+        rows = await fetch(
+            self._conn,
+            f"SELECT {SUMMARY_SELECT} FROM runs r WHERE {' AND '.join(where)}"
+            " ORDER BY r.created_at DESC, r.id DESC LIMIT ? OFFSET ?",
+            (*params, limit + 1, max(0, offset)),
+        )
+        items = [summary_from_row(r) for r in rows[:limit]]
+        cursor = None
+        if len(rows) > limit:
+            last = rows[limit - 1]
+            cursor = f"{last['created_at']}|{last['id']}"
+        return RunPage(items=items, next_cursor=cursor)
+
+    async def timeline(self, run_id: str) -> list[TimelineEntry]:
+        """Every event of one run, in the order it was committed."""
+        rows = await fetch(
+            self._conn,
+            f"SELECT {columns(TIMELINE_COLUMNS)} FROM events WHERE run_id = ? ORDER BY seq",
+            (run_id,),
+        )
+        return [timeline_entry_from_row(r) for r in rows]
+
+    async def failure_counts(self, since: datetime) -> list[FailureCount]:
+        """Failed attempts (retried, degraded or fatal) by error type and tool."""
+        rows = await fetch(
+            self._conn,
+            "SELECT error_type, tool, count(*) AS n FROM events"
+            " WHERE error_type IS NOT NULL AND at >= ?"
+            " GROUP BY error_type, tool ORDER BY n DESC, error_type, tool",
+            (ts(since),),
+        )
+        return [FailureCount(error_type=r[0], tool=r[1], count=r[2]) for r in rows]
+
+    async def status_counts(self, since: datetime) -> dict[str, int]:
+        """Runs created since `since`, by status."""
+        rows = await fetch(
+            self._conn,
+            "SELECT status, count(*) FROM runs WHERE created_at >= ? GROUP BY status",
+            (ts(since),),
+        )
+        return {str(r[0]): int(r[1]) for r in rows}
+
+    # -- the console's filtered pages ------------------------------------------------------
+
+    async def search_runs(
+        self,
+        flt: RunFilter,
+        *,
+        before: Cursor | None = None,
+        after: Cursor | None = None,
+        limit: int = 25,
+    ) -> RunsPage:
+        """One page of runs matching `flt`, newest first.
+
+        `before` pages towards older runs, `after` towards newer ones (exactly one of them,
+        or neither for the newest page). Reads `limit + 1` rows to know whether more exist.
+        """
+        limit = max(1, min(limit, MAX_PAGE))
+        source, terms, params = _where(flt.effective())
+        newer_first = after is None
+        if before is not None:
+            terms.append("(r.created_at, r.id) < (?, ?)")
+            params.extend([before.created_at, before.run_id])
+        elif after is not None:
+            terms.append("(r.created_at, r.id) > (?, ?)")
+            params.extend([after.created_at, after.run_id])
+        order = "DESC" if newer_first else "ASC"
+        where = " AND ".join(terms) or "1 = 1"
+        rows = await fetch(self._conn, _page_sql(source, where, order), [*params, limit + 1])
+        more = len(rows) > limit
+        rows = rows[:limit]
+        if not newer_first:
+            rows.reverse()
+        items = [summary_from_row(r) for r in rows]
+        first = Cursor(rows[0]["created_at"], rows[0]["id"]) if rows else None
+        last = Cursor(rows[-1]["created_at"], rows[-1]["id"]) if rows else None
+        if newer_first:
+            return RunsPage(items, older=last if more else None, newer=first if before else None)
+        return RunsPage(items, older=last if rows else None, newer=first if more else None)
+
+    async def iter_runs(self, flt: RunFilter) -> AsyncIterator[RunSummary]:
+        """Every run matching `flt`, newest first, one keyset page at a time (for export)."""
+        cursor: Cursor | None = None
+        while True:
+            page = await self.search_runs(flt, before=cursor, limit=MAX_PAGE)
+            for item in page.items:
+                yield item
+            if page.older is None:
+                return
+            cursor = page.older
+
+    async def recent_tools(self) -> list[str]:
+        """Tool names of recent runs, for the filter's suggestions (bounded, not a scan)."""
+        rows = await fetch(
+            self._conn,
+            "SELECT DISTINCT s.tool FROM"
+            " (SELECT id FROM runs ORDER BY created_at DESC, id DESC LIMIT ?) r"
+            " JOIN steps s ON s.run_id = r.id ORDER BY s.tool",
+            [_RECENT_RUNS_FOR_TOOLS],
+        )
+        return [str(r[0]) for r in rows]
+
+    async def explain(self, flt: RunFilter, before: Cursor | None = None) -> str:
+        """SQLite's plan for the page query: lets tests prove no filter scans the whole table."""
+        source, terms, params = _where(flt.effective())
+        if before is not None:
+            terms.append("(r.created_at, r.id) < (?, ?)")
+            params.extend([before.created_at, before.run_id])
+        where = " AND ".join(terms) or "1 = 1"
+        rows = await fetch(
+            self._conn, "EXPLAIN QUERY PLAN " + _page_sql(source, where, "DESC"), [*params, 26]
+        )
+        return "\n".join(str(r["detail"]) for r in rows)
+
+
+def _like_pattern(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _where(flt: RunFilter) -> tuple[str, list[str], list[Any]]:
+    """FROM clause, WHERE terms and their parameters for `flt` (already `effective`)."""
+    source = "runs r"
+    terms: list[str] = []
+    params: list[Any] = []
+    if flt.error_type:
+        # Drive from the small partial index of failures; CROSS JOIN keeps that order.
+        sub = ["e.error_type IS NOT NULL"]
+        sub_params: list[Any] = []
+        if flt.error_type != ANY_ERROR:
+            sub.append("e.error_type = ?")
+            sub_params.append(flt.error_type)
+        if flt.tool:
+            sub.append("e.tool = ?")
+            sub_params.append(flt.tool)
+        if flt.since is not None:
+            # A run's events are never older than the run, so this bound is exact.
+            sub.append("e.at >= ?")
+            sub_params.append(ts(flt.since))
+        source = (
+            "(SELECT DISTINCT e.run_id FROM events e INDEXED BY events_failures"
+            f" WHERE {' AND '.join(sub)}) f"
+            " CROSS JOIN runs r ON r.id = f.run_id"
+        )
+        params.extend(sub_params)
+    elif flt.tool:
+        terms.append("EXISTS (SELECT 1 FROM steps s WHERE s.run_id = r.id AND s.tool = ?)")
+        params.append(flt.tool)
+    for column, value in (
+        # A user's runs are few: with a user, the unary + keeps SQLite on runs_by_user.
+        (
+            "+r.status" if flt.user_id is not None else "r.status",
+            flt.status.value if flt.status else None,
+        ),
+        ("r.user_id", flt.user_id),
+        ("r.id", flt.run_id),
+    ):
+        if value is not None:
+            terms.append(f"{column} = ?")
+            params.append(value)
+    if flt.since is not None:
+        terms.append("r.created_at >= ?")
+        params.append(ts(flt.since))
+    if flt.until is not None:
+        terms.append("r.created_at < ?")
+        params.append(ts(flt.until))
+    if flt.text:
+        terms.append("r.request_text LIKE ? ESCAPE '\\'")
+        params.append(_like_pattern(flt.text))
+    return source, terms, params
+
+
+def _page_sql(source: str, where: str, order: str) -> str:
+    """Pick the page by (created_at, id) first, then compute step counts for it alone.
+
+    Computing the per-run columns only for the rows of the page matters when a filter
+    matches thousands of runs that must be sorted (error types): the sort then carries
+    keys, not summaries.
+    """
+    return (
+        f"SELECT {SUMMARY_SELECT} FROM (SELECT r.id AS page_id FROM {source} WHERE {where}"
+        f" ORDER BY r.created_at {order}, r.id {order} LIMIT ?) p"
+        f" CROSS JOIN runs r ON r.id = p.page_id ORDER BY r.created_at {order}, r.id {order}"
+    )

@@ -1,0 +1,425 @@
+"""How runs, steps and events map to rows: one column list per table, rows as dicts.
+
+Every row is a `dict[str, Any]` keyed by column name, in both directions (model → row for
+writes, row → model for reads, where rows are read by name), and every write statement is
+built from a column list and bound to its row by name (`Statement.bind`). Column order is
+therefore written once, in the lists below, and reordering one cannot put a value into
+the wrong column.
+
+Timestamps are stored as fixed-width UTC text (`ts`), so text order is time order in the
+indexes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import lru_cache
+from operator import itemgetter
+from typing import Any, Protocol
+
+from agent_core.models import (
+    Approval,
+    EventKind,
+    Language,
+    Pause,
+    PlanStep,
+    Run,
+    RunEvent,
+    RunStatus,
+    StepError,
+    StepStatus,
+)
+from storage.records import RunSummary, TimelineEntry
+
+Row = dict[str, Any]  # column name -> value, as written
+
+# -- columns -----------------------------------------------------------------------------
+
+# What a run is (written once, with the plan; `status` changes through its own statement).
+RUN_FIXED_COLUMNS = (
+    "id",
+    "trace_id",
+    "user_id",
+    "chat_id",
+    "request_text",
+    "language",
+    "status",
+    "refusal",
+    "max_attempts",
+    "created_at",
+)
+# What a transition after `run_planned` can change.
+RUN_STATE_COLUMNS = (
+    "pause_step_id",
+    "pause_nonce",
+    "pause_tool",
+    "pause_args_hash",
+    "paused_at",
+    "attempts",
+    "stop_reason",
+    "answer",
+    "updated_at",
+    "finished_at",
+)
+RUN_COLUMNS = RUN_FIXED_COLUMNS + RUN_STATE_COLUMNS
+
+# What a step is (written once, with the plan) and then what it has become.
+STEP_FIXED_COLUMNS = ("run_id", "position", "id", "goal", "tool", "args", "tag", "max_retries")
+STEP_STATE_COLUMNS = (
+    "status",
+    "observation",
+    "error_type",
+    "error_message",
+    "skip_reason",
+    "fallback_reason",
+    "pause_reason",
+    "retry_count",
+    "approval_approved",
+    "approval_by",
+    "approval_at",
+    "started_at",
+    "finished_at",
+)
+STEP_COLUMNS = STEP_FIXED_COLUMNS + STEP_STATE_COLUMNS
+
+# `seq` is assigned by SQLite (INTEGER PRIMARY KEY); everything else is written.
+EVENT_COLUMNS = (
+    "run_id",
+    "trace_id",
+    "kind",
+    "step_id",
+    "tool",
+    "args",
+    "attempt",
+    "status",
+    "error_type",
+    "decision",
+    "delay_s",
+    "observation",
+    "message",
+    "at",
+)
+TIMELINE_COLUMNS = ("seq", *(c for c in EVENT_COLUMNS if c not in ("run_id", "trace_id")))
+
+# A runs row (alias `r`) with its step count and total retries: every runs list reads this.
+SUMMARY_SELECT = (
+    "r.id, r.trace_id, r.user_id, r.chat_id, r.request_text, r.language, r.status,"
+    " r.created_at, r.updated_at, r.finished_at,"
+    " (SELECT count(*) FROM steps s WHERE s.run_id = r.id) AS step_count,"
+    " (SELECT coalesce(sum(s.retry_count), 0) FROM steps s WHERE s.run_id = r.id) AS retries"
+)
+
+
+# -- statements --------------------------------------------------------------------------
+
+
+def columns(names: Iterable[str], prefix: str = "") -> str:
+    """`a, b, c` (with `prefix`: `r.a, r.b, r.c`) for a SELECT list."""
+    return ", ".join(f"{prefix}{name}" for name in names)
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A write built from a column list, bound to a row dict by column name.
+
+    The SQL is generated with `?` placeholders from `names`, and `bind` picks the values
+    out of the row by the same `names`, so the order exists only here, generated from one
+    list: a missing column is a KeyError, never a shifted value. (SQLite's own `:name`
+    binding does the same lookup in C, but about twice as slowly per statement, which the
+    journal's hot path would feel; hand-written statements elsewhere use `:name`.)
+    """
+
+    sql: str
+    names: tuple[str, ...]
+    _values: Callable[[Row], tuple[Any, ...]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if len(self.names) < 2:  # itemgetter of one name returns the value, not a tuple
+            raise ValueError("a Statement binds two or more columns")
+        object.__setattr__(self, "_values", itemgetter(*self.names))
+
+    def bind(self, row: Row) -> tuple[str, tuple[Any, ...]]:
+        """The statement and its parameters from `row` (extra keys are ignored)."""
+        return self.sql, self._values(row)
+
+
+def insert(table: str, names: Sequence[str]) -> Statement:
+    sql = f"INSERT INTO {table} ({columns(names)}) VALUES ({', '.join('?' * len(names))})"
+    return Statement(sql, tuple(names))
+
+
+def upsert(table: str, names: Sequence[str], key: Sequence[str]) -> Statement:
+    """Insert, or update every non-key column of the existing row.
+
+    An upsert, not INSERT OR REPLACE: REPLACE deletes first, which would cascade to children.
+    """
+    updates = ", ".join(f"{c} = excluded.{c}" for c in names if c not in key)
+    plain = insert(table, names)
+    return Statement(
+        f"{plain.sql} ON CONFLICT({columns(key)}) DO UPDATE SET {updates}", plain.names
+    )
+
+
+def update(table: str, names: Sequence[str], key: Sequence[str]) -> Statement:
+    """Set `names` on the row whose `key` columns equal the row's values of the same name."""
+    sets = ", ".join(f"{c} = ?" for c in names)
+    where = " AND ".join(f"{k} = ?" for k in key)
+    return Statement(f"UPDATE {table} SET {sets} WHERE {where}", (*names, *key))
+
+
+# -- values ------------------------------------------------------------------------------
+
+# `2026-11-30T08:19:00.123456Z`: fixed width, so text order is time order in indexes.
+_TS_LEN = 27
+
+
+def ts(value: datetime | None) -> str | None:
+    """Fixed-width UTC timestamps, so text order is time order in indexes."""
+    return None if value is None else _ts(value)
+
+
+@lru_cache(maxsize=1024)  # a run's rows repeat the same instants (started_at, updated_at…)
+def _ts(value: datetime) -> str:
+    if value.tzinfo is not UTC:
+        value = value.astimezone(UTC)
+    # isoformat of a UTC datetime ends in "+00:00"; the stored form ends in "Z".
+    return value.isoformat(timespec="microseconds")[:26] + "Z"
+
+
+def parse_ts(value: str | None) -> datetime | None:
+    """The inverse of `ts`; a ValueError for anything not in exactly that form."""
+    if not value:
+        return None
+    if len(value) != _TS_LEN or value[10] != "T" or value[26] != "Z":
+        raise ValueError(f"not a stored timestamp: {value!r}")
+    return datetime.fromisoformat(value)  # 3.11+ reads the "Z" as UTC
+
+
+def required_ts(value: str) -> datetime:
+    parsed = parse_ts(value)
+    assert parsed is not None
+    return parsed
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)  # = json.dumps(…, same options)
+
+
+def to_json(value: Any) -> str | None:
+    return None if value is None else _ENCODER.encode(value)
+
+
+def from_json(value: str | None) -> Any:
+    return None if value is None else json.loads(value)
+
+
+# -- model → row -------------------------------------------------------------------------
+
+
+def run_row(run: Run) -> Row:
+    """`RUN_COLUMNS`: the whole run."""
+    row = run_state_row(run)
+    row.update(
+        trace_id=run.trace_id,
+        user_id=run.user_id,
+        chat_id=run.chat_id,
+        request_text=run.request_text,
+        language=run.language.value,
+        status=run.status.value,
+        refusal=run.refusal,
+        max_attempts=run.max_attempts,
+        created_at=ts(run.created_at),
+    )
+    return row
+
+
+def run_state_row(run: Run) -> Row:
+    """`RUN_STATE_COLUMNS` and the key (`id`)."""
+    pause = run.pause
+    return {
+        "id": run.id,
+        "pause_step_id": pause.step_id if pause else None,
+        "pause_nonce": pause.nonce if pause else None,
+        "pause_tool": pause.tool if pause else None,
+        "pause_args_hash": pause.args_hash if pause else None,
+        "paused_at": ts(pause.paused_at) if pause else None,
+        "attempts": run.attempts,
+        "stop_reason": run.stop_reason,
+        "answer": run.answer,
+        "updated_at": ts(run.updated_at),
+        "finished_at": ts(run.finished_at),
+    }
+
+
+def step_row(run_id: str, position: int, step: PlanStep, observation: str | None) -> Row:
+    """`STEP_COLUMNS`: the whole step. `observation` is `step.observation` as JSON."""
+    row = step_state_row(run_id, step, observation)
+    row.update(
+        position=position,
+        goal=step.goal,
+        tool=step.tool,
+        args=to_json(step.args),
+        tag=step.tag,
+        max_retries=step.max_retries,
+    )
+    return row
+
+
+def step_state_row(run_id: str, step: PlanStep, observation: str | None) -> Row:
+    """`STEP_STATE_COLUMNS` and the key (`run_id`, `id`): what a step has become."""
+    approval, error = step.approval, step.error
+    return {
+        "run_id": run_id,
+        "id": step.id,
+        "status": step.status.value,
+        "observation": observation,
+        "error_type": error.type.value if error else None,
+        "error_message": error.message if error else None,
+        "skip_reason": step.skip_reason,
+        "fallback_reason": step.fallback_reason,
+        "pause_reason": step.pause_reason,
+        "retry_count": step.retry_count,
+        "approval_approved": None if approval is None else int(approval.approved),
+        "approval_by": approval.by_user_id if approval else None,
+        "approval_at": ts(approval.at) if approval else None,
+        "started_at": ts(step.started_at),
+        "finished_at": ts(step.finished_at),
+    }
+
+
+def event_row(run: Run, event: RunEvent, observations: dict[str, str | None]) -> Row:
+    """`EVENT_COLUMNS`. A step's args go with its start, its observation with its success
+    (`observations`: the JSON already made for the step rows of the same commit)."""
+    args = observation = None
+    if event.step_id is not None:
+        if event.kind is EventKind.STEP_STARTED:
+            args = to_json(run.step(event.step_id).args)
+        elif event.kind is EventKind.STEP_SUCCEEDED:
+            observation = observations[event.step_id]
+    return {
+        "run_id": run.id,
+        "trace_id": run.trace_id,
+        "kind": event.kind.value,
+        "step_id": event.step_id,
+        "tool": event.tool,
+        "args": args,
+        "attempt": event.attempt,
+        "status": event.status,
+        "error_type": event.error_type.value if event.error_type else None,
+        "decision": event.decision.value if event.decision else None,
+        "delay_s": event.delay_s,
+        "observation": observation,
+        "message": event.message,
+        "at": ts(event.at),
+    }
+
+
+# -- row → model -------------------------------------------------------------------------
+
+
+class NamedRow(Protocol):
+    """A row read by column name: `sqlite3.Row` (what the connections return) or a dict."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+
+def run_from_rows(row: NamedRow, step_rows: Iterable[NamedRow]) -> Run:
+    """A run from its `RUN_COLUMNS` row and its `STEP_COLUMNS` rows in plan order."""
+    pause = None
+    if row["pause_step_id"] is not None:
+        pause = Pause(
+            step_id=row["pause_step_id"],
+            nonce=row["pause_nonce"],
+            tool=row["pause_tool"],
+            args_hash=row["pause_args_hash"],
+            paused_at=required_ts(row["paused_at"]),
+        )
+    return Run(
+        id=row["id"],
+        trace_id=row["trace_id"],
+        user_id=row["user_id"],
+        chat_id=row["chat_id"],
+        request_text=row["request_text"],
+        language=Language(row["language"]),
+        status=RunStatus(row["status"]),
+        steps=[step_from_row(s) for s in step_rows],
+        refusal=row["refusal"],
+        pause=pause,
+        attempts=row["attempts"],
+        max_attempts=row["max_attempts"],
+        stop_reason=row["stop_reason"],
+        answer=row["answer"],
+        created_at=required_ts(row["created_at"]),
+        updated_at=required_ts(row["updated_at"]),
+        finished_at=parse_ts(row["finished_at"]),
+    )
+
+
+def step_from_row(row: NamedRow) -> PlanStep:
+    approval = None
+    if row["approval_approved"] is not None:
+        approval = Approval(
+            approved=bool(row["approval_approved"]),
+            by_user_id=row["approval_by"],
+            at=required_ts(row["approval_at"]),
+        )
+    error = None
+    if row["error_type"] is not None:
+        error = StepError(type=row["error_type"], message=row["error_message"] or "")
+    return PlanStep(
+        id=row["id"],
+        goal=row["goal"],
+        tool=row["tool"],
+        args=json.loads(row["args"]),
+        tag=row["tag"],
+        status=StepStatus(row["status"]),
+        observation=from_json(row["observation"]),
+        error=error,
+        skip_reason=row["skip_reason"],
+        fallback_reason=row["fallback_reason"],
+        pause_reason=row["pause_reason"],
+        retry_count=row["retry_count"],
+        max_retries=row["max_retries"],
+        approval=approval,
+        started_at=parse_ts(row["started_at"]),
+        finished_at=parse_ts(row["finished_at"]),
+    )
+
+
+def summary_from_row(row: NamedRow) -> RunSummary:
+    """A row of `SUMMARY_SELECT`."""
+    return RunSummary(
+        id=row["id"],
+        trace_id=row["trace_id"],
+        user_id=row["user_id"],
+        chat_id=row["chat_id"],
+        request_text=row["request_text"],
+        language=Language(row["language"]),
+        status=RunStatus(row["status"]),
+        step_count=row["step_count"],
+        retries=row["retries"],
+        created_at=required_ts(row["created_at"]),
+        updated_at=required_ts(row["updated_at"]),
+        finished_at=parse_ts(row["finished_at"]),
+    )
+
+
+def timeline_entry_from_row(row: NamedRow) -> TimelineEntry:
+    """A row of `TIMELINE_COLUMNS`."""
+    return TimelineEntry(
+        seq=row["seq"],
+        kind=EventKind(row["kind"]),
+        step_id=row["step_id"],
+        tool=row["tool"],
+        args=from_json(row["args"]),
+        attempt=row["attempt"],
+        status=row["status"],
+        error_type=row["error_type"],
+        decision=row["decision"],
+        delay_s=row["delay_s"],
+        observation=from_json(row["observation"]),
+        message=row["message"],
+        at=required_ts(row["at"]),
+    )
