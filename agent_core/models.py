@@ -227,9 +227,12 @@ class EventKind(StrEnum):
     STEP_APPROVED = "step_approved"
     STEP_DECLINED = "step_declined"
     RUN_FINISHED = "run_finished"
-    # Something outside the plan worth keeping for staff (e.g. the customer blocked the bot).
+    # Something outside the plan worth keeping for staff.
     NOTICE = "notice"
+    # Facts an adapter learns after a transition and needs again after a restart: the
+    # Confirm/Cancel prompt reached the customer; the customer has blocked the bot.
     PROMPT_SHOWN = "prompt_shown"
+    CUSTOMER_BLOCKED = "customer_blocked"
 
 
 class RunEvent(BaseModel):

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 MAX_MESSAGE_CHARS = 4096
 ANSWER_DELIVERY_ATTEMPTS = 4
 # Messages of the events written on a run's history (staff see them in /run). On start the
-# bot looks for `prompt_shown` events, and for notices with BLOCKED_NOTE.
+# bot looks for `prompt_shown` and `customer_blocked` events, never for these texts.
 BLOCKED_NOTE = "telegram: the customer blocked the bot"
 PROMPT_SHOWN_NOTE = "telegram: confirmation buttons shown"
 
@@ -252,7 +252,7 @@ class TelegramProgress:
         except Forbidden:
             view.blocked = True
             log.warning("customer blocked the bot", extra={"trace_id": run.trace_id})
-            await self._write_event(run, EventKind.NOTICE, BLOCKED_NOTE)
+            await self._write_event(run, EventKind.CUSTOMER_BLOCKED, BLOCKED_NOTE)
             return None
         except BadRequest as exc:
             if "message is not modified" in str(exc).lower():

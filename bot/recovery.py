@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from agent_core.agent import Agent
 from agent_core.models import EventKind, RunStatus, utcnow
-from bot.progress import BLOCKED_NOTE, TelegramProgress
+from bot.progress import TelegramProgress
 from storage.db import StorageUnavailable
 from storage.records import TimelineEntry
 from storage.runs import SqliteRunStore
@@ -74,5 +74,5 @@ def prompt_lost(timeline: list[TimelineEntry]) -> bool:
         return False
     after = timeline[paused[-1] + 1 :]
     shown = any(e.kind is EventKind.PROMPT_SHOWN for e in after)
-    blocked = any(e.kind is EventKind.NOTICE and e.message == BLOCKED_NOTE for e in after)
+    blocked = any(e.kind is EventKind.CUSTOMER_BLOCKED for e in after)
     return not (shown or blocked)

@@ -35,7 +35,7 @@ _STEP_NOTES = {
     EventKind.STEP_DECLINED: "declined, run cancelled",
 }
 # Facts outside the plan that the page lists as notes under the answer.
-_NOTICE_KINDS = (EventKind.NOTICE, EventKind.PROMPT_SHOWN)
+_NOTICE_KINDS = (EventKind.NOTICE, EventKind.PROMPT_SHOWN, EventKind.CUSTOMER_BLOCKED)
 
 
 @dataclass

@@ -168,6 +168,15 @@ MIGRATIONS: list[str] = [
     CREATE INDEX events_failures ON events(at, error_type, tool) WHERE error_type IS NOT NULL;
     CREATE INDEX runs_by_user_status ON runs(user_id, status, created_at DESC, id DESC);
     """,
+    # 3: what the bot needs after a restart is an event kind, not prose. Databases written
+    # before kept it as notices with these exact texts; without this, every paused run still
+    # in its approval window would have its prompt re-offered once more after an upgrade.
+    """
+    UPDATE events SET kind = 'prompt_shown'
+        WHERE kind = 'notice' AND message = 'telegram: confirmation buttons shown';
+    UPDATE events SET kind = 'customer_blocked'
+        WHERE kind = 'notice' AND message = 'telegram: the customer blocked the bot';
+    """,
 ]
 
 

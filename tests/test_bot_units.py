@@ -194,7 +194,7 @@ def _entry(seq: int, kind: EventKind, message: str | None = None) -> TimelineEnt
 def test_a_prompt_is_lost_until_a_prompt_shown_event_follows_the_last_pause() -> None:
     paused = _entry(1, EventKind.STEP_PAUSED)
     shown = _entry(2, EventKind.PROMPT_SHOWN, PROMPT_SHOWN_NOTE)
-    blocked = _entry(2, EventKind.NOTICE, BLOCKED_NOTE)
+    blocked = _entry(2, EventKind.CUSTOMER_BLOCKED, BLOCKED_NOTE)
     other_note = _entry(2, EventKind.NOTICE, PROMPT_SHOWN_NOTE)  # prose is not the fact
     assert prompt_lost([paused])
     assert not prompt_lost([paused, shown])

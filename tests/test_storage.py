@@ -540,9 +540,9 @@ async def test_a_version_1_database_is_upgraded_in_place(
         last_seq = conn.execute("SELECT max(seq) FROM events").fetchone()[0]
     monkeypatch.undo()
 
-    store = await SqliteRunStore.open(path)  # migration 2 runs here
+    store = await SqliteRunStore.open(path)  # migrations 2 and 3 run here
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 2
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 3
         events_sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'events'").fetchone()
         assert "AUTOINCREMENT" not in events_sql[0]
         assert conn.execute(
@@ -665,3 +665,31 @@ def test_row_dicts_name_exactly_the_table_columns() -> None:
         ):
             schema = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
             assert set(names) <= schema
+
+
+async def test_migration_3_turns_the_bots_prose_notices_into_event_kinds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before v3 the bot wrote "prompt shown" and "customer blocked" as notice texts."""
+    path = tmp_path / "v2.db"
+    monkeypatch.setattr(storage.db, "MIGRATIONS", MIGRATIONS[:2])
+    old = await SqliteRunStore.open(path)
+    executor, _ = executor_for(old, status=[{"order_id": "A1003", "status": "pending"}])
+    paused = await executor.start(make_run([STATUS, CANCEL]))
+    for text in (
+        "telegram: confirmation buttons shown",
+        "telegram: the customer blocked the bot",
+        "something else staff should see",
+    ):
+        await old.add_event(paused.id, EventKind.NOTICE, text)
+    await old.close()
+    monkeypatch.undo()
+
+    store = await SqliteRunStore.open(path)
+    kinds = [(e.kind, e.message) for e in await store.history.timeline(paused.id)][-3:]
+    await store.close()
+    assert kinds == [
+        (EventKind.PROMPT_SHOWN, "telegram: confirmation buttons shown"),
+        (EventKind.CUSTOMER_BLOCKED, "telegram: the customer blocked the bot"),
+        (EventKind.NOTICE, "something else staff should see"),
+    ]
