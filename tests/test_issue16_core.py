@@ -235,3 +235,13 @@ def test_a_source_without_an_order_id_reasons_with_an_empty_one() -> None:
     later = _later(StepTag.POLICY)
     assert update_plan(_run(source, later), [rule]) == [later]
     assert later.skip_reason == "[]"
+
+
+def test_a_step_without_an_observation_does_not_hide_a_later_source() -> None:
+    # A policy lookup that comes first (still pending) must not stop the rules from
+    # reading the status step after it.
+    first = _later(StepTag.POLICY, 1)
+    status = _status("delivered")
+    status.id = "s2"
+    compensation = _later(StepTag.DELAY_COMPENSATION, 3)
+    assert update_plan(_run(first, status, compensation)) == [compensation]

@@ -71,7 +71,11 @@ def main(argv: list[str]) -> int:
             below += 1
             continue
         killed, counted, equivalent, not_run, survivors = score(module, excluded)
-        share = killed / counted if counted else 1.0
+        if not counted:
+            print(f"{module:<24} (no mutant checked yet: {not_run} not run)")
+            below += 1
+            continue
+        share = killed / counted
         below += share < target
         mark = "" if share >= target else "  < target"
         print(
