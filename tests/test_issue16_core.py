@@ -10,7 +10,18 @@ from datetime import datetime
 
 import pytest
 
-from agent_core.models import Decision, ErrorType, Language, PlanStep, Run, StepStatus, StepTag
+from agent_core.answers import compose_answer
+from agent_core.models import (
+    Decision,
+    ErrorType,
+    Language,
+    PlanStep,
+    Run,
+    RunStatus,
+    StepError,
+    StepStatus,
+    StepTag,
+)
 from agent_core.policy import DEFAULT_TABLE, Backoff, FailurePolicy
 from agent_core.rules import DEFAULT_RULES, SkipRule, update_plan
 
@@ -245,3 +256,58 @@ def test_a_step_without_an_observation_does_not_hide_a_later_source() -> None:
     status.id = "s2"
     compensation = _later(StepTag.DELAY_COMPENSATION, 3)
     assert update_plan(_run(first, status, compensation)) == [compensation]
+
+
+# -- answers: edge cases of what a tool returned ---------------------------------------------
+
+
+def _answer(step: PlanStep, *, failed: bool = False) -> str:
+    run = _run(step)
+    run.status = RunStatus.FAILED if failed else RunStatus.COMPLETED
+    return compose_answer(run)
+
+
+def test_an_observation_without_the_order_id_uses_the_steps_argument() -> None:
+    status = _status("shipping")
+    status.observation = {"status": "shipping", "eta": "2026-12-03"}
+    assert _answer(status) == "Order A1001 is on its way, expected 2026-12-03."
+    cancel = PlanStep(
+        id="s1", goal="Cancel order A1001", tool="cancel_order", args={"order_id": "A1001"},
+        status=StepStatus.DONE, observation={"status": "cancelled"},
+    )  # fmt: skip
+    assert _answer(cancel) == "Order A1001 has been cancelled."
+
+
+def test_a_policy_with_only_a_title_or_only_a_text_is_quoted_as_it_is() -> None:
+    lookup = PlanStep(
+        id="s1", goal="Look up the refund policy", tool="search_policy",
+        args={"query": "refund"}, status=StepStatus.DONE,
+        observation=[{"text": "Only text."}, {"title": "Only title"}],
+    )  # fmt: skip
+    assert _answer(lookup) == "Only text.\nOnly title"
+
+
+def test_a_fallback_without_a_query_and_a_failure_without_an_error() -> None:
+    fallback = PlanStep(
+        id="s1", goal="Look up a policy", tool="search_policy", status=StepStatus.FALLBACK
+    )
+    assert _answer(fallback) == (
+        "I found no clear policy about \"\", so I can't confirm it and won't guess.\n"
+        "If you need more help, please contact a human agent."
+    )
+    failed = _status("shipping", done=False)
+    failed.observation = None
+    assert _answer(failed, failed=True) == (
+        "status: something went wrong on our side, so this was not done.\n"
+        "If you need more help, please contact a human agent."
+    )
+
+
+def test_one_retry_is_one_time() -> None:
+    timed_out = _status("shipping", done=False)
+    timed_out.observation = None
+    timed_out.retry_count = 1
+    timed_out.error = StepError(type=ErrorType.TIMEOUT, message="slow")
+    assert _answer(timed_out, failed=True).split("\n")[0] == (
+        "status: the system did not respond (retried 1 time), so this was not done."
+    )
