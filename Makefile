@@ -44,3 +44,10 @@ bench-quick: $(BENCH_STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# Mutation score of the core (issue 16): minutes, not part of `make test`. Results are kept
+# in mutants/ so a second run only re-tests what changed; the score is per module.
+.PHONY: mutation
+mutation: $(DEV_STAMP)
+	$(BIN)/mutmut run --max-children 2
+	$(BIN)/python tests/mutation/score.py

@@ -1,0 +1,92 @@
+"""Print the mutation score per module from mutmut's results in mutants/.
+
+Usage: python tests/mutation/score.py   (from the repository root, after `mutmut run`)
+
+Score = killed / (mutants - equivalent), where killed includes timeouts and mutants the
+type checker rejects, and equivalents come from tests/mutation/equivalent.txt. Mutants no
+test covers count as survivors: a line nobody tests is exactly what the score should show.
+Exits 1 when a module is below its target (issue 16), so a run can gate on it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+EQUIVALENT = Path(__file__).with_name("equivalent.txt")
+
+# Module → the share of mutants that must be killed.
+TARGETS: dict[str, float] = {
+    "agent_core/policy.py": 0.90,
+    "agent_core/rules.py": 0.90,
+    "agent_core/executor.py": 0.90,
+    "agent_core/answers.py": 0.90,
+    "agent_core/planner.py": 0.85,
+    "storage/runs.py": 0.90,
+}
+KILLED = {1, 3, 24, -24, 36, 37, 152, 255}  # mutmut exit codes: killed, timeout, type check
+NOT_RUN = {None, 2, 34}  # not checked, interrupted, skipped
+
+
+def equivalents(path: Path = EQUIVALENT) -> set[str]:
+    names = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        name = line.split("#", 1)[0].strip()
+        if name:
+            names.add(name)
+    return names
+
+
+def score(module: str, excluded: set[str]) -> tuple[int, int, int, int, list[str]]:
+    """(killed, counted, equivalent, not run, survivors) for one module."""
+    meta = ROOT / "mutants" / f"{module}.meta"
+    codes: dict[str, int | None] = json.loads(meta.read_text())["exit_code_by_key"]
+    killed = counted = equivalent = not_run = 0
+    survivors = []
+    for name, code in sorted(codes.items()):
+        if name in excluded:
+            equivalent += 1
+        elif code in NOT_RUN:
+            not_run += 1
+        else:
+            counted += 1
+            if code in KILLED:
+                killed += 1
+            else:
+                survivors.append(name)
+    return killed, counted, equivalent, not_run, survivors
+
+
+def main(argv: list[str]) -> int:
+    excluded = equivalents()
+    below = 0
+    print(
+        f"{'module':<24} {'killed':>7} {'of':>5} {'score':>7} {'target':>7} {'equiv':>6} {'not run':>8}"
+    )
+    for module, target in TARGETS.items():
+        if not (ROOT / "mutants" / f"{module}.meta").exists():
+            print(f"{module:<24} (no results: run mutmut first)")
+            below += 1
+            continue
+        killed, counted, equivalent, not_run, survivors = score(module, excluded)
+        if not counted:
+            print(f"{module:<24} (no mutant checked yet: {not_run} not run)")
+            below += 1
+            continue
+        share = killed / counted
+        below += share < target
+        mark = "" if share >= target else "  < target"
+        print(
+            f"{module:<24} {killed:>7} {counted:>5} {share:>7.1%} {target:>7.0%}"
+            f" {equivalent:>6} {not_run:>8}{mark}"
+        )
+        if "-v" in argv:
+            for name in survivors:
+                print(f"    survived: {name}")
+    return 1 if below else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
