@@ -6,88 +6,18 @@ act as customers (inject messages, press buttons) and read what each chat shows.
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent_core.models import ErrorType
-from agent_core.policy import Backoff, FailurePolicy
 from agent_core.shop import OrderArgs, shop_tools
 from agent_core.tools import Tool, ToolContext, ToolFailure
-from standin import DEFAULT_TOKEN, ShownMessage, StandIn
-from stepwise.runtime import Runtime, open_runtime
-from stepwise.serve import bot_application
-from stepwise.settings import Settings
-
-DEMO = 10001
-OTHER = 20002
-STAFF = 900
-
-
-@dataclass
-class Bot:
-    standin: StandIn
-    runtime: Runtime
-    app: Any
-    db: Path
-
-    async def stop(self) -> None:
-        await self.app.updater.stop()
-        await self.app.stop()
-        await self.app.shutdown()
-        await self.runtime.close()
-
-    def bot_texts(self, chat_id: int) -> list[str]:
-        return [m.text or "" for m in self.standin.bot_messages(chat_id)]
-
-    async def until_text(self, chat_id: int, needle: str, within: float = 10.0) -> ShownMessage:
-        def found() -> bool:
-            return any(needle in (m.text or "") for m in self.standin.bot_messages(chat_id))
-
-        await self.standin.wait_for(found, timeout=within)
-        return next(m for m in self.standin.bot_messages(chat_id) if needle in (m.text or ""))
-
-    async def buttons_message(self, chat_id: int) -> ShownMessage:
-        def has_buttons() -> bool:
-            return any(m.buttons for m in self.standin.bot_messages(chat_id))
-
-        await self.standin.wait_for(has_buttons, timeout=10)
-        return next(m for m in self.standin.bot_messages(chat_id) if m.buttons)
-
-    def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-        with sqlite3.connect(self.db) as conn:
-            return conn.execute(sql, params).fetchall()
-
-
-async def start_bot(
-    standin: StandIn, db: Path, *, tools: Sequence[Tool] | None = None, **env: str
-) -> Bot:
-    settings = Settings.model_validate(
-        {
-            "TELEGRAM_BOT_TOKEN": DEFAULT_TOKEN,
-            "TELEGRAM_API_BASE_URL": standin.base_url,
-            "STEPWISE_DB": str(db),
-            "STEPWISE_STAFF_IDS": str(STAFF),
-            **env,
-        }
-    )
-    policy = FailurePolicy(backoff=Backoff(base_s=0.05, cap_s=0.2))
-    runtime = await open_runtime(settings, tools=tools, policy=policy)
-    app = bot_application(runtime)
-    await app.initialize()
-    await app.start()
-    await app.updater.start_polling(poll_interval=0, timeout=1)
-    return Bot(standin, runtime, app, db)
-
-
-@pytest.fixture
-async def standin() -> AsyncIterator[StandIn]:
-    async with StandIn() as server:
-        yield server
+from standin import StandIn
+from tests.harness import DEMO, OTHER, STAFF, start_bot
+from tests.harness import BotHarness as Bot
 
 
 @pytest.fixture
@@ -366,7 +296,8 @@ async def test_a_blocked_customer_is_noted_and_nothing_breaks(bot: Bot) -> None:
     bot.standin.block_chat(OTHER, notify=False)
     bot.standin.inject_message(OTHER, OTHER, "what is your refund policy?")
     await bot.standin.wait_for(
-        lambda: bot.query("SELECT count(*) FROM events WHERE kind = 'notice'") == [(1,)], timeout=10
+        lambda: bot.query("SELECT count(*) FROM events WHERE kind = 'customer_blocked'") == [(1,)],
+        timeout=10,
     )
     await bot.standin.wait_for(
         lambda: bot.query("SELECT status FROM runs") == [("completed",)], timeout=10

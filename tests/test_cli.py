@@ -12,12 +12,12 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.harness import query, until_sync
 
 DEMO_USER = "10001"
 
@@ -43,27 +43,6 @@ def ask_json(db: Path, text: str, user: str = DEMO_USER) -> tuple[int, dict[str,
     proc = stepwise(db, "ask", text, "--user", user, "--json")
     assert proc.stderr == "", proc.stderr
     return proc.returncode, json.loads(proc.stdout)
-
-
-def query(db: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(db) as conn:
-        return conn.execute(sql, params).fetchall()
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 20.0) -> None:
-    """Poll a condition on shared state (the database); not a sleep standing in for sync."""
-    deadline = time.monotonic() + timeout
-    while not _holds(condition):
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.01)
-
-
-def _holds(condition: Callable[[], bool]) -> bool:
-    try:
-        return condition()
-    except sqlite3.OperationalError:  # the other process is still creating the schema
-        return False
 
 
 @pytest.fixture
@@ -181,7 +160,7 @@ def test_sigkill_after_the_side_effect_recovers_without_doing_it_twice(db: Path)
         stderr=subprocess.DEVNULL,
     )
     try:
-        wait_until(lambda: query(db, "SELECT count(*) FROM shop_cancellations") == [(1,)])
+        until_sync(lambda: query(db, "SELECT count(*) FROM shop_cancellations") == [(1,)])
         assert query(db, "SELECT status FROM steps WHERE run_id = ? AND id = 's2'", run_id) == [
             ("running",)
         ]
@@ -209,7 +188,7 @@ def test_sigkill_during_a_read_step_reruns_it(db: Path) -> None:
         stderr=subprocess.DEVNULL,
     )
     try:
-        wait_until(
+        until_sync(
             lambda: (
                 db.exists()
                 and query(db, "SELECT count(*) FROM steps WHERE status = 'running'") == [(1,)]

@@ -3,9 +3,8 @@
 - `write_seed`: the demo shop plus several customers with many pending orders;
 - `ServeProcess`: a real `stepwise serve` (python -m stepwise serve) in a subprocess,
   pointed at an in-process stand-in, that tests kill with SIGKILL and restart;
-- `start_bot`: the same PTB application in-process, for fault injection around tools;
-- `until`: wait for a condition on shared state (DB, stand-in) with a deadline. Polling a
-  condition is the synchronisation; nothing here sleeps "long enough".
+- the in-process bot, the polling helper and the prompt helpers come from `tests.harness`
+  (re-exported here for the suite's modules).
 """
 
 from __future__ import annotations
@@ -14,29 +13,43 @@ import asyncio
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
-import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import pytest
-
-from agent_core.policy import Backoff, FailurePolicy
-from agent_core.tools import Tool
-from standin import DEFAULT_TOKEN, ShownMessage, StandIn
-from stepwise.runtime import Runtime, open_runtime
-from stepwise.serve import bot_application
-from stepwise.settings import Settings
+from standin import StandIn
 from storage.shop import DEFAULT_SEED_PATH
+from tests.harness import (
+    DEMO,
+    OTHER,
+    STAFF,
+    TOKEN,
+    BotHarness,
+    bot_texts,
+    press,
+    prompt_for,
+    query,
+    start_bot,
+    until,
+)
 
-TOKEN = DEFAULT_TOKEN
-STAFF = 900
-DEMO = 10001
-OTHER = 20002
+InProcessBot = BotHarness
+__all__ = [
+    "DEMO",
+    "OTHER",
+    "STAFF",
+    "TOKEN",
+    "BotHarness",
+    "InProcessBot",
+    "bot_texts",
+    "press",
+    "prompt_for",
+    "query",
+    "start_bot",
+    "until",
+]
 
 
 # -- the shop seed -------------------------------------------------------------------------
@@ -82,54 +95,6 @@ def write_seed(path: Path, customers: Sequence[int], *, pending: int = 4) -> lis
 
 
 # -- reading shared state ------------------------------------------------------------------
-
-
-def query(db: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    """Read the bot's database from outside (WAL: never blocks the bot's writers)."""
-    conn = sqlite3.connect(db, timeout=10)
-    try:
-        return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()
-
-
-async def until(
-    condition: Callable[[], Any], *, within: float = 20.0, what: str = "condition"
-) -> Any:
-    """Poll `condition` (DB or stand-in state) until it is truthy; fail after `within` s."""
-    deadline = time.monotonic() + within
-    while True:
-        try:
-            value = condition()
-        except sqlite3.OperationalError:  # the schema is still being created
-            value = None
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not reached within {within}s")
-        await asyncio.sleep(0.01)
-
-
-def bot_texts(standin: StandIn, chat_id: int) -> list[str]:
-    if chat_id not in standin.state.chats:
-        return []
-    return [m.text or "" for m in standin.bot_messages(chat_id)]
-
-
-def prompt_for(standin: StandIn, chat_id: int, run_id: str) -> ShownMessage | None:
-    """The newest message showing the Confirm/Cancel buttons of `run_id`, if any."""
-    if chat_id not in standin.state.chats:
-        return None
-    for message in reversed(standin.bot_messages(chat_id)):
-        if any(f":{run_id}:" in data for data in message.callback_data):
-            return message
-    return None
-
-
-def press(standin: StandIn, chat_id: int, prompt: ShownMessage, approve: bool, user: int) -> str:
-    """Tap Confirm (or Cancel) on a prompt, as the given user; returns the query id."""
-    data = next(d for d in prompt.callback_data if d.startswith("sw:c:" if approve else "sw:x:"))
-    return standin.press_button(chat_id, prompt.message_id, data, user)
 
 
 # -- a real `stepwise serve` process -------------------------------------------------------
@@ -258,58 +223,3 @@ class ServeProcess:
         if not self.log.exists():
             return ""
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-
-
-# -- the bot in-process --------------------------------------------------------------------
-
-
-@dataclass
-class InProcessBot:
-    standin: StandIn
-    runtime: Runtime
-    app: Any
-    db: Path
-
-    async def stop(self) -> None:
-        if self.app.updater.running:
-            await self.app.updater.stop()
-        if self.app.running:
-            await self.app.stop()
-        await self.app.shutdown()
-        await self.runtime.close()
-
-    def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-        return query(self.db, sql, *params)
-
-
-async def start_bot(
-    standin: StandIn,
-    db: Path,
-    *,
-    tools: Sequence[Tool] | None = None,
-    show_after_s: float = 0.5,
-    **env: str,
-) -> InProcessBot:
-    """The production application (bot_application) in this process, polling `standin`."""
-    settings = Settings.model_validate(
-        {
-            "TELEGRAM_BOT_TOKEN": TOKEN,
-            "TELEGRAM_API_BASE_URL": standin.base_url,
-            "STEPWISE_DB": str(db),
-            "STEPWISE_STAFF_IDS": str(STAFF),
-            **env,
-        }
-    )
-    policy = FailurePolicy(backoff=Backoff(base_s=0.05, cap_s=0.2))
-    runtime = await open_runtime(settings, tools=tools, policy=policy)
-    app = bot_application(runtime, show_after_s=show_after_s)
-    await app.initialize()
-    await app.start()
-    await app.updater.start_polling(poll_interval=0, timeout=1)
-    return InProcessBot(standin, runtime, app, db)
-
-
-@pytest.fixture
-async def standin() -> AsyncIterator[StandIn]:
-    async with StandIn() as server:
-        yield server

@@ -144,7 +144,7 @@ async def test_faults_on_some_chats_lose_no_run_and_every_reachable_customer_get
         assert query(
             bot.db,
             "SELECT count(*) FROM events e JOIN runs r ON r.id = e.run_id"
-            " WHERE r.user_id = ? AND e.kind = 'notice'",
+            " WHERE r.user_id = ? AND e.kind = 'customer_blocked'",
             blocked.user_id,
         ) == [(1,)]
         assert len(standin.calls(chat_id=blocked.user_id)) == 1

@@ -1,0 +1,169 @@
+"""The one bot harness and the one polling helper of the test suite.
+
+- `start_bot`: the production PTB application (`stepwise.serve.bot_application`) in this
+  process, long-polling a `StandIn` over real HTTP; only TELEGRAM_API_BASE_URL differs from
+  production. `BotHarness` reads what each chat shows and what the database holds.
+- `until` / `until_sync`: wait for a condition on shared state (the database, the stand-in,
+  another process) with a deadline. Polling a condition IS the synchronisation; nothing
+  here sleeps "long enough". (`StandIn.wait_for` is the stand-in's own wait: it re-checks on
+  every change it sees, so use it for conditions on the stand-in alone.)
+- `prompt_for` / `press`: find a run's Confirm prompt and tap one of its buttons.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent_core.policy import Backoff, FailurePolicy
+from agent_core.tools import Tool
+from standin import DEFAULT_TOKEN, ShownMessage, StandIn
+from stepwise.runtime import Runtime, open_runtime
+from stepwise.serve import bot_application
+from stepwise.settings import Settings
+
+TOKEN = DEFAULT_TOKEN
+STAFF = 900
+DEMO = 10001
+OTHER = 20002
+POLL_S = 0.01
+
+
+def query(db: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def _check(condition: Callable[[], Any]) -> Any:
+    try:
+        return condition()
+    except sqlite3.OperationalError:  # another process is still creating the schema
+        return None
+
+
+async def until(
+    condition: Callable[[], Any], *, within: float = 20.0, what: str = "condition"
+) -> Any:
+    """Poll `condition` until it is truthy and return its value; fail after `within` s."""
+    deadline = time.monotonic() + within
+    while not (value := _check(condition)):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not reached within {within}s")
+        await asyncio.sleep(POLL_S)
+    return value
+
+
+def until_sync(
+    condition: Callable[[], Any], *, within: float = 20.0, what: str = "condition"
+) -> Any:
+    """`until` for synchronous tests (a CLI in a subprocess)."""
+    deadline = time.monotonic() + within
+    while not (value := _check(condition)):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not reached within {within}s")
+        time.sleep(POLL_S)
+    return value
+
+
+def bot_texts(standin: StandIn, chat_id: int) -> list[str]:
+    """What the bot has shown in a chat, in order (edited messages show their last text)."""
+    if chat_id not in standin.state.chats:
+        return []
+    return [m.text or "" for m in standin.bot_messages(chat_id)]
+
+
+def prompt_for(standin: StandIn, chat_id: int, run_id: str) -> ShownMessage | None:
+    """The newest message showing the Confirm/Cancel buttons of `run_id`, if any."""
+    if chat_id not in standin.state.chats:
+        return None
+    for message in reversed(standin.bot_messages(chat_id)):
+        if any(f":{run_id}:" in data for data in message.callback_data):
+            return message
+    return None
+
+
+def press(standin: StandIn, chat_id: int, prompt: ShownMessage, approve: bool, user: int) -> str:
+    """Tap Confirm (or Cancel) on a prompt, as the given user; returns the query id."""
+    data = next(d for d in prompt.callback_data if d.startswith("sw:c:" if approve else "sw:x:"))
+    return standin.press_button(chat_id, prompt.message_id, data, user)
+
+
+@dataclass
+class BotHarness:
+    standin: StandIn
+    runtime: Runtime
+    app: Any
+    db: Path
+
+    async def stop(self) -> None:
+        if self.app.updater.running:
+            await self.app.updater.stop()
+        if self.app.running:
+            await self.app.stop()
+        await self.app.shutdown()
+        await self.runtime.close()
+
+    def bot_texts(self, chat_id: int) -> list[str]:
+        return bot_texts(self.standin, chat_id)
+
+    async def until_text(self, chat_id: int, needle: str, within: float = 10.0) -> ShownMessage:
+        """The first bot message in the chat containing `needle`, once there is one."""
+
+        def found() -> ShownMessage | None:
+            return next(
+                (m for m in self.standin.bot_messages(chat_id) if needle in (m.text or "")), None
+            )
+
+        await self.standin.wait_for(lambda: found() is not None, timeout=within)
+        message = found()
+        assert message is not None
+        return message
+
+    async def buttons_message(self, chat_id: int, within: float = 10.0) -> ShownMessage:
+        """The first bot message in the chat that shows inline buttons, once there is one."""
+
+        def found() -> ShownMessage | None:
+            return next((m for m in self.standin.bot_messages(chat_id) if m.buttons), None)
+
+        await self.standin.wait_for(lambda: found() is not None, timeout=within)
+        message = found()
+        assert message is not None
+        return message
+
+    def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        return query(self.db, sql, *params)
+
+
+async def start_bot(
+    standin: StandIn,
+    db: Path,
+    *,
+    tools: Sequence[Tool] | None = None,
+    show_after_s: float = 0.5,
+    **env: str,
+) -> BotHarness:
+    """The production application polling `standin`, with a short retry backoff."""
+    settings = Settings.model_validate(
+        {
+            "TELEGRAM_BOT_TOKEN": TOKEN,
+            "TELEGRAM_API_BASE_URL": standin.base_url,
+            "STEPWISE_DB": str(db),
+            "STEPWISE_STAFF_IDS": str(STAFF),
+            **env,
+        }
+    )
+    policy = FailurePolicy(backoff=Backoff(base_s=0.05, cap_s=0.2))
+    runtime = await open_runtime(settings, tools=tools, policy=policy)
+    app = bot_application(runtime, show_after_s=show_after_s)
+    await app.initialize()
+    await app.start()
+    await app.updater.start_polling(poll_interval=0, timeout=1)
+    return BotHarness(standin, runtime, app, db)
