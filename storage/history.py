@@ -1,7 +1,10 @@
 """Every read staff make of the run history: the bot's staff commands, the CLI, the console.
 
 `History` reads through the run store's own connection (`store.history`); nothing outside
-storage writes SQL against the runs tables. Two ways to list runs:
+storage writes SQL against the runs tables. The same queries serve both backends: a
+`Dialect` holds the few spellings PostgreSQL needs differently (planner hints SQLite needs
+and PostgreSQL rejects, its case-insensitive LIKE, EXPLAIN), and the store hands `History`
+its own way to read (`Reader`). Two ways to list runs:
 
 * `list_runs`: filters by status, user, chat, trace and time; pages by cursor, or by a
   small `offset` (the chat's ◀ ▶ buttons).
@@ -26,15 +29,12 @@ Every query is shaped to stay fast at 100,000+ runs:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
-
-import aiosqlite
+from typing import Any, Protocol
 
 from agent_core.models import RunStatus, utcnow
-from storage.db import fetch
 from storage.records import FailureCount, RunPage, RunSummary, TimelineEntry
 from storage.tables import (
     SUMMARY_SELECT,
@@ -51,6 +51,52 @@ ANY_ERROR = "any"
 TEXT_SEARCH_WINDOW = timedelta(days=30)
 MAX_PAGE = 200
 _RECENT_RUNS_FOR_TOOLS = 500
+
+
+class ReadRow(Protocol):
+    """A row read by column name or by position: `sqlite3.Row`, `storage.pg.Record`."""
+
+    def __getitem__(self, key: int | str, /) -> Any: ...
+
+
+# One read: SQL with `?` placeholders and its parameters in, its rows out (a failure is
+# `StorageUnavailable`).
+Reader = Callable[[str, Sequence[Any]], Awaitable[Sequence[ReadRow]]]
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What the staff queries spell differently per backend; everything else is shared."""
+
+    # How the failures subquery reads `events` (SQLite must be told to use its partial index).
+    failures_from: str
+    # Joins whose order is the plan: SQLite's CROSS JOIN fixes it; PostgreSQL plans itself
+    # and has no CROSS JOIN ... ON.
+    join: str
+    # `runs.status` with a user filter (SQLite's unary + keeps it on `runs_by_user`).
+    status_with_user: str
+    # SQLite's LIKE ignores ASCII case; PostgreSQL's ILIKE under the "C" collation does that.
+    like: str
+    explain: str
+    plan_column: str
+
+
+SQLITE = Dialect(
+    failures_from="events e INDEXED BY events_failures",
+    join="CROSS JOIN",
+    status_with_user="+r.status",
+    like="LIKE",
+    explain="EXPLAIN QUERY PLAN ",
+    plan_column="detail",
+)
+POSTGRES = Dialect(
+    failures_from="events e",
+    join="JOIN",
+    status_with_user="r.status",
+    like="ILIKE",
+    explain="EXPLAIN ",
+    plan_column="QUERY PLAN",
+)
 
 
 @dataclass(frozen=True)
@@ -111,10 +157,11 @@ def parse_ts_safe(value: str) -> datetime | None:
 
 
 class History:
-    """Read-only queries over runs, steps and events (`SqliteRunStore.history`)."""
+    """Read-only queries over runs, steps and events (`store.history`, either backend)."""
 
-    def __init__(self, conn: aiosqlite.Connection) -> None:
-        self._conn = conn
+    def __init__(self, read: Reader, dialect: Dialect = SQLITE) -> None:
+        self._read = read
+        self._dialect = dialect
 
     # -- the bot's and the CLI's lists ------------------------------------------------------
 
@@ -157,8 +204,7 @@ class History:
             where.append("(r.created_at, r.id) < (?, ?)")
             params.extend([created, run_id])
         limit = max(1, min(limit, 200))
-        rows = await fetch(
-            self._conn,
+        rows = await self._read(
             f"SELECT {SUMMARY_SELECT} FROM runs r WHERE {' AND '.join(where)}"
             " ORDER BY r.created_at DESC, r.id DESC LIMIT ? OFFSET ?",
             (*params, limit + 1, max(0, offset)),
@@ -172,8 +218,7 @@ class History:
 
     async def timeline(self, run_id: str) -> list[TimelineEntry]:
         """Every event of one run, in the order it was committed."""
-        rows = await fetch(
-            self._conn,
+        rows = await self._read(
             f"SELECT {columns(TIMELINE_COLUMNS)} FROM events WHERE run_id = ? ORDER BY seq",
             (run_id,),
         )
@@ -181,8 +226,7 @@ class History:
 
     async def failure_counts(self, since: datetime) -> list[FailureCount]:
         """Failed attempts (retried, degraded or fatal) by error type and tool."""
-        rows = await fetch(
-            self._conn,
+        rows = await self._read(
             "SELECT error_type, tool, count(*) AS n FROM events"
             " WHERE error_type IS NOT NULL AND at >= ?"
             " GROUP BY error_type, tool ORDER BY n DESC, error_type, tool",
@@ -192,8 +236,7 @@ class History:
 
     async def status_counts(self, since: datetime) -> dict[str, int]:
         """Runs created since `since`, by status."""
-        rows = await fetch(
-            self._conn,
+        rows = await self._read(
             "SELECT status, count(*) FROM runs WHERE created_at >= ? GROUP BY status",
             (ts(since),),
         )
@@ -215,7 +258,7 @@ class History:
         or neither for the newest page). Reads `limit + 1` rows to know whether more exist.
         """
         limit = max(1, min(limit, MAX_PAGE))
-        source, terms, params = _where(flt.effective())
+        source, terms, params = _where(flt.effective(), self._dialect)
         newer_first = after is None
         if before is not None:
             terms.append("(r.created_at, r.id) < (?, ?)")
@@ -225,7 +268,8 @@ class History:
             params.extend([after.created_at, after.run_id])
         order = "DESC" if newer_first else "ASC"
         where = " AND ".join(terms) or "1 = 1"
-        rows = await fetch(self._conn, _page_sql(source, where, order), [*params, limit + 1])
+        page_sql = _page_sql(source, where, order, self._dialect)
+        rows = list(await self._read(page_sql, [*params, limit + 1]))
         more = len(rows) > limit
         rows = rows[:limit]
         if not newer_first:
@@ -250,8 +294,7 @@ class History:
 
     async def recent_tools(self) -> list[str]:
         """Tool names of recent runs, for the filter's suggestions (bounded, not a scan)."""
-        rows = await fetch(
-            self._conn,
+        rows = await self._read(
             "SELECT DISTINCT s.tool FROM"
             " (SELECT id FROM runs ORDER BY created_at DESC, id DESC LIMIT ?) r"
             " JOIN steps s ON s.run_id = r.id ORDER BY s.tool",
@@ -260,16 +303,17 @@ class History:
         return [str(r[0]) for r in rows]
 
     async def explain(self, flt: RunFilter, before: Cursor | None = None) -> str:
-        """SQLite's plan for the page query: lets tests prove no filter scans the whole table."""
-        source, terms, params = _where(flt.effective())
+        """The database's plan for the page query: lets tests prove no filter scans the
+        whole table."""
+        source, terms, params = _where(flt.effective(), self._dialect)
         if before is not None:
             terms.append("(r.created_at, r.id) < (?, ?)")
             params.extend([before.created_at, before.run_id])
         where = " AND ".join(terms) or "1 = 1"
-        rows = await fetch(
-            self._conn, "EXPLAIN QUERY PLAN " + _page_sql(source, where, "DESC"), [*params, 26]
-        )
-        return "\n".join(str(r["detail"]) for r in rows)
+        dialect = self._dialect
+        page_sql = _page_sql(source, where, "DESC", dialect)
+        rows = await self._read(dialect.explain + page_sql, [*params, 26])
+        return "\n".join(str(r[dialect.plan_column]) for r in rows)
 
 
 def _like_pattern(text: str) -> str:
@@ -277,7 +321,7 @@ def _like_pattern(text: str) -> str:
     return f"%{escaped}%"
 
 
-def _where(flt: RunFilter) -> tuple[str, list[str], list[Any]]:
+def _where(flt: RunFilter, dialect: Dialect = SQLITE) -> tuple[str, list[str], list[Any]]:
     """FROM clause, WHERE terms and their parameters for `flt` (already `effective`)."""
     source = "runs r"
     terms: list[str] = []
@@ -297,9 +341,9 @@ def _where(flt: RunFilter) -> tuple[str, list[str], list[Any]]:
             sub.append("e.at >= ?")
             sub_params.append(ts(flt.since))
         source = (
-            "(SELECT DISTINCT e.run_id FROM events e INDEXED BY events_failures"
+            f"(SELECT DISTINCT e.run_id FROM {dialect.failures_from}"
             f" WHERE {' AND '.join(sub)}) f"
-            " CROSS JOIN runs r ON r.id = f.run_id"
+            f" {dialect.join} runs r ON r.id = f.run_id"
         )
         params.extend(sub_params)
     elif flt.tool:
@@ -308,7 +352,7 @@ def _where(flt: RunFilter) -> tuple[str, list[str], list[Any]]:
     for column, value in (
         # A user's runs are few: with a user, the unary + keeps SQLite on runs_by_user.
         (
-            "+r.status" if flt.user_id is not None else "r.status",
+            dialect.status_with_user if flt.user_id is not None else "r.status",
             flt.status.value if flt.status else None,
         ),
         ("r.user_id", flt.user_id),
@@ -324,12 +368,12 @@ def _where(flt: RunFilter) -> tuple[str, list[str], list[Any]]:
         terms.append("r.created_at < ?")
         params.append(ts(flt.until))
     if flt.text:
-        terms.append("r.request_text LIKE ? ESCAPE '\\'")
+        terms.append(f"r.request_text {dialect.like} ? ESCAPE '\\'")
         params.append(_like_pattern(flt.text))
     return source, terms, params
 
 
-def _page_sql(source: str, where: str, order: str) -> str:
+def _page_sql(source: str, where: str, order: str, dialect: Dialect = SQLITE) -> str:
     """Pick the page by (created_at, id) first, then compute step counts for it alone.
 
     Computing the per-run columns only for the rows of the page matters when a filter
@@ -339,5 +383,5 @@ def _page_sql(source: str, where: str, order: str) -> str:
     return (
         f"SELECT {SUMMARY_SELECT} FROM (SELECT r.id AS page_id FROM {source} WHERE {where}"
         f" ORDER BY r.created_at {order}, r.id {order} LIMIT ?) p"
-        f" CROSS JOIN runs r ON r.id = p.page_id ORDER BY r.created_at {order}, r.id {order}"
+        f" {dialect.join} runs r ON r.id = p.page_id ORDER BY r.created_at {order}, r.id {order}"
     )

@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import aiosqlite
 
@@ -38,6 +37,7 @@ from storage.db import (
     run_transaction,
 )
 from storage.history import History
+from storage.journal import JournalSql, transition_statements
 from storage.tables import (
     EVENT_COLUMNS,
     RUN_COLUMNS,
@@ -45,14 +45,8 @@ from storage.tables import (
     STEP_COLUMNS,
     STEP_STATE_COLUMNS,
     columns,
-    event_row,
     insert,
     run_from_rows,
-    run_row,
-    run_state_row,
-    step_row,
-    step_state_row,
-    to_json,
     ts,
     update,
     upsert,
@@ -73,6 +67,14 @@ _APPEND_EVENT = (
     "INSERT INTO events (run_id, trace_id, kind, message, at)"
     " SELECT id, trace_id, :kind, :message, :at FROM runs WHERE id = :run_id"
 )
+_JOURNAL = JournalSql(
+    upsert_run=_UPSERT_RUN,
+    upsert_step=_UPSERT_STEP,
+    update_run=_UPDATE_RUN,
+    update_run_status=_UPDATE_RUN_STATUS,
+    update_step=_UPDATE_STEP,
+    insert_event=_INSERT_EVENT,
+)
 _SELECT_RUN = f"SELECT {columns(RUN_COLUMNS)} FROM runs WHERE id = ?"
 _SELECT_STEPS = f"SELECT {columns(STEP_COLUMNS)} FROM steps WHERE run_id = ? ORDER BY position"
 
@@ -83,7 +85,7 @@ class SqliteRunStore:
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self._conn = conn
         self._writes = WriteQueue(partial(run_transaction, conn))
-        self.history = History(conn)
+        self.history = History(partial(fetch, conn))
 
     @classmethod
     async def open(
@@ -112,7 +114,7 @@ class SqliteRunStore:
         executor keeps mutating `run` afterwards.
         """
         if events:
-            await self._write(_transition(run, events))
+            await self._write(transition_statements(run, events, _JOURNAL))
 
     async def add_event(self, run_id: str, kind: EventKind, message: str | None = None) -> None:
         """Append an event to a run's history without touching the run's state.
@@ -180,41 +182,6 @@ class SqliteRunStore:
         result, claimed, step_rows = await self._writes.submit(claim)
         run = run_from_rows(claimed, step_rows) if claimed is not None else None
         return result, run
-
-
-def _transition(run: Run, events: Sequence[RunEvent]) -> list[tuple[str, Any]]:
-    """The statements that commit `events` and the state of `run` they leave behind.
-
-    `run_planned` writes the run and its whole plan. Later events update the run's state
-    columns and the state of the steps they name; a run-level event (`run_finished`) also
-    updates every step, since finishing can change steps that have no event of their own
-    (pending steps cancelled after a decline, the paused step of an expired run).
-    """
-    planned = whole = False
-    step_ids: list[str] = []
-    for event in events:
-        if event.kind is EventKind.RUN_PLANNED:
-            planned = True
-        if event.step_id is None:
-            whole = True
-        elif event.step_id not in step_ids:
-            step_ids.append(event.step_id)
-    statements: list[tuple[str, Any]] = []
-    observations: dict[str, str | None] = {}
-    if planned:
-        statements.append(_UPSERT_RUN.bind(run_row(run)))
-        for position, step in enumerate(run.steps):
-            observation = observations[step.id] = to_json(step.observation)
-            statements.append(_UPSERT_STEP.bind(step_row(run.id, position, step, observation)))
-    else:
-        statements.append(_UPDATE_RUN.bind(run_state_row(run)))
-        statements.append((_UPDATE_RUN_STATUS, {"status": run.status.value, "id": run.id}))
-        for step in run.steps if whole else [run.step(s) for s in step_ids]:
-            observation = observations[step.id] = to_json(step.observation)
-            statements.append(_UPDATE_STEP.bind(step_state_row(run.id, step, observation)))
-    for event in events:
-        statements.append(_INSERT_EVENT.bind(event_row(run, event, observations)))
-    return statements
 
 
 # -- the claim, on the database thread -----------------------------------------------------

@@ -8,7 +8,11 @@ share commits instead of queueing for one each.
 The queue knows nothing of runs or SQL: it is given operations (functions run on the
 database thread inside a transaction) and a `Transact` that runs a list of them as one
 transaction. Production passes `storage.db.run_transaction` bound to the connection;
-tests pass a fake they can hold and release.
+tests pass a fake they can hold and release. It knows nothing of the database either:
+an operation is whatever `transact` runs (a function of a `sqlite3.Connection` for SQLite,
+a coroutine function of a psycopg connection for PostgreSQL, `storage.pg`), and which
+failures are the database's own (an outage, fail the whole batch) rather than one
+operation's is told by `Faults` (SQLite's by default).
 """
 
 from __future__ import annotations
@@ -16,16 +20,32 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
-from storage.db import Operation, StorageUnavailable
+from storage.db import StorageUnavailable
 
+Op = TypeVar("Op")
 # Runs `operations` as ONE transaction (all or nothing) and returns their results in order.
-Transact = Callable[[Sequence[Operation]], Awaitable[list[Any]]]
-_Pending = tuple[Operation, "asyncio.Future[Any]"]
+Transact = Callable[[Sequence[Op]], Awaitable[list[Any]]]
 
 
-class WriteQueue:
+@dataclass(frozen=True)
+class Faults:
+    """How a backend's failures read: the database's own errors, and which are outages.
+
+    An outage (locked, read-only, full, connection lost) would fail every operation of a
+    batch again, so a failed batch is only split when its error is not one.
+    """
+
+    database_errors: tuple[type[Exception], ...]
+    outages: tuple[type[Exception], ...]
+
+
+SQLITE_FAULTS = Faults(database_errors=(sqlite3.Error,), outages=(sqlite3.OperationalError,))
+
+
+class WriteQueue(Generic[Op]):
     """Submit operations; each returns its result once its transaction has committed.
 
     With nothing in flight a caller commits its operation itself, at once. Operations that
@@ -34,15 +54,16 @@ class WriteQueue:
     (see `_flush`); every failure reaches its caller as `StorageUnavailable`.
     """
 
-    def __init__(self, transact: Transact) -> None:
+    def __init__(self, transact: Transact[Op], faults: Faults = SQLITE_FAULTS) -> None:
         self._transact = transact
-        self._queue: list[_Pending] = []
+        self._faults = faults
+        self._queue: list[tuple[Op, asyncio.Future[Any]]] = []
         self._flusher: asyncio.Future[None] | None = None
         self._busy = False  # a transaction is in flight: queue, don't start another
         self._idle = asyncio.Event()
         self._idle.set()
 
-    async def submit(self, operation: Operation) -> Any:
+    async def submit(self, operation: Op) -> Any:
         """Run `operation` in a (possibly shared) transaction; its result once committed."""
         if self._busy:
             done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -72,11 +93,11 @@ class WriteQueue:
         else:
             self._idle.set()
 
-    async def _alone(self, operation: Operation) -> Any:
+    async def _alone(self, operation: Op) -> Any:
         try:
             (result,) = await self._transact((operation,))
         except Exception as exc:
-            raise unavailable(exc) from exc
+            raise unavailable(exc, self._faults) from exc
         return result
 
     async def _flush(self) -> None:
@@ -86,7 +107,7 @@ class WriteQueue:
                 try:
                     results = await self._transact([op for op, _ in batch])
                 except Exception as exc:
-                    if len(batch) > 1 and not isinstance(exc, sqlite3.OperationalError):
+                    if len(batch) > 1 and not isinstance(exc, self._faults.outages):
                         # One operation's own fault (text SQLite cannot encode, a violated
                         # constraint), not the database's: the batch was rolled back, so
                         # give every operation its own transaction and fail only that one.
@@ -94,7 +115,7 @@ class WriteQueue:
                         # all again, after waiting out the busy timeout once per operation.)
                         await self._one_by_one(batch)
                     else:
-                        _fail(batch, unavailable(exc))
+                        _fail(batch, unavailable(exc, self._faults))
                     continue
                 except BaseException as exc:
                     _fail(batch, StorageUnavailable(f"write interrupted: {exc!r}"))
@@ -106,7 +127,7 @@ class WriteQueue:
             self._flusher = None
             self._set_busy(False)
 
-    async def _one_by_one(self, batch: Sequence[_Pending]) -> None:
+    async def _one_by_one(self, batch: Sequence[tuple[Op, asyncio.Future[Any]]]) -> None:
         for operation, done in batch:
             try:
                 result = await self._alone(operation)
@@ -118,14 +139,14 @@ class WriteQueue:
                     done.set_result(result)
 
 
-def unavailable(exc: Exception) -> StorageUnavailable:
+def unavailable(exc: Exception, faults: Faults = SQLITE_FAULTS) -> StorageUnavailable:
     """A failed write as callers see it: the database's own message where it has one."""
-    if isinstance(exc, sqlite3.Error):
+    if isinstance(exc, faults.database_errors):
         return StorageUnavailable(f"write failed: {exc}")
-    return StorageUnavailable(f"write failed: {exc!r}")  # not SQLite's own (e.g. encoding)
+    return StorageUnavailable(f"write failed: {exc!r}")  # not the database's own (encoding)
 
 
-def _fail(batch: Sequence[_Pending], error: Exception) -> None:
+def _fail(batch: Sequence[tuple[Any, asyncio.Future[Any]]], error: Exception) -> None:
     for _, done in batch:
         if not done.done():
             done.set_exception(error)
