@@ -25,7 +25,7 @@ from bot.handlers import StepwiseBot
 from bot.progress import TelegramProgress
 from bot.ratelimit import SlidingWindowRateLimiter
 from bot.redact import redact_in_logs
-from storage.runs import SqliteRunStore
+from storage.store import RunStore
 
 TelegramApplication = Application[Any, Any, Any, Any, Any, Any]
 
@@ -57,7 +57,7 @@ class Webhook:
 
 
 def build_application(
-    agent: Agent, store: SqliteRunStore, config: BotConfig, *, show_after_s: float = 0.5
+    agent: Agent, store: RunStore, config: BotConfig, *, show_after_s: float = 0.5
 ) -> TelegramApplication:
     """The PTB application around `agent`. Production and tests share it.
 

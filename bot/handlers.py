@@ -25,7 +25,7 @@ from bot.progress import TelegramProgress, decision_text, split_message
 from bot.staff import format_runs_page, format_stats, format_timeline
 from bot.texts import language_of, say
 from storage.db import StorageUnavailable
-from storage.runs import SqliteRunStore
+from storage.store import RunStore
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ class StepwiseBot:
     def __init__(
         self,
         agent: Agent,
-        store: SqliteRunStore,
+        store: RunStore,
         progress: TelegramProgress,
         *,
         staff_ids: frozenset[int] = frozenset(),

@@ -10,14 +10,14 @@ from agent_core.models import EventKind, RunStatus, utcnow
 from bot.progress import TelegramProgress
 from storage.db import StorageUnavailable
 from storage.records import TimelineEntry
-from storage.runs import SqliteRunStore
+from storage.store import RunStore
 
 log = logging.getLogger(__name__)
 
 
 async def recover(
     agent: Agent,
-    store: SqliteRunStore,
+    store: RunStore,
     progress: TelegramProgress,
     *,
     approval_ttl: timedelta,
@@ -40,7 +40,7 @@ async def recover(
 
 
 async def reoffer_lost_prompts(
-    store: SqliteRunStore, progress: TelegramProgress, approval_ttl: timedelta
+    store: RunStore, progress: TelegramProgress, approval_ttl: timedelta
 ) -> int:
     """Send again the buttons of paused runs whose prompt never reached the customer.
 

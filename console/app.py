@@ -34,12 +34,12 @@ from console.auth import (
 )
 from console.views import Views
 from storage.db import StorageUnavailable
-from storage.runs import SqliteRunStore
+from storage.store import RunStore
 
 HERE = Path(__file__).parent
 
 
-def create_app(store: SqliteRunStore, *, staff_token: str) -> Starlette:
+def create_app(store: RunStore, *, staff_token: str) -> Starlette:
     """The console for `store`, open to holders of `staff_token` (ValueError if weak)."""
     token = check_staff_token(staff_token)
     sessions = Sessions(token)

@@ -12,10 +12,10 @@ from collections.abc import AsyncIterator
 
 from storage.history import RunFilter
 from storage.records import export_record
-from storage.runs import SqliteRunStore
+from storage.store import RunStore
 
 
-async def run_line(store: SqliteRunStore, run_id: str) -> str | None:
+async def run_line(store: RunStore, run_id: str) -> str | None:
     """One run's JSONL line (with its newline), or None if there is no such run."""
     run = await store.load_run(run_id)
     if run is None:
@@ -24,7 +24,7 @@ async def run_line(store: SqliteRunStore, run_id: str) -> str | None:
     return json.dumps(export_record(run, timeline), ensure_ascii=False) + "\n"
 
 
-async def export_lines(store: SqliteRunStore, flt: RunFilter) -> AsyncIterator[str]:
+async def export_lines(store: RunStore, flt: RunFilter) -> AsyncIterator[str]:
     """Every run matching `flt`, newest first, streamed one keyset page at a time."""
     async for summary in store.history.iter_runs(flt):
         line = await run_line(store, summary.id)

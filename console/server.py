@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import uvicorn
 
 from console.app import create_app
-from storage.runs import SqliteRunStore
+from storage.store import RunStore
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class ConsoleServer:
 
 
 async def serve_console(
-    store: SqliteRunStore, staff_token: str, host: str = "127.0.0.1", port: int = 8080
+    store: RunStore, staff_token: str, host: str = "127.0.0.1", port: int = 8080
 ) -> ConsoleServer:
     """Start the staff console on host:port (0 picks a free port) and return once it listens.
 
@@ -87,7 +87,7 @@ async def serve_console(
 
 
 async def serve_staff_console(
-    store: SqliteRunStore, staff_token: str | None, host: str = "127.0.0.1", port: int = 8080
+    store: RunStore, staff_token: str | None, host: str = "127.0.0.1", port: int = 8080
 ) -> ConsoleServer | None:
     """For `stepwise serve`: the console if a staff token is set and `port` is not 0.
 

@@ -22,7 +22,7 @@ from console.filters import parse_filter
 from console.timeline import build_run_view
 from storage.history import ANY_ERROR, Cursor
 from storage.records import FailureCount
-from storage.runs import SqliteRunStore
+from storage.store import RunStore
 
 PAGE_SIZE = 25
 PERIODS: dict[str, tuple[str, timedelta | None]] = {
@@ -42,7 +42,7 @@ JSONL = "application/x-ndjson; charset=utf-8"
 
 
 class Views:
-    def __init__(self, store: SqliteRunStore, templates: Jinja2Templates) -> None:
+    def __init__(self, store: RunStore, templates: Jinja2Templates) -> None:
         self.store = store
         self.history = store.history
         self.templates = templates

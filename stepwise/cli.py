@@ -23,6 +23,7 @@ from stepwise.commands import (
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
     CliError,
+    cmd_migrate,
     cmd_tools_check,
 )
 from stepwise.runtime import open_runtime
@@ -64,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--user", type=int)
 
     sub.add_parser("recover", help="finish runs a crash interrupted")
+    sub.add_parser("migrate", help="bring the database schema (STEPWISE_DB) up to date, then exit")
 
     tools = sub.add_parser("tools", help="the tools the agent uses")
     tools_sub = tools.add_subparsers(dest="tools_command", required=True)
@@ -156,6 +158,8 @@ async def dispatch(settings: Settings, args: argparse.Namespace) -> int:
         return await cmd_chat(settings, args)
     if args.command == "tools":
         return await cmd_tools_check(settings, args)
+    if args.command == "migrate":
+        return await cmd_migrate(settings, args)
     if args.command in ("demo", "serve"):
         return await _serve_or_demo(settings, args)
     rt = await open_runtime(settings)

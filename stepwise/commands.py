@@ -1,5 +1,5 @@
 """The one-shot `stepwise` commands: ask, confirm/reject, runs, show, export, recover,
-tools check. Each prints its result and returns the exit code (see `stepwise.cli`).
+migrate, tools check. Each prints its result and returns the exit code (see `stepwise.cli`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from stepwise.runtime import Runtime
 from stepwise.settings import Settings
 from stepwise.tools_check import print_tools_check
 from storage.records import export_record, format_timeline_entry, run_json
+from storage.store import migrate_database
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_UNAVAILABLE = 0, 1, 2, 3, 4
 
@@ -166,6 +167,21 @@ class _NoShop:
 
     async def cancel_order(self, order_id: str, user_id: int, idempotency_key: str) -> Any:
         raise NotImplementedError
+
+
+async def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
+    """Apply the migrations `STEPWISE_DB` has not seen yet (opening a store does it too;
+    operators run this before starting new processes on an upgraded version)."""
+    done = await migrate_database(settings.db_path, busy_timeout_s=settings.db_timeout_s)
+    if done.after > done.known:
+        print(
+            f"{done.backend} schema is at version {done.after}, newer than this stepwise "
+            f"knows ({done.known}): nothing applied"
+        )
+        return EXIT_OK
+    applied = done.after - done.before
+    print(f"{done.backend} schema at version {done.after} ({applied} migration(s) applied)")
+    return EXIT_OK
 
 
 async def cmd_recover(rt: Runtime, args: argparse.Namespace) -> int:

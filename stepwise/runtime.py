@@ -1,7 +1,8 @@
 """Settings in, a ready `Agent` out: storage, the tools and the executor, wired once.
 
 The CLI, the Telegram bot and the demo all start here, so they share one executor
-configuration and one database.
+configuration and one database: `STEPWISE_DB` is a SQLite file or a `postgresql://` URL,
+and `storage.store` opens the backend it names.
 """
 
 from __future__ import annotations
@@ -21,8 +22,7 @@ from agent_core.policy import FailurePolicy
 from agent_core.shop import shop_tools
 from agent_core.tools import Tool, ToolRegistry
 from stepwise.settings import Settings
-from storage.runs import SqliteRunStore
-from storage.shop import SqliteShop
+from storage.store import DemoShop, RunStore, open_shop, open_store
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +55,8 @@ class Listeners:
 class Runtime:
     settings: Settings
     agent: Agent
-    store: SqliteRunStore
-    shop: SqliteShop | None  # the demo shop, unless STEPWISE_TOOLS points at an HTTP API
+    store: RunStore
+    shop: DemoShop | None  # the demo shop, unless STEPWISE_TOOLS points at an HTTP API
     http: httpx.AsyncClient | None = None
     listeners: Listeners = field(default_factory=Listeners)
 
@@ -86,15 +86,15 @@ async def open_runtime(
     """
     # A bad tools file fails before anything is opened (ToolsConfigError: one clear line).
     http_config = load_tools_config(settings.tools_path) if settings.tools_path else None
-    store = await SqliteRunStore.open(settings.db_path, busy_timeout_s=settings.db_timeout_s)
-    shop: SqliteShop | None = None
+    store = await open_store(settings.db_path, busy_timeout_s=settings.db_timeout_s)
+    shop: DemoShop | None = None
     http: httpx.AsyncClient | None = None
     try:
         if http_config is not None and tools is None:
             http = new_client(http_config)
             tools = build_http_tools(http_config, http)
         elif tools is None:
-            shop = await SqliteShop.open(
+            shop = await open_shop(
                 settings.db_path,
                 seed_path=settings.shop_seed,
                 latency_s=settings.shop_latency_ms / 1000,

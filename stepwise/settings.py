@@ -29,7 +29,8 @@ class Settings(BaseSettings):
     telegram_api_base_url: str = Field(
         "https://api.telegram.org/bot", validation_alias=_env("TELEGRAM_API_BASE_URL")
     )
-    db_path: Path = Field(Path("stepwise.db"), validation_alias=_env("STEPWISE_DB"))
+    # A SQLite file (the embedded default) or a postgresql:// URL: see storage.store.
+    db_path: str = Field("stepwise.db", validation_alias=_env("STEPWISE_DB"))
     db_timeout_s: float = Field(5.0, gt=0, validation_alias=_env("STEPWISE_DB_TIMEOUT"))
     staff_token: SecretStr | None = Field(None, validation_alias=_env("STEPWISE_STAFF_TOKEN"))
     staff_ids: frozenset[int] = Field(frozenset(), validation_alias=_env("STEPWISE_STAFF_IDS"))

@@ -45,6 +45,7 @@ from agent_core.shop import (
     PolicyLang,
 )
 from storage.db import DEFAULT_BUSY_TIMEOUT_S, StorageUnavailable, connect
+from storage.tables import NamedRow
 
 DEFAULT_SEED_PATH = Path(__file__).with_name("shop_seed.json")
 SEEDED_KEY = "seeded"
@@ -411,7 +412,7 @@ def _matches(needle: str, keywords: list[str]) -> bool:
     return False
 
 
-def _order(row: sqlite3.Row) -> Order:
+def _order(row: NamedRow) -> Order:
     return Order(
         id=row["id"],
         owner_user_id=row["owner_user_id"],

@@ -40,6 +40,8 @@ class Faults:
 
     database_errors: tuple[type[Exception], ...]
     outages: tuple[type[Exception], ...]
+    # One line for a database error (the driver's message by default).
+    describe: Callable[[BaseException], str] = str
 
 
 SQLITE_FAULTS = Faults(database_errors=(sqlite3.Error,), outages=(sqlite3.OperationalError,))
@@ -142,7 +144,7 @@ class WriteQueue(Generic[Op]):
 def unavailable(exc: Exception, faults: Faults = SQLITE_FAULTS) -> StorageUnavailable:
     """A failed write as callers see it: the database's own message where it has one."""
     if isinstance(exc, faults.database_errors):
-        return StorageUnavailable(f"write failed: {exc}")
+        return StorageUnavailable(f"write failed: {faults.describe(exc)}")
     return StorageUnavailable(f"write failed: {exc!r}")  # not the database's own (encoding)
 
 

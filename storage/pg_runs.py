@@ -1,0 +1,279 @@
+"""Runs, steps and their event log in PostgreSQL: the same store as `storage.runs`.
+
+Same contract as `SqliteRunStore` (see there): `record_many` commits a transition batch in
+ONE transaction before it returns, concurrent runs share commits through the same
+`WriteQueue` (each shared transaction is pipelined: one round trip to the server), and
+staff reads go through `store.history`, the very queries SQLite runs, in PostgreSQL's
+spelling (`storage.history.POSTGRES`).
+
+What differs, and why:
+
+* The claim is ONE conditional `UPDATE … RETURNING`: the approval and the
+  `decision_claimed` event are written by the same statement (data-modifying CTEs on the
+  claimed row), and the run comes back from it; the steps are read in the same pipelined
+  round trip. Under READ COMMITTED a second claimant's UPDATE waits for the first to
+  commit, re-checks its WHERE on the new row, and matches nothing, so one press wins
+  whatever the number of processes. Only a lost claim reads again, to say why.
+* `runs_to_recover` takes its runs with `FOR UPDATE SKIP LOCKED` in a transaction: the
+  place where leases (issue 15, item 1) will claim runs whose lease expired, without two
+  processes ever taking the same one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+import psycopg
+from psycopg import AsyncConnection
+
+from agent_core.models import ClaimResult, EventKind, Run, RunEvent, RunStatus, utcnow
+from storage.history import POSTGRES, History
+from storage.journal import JournalSql, transition_statements
+from storage.pg import (
+    DEFAULT_LOCK_TIMEOUT_S,
+    DEFAULT_POOL_SIZE,
+    PG_FAULTS,
+    Pool,
+    Record,
+    execute_statements,
+    fetch,
+    open_pool,
+    pg_sql,
+    records,
+    run_transaction,
+    unavailable,
+)
+from storage.tables import (
+    EVENT_COLUMNS,
+    RUN_COLUMNS,
+    RUN_STATE_COLUMNS,
+    STEP_COLUMNS,
+    STEP_STATE_COLUMNS,
+    Statement,
+    columns,
+    insert,
+    run_from_rows,
+    ts,
+    update,
+    upsert,
+)
+from storage.writequeue import WriteQueue
+
+
+def _pg(statement: Statement) -> Statement:
+    return Statement(pg_sql(statement.sql), statement.names)
+
+
+_JOURNAL = JournalSql(
+    upsert_run=_pg(upsert("runs", RUN_COLUMNS, ("id",))),
+    upsert_step=_pg(upsert("steps", STEP_COLUMNS, ("run_id", "id"))),
+    update_run=_pg(update("runs", RUN_STATE_COLUMNS, ("id",))),
+    # PostgreSQL writes a new row version whatever changed; the condition still saves the
+    # index entries of `status` (a HOT update) when it did not change.
+    update_run_status=(
+        "UPDATE runs SET status = %(status)s"
+        " WHERE id = %(id)s AND status IS DISTINCT FROM %(status)s"
+    ),
+    update_step=_pg(update("steps", STEP_STATE_COLUMNS, ("run_id", "id"))),
+    insert_event=_pg(insert("events", EVENT_COLUMNS)),
+)
+_APPEND_EVENT = pg_sql(
+    "INSERT INTO events (run_id, trace_id, kind, message, at)"
+    " SELECT id, trace_id, :kind, :message, :at FROM runs WHERE id = :run_id"
+)
+_SELECT_RUN = f"SELECT {columns(RUN_COLUMNS)} FROM runs WHERE id = %s"
+_SELECT_STEPS = f"SELECT {columns(STEP_COLUMNS)} FROM steps WHERE run_id = %s ORDER BY position"
+_LAST_ORDER_ID = (
+    "SELECT s.args::jsonb ->> 'order_id' AS order_id"
+    " FROM runs r JOIN steps s ON s.run_id = r.id"
+    " WHERE r.chat_id = ? AND r.user_id = ?"
+    " AND s.args::jsonb ->> 'order_id' IS NOT NULL"
+    " ORDER BY r.created_at DESC, s.position LIMIT 1"
+)
+# Issue 15, item 1 (leases) turns this into: take the running runs whose lease expired
+# (`AND lease_until < now`), `LIMIT` a batch, and set `lease_owner`/`lease_until` on them in
+# the same transaction. SKIP LOCKED already keeps two processes from taking one run.
+_RECOVERABLE = (
+    "SELECT id FROM runs WHERE status = 'running' ORDER BY created_at FOR UPDATE SKIP LOCKED"
+)
+
+
+class PgRunStore:
+    """The `RunStore` of agent_core on PostgreSQL; `history` holds the reads staff make."""
+
+    def __init__(self, pool: Pool) -> None:
+        self._pool = pool
+        self._writes = WriteQueue(partial(run_transaction, pool), PG_FAULTS)
+        self.history = History(partial(fetch, pool), POSTGRES)
+
+    @classmethod
+    async def open(
+        cls,
+        url: str,
+        *,
+        busy_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
+        pool_size: int = DEFAULT_POOL_SIZE,
+    ) -> PgRunStore:
+        """Connect to `url` (migrating its schema first); `busy_timeout_s` bounds lock waits."""
+        return cls(await open_pool(url, lock_timeout_s=busy_timeout_s, max_size=pool_size))
+
+    async def close(self) -> None:
+        await self._writes.drain()  # let queued writes finish (or fail) first
+        await self._pool.close()
+
+    # -- journal ---------------------------------------------------------------------------
+
+    async def record(self, run: Run, event: RunEvent) -> None:
+        """Commit one transition (see `record_many`)."""
+        await self.record_many(run, (event,))
+
+    async def record_many(self, run: Run, events: Sequence[RunEvent]) -> None:
+        """Commit `events` of `run`, in order, and the run's current state in ONE transaction.
+
+        The statements are built before the first await: the executor keeps mutating `run`.
+        """
+        if events:
+            statements = transition_statements(run, events, _JOURNAL)
+            await self._writes.submit(execute_statements(statements))
+
+    async def add_event(self, run_id: str, kind: EventKind, message: str | None = None) -> None:
+        """Append an event without touching the run's state (nothing for an unknown run)."""
+        params = {"kind": kind.value, "message": message, "at": ts(utcnow()), "run_id": run_id}
+        await self._writes.submit(execute_statements([(_APPEND_EVENT, params)]))
+
+    # -- what the agent reads ------------------------------------------------------------
+
+    async def load_run(self, run_id: str) -> Run | None:
+        """The run and its steps, both read in one pipelined round trip (two statements, as
+        on SQLite: the executor that writes a run is the only one reading it back)."""
+        try:
+            async with self._pool.connection() as conn, conn.pipeline():
+                row, step_rows = await _read_run(conn, run_id=run_id)
+        except psycopg.Error as exc:
+            raise unavailable(exc, "read failed") from exc
+        return run_from_rows(row, step_rows) if row is not None else None
+
+    async def last_order_id(self, chat_id: int, user_id: int) -> str | None:
+        rows = await fetch(self._pool, _LAST_ORDER_ID, (chat_id, user_id))
+        return str(rows[0]["order_id"]) if rows else None
+
+    async def runs_to_recover(self) -> list[str]:
+        ids: list[str] = await self._writes.submit(_take_recoverable)
+        return ids
+
+    # -- the claim -------------------------------------------------------------------------
+
+    async def claim_pause(
+        self,
+        run_id: str,
+        *,
+        user_id: int,
+        approved: bool,
+        nonce: str | None,
+        now: datetime,
+        expires_before: datetime,
+    ) -> tuple[ClaimResult, Run | None]:
+        """One conditional UPDATE … RETURNING decides and hands back the claimed run."""
+        claim = partial(
+            _claim_in_transaction,
+            params={
+                "run_id": run_id,
+                "user_id": user_id,
+                "nonce": nonce,
+                "now": ts(now),
+                "expires_before": ts(expires_before),
+                "approved": int(approved),
+                "kind": EventKind.DECISION_CLAIMED.value,
+                "decision": "approved" if approved else "declined",
+                "message": f"{'confirmed' if approved else 'cancelled'} by user {user_id}",
+            },
+        )
+        result, row, step_rows = await self._writes.submit(claim)
+        return result, run_from_rows(row, step_rows) if row is not None else None
+
+
+# -- inside a transaction ------------------------------------------------------------------
+
+
+async def _read_run(
+    conn: AsyncConnection[Any], *, run_id: str
+) -> tuple[Record | None, list[Record]]:
+    run = conn.cursor(row_factory=records)
+    steps = conn.cursor(row_factory=records)
+    await run.execute(_SELECT_RUN, (run_id,))
+    await steps.execute(_SELECT_STEPS, (run_id,))  # pipelined with the run's row
+    return await run.fetchone(), await steps.fetchall()
+
+
+async def _take_recoverable(conn: AsyncConnection[Any]) -> list[str]:
+    cur = await conn.execute(_RECOVERABLE)
+    return [str(row[0]) for row in await cur.fetchall()]
+
+
+_CLAIM = f"""
+WITH claimed AS (
+    UPDATE runs SET status = 'running', pause_nonce = NULL, updated_at = %(now)s
+    WHERE id = %(run_id)s AND status = 'paused' AND user_id = %(user_id)s
+    AND pause_nonce IS NOT NULL AND pause_nonce = coalesce(%(nonce)s, pause_nonce)
+    AND paused_at >= %(expires_before)s
+    RETURNING {columns(RUN_COLUMNS)}
+), approval AS (
+    UPDATE steps s
+    SET approval_approved = %(approved)s, approval_by = %(user_id)s, approval_at = %(now)s
+    FROM claimed c WHERE s.run_id = c.id AND s.id = c.pause_step_id
+), decision AS (
+    INSERT INTO events (run_id, trace_id, kind, step_id, tool, status, decision, message, at)
+    SELECT id, trace_id, %(kind)s, pause_step_id, pause_tool, 'paused', %(decision)s,
+        %(message)s, %(now)s
+    FROM claimed
+)
+SELECT {columns(RUN_COLUMNS)} FROM claimed
+"""
+_CLAIM_STATE = "SELECT user_id, status, pause_nonce FROM runs WHERE id = %s"
+_EXPIRE = (
+    "UPDATE runs SET status = 'expired', pause_nonce = NULL, updated_at = %(now)s"
+    " WHERE id = %(run_id)s AND status = 'paused'"
+)
+
+ClaimRows = tuple[ClaimResult, Record | None, list[Record]]
+
+
+async def _claim_in_transaction(conn: AsyncConnection[Any], *, params: dict[str, Any]) -> ClaimRows:
+    """The claim and, pipelined behind it, the steps as it leaves them: one round trip.
+
+    A statement sees what earlier statements of its transaction wrote, so the steps read
+    after the claim carry its approval. A lost claim reads the run's state to say why.
+    """
+    run_id = params["run_id"]
+    claimed = conn.cursor(row_factory=records)
+    steps = conn.cursor(row_factory=records)
+    await claimed.execute(_CLAIM, params)
+    await steps.execute(_SELECT_STEPS, (run_id,))
+    row = await claimed.fetchone()
+    step_rows = await steps.fetchall()
+    if row is not None:
+        return ClaimResult.OK, row, step_rows
+    result = await _explain_loss(conn, params)
+    if result in (ClaimResult.NOT_FOUND, ClaimResult.NOT_ALLOWED):
+        return result, None, []
+    run, step_rows = await _read_run(conn, run_id=run_id)
+    return result, run, step_rows
+
+
+async def _explain_loss(conn: AsyncConnection[Any], params: dict[str, Any]) -> ClaimResult:
+    cur = await conn.execute(_CLAIM_STATE, (params["run_id"],))
+    row = await cur.fetchone()
+    if row is None:
+        return ClaimResult.NOT_FOUND
+    user_id, status, pause_nonce = row
+    if int(user_id) != params["user_id"]:
+        return ClaimResult.NOT_ALLOWED
+    if status != RunStatus.PAUSED.value or pause_nonce is None:
+        return ClaimResult.ALREADY_HANDLED
+    if params["nonce"] is not None and pause_nonce != params["nonce"]:
+        return ClaimResult.STALE
+    await conn.execute(_EXPIRE, {"now": params["now"], "run_id": params["run_id"]})
+    return ClaimResult.EXPIRED
