@@ -1,7 +1,11 @@
-"""The SQLite run store: every transition durable, decisions claimed exactly once."""
+"""The run store, on SQLite and on PostgreSQL: every transition durable, decisions claimed
+exactly once. Tests taking `store` or `store_backend` run on both backends (the conformance
+suite, tests/storage_backends.py); the schema-upgrade tests are SQLite's own, and the last
+section is what only PostgreSQL has."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import dataclasses
 import sqlite3
@@ -9,7 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
-import aiosqlite
+import psycopg
 import pytest
 
 import storage.db
@@ -29,9 +33,13 @@ from agent_core.models import (
 )
 from agent_core.planner import PlanDraft, PlanRequest, StepDraft
 from agent_core.tools import Tool, ToolContext, ToolRegistry
+from stepwise.cli import dispatch
+from stepwise.settings import Settings
 from storage import tables
-from storage.db import MIGRATIONS, StorageUnavailable, connect, fetch
+from storage.db import MIGRATIONS, StorageUnavailable, fetch
+from storage.pg_schema import PG_MIGRATIONS
 from storage.runs import SqliteRunStore
+from storage.store import RunStore, migrate_database, open_store
 from storage.tables import parse_ts, ts
 from tests.fakes import (
     CANCEL,
@@ -43,18 +51,19 @@ from tests.fakes import (
     make_run,
     shop_like_tools,
 )
+from tests.storage_backends import Backend
 
 FAR_PAST = utcnow() - timedelta(days=365)
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SqliteRunStore]:
-    store = await SqliteRunStore.open(tmp_path / "runs.db")
+async def store(store_backend: Backend) -> AsyncIterator[RunStore]:
+    store = await store_backend.open_store()
     yield store
     await store.close()
 
 
-def executor_for(store: SqliteRunStore, **tools: list[object]) -> tuple[Executor, dict]:  # type: ignore[type-arg]
+def executor_for(store: RunStore, **tools: list[object]) -> tuple[Executor, dict]:  # type: ignore[type-arg]
     registry, scripts = shop_like_tools(**tools)  # type: ignore[arg-type]
     return Executor(registry, journal=store, sleep=RecordingSleep(), rand=lambda: 0.5), scripts
 
@@ -70,7 +79,7 @@ async def test_schema_is_versioned_and_reopening_applies_nothing_twice(tmp_path:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
-async def test_stored_run_round_trips_exactly(store: SqliteRunStore) -> None:
+async def test_stored_run_round_trips_exactly(store: RunStore) -> None:
     executor, _ = executor_for(
         store,
         status=[fail(ErrorType.TIMEOUT), {"order_id": "A1001", "status": "delivered"}],
@@ -81,7 +90,7 @@ async def test_stored_run_round_trips_exactly(store: SqliteRunStore) -> None:
     assert Run.model_validate_json(loaded.model_dump_json()) == run
 
 
-async def test_every_transition_is_in_the_timeline_in_order(store: SqliteRunStore) -> None:
+async def test_every_transition_is_in_the_timeline_in_order(store: RunStore) -> None:
     executor, _ = executor_for(
         store,
         status=[fail(ErrorType.TIMEOUT, "slow"), {"order_id": "A1001", "status": "delivered"}],
@@ -104,9 +113,8 @@ async def test_every_transition_is_in_the_timeline_in_order(store: SqliteRunStor
     assert "delivered" in (timeline[5].message or "")
 
 
-async def test_running_row_is_committed_before_the_tool_runs(tmp_path: Path) -> None:
-    path = tmp_path / "r.db"
-    store = await SqliteRunStore.open(path)
+async def test_running_row_is_committed_before_the_tool_runs(store_backend: Backend) -> None:
+    store = await store_backend.open_store()
     seen: list[tuple[str, str]] = []
 
     _, scripts = shop_like_tools()
@@ -114,11 +122,12 @@ async def test_running_row_is_committed_before_the_tool_runs(tmp_path: Path) -> 
 
     async def peek(args: object, ctx: object) -> object:
         # Another connection sees the committed state at the instant the tool is called.
-        async with aiosqlite.connect(path) as other:
-            async with other.execute("SELECT status FROM steps WHERE id = 's1'") as cur:
-                row = await cur.fetchone()
-            async with other.execute("SELECT kind FROM events ORDER BY seq DESC LIMIT 1") as cur:
-                last = await cur.fetchone()
+        other = store_backend.observer()
+        try:
+            row = other.execute("SELECT status FROM steps WHERE id = 's1'").fetchone()
+            last = other.execute("SELECT kind FROM events ORDER BY seq DESC LIMIT 1").fetchone()
+        finally:
+            other.close()
         assert row is not None and last is not None
         seen.append((row[0], last[0]))
         return await original(args, ctx)  # type: ignore[arg-type]
@@ -131,7 +140,7 @@ async def test_running_row_is_committed_before_the_tool_runs(tmp_path: Path) -> 
     assert seen == [("running", "step_started")]
 
 
-async def test_double_confirm_has_one_winner_and_one_side_effect(store: SqliteRunStore) -> None:
+async def test_double_confirm_has_one_winner_and_one_side_effect(store: RunStore) -> None:
     executor, scripts = executor_for(store)
     run = await executor.start(make_run([STATUS, CANCEL]))
     assert run.pause is not None and run.pause.nonce
@@ -154,10 +163,11 @@ async def test_double_confirm_has_one_winner_and_one_side_effect(store: SqliteRu
     assert len(scripts["cancel_order"].calls) == 1
 
 
-async def test_concurrent_claims_from_two_connections_have_one_winner(tmp_path: Path) -> None:
-    path = tmp_path / "c.db"
-    a = await SqliteRunStore.open(path)
-    b = await SqliteRunStore.open(path)
+async def test_concurrent_claims_from_two_connections_have_one_winner(
+    store_backend: Backend,
+) -> None:
+    a = await store_backend.open_store()
+    b = await store_backend.open_store()
     executor, _ = executor_for(a)
     run = await executor.start(make_run([STATUS, CANCEL]))
     assert run.pause is not None
@@ -179,7 +189,7 @@ async def test_concurrent_claims_from_two_connections_have_one_winner(tmp_path: 
     assert sorted(r.value for r, _ in results) == ["already_handled"] * 3 + ["ok"]
 
 
-async def test_someone_else_cannot_decide_and_the_run_is_untouched(store: SqliteRunStore) -> None:
+async def test_someone_else_cannot_decide_and_the_run_is_untouched(store: RunStore) -> None:
     executor, _ = executor_for(store)
     run = await executor.start(make_run([STATUS, CANCEL]))
     assert run.pause is not None
@@ -196,7 +206,7 @@ async def test_someone_else_cannot_decide_and_the_run_is_untouched(store: Sqlite
     assert await store.load_run(run.id) == run
 
 
-async def test_forged_or_stale_nonce_is_refused(store: SqliteRunStore) -> None:
+async def test_forged_or_stale_nonce_is_refused(store: RunStore) -> None:
     executor, _ = executor_for(store)
     run = await executor.start(make_run([STATUS, CANCEL]))
     result, _ = await store.claim_pause(
@@ -210,7 +220,7 @@ async def test_forged_or_stale_nonce_is_refused(store: SqliteRunStore) -> None:
     assert missing is ClaimResult.NOT_FOUND and nothing is None
 
 
-async def test_expired_pause_is_marked_expired_and_runs_nothing(store: SqliteRunStore) -> None:
+async def test_expired_pause_is_marked_expired_and_runs_nothing(store: RunStore) -> None:
     executor, scripts = executor_for(store)
     run = await executor.start(make_run([STATUS, CANCEL]))
     assert run.pause is not None
@@ -229,19 +239,15 @@ async def test_expired_pause_is_marked_expired_and_runs_nothing(store: SqliteRun
     assert scripts["cancel_order"].calls == []
 
 
-async def test_locked_database_waits_boundedly_then_fails_cleanly(tmp_path: Path) -> None:
-    path = tmp_path / "l.db"
-    store = await SqliteRunStore.open(path, busy_timeout_s=0.2)
-    blocker = sqlite3.connect(path, isolation_level=None)
-    blocker.execute("BEGIN IMMEDIATE")
-    try:
+async def test_locked_database_waits_boundedly_then_fails_cleanly(
+    store_backend: Backend,
+) -> None:
+    store = await store_backend.open_store(busy_timeout_s=0.2)
+    with store_backend.write_locked():
         executor, scripts = executor_for(store)
         with pytest.raises(StorageUnavailable, match=r"busy|locked"):
             await executor.start(make_run([STATUS]))
         assert scripts["get_order_status"].calls == []
-    finally:
-        blocker.execute("ROLLBACK")
-        blocker.close()
     assert await store.load_run("run1") is None  # nothing half-written
     executor, _ = executor_for(store)
     run = await executor.start(make_run([STATUS]))
@@ -249,7 +255,7 @@ async def test_locked_database_waits_boundedly_then_fails_cleanly(tmp_path: Path
     await store.close()
 
 
-async def test_history_filters_pages_and_counts_failures(store: SqliteRunStore) -> None:
+async def test_history_filters_pages_and_counts_failures(store: RunStore) -> None:
     for number in range(5):
         executor, _ = executor_for(
             store, status=[fail(ErrorType.NOT_FOUND)] if number % 2 else [{"status": "shipping"}]
@@ -281,7 +287,7 @@ async def test_history_filters_pages_and_counts_failures(store: SqliteRunStore) 
     }
 
 
-async def test_runs_left_running_are_offered_for_recovery(store: SqliteRunStore) -> None:
+async def test_runs_left_running_are_offered_for_recovery(store: RunStore) -> None:
     executor, _ = executor_for(store)
     paused = await executor.start(make_run([STATUS, CANCEL]))
     interrupted = make_run([STATUS])
@@ -295,7 +301,7 @@ async def test_runs_left_running_are_offered_for_recovery(store: SqliteRunStore)
     assert paused.status is RunStatus.PAUSED
 
 
-async def test_last_order_id_is_per_chat_and_user(store: SqliteRunStore) -> None:
+async def test_last_order_id_is_per_chat_and_user(store: RunStore) -> None:
     executor, _ = executor_for(store)
     run = make_run([("get_order_status", {"order_id": "A1005"}, "order_status")])
     await executor.start(run)
@@ -305,15 +311,11 @@ async def test_last_order_id_is_per_chat_and_user(store: SqliteRunStore) -> None
 
 
 async def test_concurrent_runs_share_commits_and_tools_only_see_durable_rows(
-    tmp_path: Path,
+    store_backend: Backend,
 ) -> None:
-    path = tmp_path / "group.db"
-    store = await SqliteRunStore.open(path)
-    commits: list[str] = []
-    await store._conn.set_trace_callback(  # observe what SQLite actually runs
-        lambda sql: commits.append(sql) if sql.strip().upper() == "COMMIT" else None
-    )
-    observer = sqlite3.connect(path)
+    store = await store_backend.open_store()
+    commits = await store_backend.count_commits(store)  # observe what the database commits
+    observer = store_backend.observer()
     seen: list[str] = []
 
     async def checked(args: OrderArgs, ctx: object) -> dict[str, str]:
@@ -333,8 +335,8 @@ async def test_concurrent_runs_share_commits_and_tools_only_see_durable_rows(
         run.id = f"g{number}"
         runs.append(run)
     finished = await asyncio.gather(*(executor.start(run) for run in runs))
+    events = observer.execute("SELECT count(*) FROM events").fetchone()[0]
     observer.close()
-    events = (await fetch(store._conn, "SELECT count(*) FROM events"))[0][0]
     await store.close()
 
     assert all(r.status is RunStatus.COMPLETED for r in finished)
@@ -376,15 +378,11 @@ class ThreeStepPlanner:
 
 
 async def test_standard_cancel_run_takes_six_commits_and_tools_and_listeners_see_commits(
-    tmp_path: Path,
+    store_backend: Backend,
 ) -> None:
-    path = tmp_path / "six.db"
-    store = await SqliteRunStore.open(path)
-    commits: list[str] = []
-    await store._conn.set_trace_callback(
-        lambda sql: commits.append(sql) if sql.strip().upper() == "COMMIT" else None
-    )
-    observer = sqlite3.connect(path)  # sees only what is committed (WAL)
+    store = await store_backend.open_store()
+    commits = await store_backend.count_commits(store)
+    observer = store_backend.observer()  # sees only what is committed
     problems: list[str] = []
 
     def committed_kinds(run_id: str) -> list[tuple[str, str | None]]:
@@ -438,17 +436,15 @@ async def test_standard_cancel_run_takes_six_commits_and_tools_and_listeners_see
 
 
 async def test_a_crash_before_a_success_is_committed_reruns_the_step_with_the_same_key(
-    tmp_path: Path,
+    store_backend: Backend,
 ) -> None:
-    path = tmp_path / "crash.db"
-
-    class CrashingStore(SqliteRunStore):
+    class CrashingStore(store_backend.store_class):  # type: ignore[name-defined, misc]
         async def record_many(self, run: Run, events: Sequence[RunEvent]) -> None:
             if any(e.kind is EventKind.RUN_FINISHED for e in events):
                 raise SystemExit("killed")  # the process dies before this commit
             await super().record_many(run, events)
 
-    first = CrashingStore(await connect(path))
+    first = await store_backend.open_store(CrashingStore)
     executor, scripts = executor_for(first)
     agent = Agent(ThreeStepPlanner(), executor, first)
     run = await agent.ask("cancel order A1001", user_id=10001, chat_id=10001)
@@ -458,7 +454,7 @@ async def test_a_crash_before_a_success_is_committed_reruns_the_step_with_the_sa
     await first.close()
     assert len(scripts["cancel_order"].calls) == 1
 
-    store = await SqliteRunStore.open(path)
+    store = await store_backend.open_store()
     stored = await store.load_run(run.id)
     assert stored is not None and stored.steps[2].status is StepStatus.RUNNING  # success lost
     recovering, again = executor_for(store)
@@ -477,7 +473,7 @@ async def test_a_crash_before_a_success_is_committed_reruns_the_step_with_the_sa
 
 
 async def test_one_bad_write_in_a_shared_commit_does_not_fail_the_others(
-    store: SqliteRunStore,
+    store: RunStore,
 ) -> None:
     runs = [
         Run(id=f"r{n}", trace_id="t", user_id=n, chat_id=n, request_text=text, language="en")
@@ -567,13 +563,15 @@ async def test_a_version_1_database_is_upgraded_in_place(
     await store.close()
 
 
-async def test_staff_filter_by_customer_and_status_uses_its_index(store: SqliteRunStore) -> None:
+async def test_staff_filter_by_customer_and_status_uses_its_index(tmp_path: Path) -> None:
+    store = await SqliteRunStore.open(tmp_path / "runs.db")  # SQLite's query plan
     rows = await fetch(
         store._conn,
         "EXPLAIN QUERY PLAN SELECT r.id FROM runs r WHERE 1 = 1 AND r.user_id = ? AND"
         " r.status = ? ORDER BY r.created_at DESC, r.id DESC LIMIT ? OFFSET ?",
         (1, "failed", 21, 0),
     )
+    await store.close()
     plan = " ".join(str(r[3]) for r in rows)
     assert "runs_by_user_status" in plan and "TEMP B-TREE" not in plan
 
@@ -582,7 +580,7 @@ async def test_staff_filter_by_customer_and_status_uses_its_index(store: SqliteR
 
 
 async def test_declined_failed_and_expired_runs_reload_with_errors_approvals_and_decisions(
-    store: SqliteRunStore,
+    store: RunStore,
 ) -> None:
     """Each step's error, the approval and the claim's decision survive a round trip."""
     agent = Agent(ThreeStepPlanner(), executor_for(store)[0], store)
@@ -692,4 +690,106 @@ async def test_migration_3_turns_the_bots_prose_notices_into_event_kinds(
         (EventKind.PROMPT_SHOWN, "telegram: confirmation buttons shown"),
         (EventKind.CUSTOMER_BLOCKED, "telegram: the customer blocked the bot"),
         (EventKind.NOTICE, "something else staff should see"),
+    ]
+
+
+# -- what only PostgreSQL has ----------------------------------------------------------------
+
+
+async def test_postgres_schema_is_versioned_and_reopening_applies_nothing_twice(
+    postgres_backend: Backend,
+) -> None:
+    await (await postgres_backend.open_store()).close()
+    await (await postgres_backend.open_store()).close()
+    again = await migrate_database(postgres_backend.url)
+    assert (again.before, again.after) == (len(PG_MIGRATIONS), len(PG_MIGRATIONS))
+    observer = postgres_backend.observer()
+    versions = observer.execute("SELECT version FROM schema_version ORDER BY version").fetchall()
+    observer.close()
+    assert [v for (v,) in versions] == list(range(1, len(PG_MIGRATIONS) + 1))
+
+
+async def test_processes_starting_together_on_a_new_database_migrate_it_once(
+    postgres_backend: Backend,
+) -> None:
+    stores = await asyncio.gather(*(postgres_backend.open_store() for _ in range(4)))
+    for opened in stores:
+        await opened.close()
+    assert postgres_backend.count_rows("schema_version") == len(PG_MIGRATIONS)
+
+
+def test_postgres_schema_mirrors_sqlite(postgres_backend: Backend) -> None:
+    """Every SQLite table and column exists in PostgreSQL: a column added to SQLite's
+    schema (storage/db.py) must be added to storage/pg_schema.py as well."""
+    with sqlite3.connect(":memory:") as conn:
+        for script in MIGRATIONS:
+            conn.executescript(script)
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'"
+                " AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            )
+        ]
+        sqlite_columns = {
+            t: {r[1] for r in conn.execute(f"PRAGMA table_info({t})")} for t in tables
+        }
+    asyncio.run(postgres_backend.migrate())
+    observer = postgres_backend.observer()
+    rows = observer.execute(
+        "SELECT table_name, column_name FROM information_schema.columns"
+        " WHERE table_schema = current_schema()"
+    ).fetchall()
+    observer.close()
+    pg_columns: dict[str, set[str]] = {}
+    for table, column in rows:
+        pg_columns.setdefault(table, set()).add(column)
+    missing = {
+        table: sorted(names - pg_columns.get(table, set()))
+        for table, names in sqlite_columns.items()
+        if names - pg_columns.get(table, set())
+    }
+    assert missing == {}, f"add these to storage/pg_schema.py: {missing}"
+    assert pg_columns.keys() - sqlite_columns.keys() == {"schema_version"}
+
+
+async def test_recovery_skips_a_run_another_transaction_holds(
+    postgres_backend: Backend,
+) -> None:
+    """`FOR UPDATE SKIP LOCKED`: the seam where leases will keep two processes from
+    recovering one run."""
+    store = await postgres_backend.open_store()
+    for run_id in ("held", "free"):
+        interrupted = make_run([STATUS])
+        interrupted.id = run_id
+        await store.record(
+            interrupted, RunEvent(kind=EventKind.RUN_PLANNED, run_id=run_id, trace_id="t")
+        )
+    with psycopg.connect(postgres_backend.url) as other:
+        other.execute("SELECT id FROM runs WHERE id = 'held' FOR UPDATE")
+        assert await store.runs_to_recover() == ["free"]
+        other.rollback()
+    assert await store.runs_to_recover() == ["held", "free"]
+    await store.close()
+
+
+async def test_an_unreachable_server_is_one_storage_error_without_the_password() -> None:
+    with pytest.raises(StorageUnavailable) as caught:
+        await open_store("postgresql://stepwise:s3cret@127.0.0.1:1/shop", busy_timeout_s=1)
+    message = str(caught.value)
+    assert message.startswith("cannot open database postgresql://stepwise@127.0.0.1:1/shop:")
+    assert "s3cret" not in message and "\n" not in message
+
+
+async def test_migrate_command_reports_what_it_applied(
+    store_backend: Backend, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = Settings.model_validate({"STEPWISE_DB": store_backend.url})
+    args = argparse.Namespace(command="migrate")
+    assert await dispatch(settings, args) == 0
+    assert await dispatch(settings, args) == 0
+    known = len(PG_MIGRATIONS if store_backend.name == "postgresql" else MIGRATIONS)
+    assert capsys.readouterr().out.splitlines() == [
+        f"{store_backend.name} schema at version {known} ({known} migration(s) applied)",
+        f"{store_backend.name} schema at version {known} (0 migration(s) applied)",
     ]

@@ -21,8 +21,7 @@ from agent_core.planner import RuleBasedPlanner
 from agent_core.policy import Backoff, FailurePolicy
 from agent_core.shop import shop_tools
 from agent_core.tools import Tool, ToolContext, ToolFailure, ToolRegistry
-from storage.runs import SqliteRunStore
-from storage.shop import SqliteShop
+from storage.store import DemoShop, RunStore, open_shop, open_store
 from storage.tables import ts
 
 DEMO = 10001
@@ -35,8 +34,8 @@ CANCEL_REQUEST = "cancel order A1003"
 
 @dataclass
 class Seeded:
-    store: SqliteRunStore
-    shop: SqliteShop
+    store: RunStore
+    shop: DemoShop
     ids: dict[str, str]  # request label -> run id
 
     async def close(self) -> None:
@@ -57,9 +56,10 @@ def _flaky(tool: Tool) -> Tool:
     return dataclasses.replace(tool, handler=handler)
 
 
-async def seed(db: Path) -> Seeded:
-    store = await SqliteRunStore.open(db)
-    shop = await SqliteShop.open(db)
+async def seed(db: str | Path) -> Seeded:
+    """The runs, on the database `db` names (a SQLite file or a PostgreSQL URL)."""
+    store = await open_store(db)
+    shop = await open_shop(db)
     tools = [_flaky(t) if t.name == "get_order_status" else t for t in shop_tools(shop)]
     executor = Executor(
         ToolRegistry(tools),
