@@ -1,11 +1,13 @@
-"""The demo shop: the three tools over the SQLite backend, seeding, idempotent cancels."""
+"""The demo shop: the three tools over its backend, seeding, idempotent cancels.
+
+Every test taking `shop` or `store_backend` runs on SQLite and on PostgreSQL
+(tests/storage_backends.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,8 +17,10 @@ import pytest
 from agent_core.models import ErrorType, Risk, ToolError, ToolOk
 from agent_core.shop import CancelResult, OrderArgs, PolicyArgs, shop_tools
 from agent_core.tools import ToolContext, ToolRegistry
-from storage.db import StorageUnavailable, connect
-from storage.shop import DEFAULT_SEED_PATH, ShopUnavailable, SqliteShop, load_seed
+from storage.db import StorageUnavailable
+from storage.shop import DEFAULT_SEED_PATH, ShopUnavailable, load_seed
+from storage.store import DemoShop
+from tests.storage_backends import Backend
 
 DEMO_USER = 10001
 OTHER_USER = 20002
@@ -37,32 +41,27 @@ def err(result: ToolOk | ToolError, error_type: ErrorType) -> str:
     return result.message
 
 
-def count_rows(db: Path, table: str) -> int:
-    with sqlite3.connect(db) as conn:
-        return int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
-
-
 def write_seed(path: Path, orders: list[dict[str, Any]], policies: list[dict[str, Any]]) -> Path:
     path.write_text(json.dumps({"orders": orders, "policies": policies}), encoding="utf-8")
     return path
 
 
 @pytest.fixture
-async def shop(tmp_path: Path) -> AsyncIterator[SqliteShop]:
-    backend = await SqliteShop.open(tmp_path / "stepwise.db")
+async def shop(store_backend: Backend) -> AsyncIterator[DemoShop]:
+    backend = await store_backend.open_shop()
     yield backend
     await backend.close()
 
 
 @pytest.fixture
-def tools(shop: SqliteShop) -> ToolRegistry:
+def tools(shop: DemoShop) -> ToolRegistry:
     return ToolRegistry(shop_tools(shop))
 
 
 # --- tool declarations ---------------------------------------------------------------
 
 
-def test_tool_declarations(shop: SqliteShop) -> None:
+def test_tool_declarations(shop: DemoShop) -> None:
     registry = ToolRegistry(shop_tools(shop, timeout_s=2.5))
     assert registry.names() == ["cancel_order", "get_order_status", "search_policy"]
     status = registry.get("get_order_status")
@@ -166,7 +165,9 @@ async def test_policy_empty_result_for_warranty(tools: ToolRegistry, query: str,
     assert query in message
 
 
-async def test_policy_falls_back_to_the_other_language(tmp_path: Path) -> None:
+async def test_policy_falls_back_to_the_other_language(
+    tmp_path: Path, store_backend: Backend
+) -> None:
     seed = write_seed(
         tmp_path / "seed.json",
         orders=[],
@@ -176,7 +177,7 @@ async def test_policy_falls_back_to_the_other_language(tmp_path: Path) -> None:
             {"keywords": ["voucher"], "title": "代金券", "text": "每单一张。", "lang": "zh"},
         ],
     )
-    async with await SqliteShop.open(tmp_path / "db.sqlite", seed_path=seed) as backend:
+    async with await store_backend.open_shop(seed_path=seed) as backend:
         assert [p.title for p in await backend.search_policies("gift", "zh")] == ["Gift wrap"]
         assert [p.title for p in await backend.search_policies("voucher", "zh")] == ["代金券"]
         assert [p.title for p in await backend.search_policies("voucher", "en")] == ["Vouchers"]
@@ -186,7 +187,7 @@ async def test_policy_falls_back_to_the_other_language(tmp_path: Path) -> None:
 # --- cancel_order --------------------------------------------------------------------
 
 
-async def test_cancel_then_replay_with_the_same_key(shop: SqliteShop, tools: ToolRegistry) -> None:
+async def test_cancel_then_replay_with_the_same_key(shop: DemoShop, tools: ToolRegistry) -> None:
     first = ok(await tools.call("cancel_order", {"order_id": "A1001"}, ctx(step_id="s3")))
     assert first == {"order_id": "A1001", "status": "cancelled"}
     assert await shop.cancellation_count("A1001") == 1
@@ -205,7 +206,7 @@ async def test_cancel_then_replay_with_the_same_key(shop: SqliteShop, tools: Too
 
 
 async def test_cancel_with_another_key_on_a_cancelled_order_is_refused(
-    shop: SqliteShop, tools: ToolRegistry
+    shop: DemoShop, tools: ToolRegistry
 ) -> None:
     ok(await tools.call("cancel_order", {"order_id": "A1003"}, ctx(run_id="run-1")))
     message = err(
@@ -218,7 +219,7 @@ async def test_cancel_with_another_key_on_a_cancelled_order_is_refused(
 
 @pytest.mark.parametrize(("order_id", "status"), [("A1002", "delivered"), ("A1004", "cancelled")])
 async def test_cancel_refused_for_final_orders(
-    shop: SqliteShop, tools: ToolRegistry, order_id: str, status: str
+    shop: DemoShop, tools: ToolRegistry, order_id: str, status: str
 ) -> None:
     message = err(
         await tools.call("cancel_order", {"order_id": order_id}, ctx()),
@@ -230,7 +231,7 @@ async def test_cancel_refused_for_final_orders(
     assert data["status"] == status
 
 
-async def test_cancel_another_users_order_is_denied(shop: SqliteShop, tools: ToolRegistry) -> None:
+async def test_cancel_another_users_order_is_denied(shop: DemoShop, tools: ToolRegistry) -> None:
     message = err(
         await tools.call("cancel_order", {"order_id": "B2001"}, ctx()),
         ErrorType.PERMISSION_DENIED,
@@ -241,13 +242,13 @@ async def test_cancel_another_users_order_is_denied(shop: SqliteShop, tools: Too
     assert data["status"] == "shipping"
 
 
-async def test_cancel_unknown_order(shop: SqliteShop, tools: ToolRegistry) -> None:
+async def test_cancel_unknown_order(shop: DemoShop, tools: ToolRegistry) -> None:
     err(await tools.call("cancel_order", {"order_id": "Z1"}, ctx()), ErrorType.NOT_FOUND)
     assert await shop.cancellation_count() == 0
 
 
 async def test_reused_key_for_another_order_is_an_internal_error(
-    shop: SqliteShop, tools: ToolRegistry
+    shop: DemoShop, tools: ToolRegistry
 ) -> None:
     ok(await tools.call("cancel_order", {"order_id": "A1001"}, ctx()))
     err(await tools.call("cancel_order", {"order_id": "A1005"}, ctx()), ErrorType.INTERNAL)
@@ -256,7 +257,7 @@ async def test_reused_key_for_another_order_is_an_internal_error(
     assert await shop.cancellation_count() == 1
 
 
-async def test_concurrent_cancels_with_one_key_cancel_once(shop: SqliteShop) -> None:
+async def test_concurrent_cancels_with_one_key_cancel_once(shop: DemoShop) -> None:
     outcomes = await asyncio.gather(
         *(shop.cancel_order("A1005", DEMO_USER, "run-9:s3") for _ in range(5))
     )
@@ -266,10 +267,36 @@ async def test_concurrent_cancels_with_one_key_cancel_once(shop: SqliteShop) -> 
     assert await shop.cancellation_count("A1005") == 1
 
 
-async def test_timeout_after_commit_then_retry_replays(tmp_path: Path) -> None:
+async def test_two_processes_racing_for_one_order_cancel_it_once(store_backend: Backend) -> None:
+    """Two shops on one database (two processes): one key replays across them, and two
+    keys for the same order cancel it once, the other is refused."""
+    first, second = await store_backend.open_shop(), await store_backend.open_shop()
+    try:
+        same_key = await asyncio.gather(
+            *(s.cancel_order("A1005", DEMO_USER, "run-7:s3") for s in (first, second) * 3)
+        )
+        assert sorted(o.result for o in same_key) == sorted(
+            [CancelResult.CANCELLED] + [CancelResult.REPLAYED] * 5
+        )
+        other_keys = await asyncio.gather(
+            *(
+                s.cancel_order("A1003", DEMO_USER, f"run-{n}:s3")
+                for n, s in enumerate((first, second) * 3)
+            )
+        )
+        assert sorted(o.result for o in other_keys) == sorted(
+            [CancelResult.CANCELLED] + [CancelResult.REFUSED] * 5
+        )
+        assert await first.cancellation_count() == 2
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_timeout_after_commit_then_retry_replays(store_backend: Backend) -> None:
     # The side effect commits, then the slow upstream makes the call time out; the retry
     # with the same key must find the cancellation instead of making a second one.
-    async with await SqliteShop.open(tmp_path / "db.sqlite", latency_s=0.3) as slow:
+    async with await store_backend.open_shop(latency_s=0.3) as slow:
         registry = ToolRegistry(shop_tools(slow, timeout_s=0.1))
         err(
             await registry.call("cancel_order", {"order_id": "A1001"}, ctx()),
@@ -281,13 +308,12 @@ async def test_timeout_after_commit_then_retry_replays(tmp_path: Path) -> None:
         assert await slow.cancellation_count("A1001") == 1
 
 
-async def test_locked_database_is_unavailable_and_nothing_is_written(tmp_path: Path) -> None:
-    db = tmp_path / "db.sqlite"
-    async with await SqliteShop.open(db, busy_timeout_s=0.1) as backend:
+async def test_locked_database_is_unavailable_and_nothing_is_written(
+    store_backend: Backend,
+) -> None:
+    async with await store_backend.open_shop(busy_timeout_s=0.1) as backend:
         registry = ToolRegistry(shop_tools(backend))
-        blocker = sqlite3.connect(db, isolation_level=None)
-        try:
-            blocker.execute("BEGIN IMMEDIATE")
+        with store_backend.write_locked():
             message = err(
                 await registry.call("cancel_order", {"order_id": "A1001"}, ctx()),
                 ErrorType.UNAVAILABLE,
@@ -295,22 +321,14 @@ async def test_locked_database_is_unavailable_and_nothing_is_written(tmp_path: P
             assert "locked" in message
             with pytest.raises(StorageUnavailable):
                 await backend.cancel_order("A1001", DEMO_USER, "k")
-        finally:
-            blocker.execute("ROLLBACK")
-            blocker.close()
         assert await backend.cancellation_count() == 0
         ok(await registry.call("cancel_order", {"order_id": "A1001"}, ctx()))
         assert await backend.cancellation_count() == 1
 
 
-async def test_failure_mid_cancel_rolls_back_the_status_change(tmp_path: Path) -> None:
-    db = tmp_path / "db.sqlite"
-    async with await SqliteShop.open(db) as backend:
-        with sqlite3.connect(db) as raw:
-            raw.execute(
-                "CREATE TRIGGER ledger_full BEFORE INSERT ON shop_cancellations "
-                "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"
-            )
+async def test_failure_mid_cancel_rolls_back_the_status_change(store_backend: Backend) -> None:
+    async with await store_backend.open_shop() as backend:
+        store_backend.fail_inserts("shop_cancellations", "database or disk is full")
         with pytest.raises(ShopUnavailable, match="disk is full"):
             await backend.cancel_order("A1001", DEMO_USER, "run-1:s1")
         order = await backend.get_order("A1001")
@@ -338,7 +356,7 @@ async def test_failure_mid_cancel_rolls_back_the_status_change(tmp_path: Path) -
     ],
 )
 async def test_invalid_arguments_name_the_field(
-    shop: SqliteShop, tools: ToolRegistry, tool: str, args: dict[str, Any], field: str
+    shop: DemoShop, tools: ToolRegistry, tool: str, args: dict[str, Any], field: str
 ) -> None:
     message = err(await tools.call(tool, args, ctx()), ErrorType.INVALID_ARGUMENTS)
     assert message.startswith(f"{field}:")
@@ -353,28 +371,26 @@ def test_args_models_normalise() -> None:
 # --- seeding -------------------------------------------------------------------------
 
 
-async def test_seeds_only_once_across_opens(tmp_path: Path) -> None:
-    db = tmp_path / "db.sqlite"
-    async with await SqliteShop.open(db) as first:
+async def test_seeds_only_once_across_opens(store_backend: Backend) -> None:
+    async with await store_backend.open_shop() as first:
         ok(await ToolRegistry(shop_tools(first)).call("cancel_order", {"order_id": "A1001"}, ctx()))
-    async with await SqliteShop.open(db) as second:
+    async with await store_backend.open_shop() as second:
         order = await second.get_order("A1001")
         assert order is not None and order.status == "cancelled"  # not re-seeded over
         assert await second.cancellation_count() == 1
-    assert count_rows(db, "shop_policies") == 10
-    assert count_rows(db, "shop_orders") == 6
-    assert count_rows(db, "shop_meta") == 1
+    assert store_backend.count_rows("shop_policies") == 10
+    assert store_backend.count_rows("shop_orders") == 6
+    assert store_backend.count_rows("shop_meta") == 1
 
 
-async def test_concurrent_first_starts_seed_once(tmp_path: Path) -> None:
-    db = tmp_path / "db.sqlite"
-    # Schema first (migrated, WAL, not seeded): this test races the seeding, not connect().
-    await (await connect(db)).close()
-    assert count_rows(db, "shop_meta") == 0
-    shops = await asyncio.gather(*(SqliteShop.open(db) for _ in range(4)))
+async def test_concurrent_first_starts_seed_once(store_backend: Backend) -> None:
+    # Schema first (migrated, not seeded): this test races the seeding, not the migration.
+    await store_backend.migrate()
+    assert store_backend.count_rows("shop_meta") == 0
+    shops = await asyncio.gather(*(store_backend.open_shop() for _ in range(4)))
     try:
-        assert count_rows(db, "shop_policies") == 10
-        assert count_rows(db, "shop_orders") == 6
+        assert store_backend.count_rows("shop_policies") == 10
+        assert store_backend.count_rows("shop_orders") == 6
         for backend in shops:
             assert len(await backend.search_policies("refund", "en")) == 1
     finally:
@@ -382,11 +398,12 @@ async def test_concurrent_first_starts_seed_once(tmp_path: Path) -> None:
             await backend.close()
 
 
-async def test_seeded_database_does_not_read_the_seed_again(tmp_path: Path) -> None:
-    db = tmp_path / "db.sqlite"
-    await (await SqliteShop.open(db)).close()
+async def test_seeded_database_does_not_read_the_seed_again(
+    tmp_path: Path, store_backend: Backend
+) -> None:
+    await (await store_backend.open_shop()).close()
     missing = tmp_path / "gone.json"
-    async with await SqliteShop.open(db, seed_path=missing) as backend:
+    async with await store_backend.open_shop(seed_path=missing) as backend:
         assert await backend.get_order("A1001") is not None
 
 
@@ -414,24 +431,24 @@ async def test_seeded_database_does_not_read_the_seed_again(tmp_path: Path) -> N
     ],
 )
 async def test_bad_seed_is_a_value_error_naming_file_and_field(
-    tmp_path: Path, content: str, field: str
+    tmp_path: Path, store_backend: Backend, content: str, field: str
 ) -> None:
     seed = tmp_path / "broken_seed.json"
     seed.write_text(content, encoding="utf-8")
-    db = tmp_path / "db.sqlite"
     with pytest.raises(ValueError, match=r"broken_seed\.json") as info:
-        await SqliteShop.open(db, seed_path=seed)
+        await store_backend.open_shop(seed_path=seed)
     assert field in str(info.value)
-    assert count_rows(db, "shop_meta") == 0  # nothing half-seeded; a fixed seed can follow
+    # Nothing half-seeded; a fixed seed can follow.
+    assert store_backend.count_rows("shop_meta") == 0
 
 
-async def test_missing_seed_file_is_a_value_error(tmp_path: Path) -> None:
+async def test_missing_seed_file_is_a_value_error(tmp_path: Path, store_backend: Backend) -> None:
     with pytest.raises(ValueError, match=r"nowhere\.json"):
-        await SqliteShop.open(tmp_path / "db.sqlite", seed_path=tmp_path / "nowhere.json")
+        await store_backend.open_shop(seed_path=tmp_path / "nowhere.json")
 
 
 async def test_custom_seed_path_is_honoured(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, store_backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seed = write_seed(
         tmp_path / "custom.json",
@@ -441,9 +458,7 @@ async def test_custom_seed_path_is_honoured(
         policies=[{"keywords": ["tea"], "title": "Tea", "text": "Steep.", "lang": "en"}],
     )
     monkeypatch.setenv("STEPWISE_SHOP_SEED", str(seed))
-    async with await SqliteShop.open(
-        tmp_path / "db.sqlite", seed_path=os.environ["STEPWISE_SHOP_SEED"]
-    ) as backend:
+    async with await store_backend.open_shop(seed_path=os.environ["STEPWISE_SHOP_SEED"]) as backend:
         registry = ToolRegistry(shop_tools(backend))
         data = ok(await registry.call("get_order_status", {"order_id": "z9"}, ctx(user_id=7)))
         assert data == {"order_id": "Z9", "status": "pending", "eta": None, "items": ["Tea"]}
