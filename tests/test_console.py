@@ -2,6 +2,8 @@
 
 Runs are made by the real agent (tests/browser/seed.py); paging and the 100,000-run query
 plans use rows written directly, which is what 100,000 runs look like to the queries.
+The console over seeded runs and the paging tests run on SQLite and on PostgreSQL
+(`store_backend`, tests/storage_backends.py); the query-plan tests are SQLite's.
 """
 
 from __future__ import annotations
@@ -32,20 +34,22 @@ from stepwise.demo import Demo, run_demo
 from stepwise.settings import Settings, configured_staff_token
 from storage.history import ANY_ERROR, Cursor, RunFilter
 from storage.runs import SqliteRunStore
+from storage.store import RunStore
 from tests.browser.seed import HTML_REQUEST, OTHER, Seeded, bulk_runs, seed
+from tests.storage_backends import Backend
 
 TOKEN = "staff-token-for-tests-0123456789"
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
-async def seeded(tmp_path: Path) -> AsyncIterator[Seeded]:
-    data = await seed(tmp_path / "console.db")
+async def seeded(store_backend: Backend) -> AsyncIterator[Seeded]:
+    data = await seed(store_backend.url)
     yield data
     await data.close()
 
 
-def client_for(store: SqliteRunStore) -> httpx.AsyncClient:
+def client_for(store: RunStore) -> httpx.AsyncClient:
     app = create_app(store, staff_token=TOKEN)
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://console")
 
@@ -268,16 +272,15 @@ async def test_overview_charts_are_inline_svg(staff: httpx.AsyncClient) -> None:
 
 
 @pytest.fixture
-async def many(tmp_path: Path) -> AsyncIterator[SqliteRunStore]:
-    db = tmp_path / "many.db"
-    store = await SqliteRunStore.open(db)
-    bulk_runs(db, 60)
+async def many(store_backend: Backend) -> AsyncIterator[RunStore]:
+    store = await store_backend.open_store()
+    store_backend.bulk_runs(60)
     yield store
     await store.close()
 
 
 async def test_keyset_paging_walks_every_run_once_in_both_directions(
-    many: SqliteRunStore,
+    many: RunStore,
 ) -> None:
     async with client_for(many) as client:
         await sign_in(client)
@@ -298,7 +301,7 @@ async def test_keyset_paging_walks_every_run_once_in_both_directions(
         assert run_ids(back) == pages[1]
 
 
-async def test_api_pages_keep_the_filter(many: SqliteRunStore) -> None:
+async def test_api_pages_keep_the_filter(many: RunStore) -> None:
     async with client_for(many) as client:
         await sign_in(client)
         first = (await client.get("/api/runs?tool=search_policy&limit=7")).json()
@@ -307,6 +310,65 @@ async def test_api_pages_keep_the_filter(many: SqliteRunStore) -> None:
         assert len(items) == 14
         assert all(int(item["id"][4:]) % 4 == 0 for item in items)
         assert [i["id"] for i in items] == sorted((i["id"] for i in items), reverse=True)
+
+
+def _bulk(i: int) -> str:
+    return f"bulk{i:07d}"
+
+
+BULK_START = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("flt", "expected"),
+    [
+        (RunFilter(), range(60)),
+        (RunFilter(status=RunStatus.COMPLETED, user_id=30007), [7, 57]),
+        (RunFilter(status=RunStatus.FAILED), []),
+        (RunFilter(error_type="timeout"), range(0, 60, 10)),
+        (RunFilter(error_type=ANY_ERROR, tool="get_order_status"), range(0, 60, 10)),
+        (RunFilter(error_type=ANY_ERROR, tool="search_policy"), []),
+        (RunFilter(tool="search_policy"), range(0, 60, 4)),
+        (RunFilter(text="REQUEST 5", since=BULK_START), [5, *range(50, 60)]),
+        (RunFilter(text="100%", since=BULK_START), []),
+        (
+            RunFilter(
+                since=BULK_START + timedelta(seconds=300), until=BULK_START + timedelta(minutes=10)
+            ),
+            range(10, 20),
+        ),
+        (RunFilter(run_id="bulk0000042"), [42]),
+    ],
+    ids=lambda v: (
+        ",".join(f"{k}" for k, x in vars(v).items() if x is not None) or "all"
+        if isinstance(v, RunFilter)
+        else ""
+    ),
+)
+async def test_every_filter_finds_the_same_runs_on_both_backends(
+    many: RunStore, flt: RunFilter, expected: range | list[int]
+) -> None:
+    """The console's filters (search_runs, iter_runs, explain) on each backend's dialect."""
+    want = [_bulk(i) for i in sorted(expected, reverse=True)]
+    assert [s.id async for s in many.history.iter_runs(flt)] == want
+    first = await many.history.search_runs(flt, limit=4)
+    assert [s.id for s in first.items] == want[:4]
+    if first.older is not None:
+        second = await many.history.search_runs(flt, before=first.older, limit=4)
+        assert [s.id for s in second.items] == want[4:8]
+        back = await many.history.search_runs(flt, after=second.newer, limit=4)
+        assert [s.id for s in back.items] == want[:4]
+    assert await many.history.explain(flt)
+
+
+async def test_tools_and_counts_on_both_backends(many: RunStore) -> None:
+    assert await many.history.recent_tools() == ["get_order_status", "search_policy"]
+    assert await many.history.status_counts(BULK_START) == {"completed": 60}
+    counts = await many.history.failure_counts(BULK_START)
+    assert [(c.error_type, c.tool, c.count) for c in counts] == [("timeout", "get_order_status", 6)]
+    page = await many.history.list_runs(user_id=30007, offset=1, limit=5)
+    assert [s.id for s in page.items] == [_bulk(7)]
+    assert page.items[0].step_count == 1 and page.items[0].retries == 0
 
 
 @pytest.fixture(scope="module")
@@ -365,7 +427,7 @@ async def test_pages_stay_indexed_and_fast_at_100k_runs(
 async def test_export_is_the_stepwise_export_format(
     staff: httpx.AsyncClient,
     seeded: Seeded,
-    tmp_path: Path,
+    store_backend: Backend,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     response = await staff.get("/export.jsonl?status=failed")
@@ -374,7 +436,7 @@ async def test_export_is_the_stepwise_export_format(
     assert "attachment" in response.headers["content-disposition"]
     console_lines = response.text.splitlines()
 
-    settings = Settings.model_validate({"STEPWISE_DB": str(tmp_path / "console.db")})
+    settings = Settings.model_validate({"STEPWISE_DB": store_backend.url})
     args = argparse.Namespace(command="export", status="failed", user=None)
     assert await dispatch(settings, args) == 0
     cli_lines = capsys.readouterr().out.splitlines()
