@@ -248,9 +248,10 @@ class PostgresBackend(Backend):
 
 
 def with_search_path(url: str, schema: str) -> str:
-    """`url` whose connections use `schema` (libpq's `options`, percent-encoded)."""
+    """`url` whose connections use `schema` (libpq's `options`, percent-encoded) and are
+    named after it (`application_name`), so a test can find its own connections."""
     separator = "&" if "?" in url else "?"
-    return f"{url}{separator}options={quote(f'-csearch_path={schema}')}"
+    return f"{url}{separator}options={quote(f'-csearch_path={schema}')}&application_name={schema}"
 
 
 @cache

@@ -793,3 +793,35 @@ async def test_migrate_command_reports_what_it_applied(
         f"{store_backend.name} schema at version {known} ({known} migration(s) applied)",
         f"{store_backend.name} schema at version {known} (0 migration(s) applied)",
     ]
+
+
+async def test_a_dropped_connection_fails_one_write_cleanly_and_the_next_one_works(
+    postgres_backend: Backend,
+) -> None:
+    store = await postgres_backend.open_store()
+    executor, _ = executor_for(store)
+    first = await executor.start(make_run([STATUS]))
+    with psycopg.connect(postgres_backend.url, autocommit=True) as admin:
+        ended = admin.execute(  # the server ends the store's connections (this test's only)
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE application_name = current_setting('application_name')"
+            " AND pid <> pg_backend_pid()"
+        ).fetchone()
+    assert ended is not None and ended[0] >= 1
+    failed: list[str] = []
+    for attempt in range(ended[0] + 1):  # a broken pooled connection fails one write, cleanly
+        run = make_run([STATUS])
+        run.id = f"after{attempt}"
+        try:
+            done = await executor.start(run)
+        except StorageUnavailable:
+            failed.append(run.id)
+            continue
+        assert done.status is RunStatus.COMPLETED
+        break
+    else:
+        pytest.fail(f"no write succeeded after the connections were dropped: {failed}")
+    for run_id in failed:
+        assert await store.load_run(run_id) is None  # nothing half-written
+    assert await store.load_run(first.id) == first
+    await store.close()
