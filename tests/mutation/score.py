@@ -28,6 +28,7 @@ TARGETS: dict[str, float] = {
     "agent_core/lexicon.py": 0.85,  # the planner's keyword tables (issue 10 split)
     "storage/runs.py": 0.90,
     "storage/tables.py": 0.90,  # storage/runs.py's row mapping (issue 10 split)
+    "storage/journal.py": 0.90,  # the transitions as SQL (issue 15 split, both backends)
 }
 KILLED = {1, 3, 24, -24, 36, 37, 152, 255}  # mutmut exit codes: killed, timeout, type check
 NOT_RUN = {None, 2, 34}  # not checked, interrupted, skipped
