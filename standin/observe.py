@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .changes import ChangeSignal
-from .records import CallbackAnswer, CallRecord, ShownMessage
+from .records import CallbackAnswer, CallRecord, ShownMessage, WebhookDelivery
 from .state import BotState
 
 JSON = dict[str, Any]
@@ -62,6 +62,10 @@ class Observation:
     def pending_updates(self) -> list[JSON]:
         """Updates queued and not yet confirmed by an offset."""
         return [update.to_api() for update in self.state.updates]
+
+    def webhook_deliveries(self) -> list[WebhookDelivery]:
+        """Every attempt to POST an update to the webhook, oldest first."""
+        return list(self.state.webhook_deliveries)
 
     def calls(self, method: str | None = None, chat_id: int | None = None) -> list[CallRecord]:
         """The Bot API call log (in-flight calls have status None), oldest first."""

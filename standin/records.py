@@ -256,7 +256,8 @@ class CallbackQuery:
 
 @dataclass
 class CallRecord:
-    """One Bot API call: in flight while `status` is None, then its HTTP outcome.
+    """One Bot API call: in flight while `status` is None, then its HTTP outcome (and, when
+    it succeeded, its `result`).
 
     `started` and `finished` are readings of the stand-in's clock (Unix seconds).
     """
@@ -269,6 +270,7 @@ class CallRecord:
     status: int | None = None
     description: str | None = None
     finished: float | None = None
+    result: Any = None  # what a successful call answered (the spec check reads it)
 
     @property
     def time(self) -> float:
@@ -322,3 +324,36 @@ class Fault:
         if self.status == 429 and self.description is None:
             description = f"Too Many Requests: retry after {self.retry_after or 1}"
         return ApiError(self.status, description, retry_after=self.retry_after, body=self.body)
+
+
+@dataclass(frozen=True)
+class WebhookDelivery:
+    """One POST of an update to the bot's webhook, and how the bot answered it.
+
+    `status` is the bot's HTTP status, or None when the connection failed (`error` says
+    how); `time` is the stand-in's clock when the attempt ended.
+    """
+
+    update_id: int
+    update: JSON
+    url: str
+    status: int | None
+    error: str | None
+    time: float
+
+    @property
+    def ok(self) -> bool:
+        """Whether Telegram would count the update as delivered (a 2xx answer)."""
+        return self.status is not None and 200 <= self.status < 300
+
+    def as_dict(self) -> JSON:
+        """JSON form for the /_test endpoints."""
+        return {
+            "update_id": self.update_id,
+            "update": self.update,
+            "url": self.url,
+            "status": self.status,
+            "ok": self.ok,
+            "error": self.error,
+            "time": self.time,
+        }

@@ -23,6 +23,7 @@ from .records import (
     StoredMessage,
     Update,
     User,
+    WebhookDelivery,
 )
 
 JSON = dict[str, Any]
@@ -64,6 +65,7 @@ class BotState:
         self.next_update_id = self.first_update_id
         self.allowed_updates: frozenset[str] | None = None
         self.webhook_url = ""
+        self.webhook_deliveries: list[WebhookDelivery] = []
         self.commands: dict[tuple[str, str], list[JSON]] = {}
         self.callback_queries: dict[str, CallbackQuery] = {}
         self.calls: list[CallRecord] = []

@@ -38,6 +38,7 @@ from telegram.ext import Application, ApplicationBuilder, CallbackQueryHandler, 
 
 from standin import DEFAULT_TOKEN, FloodLimits, StandIn
 from standin.formatting import ParseError, parse
+from tests.botapi import assert_conforms
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -73,8 +74,11 @@ def connect(standin: StandIn, token: str = DEFAULT_TOKEN) -> Bot:
 
 @pytest.fixture
 async def standin() -> AsyncIterator[StandIn]:
+    """A stand-in whose answers and updates are spec-checked after each test (requests are
+    not: these tests send malformed ones on purpose)."""
     async with StandIn() as running:
         yield running
+    assert_conforms(running, requests=False)
 
 
 @pytest.fixture
@@ -779,6 +783,93 @@ async def test_raw_requests_in_every_encoding(
     assert body["description"] == "Bad Request: message text is empty"
     status, body = await raw(http, f"{api}/noSuchMethod", json={})
     assert (status, body) == (404, {"ok": False, "error_code": 404, "description": "Not Found"})
+
+
+@pytest.mark.parametrize(
+    ("method", "body", "description"),
+    [
+        ("sendMessage", {"chat_id": CHAT}, "message text is empty"),
+        ("sendMessage", {"text": "x"}, "chat_id is empty"),
+        (
+            "sendMessage",
+            {"chat_id": CHAT, "text": "x", "parse_mode": "bbcode"},
+            "unsupported parse_mode",
+        ),
+        (
+            "sendMessage",
+            {"chat_id": CHAT, "text": "x", "disable_notification": "maybe"},
+            'parameter "disable_notification" must be of type Boolean',
+        ),
+        (
+            "sendMessage",
+            {"chat_id": CHAT, "text": "x", "reply_markup": "{not json"},
+            "can't parse reply keyboard markup JSON object",
+        ),
+        (
+            "sendMessage",
+            {
+                "chat_id": CHAT,
+                "text": "x",
+                "reply_markup": {"inline_keyboard": [[{"text": 5, "callback_data": "a"}]]},
+            },
+            'can\'t parse inline keyboard button: Field "text" must be of type String',
+        ),
+        (
+            "sendMessage",
+            {"chat_id": CHAT, "text": "x", "entities": [{"offset": 0, "length": 1}]},
+            "can't parse MessageEntity: Can't find field \"type\"",
+        ),
+        (
+            "sendChatAction",
+            {"chat_id": CHAT, "action": "dancing"},
+            "wrong parameter action in request",
+        ),
+        (
+            "answerCallbackQuery",
+            {},
+            "query is too old and response timeout expired or query ID is invalid",
+        ),
+        ("getFile", {}, "file_id not specified"),
+        (
+            "setMyCommands",
+            {"commands": [{"command": "help", "description": "Help"}], "scope": {"type": "nope"}},
+            "can't parse BotCommandScope: Unsupported type specified",
+        ),
+        ("setMyCommands", {}, 'Parameter "commands" is required'),
+    ],
+)
+async def test_requests_are_checked_against_the_spec_in_telegrams_words(
+    standin: StandIn,
+    http: aiohttp.ClientSession,
+    method: str,
+    body: dict[str, Any],
+    description: str,
+) -> None:
+    standin.add_chat(CHAT)
+    status, answer = await raw(http, f"{standin.base_url}{DEFAULT_TOKEN}/{method}", json=body)
+    assert (status, answer["description"]) == (400, f"Bad Request: {description}")
+    assert standin.chat_messages(CHAT) == []
+
+
+async def test_what_telegram_ignores_the_stand_in_ignores(
+    standin: StandIn, http: aiohttp.ClientSession
+) -> None:
+    api = f"{standin.base_url}{DEFAULT_TOKEN}"
+    standin.add_chat(CHAT)
+    status, _ = await raw(
+        http, f"{api}/sendMessage", json={"chat_id": CHAT, "text": "x", "colour": "red"}
+    )
+    assert status == 200  # an unknown parameter
+    markup = {"inline_keyboard": [[{"text": "A", "callback_data": "a", "shade": 1}]]}
+    status, _ = await raw(
+        http, f"{api}/sendMessage", json={"chat_id": CHAT, "text": "y", "reply_markup": markup}
+    )
+    assert status == 200  # an unknown field in a JSON object
+    status, _ = await raw(
+        http, f"{api}/getUpdates", json={"allowed_updates": ["message", "mesage"]}
+    )
+    assert status == 200  # an unknown update type
+    assert [m.text for m in standin.chat_messages(CHAT)] == ["x", "y"]
 
 
 async def test_flood_answer_shape(http: aiohttp.ClientSession) -> None:
