@@ -843,6 +843,11 @@ async def test_raw_requests_in_every_encoding(
         ),
         (
             "sendMessage",
+            {"chat_id": CHAT, "text": "x", "reply_markup": 5},
+            "object expected as reply markup",
+        ),
+        (
+            "sendMessage",
             {
                 "chat_id": CHAT,
                 "text": "x",
