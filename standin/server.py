@@ -28,6 +28,8 @@ from .params import Params
 from .records import CallRecord, User
 from .state import BotState
 from .testapi import add_test_routes
+from .validation import validate_call
+from .webhook import WebhookRetry, WebhookSender
 
 JSON = dict[str, Any]
 
@@ -51,8 +53,10 @@ class StandIn(Controls):
         callback_query_ttl: float | None = None,
         first_update_id: int = 1,
         clock: Clock | None = None,
+        webhook_retry: WebhookRetry | None = None,
     ) -> None:
-        """`flood` defaults to Telegram's guidance; `clock` to the system's Unix time.
+        """`flood` defaults to Telegram's guidance; `clock` to the system's Unix time;
+        `webhook_retry` to Telegram's patience with a failing webhook.
 
         One clock serves message dates, flood windows, callback query expiry and the call
         log, so a fake clock moves all of them together.
@@ -74,6 +78,9 @@ class StandIn(Controls):
         )
         super().__init__(state, ChangeSignal())
         self.api = BotApi(self.state, self.changes, lambda: self._closing)
+        self.webhook = WebhookSender(
+            self.state, self.changes, lambda: self._closing, webhook_retry or WebhookRetry()
+        )
         self._closing = False
         self._runner: web.AppRunner | None = None
         self._url: str | None = None
@@ -99,14 +106,16 @@ class StandIn(Controls):
         self._closing = False
         self._runner = runner
         self._url = f"http://{shown_host}:{bound_port}"
+        self.webhook.start()
         return self.base_url
 
     async def stop(self) -> None:
-        """Answer waiting long polls (with no updates), then close the server."""
+        """Answer waiting long polls (with no updates), end webhook delivery, then close."""
         if self._runner is None:
             return
         self._closing = True
         await self.changes.notify()
+        await self.webhook.stop()
         runner, self._runner = self._runner, None
         await runner.cleanup()
 
@@ -182,17 +191,21 @@ class StandIn(Controls):
             self.state.end_call(record, _CLIENT_GONE, "client closed the connection")
             self.changes.poke()
             raise
+        record.result = result
         self.state.end_call(record, 200, None)
         await self.changes.notify()
         return web.json_response({"ok": True, "result": result})
 
     async def _run(self, handler: Handler, params: JSON, record: CallRecord) -> Any:
-        """Call the method, applying an injected fault if one matches."""
+        """Check the call against the spec, then call the method, applying an injected
+        fault if one matches (a fault that fails the call wins: nothing was processed)."""
         fault = self.state.take_fault(record.method, record.chat_id)
         if fault is None:
+            validate_call(record.method, params)
             return await handler(Params(params))
         error = fault.error()
         if error is None:  # the call takes effect; only the answer is late
+            validate_call(record.method, params)
             result = await handler(Params(params))
             await self.changes.notify()
             await asyncio.sleep(fault.delay)

@@ -1,5 +1,12 @@
 """Fixtures shared by every test that talks to the Bot API stand-in over HTTP, and the
-storage backends every storage test runs on (`tests/storage_backends.py`)."""
+storage backends every storage test runs on (`tests/storage_backends.py`).
+
+The `standin` fixture is spec-checked: after the test, every request made to it must
+conform to the vendored Bot API specification and every object it answered or delivered
+must be shaped like the spec's type (tests/botapi). A test that needs other stand-in
+settings (e.g. flood limits) marks itself `@pytest.mark.standin(flood=FloodLimits(...))`;
+the mark's keyword arguments go to `StandIn(...)`.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from standin import StandIn
+from tests.botapi import assert_conforms
 from tests.storage_backends import (
     deselect_without_server,
     postgres_backend,
@@ -26,7 +34,16 @@ def pytest_report_collectionfinish(config: pytest.Config) -> list[str]:
     return postgres_report()
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "standin(**options): keyword arguments for the shared StandIn fixture"
+    )
+
+
 @pytest.fixture
-async def standin() -> AsyncIterator[StandIn]:
-    async with StandIn() as server:
+async def standin(request: pytest.FixtureRequest) -> AsyncIterator[StandIn]:
+    mark = request.node.get_closest_marker("standin")
+    options = dict(mark.kwargs) if mark is not None else {}
+    async with StandIn(**options) as server:
         yield server
+    assert_conforms(server)

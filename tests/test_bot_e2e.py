@@ -15,7 +15,7 @@ import pytest
 from agent_core.models import ErrorType
 from agent_core.shop import OrderArgs, shop_tools
 from agent_core.tools import Tool, ToolContext, ToolFailure
-from standin import StandIn
+from standin import FloodLimits, StandIn
 from tests.harness import DEMO, OTHER, STAFF, start_bot
 from tests.harness import BotHarness as Bot
 
@@ -263,6 +263,9 @@ async def test_help_in_the_users_language(bot: Bot) -> None:
     await bot.until_text(OTHER, "Where is my order A1001?")
 
 
+# Not a flood test: until the bot paces itself per chat (issue 11, bot side), the realistic
+# default (a burst of 3, then 1/s per chat) only slows it into a timeout. Remove then.
+@pytest.mark.standin(flood=FloodLimits(per_chat=1000))
 async def test_staff_commands_for_staff_only(bot: Bot) -> None:
     for n in range(10):
         bot.standin.inject_message(DEMO, DEMO, f"where is order A100{n % 5 + 1}")
