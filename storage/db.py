@@ -177,6 +177,24 @@ MIGRATIONS: list[str] = [
     UPDATE events SET kind = 'customer_blocked'
         WHERE kind = 'notice' AND message = 'telegram: the customer blocked the bot';
     """,
+    # 4: a failed step keeps the reason its tool gave (`error_code`: "window_closed",
+    # "argument:amount"), so the answer can explain a refusal in the customer's words.
+    """
+    ALTER TABLE steps ADD COLUMN error_code TEXT;
+    """,
+    # 5: a run the customer declined is `declined`, not `cancelled` (which staff read as "the
+    # order was cancelled"). Rewrites the runs that ended so before, and their run_finished
+    # events, so filters and timelines agree: a `cancelled` run is one whose paused step the
+    # customer declined (approval_approved = 0). Nothing else ever ended a run `cancelled`.
+    """
+    UPDATE runs SET status = 'declined'
+        WHERE status = 'cancelled' AND EXISTS (
+            SELECT 1 FROM steps s WHERE s.run_id = runs.id AND s.approval_approved = 0
+        );
+    UPDATE events SET status = 'declined'
+        WHERE kind = 'run_finished' AND status = 'cancelled'
+        AND run_id IN (SELECT id FROM runs WHERE status = 'declined');
+    """,
 ]
 
 

@@ -38,7 +38,7 @@ from .conftest import (
 SEED = 7_2026
 FLOWS = 20
 CUSTOMERS = [41001 + n for n in range(6)]
-TERMINAL = {"completed", "failed", "cancelled", "expired"}
+TERMINAL = {"completed", "failed", "declined", "expired"}
 EVENTS_PER_KIND = {"status": 4, "confirm": 9, "decline": 7, "leave": 4}
 CANCEL_COMMITTED_NOT_RECORDED = (
     "SELECT 1 FROM steps s JOIN shop_cancellations c ON c.idempotency_key = s.run_id || ':' || s.id"
@@ -255,7 +255,7 @@ async def _drive(serve: ServeProcess, driver: Driver, kills: list[Kill]) -> None
             query(serve.db, "SELECT count(*) FROM steps WHERE status = 'running'"),
         )
         assert not query(serve.db, "SELECT 1 FROM runs WHERE status NOT IN"
-                         " ('running', 'paused', 'completed', 'failed', 'cancelled', 'expired')")  # fmt: skip
+                         " ('running', 'paused', 'completed', 'failed', 'declined', 'expired')")  # fmt: skip
         await serve.start()
         del kill
 
