@@ -38,7 +38,7 @@ def _not_blank(value: str) -> str:
     return value
 
 
-def _no_control_characters(value: str) -> str:
+def no_control_characters(value: str) -> str:
     # Cc: control (newlines, NUL, ESC); Cf: format (zero-width, bidi overrides); Cs/Co:
     # surrogates and private use. None belongs in an address or a reason.
     if any(unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co") for ch in value):
@@ -56,12 +56,12 @@ OrderId = Annotated[
 Address = Annotated[
     str,
     StringConstraints(strip_whitespace=True, min_length=5, max_length=200),
-    AfterValidator(_no_control_characters),
+    AfterValidator(no_control_characters),
 ]
 Reason = Annotated[
     str,
     StringConstraints(strip_whitespace=True, min_length=1, max_length=300),
-    AfterValidator(_no_control_characters),
+    AfterValidator(no_control_characters),
 ]
 # A positive amount of money with at most two decimal places, shown and sent as "59.00".
 Amount = Annotated[

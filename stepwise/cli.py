@@ -23,7 +23,7 @@ from stepwise.commands import (
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
     CliError,
-    cmd_tools_check,
+    cmd_tools,
 )
 from stepwise.runtime import open_runtime
 from stepwise.settings import Settings
@@ -65,9 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("recover", help="finish runs a crash interrupted")
 
-    tools = sub.add_parser("tools", help="the tools the agent uses")
-    tools_sub = tools.add_subparsers(dest="tools_command", required=True)
-    check = tools_sub.add_parser("check", help="list the configured tools (makes no request)")
+    tools = sub.add_parser("tools", help="the catalog of tools the agent uses")
+    tools_sub = tools.add_subparsers(dest="tools_command")
+    check = tools_sub.add_parser(
+        "check", help="check the tools file completely (makes no request unless --probe)"
+    )
     check.add_argument("--probe", action="store_true", help="send a harmless GET to read tools")
 
     chat = sub.add_parser("chat", help="chat with the agent in this terminal")
@@ -155,7 +157,7 @@ async def dispatch(settings: Settings, args: argparse.Namespace) -> int:
     if args.command == "chat":
         return await cmd_chat(settings, args)
     if args.command == "tools":
-        return await cmd_tools_check(settings, args)
+        return await cmd_tools(settings, args)
     if args.command in ("demo", "serve"):
         return await _serve_or_demo(settings, args)
     rt = await open_runtime(settings)

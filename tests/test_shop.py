@@ -64,7 +64,15 @@ def tools(shop: SqliteShop) -> ToolRegistry:
 
 def test_tool_declarations(shop: SqliteShop) -> None:
     registry = ToolRegistry(shop_tools(shop, timeout_s=2.5))
-    assert registry.names() == ["cancel_order", "get_order_status", "search_policy"]
+    assert registry.names() == [
+        "cancel_order",
+        "change_address",
+        "get_order_status",
+        "request_refund",
+        "request_return",
+        "search_policy",
+        "track_parcel",
+    ]
     status = registry.get("get_order_status")
     policy = registry.get("search_policy")
     cancel = registry.get("cancel_order")
@@ -308,7 +316,7 @@ async def test_failure_mid_cancel_rolls_back_the_status_change(tmp_path: Path) -
     async with await SqliteShop.open(db) as backend:
         with sqlite3.connect(db) as raw:
             raw.execute(
-                "CREATE TRIGGER ledger_full BEFORE INSERT ON shop_cancellations "
+                "CREATE TRIGGER ledger_full BEFORE INSERT ON shop_ledger "
                 "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"
             )
         with pytest.raises(ShopUnavailable, match="disk is full"):
@@ -362,7 +370,7 @@ async def test_seeds_only_once_across_opens(tmp_path: Path) -> None:
         assert order is not None and order.status == "cancelled"  # not re-seeded over
         assert await second.cancellation_count() == 1
     assert count_rows(db, "shop_policies") == 10
-    assert count_rows(db, "shop_orders") == 6
+    assert count_rows(db, "shop_orders") == 8
     assert count_rows(db, "shop_meta") == 1
 
 
@@ -374,7 +382,7 @@ async def test_concurrent_first_starts_seed_once(tmp_path: Path) -> None:
     shops = await asyncio.gather(*(SqliteShop.open(db) for _ in range(4)))
     try:
         assert count_rows(db, "shop_policies") == 10
-        assert count_rows(db, "shop_orders") == 6
+        assert count_rows(db, "shop_orders") == 8
         for backend in shops:
             assert len(await backend.search_policies("refund", "en")) == 1
     finally:
@@ -469,9 +477,18 @@ def test_bundled_seed_validates_and_matches_the_demo() -> None:
         "A1003": (DEMO_USER, "pending"),
         "A1004": (DEMO_USER, "cancelled"),
         "A1005": (DEMO_USER, "shipping"),
+        "A1006": (DEMO_USER, "delivered"),
+        "A1007": (DEMO_USER, "pending"),
         "B2001": (OTHER_USER, "shipping"),
     }
     assert orders["A1001"].eta == "2026-12-03"
+    # What the new tools need: a refund limit on every order, a return window that is open
+    # for A1002 and closed for A1006 whenever the demo is first started, parcel events.
+    assert all(o.amount_paid is not None for o in seed.orders)
+    assert (orders["A1002"].delivered_days_ago, orders["A1006"].delivered_days_ago) == (2, 30)
+    assert seed.return_window_days == 7
+    tracked = {o.id for o in seed.orders if o.tracking and o.tracking.events}
+    assert tracked == {"A1001", "A1002", "A1005", "B2001"}
     assert all(o.items for o in seed.orders)
     by_lang: dict[str, list[str]] = {"zh": [], "en": []}
     for policy in seed.policies:
