@@ -82,6 +82,9 @@ class StepTag(StrEnum):
     DELAY_COMPENSATION = "delay_compensation"  # only wanted while the order is not delivered
     POLICY = "policy"
     CANCEL = "cancel"
+    # Any other change a tool makes (a return, a refund, a tool declared in a tools file):
+    # rules target those by tool, so they need no tag of their own.
+    ACTION = "action"
 
 
 class ClaimResult(StrEnum):

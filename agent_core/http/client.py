@@ -109,8 +109,9 @@ def build_request(
     headers["X-Stepwise-User"] = str(ctx.user_id)
     headers["X-Stepwise-Trace"] = ctx.trace_id
     if spec.method == "GET":
+        params = render_body(spec.query, args) if spec.query is not None else rest
         return client.build_request(
-            "GET", url, params=rest, headers=headers, timeout=httpx.Timeout(timeout_s)
+            "GET", url, params=params, headers=headers, timeout=httpx.Timeout(timeout_s)
         )
     headers["Idempotency-Key"] = ctx.idempotency_key
     body = render_body(spec.body, args) if spec.body is not None else rest

@@ -12,7 +12,8 @@ A catalog tool left out is simply not registered. The request mapping:
   tool and are percent-encoded. `${VAR}` is not allowed here (secrets go in headers).
 - `method`: GET (default), POST, PUT, PATCH or DELETE. Arguments not used by the url go to
   the query string for GET and to a JSON body otherwise, unless `body` says what to send.
-- `body`: the JSON body as a template (`{ status = "cancelled", amount = "{amount}" }`).
+- `body`: the JSON body as a template (`{ status = "cancelled", amount = "{amount}" }`);
+  `query`: a GET's query string, the same way (`{ search = "{query}" }`).
 - `response`: the answer mapped into the result contract (JMESPath `fields`, `values`,
   `from_args`, `root`, `owner`); `errors`: the error body's `code`/`message` and what a
   code means (`map`). See `agent_core.http.mapping`.
@@ -94,6 +95,7 @@ class HttpToolConfig(BaseModel):
     risk: Risk
     probe_args: dict[str, Any] | None
     body: Any = None
+    query: dict[str, Any] | None = None
     response: ResponseMapping | None = None
     errors: ErrorMapping | None = None
     check_first: str | None = None
@@ -165,6 +167,7 @@ class _RawTool(BaseModel):
     risk: Risk | None = None
     probe_args: dict[str, Any] | None = None
     body: dict[str, Any] | None = None
+    query: dict[str, str | int | float | bool] | None = None
     response: ResponseMapping | None = None
     errors: ErrorMapping | None = None
     check_first: str | None = None
@@ -316,7 +319,9 @@ def _parse_tool(problems: _Problems, name: str, entry: Any) -> HttpToolConfig:
         risk = _check_risk(raw.risk or spec.risk, spec, method)
         probe_args = _check_probe_args(raw.probe_args, spec, risk)
         if raw.body is not None and method == "GET":
-            raise _Problem("body: a GET sends no body (arguments go to the query string)")
+            raise _Problem("body: a GET sends no body (write `query` instead)")
+        if raw.query is not None and method != "GET":
+            raise _Problem("query: only a GET sends a query string (write `body` instead)")
     except ValidationError as exc:
         problems.fail(where, _describe(exc))
     except _Problem as exc:
@@ -331,6 +336,7 @@ def _parse_tool(problems: _Problems, name: str, entry: Any) -> HttpToolConfig:
         risk=risk,
         probe_args=probe_args,
         body=raw.body,
+        query=raw.query,
         response=raw.response,
         errors=raw.errors,
         check_first=raw.check_first,
