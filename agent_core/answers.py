@@ -232,7 +232,7 @@ def describe_outcome(step: PlanStep, run: Run, catalog: Catalog = CATALOG) -> st
             return (
                 f"好的，已按你的选择放弃「{step.goal}」，订单没有任何改动。"
                 if lang is ZH
-                else f'OK, I did not "{step.goal.lower()}". Nothing was changed.'
+                else f'OK, I did not "{step.goal[:1].lower()}{step.goal[1:]}". Nothing was changed.'
             )
         return f"{step.goal}：未执行。" if lang is ZH else f"{step.goal}: not done."
     if status in (StepStatus.PENDING, StepStatus.RUNNING) and run.is_terminal:

@@ -295,7 +295,7 @@ async def test_declined_cancel_keeps_the_status_and_drops_the_rest() -> None:
 """,
             "en": """\
 Order A1001 is on its way, expected 2026-12-03.
-OK, I did not "cancel order a1001". Nothing was changed.
+OK, I did not "cancel order A1001". Nothing was changed.
 Look up the refund policy: not done.\
 """,
         }
@@ -592,11 +592,6 @@ Please split the request into smaller ones, or contact a human agent.\
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="answers.py lower-cases the whole goal of a declined step, so the customer reads "
-    "'cancel order a1001' instead of their order number A1001",
-)
 async def test_declined_answer_keeps_the_order_number_as_written() -> None:
     run = await run_to_answer("cancel", EN, decision=False)
     assert 'OK, I did not "cancel order A1001". Nothing was changed.' in (run.answer or "")
