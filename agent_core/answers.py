@@ -129,6 +129,8 @@ def _compose(run: Run, catalog: Catalog) -> str:
 
 def _superseded(run: Run, catalog: Catalog) -> set[str]:
     """Done steps whose statement of an order's state a later done step replaced."""
+    if len(run.steps) < 2:
+        return set()
     latest: dict[str, str] = {}
     stated: list[tuple[str, str]] = []
     for step in run.steps:
@@ -164,6 +166,8 @@ def _clip_units(text: str, limit: int) -> str:
 
 def fit_answer(text: str) -> Composed:
     """`text` cut to fit two Telegram messages: long lines, then the whole, end in "…"."""
+    if 2 * len(text) <= MAX_LINE_UNITS:  # a character is at most two units: it fits
+        return Composed(text, False)
     lines = [_clip_units(line, MAX_LINE_UNITS) for line in text.split("\n")]
     fitted = _clip_units("\n".join(lines), MAX_ANSWER_UNITS)
     return Composed(fitted, fitted != text)

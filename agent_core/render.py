@@ -8,11 +8,56 @@ its answer still gets a sentence about the order the customer asked for).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from agent_core.models import Language
 from agent_core.spec import ResultView, Template, ToolSpec, fill
+
+
+class _Fields(Mapping[str, str]):
+    """What a template may read: the result's own (labelled) fields, then the arguments.
+
+    Worked out per name when a template asks (a template names two or three of them;
+    a result may have dozens), as trimmed text; None and nested values read as absent.
+    """
+
+    __slots__ = ("_args", "_data", "_labels", "_language")
+
+    def __init__(
+        self,
+        data: Mapping[str, Any],
+        args: Mapping[str, Any],
+        labels: Mapping[str, Mapping[str, Any]],
+        language: Language,
+    ) -> None:
+        self._data = data
+        self._args = args
+        self._labels = labels
+        self._language = language
+
+    def get(self, name: str, default: Any = None) -> Any:
+        raw = self._data.get(name)
+        if raw is None or isinstance(raw, dict | list):
+            given = self._args.get(name)
+            return default if given is None else str(given)
+        text = str(raw).strip()
+        labels = self._labels.get(name)
+        if labels is not None and text in labels:
+            return labels[text][self._language]
+        return text
+
+    def __getitem__(self, name: str) -> str:
+        value = self.get(name)
+        if value is None:
+            raise KeyError(name)
+        return str(value)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({**self._args, **self._data})
+
+    def __len__(self) -> int:
+        return len({**self._args, **self._data})
 
 
 def render_result(
@@ -20,15 +65,15 @@ def render_result(
 ) -> str | None:
     """The result as one or more lines; None when the view has nothing to say about it."""
     view = spec.view
-    base = spec.display_args(args)
     lines: list[str] = []
-    if isinstance(data, dict):
-        head = _first_fitting(view.lines, _values(view, data, base, language), data, language)
+    if isinstance(data, dict) and view.lines:
+        fields = _Fields(data, args, view.labels, language)
+        head = _first_fitting(view.lines, fields, data, language)
         if head is not None:
             lines.append(head)
     if view.each is not None:
         for item in _items(data, view.each)[: view.max_items]:
-            lines.append(_item_line(view, item, base, language))
+            lines.append(_item_line(view, item, args, language))
     return "\n".join(lines) if lines else None
 
 
@@ -41,27 +86,11 @@ def _items(data: Any, each: str) -> Sequence[Any]:
     return found if isinstance(found, list) else []
 
 
-def _item_line(view: ResultView, item: Any, base: Mapping[str, str], language: Language) -> str:
+def _item_line(view: ResultView, item: Any, args: Mapping[str, Any], language: Language) -> str:
     if not isinstance(item, dict):
         return str(item)
-    line = _first_fitting(view.item_lines, _values(view, item, base, language), item, language)
-    return line or ""
-
-
-def _values(
-    view: ResultView, data: Mapping[str, Any], base: Mapping[str, str], language: Language
-) -> dict[str, str]:
-    """What a template may read: the arguments, then the result's own (labelled) fields."""
-    values = dict(base)
-    for key, raw in data.items():
-        if raw is None or isinstance(raw, dict | list):
-            continue
-        text = str(raw).strip()
-        labels = view.labels.get(str(key))
-        if labels is not None and text in labels:
-            text = labels[text][language]
-        values[str(key)] = text
-    return values
+    fields = _Fields(item, args, view.labels, language)
+    return _first_fitting(view.item_lines, fields, item, language) or ""
 
 
 def _first_fitting(

@@ -95,40 +95,79 @@ def is_empty(spec: ToolSpec | None, data: Any) -> bool:
 
 def bound(data: Any, bounds: Mapping[str, int] | None = None) -> tuple[Any, tuple[str, ...]]:
     """`data` with every string, list and dict cut to its bound, and a note per cut."""
+    bounds = bounds or {}
+    if _within(data, bounds, DEFAULT_CHARS, 0):
+        return data, ()  # the usual case: nothing to cut, nothing copied
     notes: list[str] = []
-    clipped = _bound(data, bounds or {}, "result", DEFAULT_CHARS, 0, notes)
+    clipped = _bound(data, bounds, (), DEFAULT_CHARS, 0, notes)
     if len(notes) > MAX_NOTES:
         notes = [*notes[:MAX_NOTES], f"and {len(notes) - MAX_NOTES} more values clipped"]
     return clipped, tuple(notes)
 
 
+def _within(value: Any, bounds: Mapping[str, int], limit: int, depth: int) -> bool:
+    """Whether `value` keeps every bound (a read-only pass, cheaper than cutting)."""
+    if isinstance(value, str):
+        return len(value) <= limit
+    if isinstance(value, dict):
+        return (
+            depth < MAX_DEPTH
+            and len(value) <= MAX_KEYS
+            and all(
+                isinstance(k, str)
+                and len(k) <= 64
+                and _within(v, bounds, bounds.get(k, DEFAULT_CHARS), depth + 1)
+                for k, v in value.items()
+            )
+        )
+    if isinstance(value, list):
+        return (
+            depth < MAX_DEPTH
+            and len(value) <= MAX_ITEMS
+            and all(_within(v, bounds, limit, depth + 1) for v in value)
+        )
+    return True
+
+
+def _where(path: tuple[str, ...]) -> str:
+    """`eta`, `events.0.text`; a list result's entries are `result.0.text`."""
+    if not path or path[0].isdigit():
+        return ".".join(("result", *path))
+    return ".".join(path)
+
+
 def _bound(
-    value: Any, bounds: Mapping[str, int], path: str, limit: int, depth: int, notes: list[str]
+    value: Any,
+    bounds: Mapping[str, int],
+    path: tuple[str, ...],
+    limit: int,
+    depth: int,
+    notes: list[str],
 ) -> Any:
+    # The path is joined only for a note: most results are cut nowhere.
     if isinstance(value, str):
         if len(value) <= limit:
             return value
-        notes.append(f"{path}: clipped from {len(value)} to {limit} characters")
+        notes.append(f"{_where(path)}: clipped from {len(value)} to {limit} characters")
         return value[: limit - 1] + "…"
-    if depth >= MAX_DEPTH and isinstance(value, dict | list):
-        notes.append(f"{path}: nested too deeply, dropped")
+    if not isinstance(value, dict | list):
+        return value
+    if depth >= MAX_DEPTH:
+        notes.append(f"{_where(path)}: nested too deeply, dropped")
         return None
     if isinstance(value, list):
         if len(value) > MAX_ITEMS:
-            notes.append(f"{path}: kept the first {MAX_ITEMS} of {len(value)} items")
+            notes.append(f"{_where(path)}: kept the first {MAX_ITEMS} of {len(value)} items")
         return [
-            _bound(item, bounds, f"{path}.{n}", limit, depth + 1, notes)
+            _bound(item, bounds, (*path, str(n)), limit, depth + 1, notes)
             for n, item in enumerate(value[:MAX_ITEMS])
         ]
-    if isinstance(value, dict):
-        if len(value) > MAX_KEYS:
-            notes.append(f"{path}: kept the first {MAX_KEYS} of {len(value)} fields")
-        out = {}
-        for key, item in list(value.items())[:MAX_KEYS]:
-            name = str(key)[:64]
-            where = name if path == "result" else f"{path}.{name}"
-            out[name] = _bound(
-                item, bounds, where, bounds.get(name, DEFAULT_CHARS), depth + 1, notes
-            )
-        return out
-    return value
+    if len(value) > MAX_KEYS:
+        notes.append(f"{_where(path)}: kept the first {MAX_KEYS} of {len(value)} fields")
+    out = {}
+    for key, item in list(value.items())[:MAX_KEYS]:
+        name = key if isinstance(key, str) and len(key) <= 64 else str(key)[:64]
+        out[name] = _bound(
+            item, bounds, (*path, name), bounds.get(name, DEFAULT_CHARS), depth + 1, notes
+        )
+    return out

@@ -23,6 +23,8 @@ DEFAULT_RULES: tuple[SkipRule, ...] = rules_of(CATALOG.values())
 def update_plan(run: Run, rules: Sequence[SkipRule] = DEFAULT_RULES) -> list[PlanStep]:
     """Skip the pending steps that observations made pointless; returns the newly skipped."""
     skipped: list[PlanStep] = []
+    if not any(step.status is StepStatus.PENDING for step in run.steps):
+        return skipped  # nothing left to skip
     for source in run.steps:
         if source.status is not StepStatus.DONE or not isinstance(source.observation, dict):
             continue

@@ -17,6 +17,7 @@ from __future__ import annotations
 import string
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -30,14 +31,26 @@ _NAME_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUV
 # -- templates --------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=4096)
+def _parse(template: str) -> tuple[tuple[str, str | None, str | None, str | None], ...] | None:
+    """`string.Formatter().parse`, once per template (answers fill the same few often);
+    None for bad syntax."""
+    try:
+        return tuple(string.Formatter().parse(template))
+    except ValueError:
+        return None
+
+
 def placeholders(template: str) -> list[str]:
     """The names a template reads, in order. ValueError for anything but `{name}`."""
-    try:
-        parts = list(string.Formatter().parse(template))
-    except ValueError as exc:
-        raise ValueError(f"bad placeholder syntax ({exc})") from None
+    parts = _parse(template)
+    if parts is None:
+        try:
+            list(string.Formatter().parse(template))
+        except ValueError as exc:
+            raise ValueError(f"bad placeholder syntax ({exc})") from None
     names = []
-    for _, name, spec, conversion in parts:
+    for _, name, spec, conversion in parts or ():
         if name is None:
             continue
         if not name or not set(name) <= _NAME_CHARS or name[0].isdigit():
@@ -54,9 +67,8 @@ def fill(template: str, values: Mapping[str, str], *, missing: str | None = None
     A name without a value makes the result None, unless `missing` says what to put there.
     Only plain names are read (see `placeholders`); a bad template fills to None.
     """
-    try:
-        parts = list(string.Formatter().parse(template))
-    except ValueError:
+    parts = _parse(template)
+    if parts is None:
         return None
     out = []
     for literal, name, spec, conversion in parts:
@@ -74,6 +86,11 @@ def fill(template: str, values: Mapping[str, str], *, missing: str | None = None
     return "".join(out)
 
 
+@lru_cache(maxsize=4096)
+def _names(*templates: str) -> frozenset[str]:
+    return frozenset(name for template in templates for name in placeholders(template))
+
+
 class Texts(BaseModel):
     """One text in each language the agent speaks."""
 
@@ -85,8 +102,8 @@ class Texts(BaseModel):
     def __getitem__(self, language: Language) -> str:
         return self.zh if language is Language.ZH else self.en
 
-    def names(self) -> set[str]:
-        return set(placeholders(self.zh)) | set(placeholders(self.en))
+    def names(self) -> frozenset[str]:
+        return _names(self.zh, self.en)
 
 
 class Template(Texts):
@@ -96,9 +113,11 @@ class Template(Texts):
     when: Mapping[str, tuple[str, ...]] = Field(default_factory=dict)
 
     def fits(self, values: Mapping[str, str], raw: Mapping[str, Any]) -> bool:
-        if any(str(raw.get(name)) not in allowed for name, allowed in self.when.items()):
+        if self.when and any(
+            str(raw.get(name)) not in allowed for name, allowed in self.when.items()
+        ):
             return False
-        return all(values.get(name) for name in self.names())
+        return all(values.get(name) for name in _names(self.zh, self.en))
 
 
 class ResultView(BaseModel):
