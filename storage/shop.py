@@ -10,6 +10,10 @@ return, refund, address) is keyed by the executor's idempotency key (`run_id:ste
 twice, it replays the first outcome instead. Refusals write nothing. SQLite errors surface
 as `ShopUnavailable` (a `storage.db.StorageUnavailable`) after the transaction was rolled
 back.
+
+One class of one idea (the backend's operations, each one transaction); it is long because
+each change carries its own rule and writes. The ledger and order rows are in
+`storage.shop_ledger`, the seed in `storage.shop_seed`.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import Any, Self, TypeVar
 import aiosqlite
 from pydantic import BaseModel
 
+from agent_core.catalog import CANCEL_ORDER, CHANGE_ADDRESS, REQUEST_REFUND, REQUEST_RETURN
 from agent_core.shop import (
     CANCELLABLE_STATUSES,
     ActionOutcome,
@@ -206,7 +211,7 @@ class SqliteShop:
             )
 
         return await self._change(
-            "cancel_order",
+            CANCEL_ORDER.name,
             order_id,
             user_id,
             idempotency_key,
@@ -243,7 +248,7 @@ class SqliteShop:
             data = {"order_id": order_id, "return_id": return_id}
             return ActionOutcome(result=ActionResult.DONE, data=data)
 
-        return await self._action("request_return", order_id, user_id, idempotency_key, act)
+        return await self._action(REQUEST_RETURN.name, order_id, user_id, idempotency_key, act)
 
     async def request_refund(
         self,
@@ -277,7 +282,7 @@ class SqliteShop:
             data = {"order_id": order_id, "refund_id": refund_id, "amount": f"{amount:.2f}"}
             return ActionOutcome(result=ActionResult.DONE, data=data)
 
-        return await self._action("request_refund", order_id, user_id, idempotency_key, act)
+        return await self._action(REQUEST_REFUND.name, order_id, user_id, idempotency_key, act)
 
     async def change_address(
         self, order_id: str, user_id: int, address: str, idempotency_key: str
@@ -295,13 +300,13 @@ class SqliteShop:
             data = {"order_id": order_id, "address": address}
             return ActionOutcome(result=ActionResult.DONE, data=data)
 
-        return await self._action("change_address", order_id, user_id, idempotency_key, act)
+        return await self._action(CHANGE_ADDRESS.name, order_id, user_id, idempotency_key, act)
 
     # -- extras for tests and the reliability suite --
 
     async def cancellation_count(self, order_id: str | None = None) -> int:
         """How many cancellations the ledger holds (for one order, or in total)."""
-        return await self.ledger_count("cancel_order", order_id)
+        return await self.ledger_count(CANCEL_ORDER.name, order_id)
 
     async def ledger_count(self, tool: str | None = None, order_id: str | None = None) -> int:
         """How many changes the ledger holds (of one tool, for one order, or in total)."""
