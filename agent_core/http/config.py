@@ -38,6 +38,9 @@ characters from its start (an upstream that echoes a truncated token).
 
 `load_tools_config` stops at the first problem (one line: file, tool, field, problem);
 `check_tools_file` reads the whole file and returns every problem, one line each.
+
+One idea, the tools file read and checked, which is long because every rule of it says
+its own problem; a declaration's own parts are checked in `declare`, mappings in `mapping`.
 """
 
 from __future__ import annotations
