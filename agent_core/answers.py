@@ -3,26 +3,39 @@
 What was found, what failed and why, what was retried, degraded or skipped, and what the
 customer can do next — in the run's language. Nothing here invents a fact: a policy is
 quoted only if `search_policy` returned it, an order status only if the tool saw it.
+
+Every tool's wording comes from its catalog entry (`agent_core.spec.ToolSpec`): how its
+result reads (`render`), what a pause asks and what the buttons say, how a refusal or a bad
+argument is explained, what "nothing found" means. No tool name is written here. The
+functions take the catalog in use (`ToolRegistry.catalog()`; the built-in one by default).
+
+Two rules keep an answer honest and short:
+- each order's state is stated once, as last observed: after a successful cancel of an
+  order in transit the answer does not also say it "is on its way" (`_superseded`);
+- an answer fits two Telegram messages: no line over `MAX_LINE_UNITS` and no answer over
+  `MAX_ANSWER_UNITS` UTF-16 code units (what Telegram counts), clipped with "…" otherwise.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Final, NamedTuple
 
-from agent_core.catalog import CANCEL_ORDER, GET_ORDER_STATUS, SEARCH_POLICY
+from agent_core.catalog import CATALOG
 from agent_core.models import ErrorType, Language, PlanStep, Run, RunStatus, StepStatus
+from agent_core.render import render_result
+from agent_core.spec import GENERIC_CONFIRM, ToolSpec, fill
 
 ZH, EN = Language.ZH, Language.EN
 
-ORDER_STATUS_LABEL: dict[Language, dict[str, str]] = {
-    ZH: {"pending": "待发货", "shipping": "运输中", "delivered": "已签收", "cancelled": "已取消"},
-    EN: {
-        "pending": "not shipped yet",
-        "shipping": "on its way",
-        "delivered": "delivered",
-        "cancelled": "cancelled",
-    },
-}
+Catalog = Mapping[str, ToolSpec]
+
+# Telegram's limit is 4096 UTF-16 units per message. A message splitter that packs whole
+# lines fills each part to more than 4096 - MAX_LINE_UNITS, so an answer of at most
+# MAX_ANSWER_UNITS always fits two messages.
+TELEGRAM_MESSAGE_UNITS: Final = 4096
+MAX_LINE_UNITS: Final = 2000
+MAX_ANSWER_UNITS: Final = 6000
 
 REFUSALS: dict[str, dict[Language, str]] = {
     "empty": {
@@ -42,15 +55,16 @@ REFUSALS: dict[str, dict[Language, str]] = {
     },
 }
 
+# "Not found" and "not yours" read the same to a customer, so an answer never tells
+# whether somebody else's order exists; staff see the typed error.
+NOT_ON_THIS_ACCOUNT: dict[Language, str] = {
+    ZH: "请核对订单号，并使用下单时的账号联系我们。",
+    EN: "Please check the order number, and write from the account you ordered with.",
+}
+
 NEXT_STEP_AFTER_FAILURE: dict[str, dict[Language, str]] = {
-    ErrorType.NOT_FOUND: {
-        ZH: "请核对订单号后再试。",
-        EN: "Please check the order number and try again.",
-    },
-    ErrorType.PERMISSION_DENIED: {
-        ZH: "如果这是你的订单，请用下单时绑定的账号联系我们。",
-        EN: "If this is your order, please write from the account you ordered with.",
-    },
+    ErrorType.NOT_FOUND: NOT_ON_THIS_ACCOUNT,
+    ErrorType.PERMISSION_DENIED: NOT_ON_THIS_ACCOUNT,
     ErrorType.TIMEOUT: {
         ZH: "系统暂时繁忙，请稍后再试。",
         EN: "Our systems are busy; please try again in a few minutes.",
@@ -70,12 +84,31 @@ DEFAULT_NEXT_STEP: dict[Language, str] = {
 }
 
 
-def compose_answer(run: Run) -> str:
+class Composed(NamedTuple):
+    text: str
+    clipped: bool  # the full answer did not fit two Telegram messages
+
+
+def compose_answer(run: Run, catalog: Catalog = CATALOG) -> str:
     """The final (or, for a paused run, current) answer for the customer."""
+    return compose(run, catalog).text
+
+
+def compose(run: Run, catalog: Catalog = CATALOG) -> Composed:
+    """The answer, and whether it had to be clipped to fit two Telegram messages."""
+    return fit_answer(_compose(run, catalog))
+
+
+def _compose(run: Run, catalog: Catalog) -> str:
     lang = run.language
     if run.refusal is not None:
         return REFUSALS.get(run.refusal, REFUSALS["unsupported"])[lang]
-    lines = [line for step in run.steps if (line := describe_outcome(step, run))]
+    superseded = _superseded(run, catalog)
+    lines = [
+        line
+        for step in run.steps
+        if step.id not in superseded and (line := describe_outcome(step, run, catalog))
+    ]
     if run.stop_reason == "max_steps":
         lines.append(
             "处理步骤超过上限，我已停下来，剩下的步骤没有执行。"
@@ -88,19 +121,81 @@ def compose_answer(run: Run) -> str:
             if lang is ZH
             else "The confirmation expired, so nothing was changed. Send the request again if you still need it."
         )
-    follow_up = next_step_hint(run)
+    follow_up = next_step_hint(run, catalog)
     if follow_up:
         lines.append(follow_up)
     return "\n".join(lines)
 
 
-def next_step_hint(run: Run) -> str | None:
+def _superseded(run: Run, catalog: Catalog) -> set[str]:
+    """Done steps whose statement of an order's state a later done step replaced."""
+    if len(run.steps) < 2:
+        return set()
+    latest: dict[str, str] = {}
+    stated: list[tuple[str, str]] = []
+    for step in run.steps:
+        spec = catalog.get(step.tool)
+        data = step.observation
+        if step.status is not StepStatus.DONE or spec is None or spec.state_field is None:
+            continue
+        if not isinstance(data, dict) or data.get(spec.state_field) is None:
+            continue
+        order = str(data.get("order_id") or step.args.get("order_id") or "")
+        stated.append((step.id, order))
+        latest[order] = step.id
+    return {step_id for step_id, order in stated if latest[order] != step_id}
+
+
+def utf16_units(text: str) -> int:
+    """Length as Telegram counts it (UTF-16 code units: an emoji is two)."""
+    return len(text.encode("utf-16-le", errors="surrogatepass")) // 2
+
+
+def _clip_units(text: str, limit: int) -> str:
+    if utf16_units(text) <= limit:
+        return text
+    out, used = [], 0
+    for ch in text:
+        size = 2 if ord(ch) > 0xFFFF else 1
+        if used + size > limit - 1:
+            break
+        out.append(ch)
+        used += size
+    return "".join(out) + "…"
+
+
+def fit_answer(text: str) -> Composed:
+    """`text` cut to fit two Telegram messages: long lines, then the whole, end in "…"."""
+    if 2 * len(text) <= MAX_LINE_UNITS:  # a character is at most two units: it fits
+        return Composed(text, False)
+    lines = [_clip_units(line, MAX_LINE_UNITS) for line in text.split("\n")]
+    fitted = _clip_units("\n".join(lines), MAX_ANSWER_UNITS)
+    return Composed(fitted, fitted != text)
+
+
+def decision_labels(run: Run, catalog: Catalog = CATALOG) -> tuple[str, str] | None:
+    """The words on the paused step's two buttons (approve, decline), by outcome
+    ("Yes, cancel A1003" / "No, keep it"); None when the run is not paused."""
+    if run.pause is None:
+        return None
+    step = run.step(run.pause.step_id)
+    spec = catalog.get(step.tool)
+    if spec is None:
+        return ("确认", "取消") if run.language is ZH else ("Confirm", "Cancel")
+    values = spec.display_args(step.args)
+    approve = fill(spec.approve_label[run.language], values, missing="") or ""
+    decline = fill(spec.decline_label[run.language], values, missing="") or ""
+    return approve, decline
+
+
+def next_step_hint(run: Run, catalog: Catalog = CATALOG) -> str | None:
     lang = run.language
     if run.status is RunStatus.PAUSED:
+        approve, decline = decision_labels(run, catalog) or ("", "")
         return (
-            "请点击下方的“确认”或“取消”。"
+            f"请点击下方的“{approve}”或“{decline}”。"
             if lang is ZH
-            else "Please press Confirm or Cancel below."
+            else f'Please press "{approve}" or "{decline}" below.'
         )
     if run.status is RunStatus.FAILED:
         return NEXT_STEP_AFTER_FAILURE.get(run.stop_reason or "", DEFAULT_NEXT_STEP)[lang]
@@ -109,13 +204,14 @@ def next_step_hint(run: Run) -> str | None:
     return None
 
 
-def describe_outcome(step: PlanStep, run: Run) -> str | None:
+def describe_outcome(step: PlanStep, run: Run, catalog: Catalog = CATALOG) -> str | None:
     """One line saying what this step found, or why it has nothing to show."""
     lang = run.language
     order_id = step.args.get("order_id") or run.order_id or ""
     status = step.status
+    spec = catalog.get(step.tool)
     if status is StepStatus.DONE:
-        text = _describe_observation(step, lang)
+        text = _describe_observation(step, lang, spec)
         if step.retry_count:
             text += (
                 f"（重试 {step.retry_count} 次后成功）"
@@ -128,21 +224,19 @@ def describe_outcome(step: PlanStep, run: Run) -> str | None:
             f"{step.goal}：已跳过。" if lang is ZH else f"{step.goal}: skipped."
         )
     if status is StepStatus.FALLBACK:
-        return _describe_fallback(step, lang)
+        return _describe_fallback(step, lang, spec)
     if status is StepStatus.FAILED:
-        return _describe_failure(step, lang, order_id)
+        return _describe_failure(step, lang, order_id, spec)
     if status is StepStatus.PAUSED:
-        return (
-            f"{step.goal}：这一步会修改你的订单，需要你确认后才会执行。"
-            if lang is ZH
-            else f"{step.goal}: this changes your order, so I need your confirmation first."
-        )
+        confirm = spec.confirm if spec is not None else GENERIC_CONFIRM
+        values = {**_args(step, spec), "goal": step.goal}
+        return fill(confirm[lang], values, missing="")
     if status is StepStatus.CANCELLED:
         if step.approval is not None and not step.approval.approved:
             return (
                 f"好的，已按你的选择放弃「{step.goal}」，订单没有任何改动。"
                 if lang is ZH
-                else f'OK, I did not "{step.goal.lower()}". Nothing was changed.'
+                else f'OK, I did not "{step.goal[:1].lower()}{step.goal[1:]}". Nothing was changed.'
             )
         return f"{step.goal}：未执行。" if lang is ZH else f"{step.goal}: not done."
     if status in (StepStatus.PENDING, StepStatus.RUNNING) and run.is_terminal:
@@ -154,48 +248,24 @@ def describe_outcome(step: PlanStep, run: Run) -> str | None:
     return None
 
 
-def _describe_observation(step: PlanStep, lang: Language) -> str:
-    data: Any = step.observation
-    if step.tool == GET_ORDER_STATUS.name and isinstance(data, dict) and "status" in data:
-        order = data.get("order_id") or step.args.get("order_id", "")
-        label = ORDER_STATUS_LABEL[lang].get(str(data["status"]), str(data["status"]))
-        eta = data.get("eta")
-        if lang is ZH:
-            text = f"订单 {order}：{label}"
-            return text + (f"，预计 {eta} 送达。" if eta and data["status"] == "shipping" else "。")
-        text = f"Order {order} is {label}"
-        return text + (f", expected {eta}." if eta and data["status"] == "shipping" else ".")
-    if step.tool == SEARCH_POLICY.name:
-        policies = data.get("results") if isinstance(data, dict) else data
-        if isinstance(policies, list) and policies:
-            return "\n".join(_quote_policy(p, lang) for p in policies[:3])
-    if (
-        step.tool == CANCEL_ORDER.name
-        and isinstance(data, dict)
-        and data.get("status") == "cancelled"
-    ):
-        order = data.get("order_id") or step.args.get("order_id", "")
-        return f"订单 {order} 已取消。" if lang is ZH else f"Order {order} has been cancelled."
+def _args(step: PlanStep, spec: ToolSpec | None) -> dict[str, str]:
+    """The step's arguments as a customer reads them (`59` → `59.00`)."""
+    if spec is not None:
+        return spec.display_args(step.args)
+    return {k: str(v) for k, v in step.args.items() if v is not None}
+
+
+def _describe_observation(step: PlanStep, lang: Language, spec: ToolSpec | None) -> str:
+    if spec is not None:
+        text = render_result(spec, step.observation, step.args, lang)
+        if text:
+            return text
     return f"{step.goal}：已完成。" if lang is ZH else f"{step.goal}: done."
 
 
-def _quote_policy(policy: Any, lang: Language) -> str:
-    if isinstance(policy, dict):
-        title, text = str(policy.get("title", "")).strip(), str(policy.get("text", "")).strip()
-        if title and text:
-            return f"【{title}】{text}" if lang is ZH else f"{title}: {text}"
-        return title or text
-    return str(policy)
-
-
-def _describe_fallback(step: PlanStep, lang: Language) -> str:
-    if step.tool == SEARCH_POLICY.name:
-        query = step.args.get("query", "")
-        return (
-            f"没有找到关于“{query}”的明确政策，所以我无法确认，不会替你猜测。"
-            if lang is ZH
-            else f"I found no clear policy about \"{query}\", so I can't confirm it and won't guess."
-        )
+def _describe_fallback(step: PlanStep, lang: Language, spec: ToolSpec | None) -> str:
+    if spec is not None and spec.empty is not None:
+        return fill(spec.empty[lang], _args(step, spec), missing="") or ""
     return (
         f"{step.goal}：没有找到结果，以下回答不包含这部分信息。"
         if lang is ZH
@@ -203,15 +273,13 @@ def _describe_fallback(step: PlanStep, lang: Language) -> str:
     )
 
 
-def _describe_failure(step: PlanStep, lang: Language, order_id: str) -> str:
+def _describe_failure(step: PlanStep, lang: Language, order_id: str, spec: ToolSpec | None) -> str:
     error = step.error.type if step.error else ErrorType.INTERNAL
-    if error is ErrorType.NOT_FOUND:
-        return f"没有找到订单 {order_id}。" if lang is ZH else f"I couldn't find order {order_id}."
-    if error is ErrorType.PERMISSION_DENIED:
+    if error in (ErrorType.NOT_FOUND, ErrorType.PERMISSION_DENIED):
         return (
-            f"订单 {order_id} 不属于当前账号，我不能查看或修改它。"
+            f"当前账号下没有找到订单 {order_id}。"
             if lang is ZH
-            else f"Order {order_id} doesn't belong to this account, so I can't look at or change it."
+            else f"I couldn't find order {order_id} on this account."
         )
     if error in (ErrorType.TIMEOUT, ErrorType.UNAVAILABLE):
         return (
@@ -220,13 +288,10 @@ def _describe_failure(step: PlanStep, lang: Language, order_id: str) -> str:
             else f"{step.goal}: the system did not respond "
             f"(retried {step.retry_count} {_plural('time', step.retry_count)}), so this was not done."
         )
-    if error is ErrorType.INVALID_ARGUMENTS and step.tool == CANCEL_ORDER.name:
-        return (
-            f"订单 {order_id} 当前的状态已经不能取消。"
-            if lang is ZH
-            else f"Order {order_id} can no longer be cancelled in its current state."
-        )
     if error is ErrorType.INVALID_ARGUMENTS:
+        explained = _explain_invalid(step, lang, spec)
+        if explained is not None:
+            return explained
         return (
             f"{step.goal}：请求的信息有误，没有执行。"
             if lang is ZH
@@ -239,6 +304,22 @@ def _describe_failure(step: PlanStep, lang: Language, order_id: str) -> str:
         if lang is ZH
         else f"{step.goal}: something went wrong on our side, so this was not done."
     )
+
+
+def _explain_invalid(step: PlanStep, lang: Language, spec: ToolSpec | None) -> str | None:
+    """A bad argument by its hint ("the amount must be ..."), a refusal by its reason."""
+    if spec is None:
+        return None
+    code = step.error.code if step.error else None
+    if code is not None and code.startswith("argument:"):
+        hint = spec.arg_hints.get(code.removeprefix("argument:"))
+        if hint is None:
+            return None
+        return f"{step.goal}：{hint[lang]}。" if lang is ZH else f"{step.goal}: {hint[lang]}."
+    refusal = spec.refusals.get(code or "") or spec.refusals.get("")
+    if refusal is None:
+        return None
+    return fill(refusal[lang], _args(step, spec), missing="")
 
 
 def _plural(word: str, n: int) -> str:
@@ -306,7 +387,7 @@ def _failure_label(step: PlanStep, zh: bool) -> str:
     error = step.error.type if step.error else ErrorType.INTERNAL
     labels = {
         ErrorType.NOT_FOUND: ("未找到", "not found"),
-        ErrorType.PERMISSION_DENIED: ("无权访问", "not allowed"),
+        ErrorType.PERMISSION_DENIED: ("未找到", "not found"),
         ErrorType.TIMEOUT: ("多次超时", "timed out"),
         ErrorType.UNAVAILABLE: ("服务暂不可用", "service unavailable"),
         ErrorType.INVALID_ARGUMENTS: ("无法执行", "could not be done"),

@@ -70,8 +70,10 @@ from datetime import datetime
 from typing import Protocol
 
 from agent_core import transitions
+from agent_core.catalog import rules_of
 from agent_core.models import (
     Decision,
+    ErrorType,
     EventKind,
     PlanStep,
     Risk,
@@ -79,11 +81,12 @@ from agent_core.models import (
     RunEvent,
     RunStatus,
     StepStatus,
+    ToolError,
     ToolOk,
     utcnow,
 )
 from agent_core.policy import FailurePolicy
-from agent_core.rules import DEFAULT_RULES, SkipRule, update_plan
+from agent_core.rules import SkipRule, update_plan
 from agent_core.tools import ToolContext, ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -141,7 +144,7 @@ class Executor:
         journal: Journal | None = None,
         listeners: Sequence[Listener] = (),
         policy: FailurePolicy | None = None,
-        rules: Sequence[SkipRule] = DEFAULT_RULES,
+        rules: Sequence[SkipRule] | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], datetime] = utcnow,
         rand: Callable[[], float] = random.random,
@@ -151,7 +154,9 @@ class Executor:
         self.journal: Journal = journal or NullJournal()
         self.listeners = list(listeners)
         self.policy = policy or FailurePolicy()
-        self.rules = rules
+        # The catalog in use words the answers; its observation rules update the plans.
+        self.catalog = registry.catalog()
+        self.rules = rules if rules is not None else rules_of(self.catalog.values())
         self._sleep = sleep
         self._clock = clock
         self._rand = rand
@@ -161,12 +166,33 @@ class Executor:
         """Record a freshly planned run and drive it to an answer or a pause."""
         batch = _Batch(run)
         await self._emit(batch, transitions.planned(run, now=self._clock()))
-        if not run.steps:
-            await self._emit(batch, transitions.finish(run, RunStatus.COMPLETED, now=self._clock()))
+        invalid = self._first_invalid(run)
+        if invalid is not None:
+            step, error = invalid
+            await self._emit(
+                batch,
+                *transitions.reject_plan(run, step, error, now=self._clock(), catalog=self.catalog),
+            )
+        elif not run.steps:
+            await self._emit(
+                batch,
+                transitions.finish(
+                    run, RunStatus.COMPLETED, now=self._clock(), catalog=self.catalog
+                ),
+            )
         else:
             await self._drive(batch)
         await self._settle(batch)
         return run
+
+    def _first_invalid(self, run: Run) -> tuple[PlanStep, ToolError] | None:
+        """The first step whose arguments its tool refuses: checked before anything runs,
+        so a bad amount or address never reaches a backend, nor a Confirm prompt."""
+        for step in run.steps:
+            error = self.registry.check_args(step.tool, step.args)
+            if error is not None and error.error_type is ErrorType.INVALID_ARGUMENTS:
+                return step, error
+        return None
 
     async def drive(self, run: Run) -> Run:
         """Act on pending steps until the plan is done, stops, or waits for the customer.
@@ -185,7 +211,7 @@ class Executor:
 
         Committed and announced like any other end of a run.
         """
-        await self._commit(run, [transitions.expire(run, now=self._clock())])
+        await self._commit(run, [transitions.expire(run, now=self._clock(), catalog=self.catalog)])
         return run
 
     async def _commit(self, run: Run, events: Sequence[RunEvent]) -> None:
@@ -226,7 +252,10 @@ class Executor:
             step = run.next_step()
             if step is None:
                 await self._emit(
-                    batch, transitions.finish(run, RunStatus.COMPLETED, now=self._clock())
+                    batch,
+                    transitions.finish(
+                        run, RunStatus.COMPLETED, now=self._clock(), catalog=self.catalog
+                    ),
                 )
                 return
             if step.status is StepStatus.PAUSED:
@@ -238,23 +267,38 @@ class Executor:
                     await self._emit(
                         batch,
                         transitions.ask_again(
-                            run, step, nonce=self._new_nonce(), now=self._clock()
+                            run,
+                            step,
+                            nonce=self._new_nonce(),
+                            now=self._clock(),
+                            catalog=self.catalog,
                         ),
                     )
                     return
-                await self._emit(batch, *transitions.apply_decision(run, step, now=self._clock()))
+                await self._emit(
+                    batch,
+                    *transitions.apply_decision(run, step, now=self._clock(), catalog=self.catalog),
+                )
                 if run.status is not RunStatus.RUNNING:
                     return
                 continue
             tool = self.registry.get(step.tool)
             if tool is not None and tool.risk is Risk.HIGH and step.approval is None:
                 event = transitions.pause(
-                    run, step, reason="high_risk", nonce=self._new_nonce(), now=self._clock()
+                    run,
+                    step,
+                    reason="high_risk",
+                    nonce=self._new_nonce(),
+                    now=self._clock(),
+                    catalog=self.catalog,
                 )
                 await self._emit(batch, event)
                 return
             if run.attempts >= run.max_attempts:
-                await self._emit(batch, transitions.stop_at_max_steps(run, now=self._clock()))
+                await self._emit(
+                    batch,
+                    transitions.stop_at_max_steps(run, now=self._clock(), catalog=self.catalog),
+                )
                 return
             if not await self._act(batch, step):
                 return
@@ -275,6 +319,8 @@ class Executor:
             await self._emit(
                 batch, transitions.succeed(run, step, result.data, attempt=attempt, now=now)
             )
+            for note in result.notes:
+                await self._emit(batch, transitions.noticed(run, step, note, now=self._clock()))
             for skipped in update_plan(run, self.rules):
                 await self._emit(batch, transitions.skipped(run, skipped, now=self._clock()))
             return True
@@ -313,9 +359,12 @@ class Executor:
                 nonce=self._new_nonce(),
                 now=self._clock(),
                 error=result,
+                catalog=self.catalog,
             )
             await self._emit(batch, event)
             return False
-        events = transitions.fail_step(run, step, result, attempt=attempt, now=self._clock())
+        events = transitions.fail_step(
+            run, step, result, attempt=attempt, now=self._clock(), catalog=self.catalog
+        )
         await self._emit(batch, *events)
         return False

@@ -41,12 +41,23 @@ class RunStatus(StrEnum):
     PAUSED = "paused"
     COMPLETED = "completed"
     FAILED = "failed"
+    # The customer declined a paused step, so nothing was changed. (Not "cancelled": staff
+    # read that as "the order was cancelled".)
+    DECLINED = "declined"
+    # Legacy: what a declined run was called before; a migration rewrote those runs to
+    # `declined`, and nothing ends a run this way any more.
     CANCELLED = "cancelled"
     EXPIRED = "expired"
 
 
 TERMINAL_RUN_STATUSES = frozenset(
-    {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.EXPIRED}
+    {
+        RunStatus.COMPLETED,
+        RunStatus.FAILED,
+        RunStatus.DECLINED,
+        RunStatus.CANCELLED,
+        RunStatus.EXPIRED,
+    }
 )
 
 
@@ -71,6 +82,9 @@ class StepTag(StrEnum):
     DELAY_COMPENSATION = "delay_compensation"  # only wanted while the order is not delivered
     POLICY = "policy"
     CANCEL = "cancel"
+    # Any other change a tool makes (a return, a refund, a tool declared in a tools file):
+    # rules target those by tool, so they need no tag of their own.
+    ACTION = "action"
 
 
 class ClaimResult(StrEnum):
@@ -101,6 +115,8 @@ class ToolOk(BaseModel):
 
     ok: Literal[True] = True
     data: Any
+    # What was done to the result before anyone sees it (values clipped to their bounds).
+    notes: tuple[str, ...] = ()
 
 
 class ToolError(BaseModel):
@@ -109,6 +125,9 @@ class ToolError(BaseModel):
     ok: Literal[False] = False
     error_type: ErrorType
     message: str
+    # Why, as a word the catalog can explain to the customer (a refusal's reason such as
+    # "window_closed", or "argument:amount" for a bad argument); None when there is none.
+    code: str | None = None
 
 
 ToolResult = Annotated[ToolOk | ToolError, Field(discriminator="ok")]
@@ -119,6 +138,7 @@ class StepError(BaseModel):
 
     type: ErrorType
     message: str
+    code: str | None = None
 
 
 class Approval(BaseModel):

@@ -1,8 +1,11 @@
 """Tools the executor can call, and the one place where their failures become typed results.
 
 A tool declares what it needs (a pydantic args model), how risky it is, how long it may
-take and whether calling it twice is harmless. `ToolRegistry.call` never raises: whatever
-goes wrong comes back as a `ToolError` with one of the seed's error types.
+take and whether calling it twice is harmless; a tool made from a catalog entry
+(`Tool.of`) also carries its `ToolSpec`, whose result contract every result must keep.
+`ToolRegistry.call` never raises: whatever goes wrong comes back as a `ToolError` with one
+of the seed's error types, and a result comes back checked (contract, emptiness) and
+bounded (`agent_core.results`), with a note for every value it had to clip.
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from agent_core.catalog import ToolSpec
+from agent_core.catalog import CATALOG
 from agent_core.models import Decision, ErrorType, Risk, ToolError, ToolOk
+from agent_core.results import ContractBroken, bound, check_result, is_empty
+from agent_core.spec import ToolSpec, catalog_of
 
 log = logging.getLogger(__name__)
 
@@ -24,10 +29,12 @@ log = logging.getLogger(__name__)
 class ToolFailure(Exception):
     """Raised by a tool to report a typed failure (not found, permission denied, ...)."""
 
-    def __init__(self, error_type: ErrorType, message: str) -> None:
+    def __init__(self, error_type: ErrorType, message: str, *, code: str | None = None) -> None:
         super().__init__(message)
         self.error_type = error_type
         self.message = message
+        # A reason the catalog explains to the customer (`ToolSpec.refusals`).
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,9 @@ class Tool:
     max_retries: int = 2
     # Per-tool overrides of the failure policy table (e.g. a tool whose timeouts must stop).
     policy: Mapping[ErrorType, Decision] = field(default_factory=dict)
+    # The catalog entry it carries out; None for a bare tool (tests, benchmarks), whose
+    # results are only bounded.
+    spec: ToolSpec | None = None
 
     @classmethod
     def of(
@@ -82,6 +92,7 @@ class Tool:
             timeout_s=timeout_s,
             idempotent=risk is Risk.READ,
             max_retries=max_retries,
+            spec=spec,
         )
 
 
@@ -105,6 +116,23 @@ class ToolRegistry:
     def __iter__(self) -> Any:
         return iter(self._tools.values())
 
+    def catalog(self) -> Mapping[str, ToolSpec]:
+        """The catalog in use: the built-in entries, replaced or extended by the specs of
+        the registered tools (a TOML-declared tool brings its own)."""
+        specs = [tool.spec for tool in self._tools.values() if tool.spec is not None]
+        return catalog_of([*CATALOG.values(), *specs])
+
+    def check_args(self, name: str, args: Mapping[str, Any]) -> ToolError | None:
+        """Why `args` cannot be given to tool `name` (before anything runs), or None."""
+        tool = self._tools.get(name)
+        if tool is None:
+            return ToolError(error_type=ErrorType.UNKNOWN_TOOL, message=f"no tool named {name!r}")
+        try:
+            tool.args_model.model_validate(dict(args))
+        except ValidationError as exc:
+            return _invalid(exc)
+        return None
+
     async def call(
         self, name: str, args: Mapping[str, Any], ctx: ToolContext
     ) -> ToolOk | ToolError:
@@ -114,13 +142,11 @@ class ToolRegistry:
         try:
             parsed = tool.args_model.model_validate(dict(args))
         except ValidationError as exc:
-            return ToolError(
-                error_type=ErrorType.INVALID_ARGUMENTS, message=_describe_validation(exc)
-            )
+            return _invalid(exc)
         try:
             data = await asyncio.wait_for(tool.handler(parsed, ctx), timeout=tool.timeout_s)
         except ToolFailure as exc:
-            return ToolError(error_type=exc.error_type, message=exc.message)
+            return ToolError(error_type=exc.error_type, message=exc.message, code=exc.code)
         except TimeoutError:
             return ToolError(
                 error_type=ErrorType.TIMEOUT, message=f"{name} took longer than {tool.timeout_s}s"
@@ -132,7 +158,35 @@ class ToolRegistry:
             return ToolError(
                 error_type=ErrorType.INTERNAL, message=f"{name} failed: {type(exc).__name__}"
             )
-        return ToolOk(data=data)
+        return _checked(tool, data)
+
+
+def _checked(tool: Tool, data: Any) -> ToolOk | ToolError:
+    """The result as the executor may see it: contract kept, not empty, bounded."""
+    spec = tool.spec
+    if spec is not None:
+        if spec.risk is Risk.READ and is_empty(spec, data):
+            return ToolError(error_type=ErrorType.EMPTY_RESULT, message=f"{tool.name}: no results")
+        try:
+            data = check_result(spec, data)
+        except ContractBroken as exc:
+            return ToolError(
+                error_type=ErrorType.INTERNAL,
+                message=f"{tool.name} result breaks the contract: {exc}",
+            )
+    clipped, notes = bound(data, spec.bounds if spec is not None else None)
+    return ToolOk(data=clipped, notes=notes)
+
+
+def _invalid(exc: ValidationError) -> ToolError:
+    """A bad argument: named for staff, and for the customer by its code (`argument:<name>`)."""
+    errors = exc.errors(include_url=False, include_input=False)
+    loc = errors[0]["loc"] if errors else ()
+    return ToolError(
+        error_type=ErrorType.INVALID_ARGUMENTS,
+        message=_describe_validation(exc),
+        code=f"argument:{loc[0]}" if loc else None,
+    )
 
 
 def _describe_validation(exc: ValidationError) -> str:

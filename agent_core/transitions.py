@@ -15,10 +15,12 @@ it leads to; each also stamps `run.updated_at`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from agent_core.answers import compose_answer
+from agent_core.answers import compose
+from agent_core.catalog import CATALOG
 from agent_core.models import (
     Decision,
     ErrorType,
@@ -32,9 +34,14 @@ from agent_core.models import (
     StepStatus,
     ToolError,
 )
+from agent_core.spec import ToolSpec
 
 MAX_STEPS_REASON = "max_steps"
 EXPIRED_MESSAGE = "approval expired"
+ANSWER_CLIPPED_MESSAGE = "answer clipped to fit two Telegram messages"
+
+# The catalog in use: the answers word every tool from its entry.
+Catalog = Mapping[str, ToolSpec]
 
 
 def event(
@@ -95,8 +102,13 @@ def skipped(run: Run, step: PlanStep, *, now: datetime) -> RunEvent:
     return event(run, EventKind.STEP_SKIPPED, step, now=now, message=step.skip_reason)
 
 
+def noticed(run: Run, step: PlanStep, message: str, *, now: datetime) -> RunEvent:
+    """Something staff should know about a step that changes nothing (a clipped value)."""
+    return event(run, EventKind.NOTICE, step, now=now, message=message)
+
+
 def _failed_attempt(step: PlanStep, error: ToolError) -> None:
-    step.error = StepError(type=error.error_type, message=error.message)
+    step.error = StepError(type=error.error_type, message=error.message, code=error.code)
 
 
 def retry(
@@ -140,7 +152,13 @@ def fall_back(
 
 
 def fail_step(
-    run: Run, step: PlanStep, error: ToolError, *, attempt: int, now: datetime
+    run: Run,
+    step: PlanStep,
+    error: ToolError,
+    *,
+    attempt: int | None,
+    now: datetime,
+    catalog: Catalog = CATALOG,
 ) -> list[RunEvent]:
     """The step failed for good: it and the run stop (`step_failed`, `run_finished`)."""
     _failed_attempt(step, error)
@@ -157,7 +175,18 @@ def fail_step(
         message=error.message,
     )
     run.stop_reason = error.error_type.value
-    return [failed, finish(run, RunStatus.FAILED, now=now)]
+    return [failed, finish(run, RunStatus.FAILED, now=now, catalog=catalog)]
+
+
+def reject_plan(
+    run: Run, step: PlanStep, error: ToolError, *, now: datetime, catalog: Catalog = CATALOG
+) -> list[RunEvent]:
+    """A step's arguments are invalid before anything ran: that step fails, the others are
+    dropped unrun (`cancelled`), and the run ends failed (`step_failed`, `run_finished`)."""
+    for other in run.steps:
+        if other is not step and other.status is StepStatus.PENDING:
+            other.status = StepStatus.CANCELLED
+    return fail_step(run, step, error, attempt=None, now=now, catalog=catalog)
 
 
 def pause(
@@ -168,6 +197,7 @@ def pause(
     nonce: str,
     now: datetime,
     error: ToolError | None = None,
+    catalog: Catalog = CATALOG,
 ) -> RunEvent:
     """Wait for the customer before `step` runs; the pause binds to its exact arguments."""
     if error is not None:
@@ -178,7 +208,7 @@ def pause(
         step_id=step.id, nonce=nonce, tool=step.tool, args_hash=step.args_hash(), paused_at=now
     )
     run.status = RunStatus.PAUSED
-    run.answer = compose_answer(run)
+    run.answer = compose(run, catalog).text
     return event(
         run,
         EventKind.STEP_PAUSED,
@@ -195,17 +225,22 @@ def approval_is_stale(run: Run, step: PlanStep) -> bool:
     return run.pause is not None and run.pause.args_hash != step.args_hash()
 
 
-def ask_again(run: Run, step: PlanStep, *, nonce: str, now: datetime) -> RunEvent:
+def ask_again(
+    run: Run, step: PlanStep, *, nonce: str, now: datetime, catalog: Catalog = CATALOG
+) -> RunEvent:
     """Drop a stale approval (see `approval_is_stale`) and pause again with a new nonce."""
     step.approval = None
-    return pause(run, step, reason="arguments_changed", nonce=nonce, now=now)
+    return pause(run, step, reason="arguments_changed", nonce=nonce, now=now, catalog=catalog)
 
 
-def apply_decision(run: Run, step: PlanStep, *, now: datetime) -> list[RunEvent]:
+def apply_decision(
+    run: Run, step: PlanStep, *, now: datetime, catalog: Catalog = CATALOG
+) -> list[RunEvent]:
     """Carry out the (current) decision written on a paused step (`step.approval`).
 
     Approved: the step is pending again (`step_approved`). Declined: it and every later
-    pending step are cancelled and the run ends (`step_declined`, `run_finished`).
+    pending step are cancelled and the run ends as `declined` (`step_declined`,
+    `run_finished`): nothing was changed, which "cancelled" would not say to staff.
     """
     assert step.approval is not None
     run.pause = None
@@ -219,29 +254,42 @@ def apply_decision(run: Run, step: PlanStep, *, now: datetime) -> list[RunEvent]
     for later in run.steps:
         if later.status is StepStatus.PENDING:
             later.status = StepStatus.CANCELLED
-    return [declined, finish(run, RunStatus.CANCELLED, now=now)]
+    return [declined, finish(run, RunStatus.DECLINED, now=now, catalog=catalog)]
 
 
-def stop_at_max_steps(run: Run, *, now: datetime) -> RunEvent:
+def stop_at_max_steps(run: Run, *, now: datetime, catalog: Catalog = CATALOG) -> RunEvent:
     """The run used up its attempts: it fails before acting again."""
     run.stop_reason = MAX_STEPS_REASON
-    return finish(run, RunStatus.FAILED, now=now)
+    return finish(run, RunStatus.FAILED, now=now, catalog=catalog)
 
 
-def finish(run: Run, status: RunStatus, *, now: datetime, message: str | None = None) -> RunEvent:
-    """The run ends with `status`; its answer is composed from what the steps observed."""
+def finish(
+    run: Run,
+    status: RunStatus,
+    *,
+    now: datetime,
+    message: str | None = None,
+    catalog: Catalog = CATALOG,
+) -> RunEvent:
+    """The run ends with `status`; its answer is composed from what the steps observed.
+
+    An answer clipped to fit two Telegram messages says so on the event (for staff).
+    """
     run.status = status
     run.pause = None
     run.finished_at = now
-    run.answer = compose_answer(run)
+    answer = compose(run, catalog)
+    run.answer = answer.text
+    if answer.clipped and message is None:
+        message = ANSWER_CLIPPED_MESSAGE
     return event(run, EventKind.RUN_FINISHED, now=now, status=status.value, message=message)
 
 
-def expire(run: Run, *, now: datetime) -> RunEvent:
+def expire(run: Run, *, now: datetime, catalog: Catalog = CATALOG) -> RunEvent:
     """Nobody decided in time (the claim found the pause too old): close the paused step
     and end the run as expired. Nothing ran."""
     if run.pause is not None:
         step = run.step(run.pause.step_id)
         step.status = StepStatus.CANCELLED
         step.finished_at = now
-    return finish(run, RunStatus.EXPIRED, now=now, message=EXPIRED_MESSAGE)
+    return finish(run, RunStatus.EXPIRED, now=now, message=EXPIRED_MESSAGE, catalog=catalog)

@@ -32,7 +32,7 @@ _STEP_NOTES = {
     EventKind.STEP_PAUSED: "waiting for the customer",
     EventKind.DECISION_CLAIMED: "customer decided",
     EventKind.STEP_APPROVED: "approval applied",
-    EventKind.STEP_DECLINED: "declined, run cancelled",
+    EventKind.STEP_DECLINED: "declined by the customer, nothing changed",
 }
 # Facts outside the plan that the page lists as notes under the answer.
 _NOTICE_KINDS = (EventKind.NOTICE, EventKind.PROMPT_SHOWN, EventKind.CUSTOMER_BLOCKED)

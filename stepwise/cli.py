@@ -24,7 +24,7 @@ from stepwise.commands import (
     EXIT_USAGE,
     CliError,
     cmd_migrate,
-    cmd_tools_check,
+    cmd_tools,
 )
 from stepwise.runtime import open_runtime
 from stepwise.settings import Settings
@@ -67,9 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("recover", help="finish runs a crash interrupted")
     sub.add_parser("migrate", help="bring the database schema (STEPWISE_DB) up to date, then exit")
 
-    tools = sub.add_parser("tools", help="the tools the agent uses")
-    tools_sub = tools.add_subparsers(dest="tools_command", required=True)
-    check = tools_sub.add_parser("check", help="list the configured tools (makes no request)")
+    tools = sub.add_parser("tools", help="the catalog of tools the agent uses")
+    tools_sub = tools.add_subparsers(dest="tools_command")
+    check = tools_sub.add_parser(
+        "check", help="check the tools file completely (makes no request unless --probe)"
+    )
     check.add_argument("--probe", action="store_true", help="send a harmless GET to read tools")
 
     chat = sub.add_parser("chat", help="chat with the agent in this terminal")
@@ -157,7 +159,7 @@ async def dispatch(settings: Settings, args: argparse.Namespace) -> int:
     if args.command == "chat":
         return await cmd_chat(settings, args)
     if args.command == "tools":
-        return await cmd_tools_check(settings, args)
+        return await cmd_tools(settings, args)
     if args.command == "migrate":
         return await cmd_migrate(settings, args)
     if args.command in ("demo", "serve"):

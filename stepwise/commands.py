@@ -7,17 +7,16 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from agent_core.agent import MAX_REQUEST_CHARS
 from agent_core.answers import step_progress
-from agent_core.http import load_tools_config
+from agent_core.catalog import CATALOG
+from agent_core.http import check_tools_file
 from agent_core.models import ClaimResult, Run, RunStatus
-from agent_core.shop import shop_tools
-from agent_core.tools import ToolRegistry
+from agent_core.spec import catalog_of
 from stepwise.runtime import Runtime
 from stepwise.settings import Settings
-from stepwise.tools_check import print_tools_check
+from stepwise.tools_check import catalog_lines, print_tools_check
 from storage.records import export_record, format_timeline_entry, run_json
 from storage.store import migrate_database
 
@@ -142,31 +141,27 @@ async def cmd_export(rt: Runtime, args: argparse.Namespace) -> int:
         cursor = page.next_cursor
 
 
-async def cmd_tools_check(settings: Settings, args: argparse.Namespace) -> int:
-    """List the tools the agent would use; with --probe, try each read tool once."""
+async def cmd_tools(settings: Settings, args: argparse.Namespace) -> int:
+    """`tools`: the catalog in use; `tools check [--probe]`: the tools file, completely."""
     if settings.tools_path is None:
         print("STEPWISE_TOOLS is not set: the built-in demo shop provides the tools.")
-        registry = ToolRegistry(shop_tools(_NoShop()))
-        for tool in registry:
-            print(
-                f"  {tool.name:<18} {tool.risk.value:<5} timeout {tool.timeout_s:g}s  (demo shop)"
-            )
+        served = dict.fromkeys(CATALOG, "demo shop")
+        for line in catalog_lines(CATALOG, served):
+            print("  " + line)
         return EXIT_OK
-    config = load_tools_config(settings.tools_path)
-    return await print_tools_check(config, probe=args.probe, out=print)
-
-
-class _NoShop:
-    """Stands in for the demo shop when only the tool declarations are listed."""
-
-    async def get_order(self, order_id: str) -> None:
-        return None
-
-    async def search_policies(self, query: str, lang: str) -> list[Any]:
-        return []
-
-    async def cancel_order(self, order_id: str, user_id: int, idempotency_key: str) -> Any:
-        raise NotImplementedError
+    config, problems = check_tools_file(settings.tools_path)
+    if config is None:
+        for line in problems:
+            print(line)
+        return EXIT_USAGE
+    if args.tools_command == "check":
+        return await print_tools_check(config, probe=args.probe, out=print)
+    catalog = catalog_of([*CATALOG.values(), *config.catalog().values()])
+    served = {tool.name: f"{tool.method} {tool.url}" for tool in config.tools}
+    print(f"tools from {config.source}:")
+    for line in catalog_lines(catalog, served):
+        print("  " + line)
+    return EXIT_OK
 
 
 async def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:

@@ -1,12 +1,15 @@
-"""`stepwise tools check [--probe]`: print what `agent_core.http.check_tools` found.
+"""`stepwise tools` and `stepwise tools check [--probe]`: print the catalog in use and what
+`agent_core.http.check_tools` found.
 
-One line per configured tool, per catalog tool left out, and per probe; exit status 1 when
-a probe failed, else 0.
+`stepwise tools` lists every tool the agent can use (name, risk, who approves, who serves
+it, what it does, its arguments, the phrases a planner reads); `tools check` prints one
+line per configured tool, per catalog tool left out and per probe (exit status 1 when a
+probe failed), or, for a bad file, one line per problem (file, tool, field).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import httpx
 
@@ -18,6 +21,7 @@ from agent_core.http import (
     all_passed,
     check_tools,
 )
+from agent_core.spec import ToolSpec
 
 
 def check_line(check: ToolCheck) -> str:
@@ -53,3 +57,31 @@ async def print_tools_check(
     for check in checks:
         out(check_line(check))
     return 0 if all_passed(checks) else 1
+
+
+def catalog_lines(catalog: Mapping[str, ToolSpec], served_by: Mapping[str, str]) -> list[str]:
+    """The catalog in use, tool by tool; `served_by` says who serves each (absent: nobody)."""
+    lines: list[str] = []
+    for name in sorted(catalog):
+        spec = catalog[name]
+        approval = f" approved by the {spec.approval.value}" if spec.approval else ""
+        backend = served_by.get(name, "not configured")
+        lines.append(f"{name}  [{spec.risk.value} risk{approval}]  {backend}")
+        lines.append(f"    {spec.description.en}")
+        lines.append(f"    {spec.description.zh}")
+        lines.append(f"    arguments: {_arguments(spec)}")
+        if spec.phrases is not None:
+            lines.append(f"    phrases: {', '.join((*spec.phrases.en, *spec.phrases.zh)) or '-'}")
+    return lines
+
+
+def _arguments(spec: ToolSpec) -> str:
+    schema = spec.args_schema()
+    required = set(schema.get("required", []))
+    parts = []
+    for arg, field in schema.get("properties", {}).items():
+        kind = field.get("type") or "/".join(
+            str(option.get("type")) for option in field.get("anyOf", []) if option.get("type")
+        )
+        parts.append(f"{arg}: {kind or 'any'}" + ("" if arg in required else " (optional)"))
+    return ", ".join(parts) or "none"

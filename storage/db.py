@@ -177,6 +177,65 @@ MIGRATIONS: list[str] = [
     UPDATE events SET kind = 'customer_blocked'
         WHERE kind = 'notice' AND message = 'telegram: the customer blocked the bot';
     """,
+    # 4: a failed step keeps the reason its tool gave (`error_code`: "window_closed",
+    # "argument:amount"), so the answer can explain a refusal in the customer's words.
+    """
+    ALTER TABLE steps ADD COLUMN error_code TEXT;
+    """,
+    # 5: a run the customer declined is `declined`, not `cancelled` (which staff read as "the
+    # order was cancelled"). Rewrites the runs that ended so before, and their run_finished
+    # events, so filters and timelines agree: a `cancelled` run is one whose paused step the
+    # customer declined (approval_approved = 0). Nothing else ever ended a run `cancelled`.
+    """
+    UPDATE runs SET status = 'declined'
+        WHERE status = 'cancelled' AND EXISTS (
+            SELECT 1 FROM steps s WHERE s.run_id = runs.id AND s.approval_approved = 0
+        );
+    UPDATE events SET status = 'declined'
+        WHERE kind = 'run_finished' AND status = 'cancelled'
+        AND run_id IN (SELECT id FROM runs WHERE status = 'declined');
+    """,
+    # 6: the demo shop grows returns, refunds, address changes and parcel tracking. Every
+    # change, cancellations included, is keyed by its idempotency key in ONE ledger
+    # (`shop_ledger`, with the tool's name); `shop_cancellations` stays readable as a view
+    # of the cancellations in it. Orders get what those tools need (all optional, so a seed
+    # written before keeps working): amount paid, delivery time, address, tracking (JSON).
+    """
+    CREATE TABLE shop_ledger (
+        idempotency_key TEXT PRIMARY KEY,
+        tool TEXT NOT NULL,
+        order_id TEXT NOT NULL,
+        user_id INTEGER NOT NULL,
+        result TEXT NOT NULL,
+        at TEXT NOT NULL
+    );
+    INSERT INTO shop_ledger (idempotency_key, tool, order_id, user_id, result, at)
+        SELECT idempotency_key, 'cancel_order', order_id, user_id, result, at
+        FROM shop_cancellations;
+    DROP TABLE shop_cancellations;
+    CREATE VIEW shop_cancellations AS
+        SELECT idempotency_key, order_id, user_id, result, at FROM shop_ledger
+        WHERE tool = 'cancel_order';
+    ALTER TABLE shop_orders ADD COLUMN amount_paid TEXT;
+    ALTER TABLE shop_orders ADD COLUMN delivered_at TEXT;
+    ALTER TABLE shop_orders ADD COLUMN address TEXT;
+    ALTER TABLE shop_orders ADD COLUMN tracking TEXT;
+    CREATE TABLE shop_returns (
+        id TEXT PRIMARY KEY,
+        order_id TEXT NOT NULL,
+        reason TEXT,
+        at TEXT NOT NULL
+    );
+    CREATE INDEX shop_returns_by_order ON shop_returns(order_id);
+    CREATE TABLE shop_refunds (
+        id TEXT PRIMARY KEY,
+        order_id TEXT NOT NULL,
+        amount_cents INTEGER NOT NULL,
+        reason TEXT,
+        at TEXT NOT NULL
+    );
+    CREATE INDEX shop_refunds_by_order ON shop_refunds(order_id);
+    """,
 ]
 
 

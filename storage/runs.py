@@ -259,7 +259,7 @@ def _decide_claim(
             {
                 "kind": EventKind.DECISION_CLAIMED.value,
                 "decision": "approved" if approved else "declined",
-                "message": f"{'confirmed' if approved else 'cancelled'} by user {user_id}",
+                "message": f"{'confirmed' if approved else 'declined'} by user {user_id}",
                 "now": now,
                 "run_id": run_id,
             },

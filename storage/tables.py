@@ -73,6 +73,7 @@ STEP_STATE_COLUMNS = (
     "observation",
     "error_type",
     "error_message",
+    "error_code",
     "skip_reason",
     "fallback_reason",
     "pause_reason",
@@ -277,6 +278,7 @@ def step_state_row(run_id: str, step: PlanStep, observation: str | None) -> Row:
         "observation": observation,
         "error_type": error.type.value if error else None,
         "error_message": error.message if error else None,
+        "error_code": error.code if error else None,
         "skip_reason": step.skip_reason,
         "fallback_reason": step.fallback_reason,
         "pause_reason": step.pause_reason,
@@ -367,7 +369,9 @@ def step_from_row(row: NamedRow) -> PlanStep:
         )
     error = None
     if row["error_type"] is not None:
-        error = StepError(type=row["error_type"], message=row["error_message"] or "")
+        error = StepError(
+            type=row["error_type"], message=row["error_message"] or "", code=row["error_code"]
+        )
     return PlanStep(
         id=row["id"],
         goal=row["goal"],

@@ -241,9 +241,10 @@ async def test_messages_of_one_chat_are_answered_in_order(bot: Bot) -> None:
 
 async def test_unknown_and_foreign_orders_are_explained(bot: Bot) -> None:
     bot.standin.inject_message(DEMO, DEMO, "where is order Z9999")
-    await bot.until_text(DEMO, "I couldn't find order Z9999.")
+    await bot.until_text(DEMO, "I couldn't find order Z9999 on this account.")
     bot.standin.inject_message(DEMO, DEMO, "where is order B2001")
-    await bot.until_text(DEMO, "doesn't belong to this account")
+    # Issue 11 item 13: another customer's order reads exactly like an unknown one.
+    await bot.until_text(DEMO, "I couldn't find order B2001 on this account.")
 
 
 async def test_non_text_and_oversized_messages_get_a_polite_reply(bot: Bot) -> None:

@@ -32,8 +32,8 @@ def test_a_customer_chats_confirms_and_quits(tmp_path: Path) -> None:
     chat.expect_exact("Confirm? [y/N] ")
     chat.sendline("y")
     chat.expect_exact("✅ Cancel order A1003 — confirmed and done")
-    chat.expect_exact("bot> Order A1003 is not shipped yet.")
-    chat.expect_exact("Order A1003 has been cancelled.")
+    # Issue 11 item 16: the answer states the order's latest state only.
+    chat.expect_exact("bot> Order A1003 has been cancelled.")
 
     chat.expect_exact("you> ")
     chat.sendline("帮我查一下订单 A1002 的物流，如果还没送达，再看一下售后政策")

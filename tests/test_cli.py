@@ -123,7 +123,7 @@ def test_reject_changes_nothing(db: Path) -> None:
     proc = stepwise(db, "reject", out["run_id"], "--user", DEMO_USER, "--json")
     assert proc.returncode == 0
     result = json.loads(proc.stdout)
-    assert result["status"] == "cancelled"
+    assert result["status"] == "declined"
     assert "Nothing was changed" in result["answer"]
     assert query(db, "SELECT status FROM shop_orders WHERE id = 'A1001'") == [("shipping",)]
     assert query(db, "SELECT count(*) FROM shop_cancellations") == [(0,)]

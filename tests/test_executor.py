@@ -184,7 +184,7 @@ async def test_high_risk_step_pauses_before_the_tool_and_confirm_resumes_from_it
     assert run.steps[1].status is StepStatus.PAUSED
     assert scripts["cancel_order"].calls == []
     assert run.pause is not None and run.pause.step_id == "s2" and run.pause.nonce
-    assert "press Confirm or Cancel" in (run.answer or "")
+    assert 'press "Yes, cancel A1001" or "No, keep it"' in (run.answer or "")
 
     run = await resume(executor, run, approved=True, by_user_id=10001)
 
@@ -209,7 +209,7 @@ async def test_declined_pause_cancels_the_run_and_changes_nothing() -> None:
     run = await executor.start(make_run([STATUS, CANCEL]))
     run = await resume(executor, run, approved=False, by_user_id=10001)
 
-    assert run.status is RunStatus.CANCELLED
+    assert run.status is RunStatus.DECLINED
     assert run.steps[1].status is StepStatus.CANCELLED
     assert scripts["cancel_order"].calls == []
     assert len(scripts["get_order_status"].calls) == 1
@@ -562,7 +562,7 @@ async def test_failure_decline_and_fallback_ride_along_with_the_next_commit() ->
     executor, journal, told = committed_executor(registry)
     run = await executor.start(make_run([STATUS, CANCEL]))
     run = await resume(executor, run, approved=False, by_user_id=10001)
-    assert run.status is RunStatus.CANCELLED
+    assert run.status is RunStatus.DECLINED
     assert journal.transactions[-1] == ["step_declined:s2", "run_finished"]
     assert scripts["cancel_order"].calls == []
     assert told == [label for tx in journal.transactions for label in tx]

@@ -53,7 +53,7 @@ SHIPPING_ZH = "订单 A1001：运输中，预计 2026-12-03 送达。"
 async def test_1_decline_keeps_the_done_status_step_and_cancels_only_later_steps() -> None:
     for lang, first_line in ((EN, SHIPPING_EN), (ZH, SHIPPING_ZH)):
         run = await run_to_answer("cancel_and_refund", lang, decision=False)
-        assert run.status is RunStatus.CANCELLED
+        assert run.status is RunStatus.DECLINED
         assert [s.status for s in run.steps] == [
             StepStatus.DONE,
             StepStatus.CANCELLED,
@@ -165,29 +165,30 @@ async def test_7_a_paused_run_says_nothing_about_steps_after_the_pause() -> None
     assert en.status is RunStatus.PAUSED
     assert en.answer == (
         f"{SHIPPING_EN}\nCancel order A1001: this changes your order, so I need your "
-        "confirmation first.\nPlease press Confirm or Cancel below."
+        'confirmation first.\nPlease press "Yes, cancel A1001" or "No, keep it" below.'
     )
     assert zh.answer == (
         f"{SHIPPING_ZH}\n取消订单 A1001：这一步会修改你的订单，需要你确认后才会执行。\n"
-        "请点击下方的“确认”或“取消”。"
+        "请点击下方的“确认取消”或“不取消”。"
     )
 
 
 # 8. answers: the not-found and not-yours next-step hints replaced by "contact a human agent".
+#    (Issue 11 item 13: both read the same, so an answer never reveals another's order.)
+NOT_ON_THIS_ACCOUNT_EN = (
+    "I couldn't find order A1001 on this account.\n"
+    "Please check the order number, and write from the account you ordered with."
+)
+NOT_ON_THIS_ACCOUNT_ZH = (
+    "当前账号下没有找到订单 A1001。\n请核对订单号，并使用下单时的账号联系我们。"
+)
+
+
 @pytest.mark.parametrize(
     ("error", "en", "zh"),
     [
-        (
-            ErrorType.NOT_FOUND,
-            "I couldn't find order A1001.\nPlease check the order number and try again.",
-            "没有找到订单 A1001。\n请核对订单号后再试。",
-        ),
-        (
-            ErrorType.PERMISSION_DENIED,
-            "Order A1001 doesn't belong to this account, so I can't look at or change it.\n"
-            "If this is your order, please write from the account you ordered with.",
-            "订单 A1001 不属于当前账号，我不能查看或修改它。\n如果这是你的订单，请用下单时绑定的账号联系我们。",
-        ),
+        (ErrorType.NOT_FOUND, NOT_ON_THIS_ACCOUNT_EN, NOT_ON_THIS_ACCOUNT_ZH),
+        (ErrorType.PERMISSION_DENIED, NOT_ON_THIS_ACCOUNT_EN, NOT_ON_THIS_ACCOUNT_ZH),
     ],
 )
 async def test_8_not_found_and_not_yours_say_what_to_do_next(
@@ -254,7 +255,7 @@ async def test_10_a_declined_run_reloads_with_every_step_as_it_ended(
 
     reloaded = await store.load_run(paused.id)
     assert reloaded is not None
-    assert reloaded.status is RunStatus.CANCELLED
+    assert reloaded.status is RunStatus.DECLINED
     assert [s.status for s in reloaded.steps] == [
         StepStatus.DONE,
         StepStatus.CANCELLED,
@@ -270,10 +271,10 @@ async def test_10_a_declined_run_reloads_with_every_step_as_it_ended(
     events = _events(tmp_path / "runs.db", paused.id)
     claim = [e for e in events if e["kind"] == EventKind.DECISION_CLAIMED.value]
     assert [(c["decision"], c["message"]) for c in claim] == [
-        ("declined", f"cancelled by user {CUSTOMER}")
+        ("declined", f"declined by user {CUSTOMER}")
     ]
     assert [e["kind"] for e in events][-2:] == ["step_declined", "run_finished"]
-    assert events[-1]["status"] == "cancelled"
+    assert events[-1]["status"] == "declined"
 
 
 async def test_10_an_approved_claim_is_logged_as_approved(
@@ -423,7 +424,7 @@ async def test_event_fields_of_a_skip_a_pause_and_a_decline() -> None:
     await ex.drive(decide(run, approved=False))
     assert _fields(journal)[-2:] == [
         ("step_declined", "s2", "cancel_order", None, "cancelled", None, None, None, None),
-        ("run_finished", None, None, None, "cancelled", None, None, None, None),
+        ("run_finished", None, None, None, "declined", None, None, None, None),
     ]
 
 

@@ -63,7 +63,15 @@ def tools(shop: DemoShop) -> ToolRegistry:
 
 def test_tool_declarations(shop: DemoShop) -> None:
     registry = ToolRegistry(shop_tools(shop, timeout_s=2.5))
-    assert registry.names() == ["cancel_order", "get_order_status", "search_policy"]
+    assert registry.names() == [
+        "cancel_order",
+        "change_address",
+        "get_order_status",
+        "request_refund",
+        "request_return",
+        "search_policy",
+        "track_parcel",
+    ]
     status = registry.get("get_order_status")
     policy = registry.get("search_policy")
     cancel = registry.get("cancel_order")
@@ -328,7 +336,7 @@ async def test_locked_database_is_unavailable_and_nothing_is_written(
 
 async def test_failure_mid_cancel_rolls_back_the_status_change(store_backend: Backend) -> None:
     async with await store_backend.open_shop() as backend:
-        store_backend.fail_inserts("shop_cancellations", "database or disk is full")
+        store_backend.fail_inserts("shop_ledger", "database or disk is full")
         with pytest.raises(ShopUnavailable, match="disk is full"):
             await backend.cancel_order("A1001", DEMO_USER, "run-1:s1")
         order = await backend.get_order("A1001")
@@ -379,7 +387,7 @@ async def test_seeds_only_once_across_opens(store_backend: Backend) -> None:
         assert order is not None and order.status == "cancelled"  # not re-seeded over
         assert await second.cancellation_count() == 1
     assert store_backend.count_rows("shop_policies") == 10
-    assert store_backend.count_rows("shop_orders") == 6
+    assert store_backend.count_rows("shop_orders") == 8
     assert store_backend.count_rows("shop_meta") == 1
 
 
@@ -390,7 +398,7 @@ async def test_concurrent_first_starts_seed_once(store_backend: Backend) -> None
     shops = await asyncio.gather(*(store_backend.open_shop() for _ in range(4)))
     try:
         assert store_backend.count_rows("shop_policies") == 10
-        assert store_backend.count_rows("shop_orders") == 6
+        assert store_backend.count_rows("shop_orders") == 8
         for backend in shops:
             assert len(await backend.search_policies("refund", "en")) == 1
     finally:
@@ -484,9 +492,18 @@ def test_bundled_seed_validates_and_matches_the_demo() -> None:
         "A1003": (DEMO_USER, "pending"),
         "A1004": (DEMO_USER, "cancelled"),
         "A1005": (DEMO_USER, "shipping"),
+        "A1006": (DEMO_USER, "delivered"),
+        "A1007": (DEMO_USER, "pending"),
         "B2001": (OTHER_USER, "shipping"),
     }
     assert orders["A1001"].eta == "2026-12-03"
+    # What the new tools need: a refund limit on every order, a return window that is open
+    # for A1002 and closed for A1006 whenever the demo is first started, parcel events.
+    assert all(o.amount_paid is not None for o in seed.orders)
+    assert (orders["A1002"].delivered_days_ago, orders["A1006"].delivered_days_ago) == (2, 30)
+    assert seed.return_window_days == 7
+    tracked = {o.id for o in seed.orders if o.tracking and o.tracking.events}
+    assert tracked == {"A1001", "A1002", "A1005", "B2001"}
     assert all(o.items for o in seed.orders)
     by_lang: dict[str, list[str]] = {"zh": [], "en": []}
     for policy in seed.policies:

@@ -17,6 +17,7 @@ import psycopg
 import pytest
 
 import storage.db
+import storage.runs
 from agent_core.agent import Agent
 from agent_core.executor import Executor
 from agent_core.models import (
@@ -512,11 +513,29 @@ def test_timestamps_keep_their_stored_form_and_parse_back() -> None:
             parse_ts(bad)
 
 
+# Step columns added by a later migration: a database of an older version has none of them,
+# so writing "as that version" leaves them out.
+_LATER_STEP_COLUMNS = ("error_code",)
+
+
+def _schema_as_of(monkeypatch: pytest.MonkeyPatch, version: int) -> None:
+    """Open and write databases as stepwise did at schema `version` (until undone)."""
+    monkeypatch.setattr(storage.db, "MIGRATIONS", MIGRATIONS[:version])
+    step = tuple(c for c in tables.STEP_COLUMNS if c not in _LATER_STEP_COLUMNS)
+    state = tuple(c for c in tables.STEP_STATE_COLUMNS if c not in _LATER_STEP_COLUMNS)
+    monkeypatch.setattr(
+        storage.runs, "_UPSERT_STEP", tables.upsert("steps", step, ("run_id", "id"))
+    )
+    monkeypatch.setattr(
+        storage.runs, "_UPDATE_STEP", tables.update("steps", state, ("run_id", "id"))
+    )
+
+
 async def test_a_version_1_database_is_upgraded_in_place(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "v1.db"
-    monkeypatch.setattr(storage.db, "MIGRATIONS", MIGRATIONS[:1])
+    _schema_as_of(monkeypatch, 1)
     old = await SqliteRunStore.open(path)
     executor, _ = executor_for(
         old, status=[fail(ErrorType.TIMEOUT), {"order_id": "A1001", "status": "shipping"}]
@@ -538,7 +557,7 @@ async def test_a_version_1_database_is_upgraded_in_place(
 
     store = await SqliteRunStore.open(path)  # migrations 2 and 3 run here
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
         events_sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'events'").fetchone()
         assert "AUTOINCREMENT" not in events_sql[0]
         assert conn.execute(
@@ -590,7 +609,7 @@ async def test_declined_failed_and_expired_runs_reload_with_errors_approvals_and
     assert asked.pause is not None
     declined = await agent.decide(asked.id, user_id=10001, approved=False, nonce=asked.pause.nonce)
     assert declined.result is ClaimResult.OK and declined.run is not None
-    assert declined.run.status is RunStatus.CANCELLED
+    assert declined.run.status is RunStatus.DECLINED
 
     # Failed: the order service answers "not found" (not retryable).
     failing, _ = executor_for(store, status=[fail(ErrorType.NOT_FOUND, "no order A1001")])
@@ -621,7 +640,7 @@ async def test_declined_failed_and_expired_runs_reload_with_errors_approvals_and
         for e in await store.history.timeline(declined.run.id)
         if e.kind is EventKind.DECISION_CLAIMED
     ]
-    assert decisions == [("declined", "s3", "cancelled by user 10001")]
+    assert decisions == [("declined", "s3", "declined by user 10001")]
 
     reloaded = await store.load_run("failed")
     assert reloaded is not None and reloaded.steps[0].error is not None
@@ -670,7 +689,7 @@ async def test_migration_3_turns_the_bots_prose_notices_into_event_kinds(
 ) -> None:
     """Before v3 the bot wrote "prompt shown" and "customer blocked" as notice texts."""
     path = tmp_path / "v2.db"
-    monkeypatch.setattr(storage.db, "MIGRATIONS", MIGRATIONS[:2])
+    _schema_as_of(monkeypatch, 2)
     old = await SqliteRunStore.open(path)
     executor, _ = executor_for(old, status=[{"order_id": "A1003", "status": "pending"}])
     paused = await executor.start(make_run([STATUS, CANCEL]))

@@ -4,9 +4,10 @@
 The names, arguments and risks come from `agent_core.catalog` and the failure types stay
 the same, so the planner, the policy and the answers do not know which backend they talk to.
 
-- `config`: the tools file (TOML), validated against the catalog; secrets and redaction.
-- `contracts`: what each tool's 2xx answer must look like (pydantic models).
-- `responses`: what one answer means (status → error type, Retry-After, contracts). Pure.
+- `config`: the tools file (TOML), validated completely; secrets and redaction.
+- `declare`: a tool the catalog does not know, declared in the file (its `ToolSpec`).
+- `mapping`: a shop's own API shapes (request bodies, JMESPath responses, error bodies).
+- `responses`: what one answer means (status → error type, Retry-After, contract). Pure.
 - `client`: the connection pool, request building, and the tools' handlers.
 - `check`: `stepwise tools check [--probe]` as typed records (the CLI prints them).
 """
@@ -24,9 +25,10 @@ from agent_core.http.config import (
     HttpToolConfig,
     ToolsConfig,
     ToolsConfigError,
+    check_tools_file,
     load_tools_config,
 )
-from agent_core.http.responses import HttpOutcome, map_response, parse_retry_after
+from agent_core.http.responses import HttpOutcome, Reading, map_response, parse_retry_after
 
 __all__ = [
     "RETRY_AFTER_CAP_S",
@@ -35,12 +37,14 @@ __all__ = [
     "HttpToolConfig",
     "MissingTool",
     "ProbeResult",
+    "Reading",
     "ToolCheck",
     "ToolsConfig",
     "ToolsConfigError",
     "all_passed",
     "build_http_tools",
     "check_tools",
+    "check_tools_file",
     "load_tools_config",
     "map_response",
     "new_client",

@@ -91,7 +91,7 @@ async def _probe(
     )
     if spec.risk is Risk.HIGH or spec.method != "GET" or spec.probe_args is None:
         return result
-    args = CATALOG[spec.name].args_model.model_validate(spec.probe_args)
+    args = spec.spec.args_model.model_validate(spec.probe_args)
     ctx = ToolContext(
         user_id=config.probe_user_id,
         trace_id=f"probe-{secrets.token_hex(4)}",
@@ -104,7 +104,7 @@ async def _probe(
         response = await client.send(request, stream=True)
         await response.aclose()
     except httpx.HTTPError as exc:
-        error = config.redact(transport_message(exc))
+        error = config.redact(transport_message(exc, config.redact))
         return result.model_copy(update={"probed": True, "passed": False, "error": error})
     status = response.status_code
     return result.model_copy(

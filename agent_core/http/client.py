@@ -1,6 +1,9 @@
 """The HTTP tools themselves: one shared connection pool, request building, and the
 handler that sends, maps the answer (`responses.map_response`) and may honour Retry-After.
 
+A tool with `check_first` calls that read tool (same arguments) before its own request and
+sends nothing when it fails: the read's failure (not found, not yours) is the answer.
+
 Requests
 --------
 Every request carries `X-Stepwise-User` (the customer's Telegram user id) and
@@ -21,9 +24,9 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel
 
-from agent_core.catalog import CATALOG
 from agent_core.http.config import DEFAULT_TIMEOUT_S, HttpToolConfig, ToolsConfig
-from agent_core.http.responses import HttpOutcome, clip, map_response
+from agent_core.http.mapping import render_body
+from agent_core.http.responses import HttpOutcome, Reading, clip, map_response
 from agent_core.models import ErrorType
 from agent_core.tools import Tool, ToolContext, ToolFailure
 
@@ -66,10 +69,17 @@ def build_http_tools(
 
     `sleep` is the Retry-After wait (tests pass a recorder).
     """
+    by_name = {spec.name: spec for spec in config.tools}
     return [
         Tool.of(
-            CATALOG[spec.name],
-            _HttpTool(spec, config, client, sleep),
+            spec.spec,
+            _HttpTool(
+                spec,
+                config,
+                client,
+                sleep,
+                first=by_name.get(spec.check_first) if spec.check_first else None,
+            ),
             timeout_s=spec.timeout_s,
             max_retries=spec.max_retries,
             risk=spec.risk,
@@ -99,12 +109,14 @@ def build_request(
     headers["X-Stepwise-User"] = str(ctx.user_id)
     headers["X-Stepwise-Trace"] = ctx.trace_id
     if spec.method == "GET":
+        params = render_body(spec.query, args) if spec.query is not None else rest
         return client.build_request(
-            "GET", url, params=rest, headers=headers, timeout=httpx.Timeout(timeout_s)
+            "GET", url, params=params, headers=headers, timeout=httpx.Timeout(timeout_s)
         )
     headers["Idempotency-Key"] = ctx.idempotency_key
+    body = render_body(spec.body, args) if spec.body is not None else rest
     return client.build_request(
-        spec.method, url, json=rest, headers=headers, timeout=httpx.Timeout(timeout_s)
+        spec.method, url, json=body, headers=headers, timeout=httpx.Timeout(timeout_s)
     )
 
 
@@ -121,7 +133,9 @@ async def _read_body(response: httpx.Response) -> bytes:
     return bytes(body)
 
 
-async def _exchange(client: httpx.AsyncClient, request: httpx.Request, tool: str) -> HttpOutcome:
+async def _exchange(
+    client: httpx.AsyncClient, request: httpx.Request, tool: str, reading: Reading
+) -> HttpOutcome:
     """Send one request and map what came back; transport trouble becomes a typed outcome."""
     try:
         response = await client.send(request, stream=True)
@@ -130,22 +144,25 @@ async def _exchange(client: httpx.AsyncClient, request: httpx.Request, tool: str
         finally:
             await response.aclose()
     except httpx.TimeoutException as exc:
-        return HttpOutcome(None, error_type=ErrorType.TIMEOUT, message=transport_message(exc))
+        message = transport_message(exc, reading.redact)
+        return HttpOutcome(None, error_type=ErrorType.TIMEOUT, message=message)
     except httpx.TransportError as exc:
-        return HttpOutcome(None, error_type=ErrorType.UNAVAILABLE, message=transport_message(exc))
+        message = transport_message(exc, reading.redact)
+        return HttpOutcome(None, error_type=ErrorType.UNAVAILABLE, message=message)
     except httpx.HTTPError as exc:
-        return HttpOutcome(None, error_type=ErrorType.INTERNAL, message=transport_message(exc))
+        message = transport_message(exc, reading.redact)
+        return HttpOutcome(None, error_type=ErrorType.INTERNAL, message=message)
     except _BodyTooLarge:
         return HttpOutcome(
             response.status_code,
             error_type=ErrorType.INTERNAL,
             message=f"upstream answer is larger than {MAX_BODY_BYTES} bytes",
         )
-    return map_response(response.status_code, response.headers, body, tool=tool)
+    return map_response(response.status_code, response.headers, body, tool=tool, reading=reading)
 
 
-def transport_message(exc: httpx.HTTPError) -> str:
-    detail = clip(str(exc))
+def transport_message(exc: httpx.HTTPError, redact: Callable[[str], str] = lambda t: t) -> str:
+    detail = clip(str(exc), redact)
     return f"no answer from upstream: {type(exc).__name__}" + (f" ({detail})" if detail else "")
 
 
@@ -158,27 +175,43 @@ class _HttpTool:
         config: ToolsConfig,
         client: httpx.AsyncClient,
         sleep: Callable[[float], Awaitable[None]],
+        *,
+        first: HttpToolConfig | None = None,
     ) -> None:
         self._spec = spec
         self._config = config
         self._client = client
         self._sleep = sleep
+        self._first = _HttpTool(first, config, client, sleep) if first is not None else None
+
+    @property
+    def spec(self) -> HttpToolConfig:
+        return self._spec
 
     def __repr__(self) -> str:
         return f"<http tool {self._spec.name}: {self._spec.method} {self._spec.url}>"
 
     async def __call__(self, args: BaseModel, ctx: ToolContext) -> Any:
+        values = args.model_dump(mode="json")
+        if self._first is not None:
+            fields = self._first.spec.spec.args_model.model_fields
+            # Raises the read's failure (not found, not yours): then nothing is sent.
+            await self._first.send({k: v for k, v in values.items() if k in fields}, ctx)
+        return await self.send(values, ctx)
+
+    async def send(self, values: Mapping[str, Any], ctx: ToolContext) -> Any:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._spec.timeout_s
-        values = args.model_dump(mode="json")
         outcome = await self._attempt(values, ctx, deadline - loop.time())
         wait = outcome.retry_after_s
         if outcome.transient and wait is not None and self._fits(wait, deadline - loop.time()):
             await self._sleep(wait)
             outcome = await self._attempt(values, ctx, deadline - loop.time())
         if outcome.error_type is not None:
-            raise ToolFailure(outcome.error_type, self._config.redact(outcome.message))
-        return outcome.data
+            raise ToolFailure(
+                outcome.error_type, self._config.redact(outcome.message), code=outcome.code
+            )
+        return _redacted(outcome.data, self._config.redact)
 
     def _fits(self, wait: float, remaining: float) -> bool:
         """Wait in-attempt only if capped and the retried request keeps half the budget."""
@@ -190,8 +223,16 @@ class _HttpTool:
         request = build_request(
             self._client, self._config, self._spec, values, ctx, max(budget_s, 0.001)
         )
+        reading = Reading(
+            spec=self._spec.spec,
+            response=self._spec.response,
+            errors=self._spec.errors,
+            args=values,
+            user_id=ctx.user_id,
+            redact=self._config.redact,
+        )
         started = time.perf_counter()
-        outcome = await _exchange(self._client, request, self._spec.name)
+        outcome = await _exchange(self._client, request, self._spec.name, reading)
         log.info(
             "http tool %s: %s %s in %.0f ms",
             self._spec.name,
@@ -201,3 +242,15 @@ class _HttpTool:
             extra={"trace_id": ctx.trace_id},
         )
         return outcome
+
+
+def _redacted(data: Any, redact: Callable[[str], str]) -> Any:
+    """An answer with every secret removed from its texts (an upstream that echoes a header
+    into a field must not put it in front of a customer)."""
+    if isinstance(data, str):
+        return redact(data)
+    if isinstance(data, list):
+        return [_redacted(item, redact) for item in data]
+    if isinstance(data, dict):
+        return {key: _redacted(value, redact) for key, value in data.items()}
+    return data

@@ -1,29 +1,46 @@
-"""Loading a tools file: `STEPWISE_TOOLS=path/to/tools.toml`, validated against the catalog.
+"""Loading a tools file: `STEPWISE_TOOLS=path/to/tools.toml`, validated completely.
 
-Config file (see `examples/tools.toml`)
----------------------------------------
-`[tools.<name>]`, one table per tool; `<name>` is a tool of `agent_core.catalog` (today
-`get_order_status`, `search_policy` and `cancel_order`; anything else is an error; a tool
-left out is simply not registered). Its arguments and lowest risk come from the catalog:
+Config file (see `examples/tools.toml` and `examples/woocommerce.toml`)
+-----------------------------------------------------------------------
+`[tools.<name>]`, one table per tool. A tool of the built-in catalog (`agent_core.catalog`)
+takes its declaration (arguments, risk, result contract, wording, rules) from there and
+the table says only how to call it; any other name must be declared in its table
+(`agent_core.http.declare`: description, goal, args, result, templates, rules, phrases …).
+A catalog tool left out is simply not registered. The request mapping:
 
-- `url` (required): absolute http(s) url; `{arg}` placeholders must be fields of the tool's
-  args model and are percent-encoded. `${VAR}` is not allowed here (secrets go in headers).
+- `url` (required): absolute http(s) url; `{arg}` placeholders must be arguments of the
+  tool and are percent-encoded. `${VAR}` is not allowed here (secrets go in headers).
 - `method`: GET (default), POST, PUT, PATCH or DELETE. Arguments not used by the url go to
-  the query string for GET and to a JSON body otherwise.
+  the query string for GET and to a JSON body otherwise, unless `body` says what to send.
+- `body`: the JSON body as a template (`{ status = "cancelled", amount = "{amount}" }`);
+  `query`: a GET's query string, the same way (`{ search = "{query}" }`).
+- `response`: the answer mapped into the result contract (JMESPath `fields`, `values`,
+  `from_args`, `root`, `owner`); `errors`: the error body's `code`/`message` and what a
+  code means (`map`). See `agent_core.http.mapping`.
+- `check_first`: another configured read tool (GET) called first with the same arguments;
+  the change is only sent if it succeeds (an API that does not check ownership itself).
 - `timeout_s`: 5. The whole budget of one attempt (0 < t <= 60), Retry-After wait included.
 - `max_retries`: 2 (0..10). How often the executor retries a transient failure.
-- `risk`: "read" (default) or "high". `cancel_order` is always high: it defaults to "high" and
-  "read" is rejected, so a forgotten or mistyped line can never remove the customer's
-  confirmation. A high-risk tool is `idempotent=False` and must not use GET.
-- `probe_args`: arguments for `stepwise tools check --probe` (default `{order_id = "A1001"}`
-  or `{query = "refund"}`); validated against the args model at load.
+- `risk`: "read" (default) or "high". A catalog tool's risk can be raised, never lowered
+  (`cancel_order` is always high), so a forgotten or mistyped line can never remove the
+  customer's confirmation. A high-risk tool is `idempotent=False` and must not use GET.
+- `probe_args`: arguments for `stepwise tools check --probe` (a catalog tool has defaults);
+  validated against the arguments at load.
 
 `[http]`: `headers` sent on every request, where `${VAR}` is taken from the environment at
 load; `probe_user_id` (default 0) is the X-Stepwise-User a probe sends.
 
 Every header value is treated as a secret: kept as `SecretStr`, never logged, and removed
 from every message this module produces (an upstream that echoes a header back included;
-values under 4 characters are not worth hiding and would garble the messages).
+values under 4 characters are not worth hiding and would garble the messages). A secret
+is removed before any message is clipped, and so is any part of it of 6 or more
+characters from its start (an upstream that echoes a truncated token).
+
+`load_tools_config` stops at the first problem (one line: file, tool, field, problem);
+`check_tools_file` reads the whole file and returns every problem, one line each.
+
+One idea, the tools file read and checked, which is long because every rule of it says
+its own problem; a declaration's own parts are checked in `declare`, mappings in `mapping`.
 """
 
 from __future__ import annotations
@@ -39,8 +56,11 @@ from typing import Any, Final, NoReturn
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
-from agent_core.catalog import CATALOG, ToolSpec
+from agent_core.catalog import CATALOG
+from agent_core.http.declare import DECLARATION_KEYS, Problem, declare
+from agent_core.http.mapping import ErrorMapping, ResponseMapping
 from agent_core.models import Risk
+from agent_core.spec import ToolSpec
 
 DEFAULT_TIMEOUT_S: Final = 5.0
 MAX_TIMEOUT_S: Final = 60.0
@@ -48,6 +68,8 @@ DEFAULT_MAX_RETRIES: Final = 2
 MAX_RETRIES_LIMIT: Final = 10
 # Shorter header values (a version number) are not redacted: it would garble every message.
 MIN_SECRET_CHARS: Final = 4
+# A piece of a secret this long, from its start, is redacted too (a truncated echo).
+MIN_SECRET_PREFIX: Final = 6
 METHODS: Final = ("GET", "POST", "PUT", "PATCH", "DELETE")
 # Set per request from the ToolContext; a config header must not be able to fake them.
 RESERVED_HEADERS: Final = frozenset({"x-stepwise-user", "x-stepwise-trace", "idempotency-key"})
@@ -65,7 +87,7 @@ class ToolsConfigError(ValueError):
 class HttpToolConfig(BaseModel):
     """One configured tool, validated; holds no secret."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     name: str
     method: str
@@ -75,6 +97,13 @@ class HttpToolConfig(BaseModel):
     max_retries: int
     risk: Risk
     probe_args: dict[str, Any] | None
+    body: Any = None
+    query: dict[str, Any] | None = None
+    response: ResponseMapping | None = None
+    errors: ErrorMapping | None = None
+    check_first: str | None = None
+    # Its catalog entry: the built-in one, or the one the file declares.
+    spec: ToolSpec = Field(exclude=True, repr=False)
 
 
 class ToolsConfig(BaseModel):
@@ -88,14 +117,42 @@ class ToolsConfig(BaseModel):
     probe_user_id: int = 0
     # Every header value and every substituted variable, for `redact`.
     secrets: tuple[SecretStr, ...] = ()
+    # The values whose every long enough start is a secret too: the substituted variables
+    # (and a header value written without any), not the words around them ("Bearer").
+    prefix_secrets: tuple[SecretStr, ...] = ()
 
     def redact(self, text: str) -> str:
-        """`text` with every secret replaced, longest first (a token inside a header value)."""
+        """`text` with every secret replaced, longest first (a token inside a header value),
+        then every piece of a secret of `MIN_SECRET_PREFIX` characters or more from its
+        start. Run it BEFORE clipping: a clipped secret is no longer found whole."""
         values = sorted((s.get_secret_value() for s in self.secrets), key=len, reverse=True)
         for value in values:
             if len(value) >= MIN_SECRET_CHARS:
                 text = text.replace(value, "***")
+        for secret in self.prefix_secrets:
+            text = redact_prefixes(text, secret.get_secret_value())
         return text
+
+    def catalog(self) -> dict[str, ToolSpec]:
+        """The catalog entries of the configured tools (declared ones included)."""
+        return {tool.name: tool.spec for tool in self.tools}
+
+
+def redact_prefixes(text: str, secret: str, min_chars: int = MIN_SECRET_PREFIX) -> str:
+    """`text` with every run of `secret`'s first characters (at least `min_chars`) replaced."""
+    if len(secret) < min_chars:
+        return text
+    head = secret[:min_chars]
+    out: list[str] = []
+    start = 0
+    while (found := text.find(head, start)) >= 0:
+        end = found + min_chars
+        while end < len(text) and end - found < len(secret) and text[end] == secret[end - found]:
+            end += 1
+        out += [text[start:found], "***"]
+        start = end
+    out.append(text[start:])
+    return "".join(out)
 
 
 # ---------------------------------------------------------------------------------------
@@ -112,6 +169,11 @@ class _RawTool(BaseModel):
     max_retries: int = Field(DEFAULT_MAX_RETRIES, ge=0, le=MAX_RETRIES_LIMIT)
     risk: Risk | None = None
     probe_args: dict[str, Any] | None = None
+    body: dict[str, Any] | None = None
+    query: dict[str, str | int | float | bool] | None = None
+    response: ResponseMapping | None = None
+    errors: ErrorMapping | None = None
+    check_first: str | None = None
 
 
 class _RawHttp(BaseModel):
@@ -125,67 +187,148 @@ class _Problem(Exception):
     """A config problem found below the level that knows the file and the tool."""
 
 
+class _Stop(Exception):
+    """This part of the file has a problem (recorded); go on with the next part."""
+
+
+class _Problems:
+    """Every problem of one file, each one line: file, where (tool and field), what."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.lines: list[str] = []
+
+    def note(self, where: str, problem: str) -> None:
+        self.lines.append(" ".join(f"{self.source}: {where}: {problem}".split()))
+
+    def fail(self, where: str, problem: str) -> NoReturn:
+        self.note(where, problem)
+        raise _Stop
+
+
 def load_tools_config(path: str | Path, env: Mapping[str, str] | None = None) -> ToolsConfig:
-    """Read and validate a tools file; any problem raises `ToolsConfigError` (one line)."""
+    """Read and validate a tools file; the first problem raises `ToolsConfigError` (one line)."""
+    config, problems = _load(path, env)
+    if problems:
+        raise ToolsConfigError(problems[0])
+    assert config is not None
+    return config
+
+
+def check_tools_file(
+    path: str | Path, env: Mapping[str, str] | None = None
+) -> tuple[ToolsConfig | None, list[str]]:
+    """The whole file checked: the config (None if any problem) and every problem line."""
+    config, problems = _load(path, env)
+    return (None if problems else config), problems
+
+
+def _load(path: str | Path, env: Mapping[str, str] | None) -> tuple[ToolsConfig | None, list[str]]:
     source = str(path)
-    raw = _read_toml(Path(path), source)
-    unknown = sorted(set(raw) - {"tools", "http"})
-    if unknown:
-        _fail(source, unknown[0], "unknown section (expected [tools.<name>] and [http])")
-    tables = raw.get("tools")
-    if not isinstance(tables, dict) or not tables:
-        _fail(source, "[tools]", "no tools configured (expected [tools.<name>] tables)")
-    tools = tuple(_parse_tool(source, name, entry) for name, entry in tables.items())
-    http = raw.get("http", {})
-    if not isinstance(http, dict):
-        _fail(source, "[http]", "must be a table")
+    problems = _Problems(source)
     try:
-        settings = _RawHttp.model_validate(http)
-    except ValidationError as exc:
-        _fail(source, "[http]", _describe(exc))
-    headers, found = _parse_headers(source, settings, os.environ if env is None else env)
-    return ToolsConfig(
-        source=source,
-        tools=tools,
-        headers=headers,
-        probe_user_id=settings.probe_user_id,
-        secrets=tuple(SecretStr(value) for value in found),
+        raw = _read_toml(Path(path), problems)
+    except _Stop:
+        return None, problems.lines
+    tools = _parse_tools(raw, problems)
+    headers, found, partial = _parse_http(raw, problems, os.environ if env is None else env)
+    if problems.lines:
+        return None, problems.lines
+    return (
+        ToolsConfig(
+            source=source,
+            tools=tuple(tools),
+            headers=headers,
+            probe_user_id=int(raw.get("http", {}).get("probe_user_id", 0)),
+            secrets=tuple(SecretStr(value) for value in found),
+            prefix_secrets=tuple(SecretStr(value) for value in partial),
+        ),
+        [],
     )
 
 
-def _read_toml(path: Path, source: str) -> dict[str, Any]:
+def _parse_tools(raw: dict[str, Any], problems: _Problems) -> list[HttpToolConfig]:
+    for section in sorted(set(raw) - {"tools", "http"}):
+        problems.note(section, "unknown section (expected [tools.<name>] and [http])")
+    tables = raw.get("tools")
+    if not isinstance(tables, dict) or not tables:
+        problems.note("[tools]", "no tools configured (expected [tools.<name>] tables)")
+        return []
+    tools: list[HttpToolConfig] = []
+    for name, entry in tables.items():
+        try:
+            tools.append(_parse_tool(problems, name, entry))
+        except _Stop:
+            continue
+    _check_references(tools, problems)
+    return tools
+
+
+def _check_references(tools: list[HttpToolConfig], problems: _Problems) -> None:
+    """What one tool says about another: `check_first` and the rules' `after`."""
+    by_name = {tool.name: tool for tool in tools}
+    known = set(CATALOG) | set(by_name)
+    for tool in tools:
+        try:
+            first = tool.check_first
+            if first is not None:
+                other = by_name.get(first)
+                if other is None or other.method != "GET" or other.risk is not Risk.READ:
+                    problems.fail(
+                        f"tool {tool.name}",
+                        f"check_first: {first!r} is not a configured read tool using GET",
+                    )
+                needs = {
+                    n for n, f in other.spec.args_model.model_fields.items() if f.is_required()
+                }
+                missing = sorted(needs - set(tool.spec.args_model.model_fields))
+                if missing:
+                    problems.fail(
+                        f"tool {tool.name}",
+                        f"check_first: {first} needs {', '.join(missing)}, which this tool lacks",
+                    )
+            for n, skip in enumerate(tool.spec.skip_rules):
+                if skip.after_tool not in known:
+                    problems.fail(
+                        f"tool {tool.name}", f"rules.{n}.after: no tool named {skip.after_tool!r}"
+                    )
+        except _Stop:
+            continue
+
+
+def _read_toml(path: Path, problems: _Problems) -> dict[str, Any]:
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)
     except OSError as exc:
-        _fail(source, "file", f"cannot read it ({exc.strerror or type(exc).__name__})")
+        problems.fail("file", f"cannot read it ({exc.strerror or type(exc).__name__})")
     except tomllib.TOMLDecodeError as exc:
-        _fail(source, "file", f"TOML syntax error: {exc}")
+        problems.fail("file", f"TOML syntax error: {exc}")
 
 
-def _fail(source: str, where: str, problem: str) -> NoReturn:
-    line = " ".join(f"{source}: {where}: {problem}".split())
-    raise ToolsConfigError(line)
-
-
-def _parse_tool(source: str, name: str, entry: Any) -> HttpToolConfig:
-    """Validate one `[tools.<name>]` table against the catalog's entry for `name`."""
+def _parse_tool(problems: _Problems, name: str, entry: Any) -> HttpToolConfig:
+    """Validate one `[tools.<name>]` table: its request mapping, and its declaration when
+    the catalog does not know `name`."""
     where = f"tool {name}"
-    known = CATALOG.get(name)
-    if known is None:
-        _fail(source, where, f"unknown tool (known: {', '.join(sorted(CATALOG))})")
     if not isinstance(entry, dict):
-        _fail(source, where, "must be a table")
+        problems.fail(where, "must be a table")
+    declared = {k: v for k, v in entry.items() if k in DECLARATION_KEYS}
+    request = {k: v for k, v in entry.items() if k not in DECLARATION_KEYS}
+    spec = _spec(problems, where, name, declared, request.get("risk"))
     try:
-        raw = _RawTool.model_validate(entry)
+        raw = _RawTool.model_validate(request)
         method = _check_method(raw.method)
-        placeholders = _check_url(raw.url, name, known.args_model)
-        risk = _check_risk(raw.risk or known.risk, known, method)
-        probe_args = _check_probe_args(raw.probe_args, known, risk)
+        placeholders = _check_url(raw.url, name, spec.args_model)
+        risk = _check_risk(raw.risk or spec.risk, spec, method)
+        probe_args = _check_probe_args(raw.probe_args, spec, risk)
+        if raw.body is not None and method == "GET":
+            raise _Problem("body: a GET sends no body (write `query` instead)")
+        if raw.query is not None and method != "GET":
+            raise _Problem("query: only a GET sends a query string (write `body` instead)")
     except ValidationError as exc:
-        _fail(source, where, _describe(exc))
+        problems.fail(where, _describe(exc))
     except _Problem as exc:
-        _fail(source, where, str(exc))
+        problems.fail(where, str(exc))
     return HttpToolConfig(
         name=name,
         method=method,
@@ -195,7 +338,37 @@ def _parse_tool(source: str, name: str, entry: Any) -> HttpToolConfig:
         max_retries=raw.max_retries,
         risk=risk,
         probe_args=probe_args,
+        body=raw.body,
+        query=raw.query,
+        response=raw.response,
+        errors=raw.errors,
+        check_first=raw.check_first,
+        spec=spec,
     )
+
+
+def _spec(
+    problems: _Problems, where: str, name: str, declared: dict[str, Any], risk: Any
+) -> ToolSpec:
+    """The catalog's entry for `name`, or the one the table declares."""
+    known = CATALOG.get(name)
+    if known is not None:
+        if declared:
+            key = sorted(declared)[0]
+            problems.fail(
+                where, f"{key}: {name} is declared by stepwise; only its request belongs here"
+            )
+        return known
+    if not declared:
+        problems.fail(
+            where,
+            f"unknown tool (known: {', '.join(sorted(CATALOG))}; "
+            "or declare it here: description, goal, args, risk, result, templates)",
+        )
+    try:
+        return declare(name, declared, Risk(risk) if risk in ("read", "high") else None)
+    except Problem as exc:
+        problems.fail(where, f"{exc.field}: {exc}")
 
 
 def _describe(exc: ValidationError) -> str:
@@ -247,6 +420,7 @@ def _check_url(url: str, tool: str, args_model: type[BaseModel]) -> tuple[str, .
 
 
 def _check_risk(risk: Risk, known: ToolSpec, method: str) -> Risk:
+    """The configured risk: never below the catalog's, never a GET when high."""
     if known.risk is Risk.HIGH and risk is not Risk.HIGH:
         raise _Problem('risk must be "high": this tool always asks the customer first')
     if risk is Risk.HIGH and method == "GET":
@@ -268,20 +442,36 @@ def _check_probe_args(
     return given
 
 
-def _parse_headers(
-    source: str, raw: _RawHttp, env: Mapping[str, str]
-) -> tuple[dict[str, SecretStr], list[str]]:
-    """The `[http]` headers with `${VAR}` substituted, and every secret value they hold."""
+def _parse_http(
+    raw: dict[str, Any], problems: _Problems, env: Mapping[str, str]
+) -> tuple[dict[str, SecretStr], list[str], list[str]]:
+    """The `[http]` headers with `${VAR}` substituted, every secret value they hold, and
+    the values whose prefixes are secret too (see `ToolsConfig.prefix_secrets`)."""
+    http = raw.get("http", {})
     headers: dict[str, SecretStr] = {}
     found: list[str] = []
-    for name, template in raw.headers.items():
+    partial: list[str] = []
+    try:
+        if not isinstance(http, dict):
+            problems.fail("[http]", "must be a table")
         try:
-            value, used = _header_value(name, template, env)
-        except _Problem as exc:
-            _fail(source, f"[http] headers.{name}", str(exc))
+            settings = _RawHttp.model_validate(http)
+        except ValidationError as exc:
+            problems.fail("[http]", _describe(exc))
+    except _Stop:
+        return headers, found, partial
+    for name, template in settings.headers.items():
+        try:
+            try:
+                value, used = _header_value(name, template, env)
+            except _Problem as exc:
+                problems.fail(f"[http] headers.{name}", str(exc))
+        except _Stop:
+            continue
         headers[name] = SecretStr(value)
         found += [value, *used]
-    return headers, found
+        partial += used or [value]
+    return headers, found, partial
 
 
 def _header_value(name: str, template: str, env: Mapping[str, str]) -> tuple[str, list[str]]:

@@ -15,7 +15,13 @@ anything else (3xx too: redirects are not followed)     internal
 ======================================================  ===================================
 
 The upstream's own error text is kept for staff in the failure message, cut to 300
-characters; customers never see it (`answers` words every failure itself).
+characters AFTER every secret was removed from it (a secret cut in half would no longer be
+found); customers never see it (`answers` words every failure itself).
+
+A tool configured with a response mapping (`agent_core.http.mapping`) has its 2xx answer
+mapped into its result contract before the contract is checked, an `owner` that is not the
+requesting customer is `permission_denied`, and an error body whose code the mapping knows
+has the mapped meaning whatever the status (with its refusal code, for the answer).
 
 A transient answer with `Retry-After` (seconds or an HTTP date) is retried once inside the
 same attempt, after waiting that long, when the wait is at most 10 s and still leaves half
@@ -28,25 +34,42 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from types import MappingProxyType
 from typing import Any, Final
 
 from agent_core.catalog import CATALOG
-from agent_core.http.contracts import ContractBroken, check_contract, has_contract
+from agent_core.http.mapping import ErrorMapping, ResponseMapping
 from agent_core.models import ErrorType, Risk
+from agent_core.results import ContractBroken, check_result, is_empty
+from agent_core.spec import ToolSpec
 
 MESSAGE_LIMIT: Final = 300
 TRANSIENT: Final = frozenset({ErrorType.TIMEOUT, ErrorType.UNAVAILABLE})
 
 
-def writes(tool: str | None) -> bool:
-    """A tool that changes something (the catalog's high-risk tools): an empty 2xx leaves
-    its outcome unknown, so it breaks the contract instead of being an empty result."""
-    spec = CATALOG.get(tool or "")
+def _same(text: str) -> str:
+    return text
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How to read one tool's answers: its entry, its mappings, who asked, what to hide."""
+
+    spec: ToolSpec | None = None
+    response: ResponseMapping | None = None
+    errors: ErrorMapping | None = None
+    args: Mapping[str, Any] = field(default_factory=dict)
+    user_id: int | None = None
+    redact: Callable[[str], str] = _same
+
+
+def writes(spec: ToolSpec | None) -> bool:
+    """A tool that changes something (a high-risk tool): an empty 2xx leaves its outcome
+    unknown, so it breaks the contract instead of being an empty result."""
     return spec is not None and spec.risk is Risk.HIGH
 
 
@@ -59,6 +82,8 @@ class HttpOutcome:
     error_type: ErrorType | None = None
     message: str = ""
     retry_after_s: float | None = None
+    # A refusal's reason from the error mapping (`invalid_arguments:<code>`).
+    code: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -90,25 +115,47 @@ def map_response(
     *,
     tool: str | None = None,
     now: datetime | None = None,
+    reading: Reading | None = None,
 ) -> HttpOutcome:
     """The meaning of one response (see the module table). Pure, and never raises.
 
-    `tool` selects the response contract to check; `now` is for an HTTP-date Retry-After.
+    `tool` names the tool (its catalog entry's contract is checked unless `reading` gives
+    the entry); `now` is for an HTTP-date Retry-After.
     """
+    reading = reading or Reading()
+    spec = reading.spec or CATALOG.get(tool or "")
+    name = tool or (spec.name if spec else None)
     if 200 <= status < 300:
-        return _map_success(status, body, tool)
+        return _map_success(status, body, name, spec, reading)
+    data = _json(body)
     error_type = _STATUS_ERRORS.get(status)
     if error_type is None:
         error_type = ErrorType.UNAVAILABLE if 500 <= status < 600 else ErrorType.INTERNAL
+    code: str | None = None
+    text: str | None = None
+    if reading.errors is not None:
+        mapped, code, text = reading.errors.read(data)
+        error_type = mapped or error_type
     retry_after = _retry_after(headers, now) if error_type in TRANSIENT else None
-    detail = _upstream_detail(body)
+    detail = _upstream_detail(body, data, text, reading.redact)
     message = f"upstream answered HTTP {status}" + (f": {detail}" if detail else "")
     if retry_after is not None:
         message += f" (Retry-After {retry_after:g}s)"
-    return HttpOutcome(status, error_type=error_type, message=message, retry_after_s=retry_after)
+    return HttpOutcome(
+        status, error_type=error_type, message=message, retry_after_s=retry_after, code=code
+    )
 
 
-def _map_success(status: int, body: bytes, tool: str | None) -> HttpOutcome:
+def _json(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _map_success(
+    status: int, body: bytes, tool: str | None, spec: ToolSpec | None, reading: Reading
+) -> HttpOutcome:
     data: Any = None
     if body.strip():
         try:
@@ -119,28 +166,36 @@ def _map_success(status: int, body: bytes, tool: str | None) -> HttpOutcome:
                 error_type=ErrorType.INTERNAL,
                 message=f"upstream answered HTTP {status} with a body that is not JSON",
             )
-    if not writes(tool) and _is_empty(data):
+    if reading.response is not None and data is not None:
+        try:
+            owner = reading.response.owner_of(data)
+            data = reading.response.apply(data, reading.args)
+        except RecursionError:
+            return HttpOutcome(
+                status, error_type=ErrorType.INTERNAL, message=f"{tool}: answer nested too deeply"
+            )
+        if reading.response.owner is not None and (owner is None or owner != str(reading.user_id)):
+            return HttpOutcome(
+                status,
+                error_type=ErrorType.PERMISSION_DENIED,
+                message=f"{tool}: the answer is not the requesting user's",
+            )
+    if not writes(spec) and is_empty(spec, data):
         return HttpOutcome(
             status,
             error_type=ErrorType.EMPTY_RESULT,
             message=f"upstream answered HTTP {status} with no results",
         )
-    if tool is None or not has_contract(tool):
+    if spec is None:
         return HttpOutcome(status, data=data)
     try:
-        return HttpOutcome(status, data=check_contract(tool, data))
+        return HttpOutcome(status, data=check_result(spec, data))
     except ContractBroken as exc:
         return HttpOutcome(
             status,
             error_type=ErrorType.INTERNAL,
             message=f"{tool} response breaks the contract: {exc}",
         )
-
-
-def _is_empty(data: Any) -> bool:
-    if data is None or data == [] or data == {}:
-        return True
-    return isinstance(data, dict) and data.get("results") == []
 
 
 def parse_retry_after(value: str, now: datetime | None = None) -> float | None:
@@ -164,14 +219,13 @@ def _retry_after(headers: Mapping[str, str], now: datetime | None) -> float | No
     return None
 
 
-def _upstream_detail(body: bytes) -> str:
-    """The upstream's own error text, one line, at most MESSAGE_LIMIT characters."""
-    try:
-        data: Any = json.loads(body)
-    except (ValueError, RecursionError):
-        data = None
-    text = body.decode("utf-8", errors="replace")
-    if isinstance(data, dict):
+def _upstream_detail(
+    body: bytes, data: Any, mapped: str | None, redact: Callable[[str], str]
+) -> str:
+    """The upstream's own error text, one line, secrets removed, then at most
+    MESSAGE_LIMIT characters."""
+    text = mapped if mapped is not None else body.decode("utf-8", errors="replace")
+    if mapped is None and isinstance(data, dict):
         for key in ("message", "error", "detail", "title"):
             value = data.get(key)
             if isinstance(value, dict):
@@ -179,9 +233,12 @@ def _upstream_detail(body: bytes) -> str:
             if isinstance(value, str) and value.strip():
                 text = value
                 break
-    return clip(text)
+    return clip(text, redact)
 
 
-def clip(text: str) -> str:
-    text = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+def clip(text: str, redact: Callable[[str], str] = _same) -> str:
+    """One line of at most MESSAGE_LIMIT characters, secrets removed before the cut (and
+    after it too: collapsing whitespace could join the pieces of one)."""
+    text = " ".join("".join(c if c.isprintable() else " " for c in redact(text)).split())
+    text = redact(text)
     return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 1] + "…"

@@ -55,7 +55,7 @@ async def test_customer_cancels_an_order_and_staff_see_the_confirmation(
     checked = page.locator(".msg.theirs", has_text="Check the status of order A1003 — done")
     assert "edited" in await checked.inner_text()
     paused = await bubble(page, "waiting for your confirmation").inner_text()
-    assert "Please press Confirm or Cancel below." in paused
+    assert 'Please press "Yes, cancel A1003" or "No, keep it" below.' in paused
 
     if path := screenshot_path("demo-chat-confirm.png"):
         await page.screenshot(path=path)

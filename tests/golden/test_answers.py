@@ -259,12 +259,12 @@ async def test_paused_waiting_for_confirmation() -> None:
             "zh": """\
 订单 A1001：运输中，预计 2026-12-03 送达。
 取消订单 A1001：这一步会修改你的订单，需要你确认后才会执行。
-请点击下方的“确认”或“取消”。\
+请点击下方的“确认取消”或“不取消”。\
 """,
             "en": """\
 Order A1001 is on its way, expected 2026-12-03.
 Cancel order A1001: this changes your order, so I need your confirmation first.
-Please press Confirm or Cancel below.\
+Please press "Yes, cancel A1001" or "No, keep it" below.\
 """,
         }
     )
@@ -274,12 +274,10 @@ async def test_confirmed_cancel() -> None:
     assert await both("cancel_and_refund", decision=True) == snapshot(
         {
             "zh": """\
-订单 A1001：运输中，预计 2026-12-03 送达。
 订单 A1001 已取消。
 【退货政策】签收后 7 天内可无理由退货。\
 """,
             "en": """\
-Order A1001 is on its way, expected 2026-12-03.
 Order A1001 has been cancelled.
 Refund policy: Return within 7 days of delivery.\
 """,
@@ -297,7 +295,7 @@ async def test_declined_cancel_keeps_the_status_and_drops_the_rest() -> None:
 """,
             "en": """\
 Order A1001 is on its way, expected 2026-12-03.
-OK, I did not "cancel order a1001". Nothing was changed.
+OK, I did not "cancel order A1001". Nothing was changed.
 Look up the refund policy: not done.\
 """,
         }
@@ -361,28 +359,28 @@ STOP_ON_STATUS = {
     ErrorType.NOT_FOUND: snapshot(
         {
             "zh": """\
-没有找到订单 A1001。
+当前账号下没有找到订单 A1001。
 查询延迟补偿政策：因前面的步骤没有完成，未执行。
-请核对订单号后再试。\
+请核对订单号，并使用下单时的账号联系我们。\
 """,
             "en": """\
-I couldn't find order A1001.
+I couldn't find order A1001 on this account.
 Look up the delay compensation policy: not done, because an earlier step did not complete.
-Please check the order number and try again.\
+Please check the order number, and write from the account you ordered with.\
 """,
         }
     ),
     ErrorType.PERMISSION_DENIED: snapshot(
         {
             "zh": """\
-订单 A1001 不属于当前账号，我不能查看或修改它。
+当前账号下没有找到订单 A1001。
 查询延迟补偿政策：因前面的步骤没有完成，未执行。
-如果这是你的订单，请用下单时绑定的账号联系我们。\
+请核对订单号，并使用下单时的账号联系我们。\
 """,
             "en": """\
-Order A1001 doesn't belong to this account, so I can't look at or change it.
+I couldn't find order A1001 on this account.
 Look up the delay compensation policy: not done, because an earlier step did not complete.
-If this is your order, please write from the account you ordered with.\
+Please check the order number, and write from the account you ordered with.\
 """,
         }
     ),
@@ -594,11 +592,6 @@ Please split the request into smaller ones, or contact a human agent.\
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="answers.py lower-cases the whole goal of a declined step, so the customer reads "
-    "'cancel order a1001' instead of their order number A1001",
-)
 async def test_declined_answer_keeps_the_order_number_as_written() -> None:
     run = await run_to_answer("cancel", EN, decision=False)
     assert 'OK, I did not "cancel order A1001". Nothing was changed.' in (run.answer or "")

@@ -143,8 +143,8 @@ def test_progress_line_of_every_failure() -> None:
                 "en": "❌ Check the status of order A1001 — failed: timed out",
             },
             "permission_denied": {
-                "zh": "❌ 查询订单 A1001 的物流状态 — 失败：无权访问",
-                "en": "❌ Check the status of order A1001 — failed: not allowed",
+                "zh": "❌ 查询订单 A1001 的物流状态 — 失败：未找到",
+                "en": "❌ Check the status of order A1001 — failed: not found",
             },
             "confirmation_required": {
                 "zh": "❌ 查询订单 A1001 的物流状态 — 失败：出错了",
@@ -251,7 +251,7 @@ async def test_confirm_prompt_and_what_the_buttons_leave_behind() -> None:
 
 订单 A1001：运输中，预计 2026-12-03 送达。
 取消订单 A1001：这一步会修改你的订单，需要你确认后才会执行。
-请点击下方的“确认”或“取消”。\
+请点击下方的“确认取消”或“不取消”。\
 """,
                 "buttons": ["确认", "取消"],
                 "after_confirm": "✅ 取消订单 A1001 — 你已确认",
@@ -274,7 +274,7 @@ async def test_confirm_prompt_and_what_the_buttons_leave_behind() -> None:
 
 Order A1001 is on its way, expected 2026-12-03.
 Cancel order A1001: this changes your order, so I need your confirmation first.
-Please press Confirm or Cancel below.\
+Please press "Yes, cancel A1001" or "No, keep it" below.\
 """,
                 "buttons": ["Confirm", "Cancel"],
                 "after_confirm": "✅ Cancel order A1001 — you confirmed",

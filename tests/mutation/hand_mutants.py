@@ -26,7 +26,7 @@ MUTANTS: list[tuple[str, str, str, str]] = [
         "if later.status is not StepStatus.PENDING:",
     ),
     ("1b", "agent_core/executor.py", "if later.status is StepStatus.PENDING:", "if True:"),
-    ("2", "agent_core/rules.py", "", ""),  # drops the whole already_cancelled rule
+    ("2", "agent_core/catalog.py", "", ""),  # drops the whole already_cancelled rule
     (
         "3a",
         "agent_core/answers.py",
@@ -83,8 +83,8 @@ MUTANTS: list[tuple[str, str, str, str]] = [
 
 def _mutate(name: str, src: str, old: str, new: str) -> str:
     if name == "2":
-        start = src.index('    SkipRule(\n        name="already_cancelled"')
-        end = src.index("    ),\n)", start) + len("    ),\n")
+        start = src.index('        rule(\n            "already_cancelled",')
+        end = src.index("        ),\n    ),\n)", start) + len("        ),\n")
         return src[:start] + src[end:]
     if src.count(old) != 1:
         raise SystemExit(f"mutant {name}: the text to mutate is gone; update this list")

@@ -142,7 +142,7 @@ def consistency_problems(db: Path) -> list[str]:
         "a run without its run_planned event": "SELECT id FROM runs r WHERE NOT EXISTS"
         " (SELECT 1 FROM events e WHERE e.run_id = r.id AND e.kind = 'run_planned')",
         "a finished run without run_finished": "SELECT id FROM runs r WHERE status IN"
-        " ('completed', 'failed', 'cancelled') AND (finished_at IS NULL OR NOT EXISTS"
+        " ('completed', 'failed', 'declined', 'cancelled') AND (finished_at IS NULL OR NOT EXISTS"
         " (SELECT 1 FROM events e WHERE e.run_id = r.id AND e.kind = 'run_finished'))",
         "a paused run without its pause": "SELECT id FROM runs WHERE status = 'paused'"
         " AND (pause_step_id IS NULL OR pause_nonce IS NULL)",

@@ -10,6 +10,10 @@ At the end: every run is terminal or paused, no step is left `running`, the shop
 idempotency ledger holds at most one cancellation per order (and only approved ones), and
 every paused run still shows buttons that work after the last restart.
 
+The same for refunds (`test_sigkill_during_refunds_refunds_once`): a refund the shop made
+but the run had not recorded yet is recovered with the same idempotency key and replayed,
+so every confirmed refund happens exactly once.
+
 A message whose update the killed process had already acknowledged to Telegram but not yet
 planned is lost (see test_telegram_faults's xfail); the customers here re-send it, as a
 person would after getting no answer, and the test counts it.
@@ -17,6 +21,7 @@ person would after getting no answer, and the test counts it.
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 from dataclasses import dataclass
@@ -38,19 +43,24 @@ from .conftest import (
 SEED = 7_2026
 FLOWS = 20
 CUSTOMERS = [41001 + n for n in range(6)]
-TERMINAL = {"completed", "failed", "cancelled", "expired"}
-EVENTS_PER_KIND = {"status": 4, "confirm": 9, "decline": 7, "leave": 4}
+TERMINAL = {"completed", "failed", "declined", "expired"}
+EVENTS_PER_KIND = {"status": 4, "confirm": 9, "decline": 7, "leave": 4, "refund": 9}
 CANCEL_COMMITTED_NOT_RECORDED = (
     "SELECT 1 FROM steps s JOIN shop_cancellations c ON c.idempotency_key = s.run_id || ':' || s.id"
     " WHERE s.status = 'running'"
 )
+REFUND_COMMITTED_NOT_RECORDED = (
+    "SELECT 1 FROM steps s JOIN shop_ledger l ON l.idempotency_key = s.run_id || ':' || s.id"
+    " WHERE s.status = 'running' AND l.tool = 'request_refund'"
+)
+REFUND_SERVE = Path(__file__).with_name("refund_planner_serve.py")
 
 
 @dataclass
 class Flow:
     no: int
     customer: Customer
-    kind: str  # status | confirm | decline | leave
+    kind: str  # status | confirm | decline | leave | refund
     order_id: str
     phase: str = "send"  # send → run → decided → done
     update_id: int = -1
@@ -60,6 +70,8 @@ class Flow:
 
     @property
     def text(self) -> str:
+        if self.kind == "refund":
+            return f"refund 20.00 for order {self.order_id}"
         verb = "where is order" if self.kind == "status" else "cancel order"
         return f"{verb} {self.order_id}"
 
@@ -154,7 +166,7 @@ class Driver:
             return False  # the press is queued or being handled
         if flow.phase == "decided":
             self.lost_presses += 1
-        press(self.standin, user, prompt, approve=flow.kind == "confirm", user=user)
+        press(self.standin, user, prompt, approve=flow.kind in ("confirm", "refund"), user=user)
         flow.press_update_id = self.standin.state.updates[-1].update_id
         flow.phase = "decided"
         return False
@@ -233,6 +245,8 @@ async def _drive(serve: ServeProcess, driver: Driver, kills: list[Kill]) -> None
             return bool(query(serve.db, "SELECT 1 FROM steps WHERE status = 'running'"))
         if kill.mode == "cancel_committed":
             return bool(query(serve.db, CANCEL_COMMITTED_NOT_RECORDED))
+        if kill.mode == "refund_committed":
+            return bool(query(serve.db, REFUND_COMMITTED_NOT_RECORDED))
         if not kill.armed:  # hold the next Telegram send in flight, then kill during it
             status = None if kill.mode == "in_telegram" else 500
             standin.fail_next("sendMessage", status=status, delay=3.0)
@@ -255,7 +269,7 @@ async def _drive(serve: ServeProcess, driver: Driver, kills: list[Kill]) -> None
             query(serve.db, "SELECT count(*) FROM steps WHERE status = 'running'"),
         )
         assert not query(serve.db, "SELECT 1 FROM runs WHERE status NOT IN"
-                         " ('running', 'paused', 'completed', 'failed', 'cancelled', 'expired')")  # fmt: skip
+                         " ('running', 'paused', 'completed', 'failed', 'declined', 'expired')")  # fmt: skip
         await serve.start()
         del kill
 
@@ -326,6 +340,87 @@ def _check_consistency(db: Path, flows: list[Flow]) -> None:
     twice = query(
         db,
         "SELECT run_id FROM events WHERE kind = 'step_succeeded' AND tool = 'cancel_order'"
+        " GROUP BY run_id, step_id HAVING count(*) > 1",
+    )
+    assert twice == []
+
+
+# -- refunds -----------------------------------------------------------------------------
+
+
+async def test_sigkill_during_refunds_refunds_once(standin: StandIn, tmp_path: Path) -> None:
+    """Refund flows (status, then a confirmed refund of 20.00 of an order paid 100.00),
+    killed at seeded points: right after a transition, while a tool runs, and in the
+    window where the shop has refunded but the run has not recorded it."""
+    rng = random.Random(SEED + 1)
+    seed_file = tmp_path / "seed.json"
+    customers = write_seed(seed_file, CUSTOMERS[:4])
+    seed = json.loads(seed_file.read_text(encoding="utf-8"))
+    for order in seed["orders"]:
+        order["amount_paid"] = "100.00"
+    seed_file.write_text(json.dumps(seed), encoding="utf-8")
+    db = tmp_path / "bot.db"
+    flows = [
+        Flow(no, customer, "refund", order_id)
+        for no, (customer, order_id) in enumerate(
+            (c, o) for k in range(2) for c in customers for o in (c.shipping[k],)
+        )
+    ]
+    expected_events = sum(EVENTS_PER_KIND[f.kind] for f in flows)
+    points = sorted(rng.sample(range(3, int(expected_events * 0.8)), 5))
+    modes = ["refund_committed", "now", "in_tool", "refund_committed", "now"]
+    kills = [Kill(n, mode) for n, mode in zip(points, modes, strict=True)]
+    serve = ServeProcess(
+        standin,
+        db,
+        tmp_path,
+        env={"STEPWISE_SHOP_SEED": str(seed_file), "STEPWISE_SHOP_LATENCY_MS": "120"},
+        argv=(str(REFUND_SERVE), "serve"),
+    )
+    driver = Driver(standin, db, flows)
+    await serve.start()
+    try:
+        await _drive(serve, driver, kills)
+        await _finish_paused_runs(standin, db)
+        _check_refunds(db, flows)
+    except BaseException:
+        print(serve.tail(80))
+        raise
+    finally:
+        code = await serve.stop()
+    assert code == 0, serve.tail()
+    assert serve.kills == 5 and not kills
+
+
+def _check_refunds(db: Path, flows: list[Flow]) -> None:
+    statuses = Counter(s for (s,) in query(db, "SELECT status FROM runs"))
+    assert set(statuses) <= TERMINAL, statuses
+    assert query(db, "SELECT run_id, id FROM steps WHERE status = 'running'") == []
+    # One refund per order (a message handled twice asked twice; the repeat was declined),
+    # each in the ledger under an approved request_refund step of its owner.
+    refunds = query(
+        db, "SELECT order_id, count(*), sum(amount_cents) FROM shop_refunds GROUP BY order_id"
+    )
+    assert sorted(o for o, _, _ in refunds) == sorted(f.order_id for f in flows), refunds
+    assert all((n, cents) == (1, 2000) for _, n, cents in refunds), refunds
+    ledger = query(
+        db,
+        "SELECT idempotency_key, order_id, user_id FROM shop_ledger WHERE tool = 'request_refund'",
+    )
+    assert len(ledger) == len(flows)
+    for key, order_id, user_id in ledger:
+        run_id, _, step_id = key.partition(":")
+        step = query(
+            db,
+            "SELECT s.tool, s.approval_approved, r.user_id, json_extract(s.args, '$.order_id'),"
+            " s.status FROM steps s JOIN runs r ON r.id = s.run_id WHERE s.run_id = ? AND s.id = ?",
+            run_id,
+            step_id,
+        )
+        assert step == [("request_refund", 1, user_id, order_id, "done")], (key, step)
+    twice = query(
+        db,
+        "SELECT run_id FROM events WHERE kind = 'step_succeeded' AND tool = 'request_refund'"
         " GROUP BY run_id, step_id HAVING count(*) > 1",
     )
     assert twice == []

@@ -1,0 +1,166 @@
+"""A shop's own API shapes, mapped to and from stepwise's: request bodies, responses, errors.
+
+So a shop can point a catalog tool at the API it already has (WooCommerce, say) instead of
+writing an adapter service. All of it is data from the tools file and pure functions here:
+
+- `body`: the JSON body of a non-GET request, as a template. A string that is exactly
+  `"{arg}"` becomes that argument's value (left out when the argument is null); other
+  strings are filled with the arguments (`spec.fill`: plain names only); everything else is
+  sent as written. Without `body`, the arguments not used by the url are the body.
+- `ResponseMapping`: each result field is a JMESPath expression over the answer
+  (`order_id = "to_string(id)"`), `values` translate a field's values
+  (`processing = "pending"`), `from_args` copies arguments the answer leaves out
+  (`order_id` of a refund), `root` picks the list of a list result, and `owner` names
+  where the answer says whose it is: a result whose owner is not the requesting customer
+  is `permission_denied` (for APIs that know every customer, like a shop's admin API).
+- `ErrorMapping`: where an error body keeps its code and message (JMESPath), and what a
+  code means (`woocommerce_rest_shop_order_invalid_id = "not_found"`, or
+  `"invalid_arguments:amount_too_high"` to give the refusal its reason). A mapped code wins
+  over the HTTP status: WooCommerce answers an invalid refund with a 500.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+import jmespath
+from jmespath.exceptions import JMESPathError
+from jmespath.parser import ParsedResult
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from agent_core.models import ErrorType
+from agent_core.spec import fill
+
+
+def compile_path(path: str) -> ParsedResult:
+    """A JMESPath expression, compiled; ValueError naming the problem if it is not one."""
+    try:
+        return jmespath.compile(path)
+    except JMESPathError as exc:
+        raise ValueError(f"not a JMESPath expression ({type(exc).__name__})") from None
+
+
+def search(path: str, data: Any) -> Any:
+    """`path` evaluated on `data`; None when it finds nothing or cannot be evaluated."""
+    try:
+        return compile_path(path).search(data)
+    except (ValueError, JMESPathError, TypeError, RecursionError):
+        return None
+
+
+class ResponseMapping(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    fields: dict[str, str] = Field(default_factory=dict)
+    values: dict[str, dict[str, str]] = Field(default_factory=dict)
+    from_args: tuple[str, ...] = ()
+    root: str | None = None
+    owner: str | None = None
+
+    @field_validator("fields")
+    @classmethod
+    def _paths(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, path in value.items():
+            try:
+                compile_path(path)
+            except ValueError as exc:
+                raise ValueError(f"fields.{name}: {exc}") from None
+        return value
+
+    @field_validator("root", "owner")
+    @classmethod
+    def _path(cls, value: str | None) -> str | None:
+        if value is not None:
+            compile_path(value)
+        return value
+
+    def apply(self, data: Any, args: Mapping[str, Any]) -> Any:
+        """The answer in stepwise's shape (a dict, or a list of dicts for `root`)."""
+        if self.root is not None:
+            items = search(self.root, data)
+            if not isinstance(items, list):
+                return items
+            return [self._one(item, args) for item in items]
+        return self._one(data, args)
+
+    def _one(self, data: Any, args: Mapping[str, Any]) -> Any:
+        if self.fields:
+            out: Any = {name: search(path, data) for name, path in self.fields.items()}
+            out = {k: v for k, v in out.items() if v is not None}
+        else:
+            out = data
+        if isinstance(out, dict):
+            for name, table in self.values.items():
+                value = out.get(name)
+                if isinstance(value, str | int | float | bool) and str(value) in table:
+                    out[name] = table[str(value)]
+            for name in self.from_args:
+                if out.get(name) is None and args.get(name) is not None:
+                    out[name] = args[name]
+        return out
+
+    def owner_of(self, data: Any) -> str | None:
+        """Whose the answer says it is (as text), or None when it does not say."""
+        if self.owner is None:
+            return None
+        value = search(self.owner, data)
+        return None if value is None else str(value)
+
+
+class ErrorMapping(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    code: str = "code"
+    message: str = "message"
+    map: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("code", "message")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        compile_path(value)
+        return value
+
+    @field_validator("map")
+    @classmethod
+    def _meanings(cls, value: dict[str, str]) -> dict[str, str]:
+        for code, meaning in value.items():
+            error, _, _ = meaning.partition(":")
+            if error not in {e.value for e in ErrorType}:
+                known = ", ".join(e.value for e in ErrorType)
+                raise ValueError(f"map.{code}: {error!r} is not an error type ({known})")
+        return value
+
+    def read(self, data: Any) -> tuple[ErrorType | None, str | None, str | None]:
+        """(the mapped error type, its refusal code, the upstream's message) of an error body."""
+        code = search(self.code, data)
+        message = search(self.message, data)
+        text = message if isinstance(message, str) else None
+        meaning = self.map.get(str(code)) if code is not None else None
+        if meaning is None:
+            return None, None, text
+        error, _, refusal = meaning.partition(":")
+        return ErrorType(error), refusal or None, text
+
+
+def render_body(template: Any, args: Mapping[str, Any]) -> Any:
+    """The request body from its template (see the module docstring)."""
+    if isinstance(template, dict):
+        out = {}
+        for key, value in template.items():
+            rendered = render_body(value, args)
+            if rendered is not _OMIT:
+                out[key] = rendered
+        return out
+    if isinstance(template, list):
+        return [v for v in (render_body(item, args) for item in template) if v is not _OMIT]
+    if isinstance(template, str):
+        name = template[1:-1]
+        if template.startswith("{") and template.endswith("}") and name.isidentifier():
+            return args.get(name, _OMIT) if args.get(name) is not None else _OMIT
+        texts = {k: str(v) for k, v in args.items() if v is not None}
+        return fill(template, texts, missing="")
+    return template
+
+
+_OMIT: Final = object()
