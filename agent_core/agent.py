@@ -80,7 +80,7 @@ class Agent:
         self._clock = clock
         self._new_id = new_id
 
-    def plan(
+    async def plan(
         self,
         text: str,
         *,
@@ -92,7 +92,7 @@ class Agent:
         """Turn a request into a run with its plan; nothing is executed or stored yet."""
         if len(text) > MAX_REQUEST_CHARS:
             raise ValueError(f"request longer than {MAX_REQUEST_CHARS} characters")
-        draft = self.planner.plan(
+        draft = await self.planner.plan(
             PlanRequest(text=text, language_hint=language_hint, last_order_id=last_order_id)
         )
         steps = []
@@ -108,6 +108,10 @@ class Agent:
                     max_retries=tool.max_retries if tool else 0,
                 )
             )
+        interpretation = draft.interpretation
+        if interpretation is not None and interpretation.clarify is not None:
+            # The option buttons carry it: a forged or stale option changes nothing.
+            interpretation.clarify.nonce = secrets.token_urlsafe(8)
         now = self._clock()
         return Run(
             id=self._new_id(),
@@ -118,6 +122,7 @@ class Agent:
             language=draft.language,
             steps=steps,
             refusal=draft.refusal.value if draft.refusal else None,
+            interpretation=interpretation,
             created_at=now,
             updated_at=now,
         )
@@ -127,7 +132,7 @@ class Agent:
     ) -> Run:
         """Plan the request and run it until it is answered or waits for the customer."""
         last = await self.store.last_order_id(chat_id, user_id)
-        run = self.plan(
+        run = await self.plan(
             text,
             user_id=user_id,
             chat_id=chat_id,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_core import answer_notes
 from agent_core.catalog import CANCEL_ORDER, GET_ORDER_STATUS, SEARCH_POLICY
 from agent_core.models import ErrorType, Language, PlanStep, Run, RunStatus, StepStatus
 
@@ -73,9 +74,20 @@ DEFAULT_NEXT_STEP: dict[Language, str] = {
 def compose_answer(run: Run) -> str:
     """The final (or, for a paused run, current) answer for the customer."""
     lang = run.language
+    asked_back = answer_notes.clarify_answer(run) or answer_notes.handoff_answer(run)
+    if asked_back is not None:
+        return asked_back
+    if run.refusal in ("unknown_tool", "invalid_arguments"):
+        return DEFAULT_NEXT_STEP[lang]
     if run.refusal is not None:
-        return REFUSALS.get(run.refusal, REFUSALS["unsupported"])[lang]
+        refusal = REFUSALS.get(run.refusal, REFUSALS["unsupported"])[lang]
+        return "\n".join([*answer_notes.unsupported_lines(run), refusal])
     lines = [line for step in run.steps if (line := describe_outcome(step, run))]
+    if context := answer_notes.context_line(run):
+        lines.insert(0, context)
+    if not_covered := answer_notes.not_covered_line(run):
+        lines.append(not_covered)
+    lines.extend(answer_notes.unsupported_lines(run))
     if run.stop_reason == "max_steps":
         lines.append(
             "处理步骤超过上限，我已停下来，剩下的步骤没有执行。"

@@ -162,7 +162,10 @@ class Executor:
         batch = _Batch(run)
         await self._emit(batch, transitions.planned(run, now=self._clock()))
         if not run.steps:
-            await self._emit(batch, transitions.finish(run, RunStatus.COMPLETED, now=self._clock()))
+            if run.end_without_steps() is RunStatus.FAILED:
+                run.stop_reason = run.refusal
+            status = run.end_without_steps()
+            await self._emit(batch, transitions.finish(run, status, now=self._clock()))
         else:
             await self._drive(batch)
         await self._settle(batch)

@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_core.interpretation import Interpretation
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
@@ -43,10 +45,18 @@ class RunStatus(StrEnum):
     FAILED = "failed"
     CANCELLED = "cancelled"
     EXPIRED = "expired"
+    # The target of an action was unclear: the run asked the customer and did nothing.
+    NEEDS_CLARIFICATION = "needs_clarification"
 
 
 TERMINAL_RUN_STATUSES = frozenset(
-    {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.EXPIRED}
+    {
+        RunStatus.COMPLETED,
+        RunStatus.FAILED,
+        RunStatus.CANCELLED,
+        RunStatus.EXPIRED,
+        RunStatus.NEEDS_CLARIFICATION,
+    }
 )
 
 
@@ -71,6 +81,13 @@ class StepTag(StrEnum):
     DELAY_COMPENSATION = "delay_compensation"  # only wanted while the order is not delivered
     POLICY = "policy"
     CANCEL = "cancel"
+    # The catalog's other tools (issue 12); a tool declared only in TOML is READ or ACTION.
+    TRACK = "track"
+    RETURN = "return"
+    REFUND = "refund"
+    ADDRESS = "address"
+    READ = "read"
+    ACTION = "action"
 
 
 class ClaimResult(StrEnum):
@@ -178,6 +195,8 @@ class Run(BaseModel):
     steps: list[PlanStep] = Field(default_factory=list)
     # Set when the planner could not make a plan (no order id, unsupported request).
     refusal: str | None = None
+    # What the planner understood (issue 13); None for runs planned before it existed.
+    interpretation: Interpretation | None = None
     pause: Pause | None = None
     attempts: int = 0
     max_attempts: int = 10
@@ -203,6 +222,18 @@ class Run(BaseModel):
     @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL_RUN_STATUSES
+
+    @property
+    def unsupported(self) -> list[str]:
+        return list(self.interpretation.unsupported) if self.interpretation else []
+
+    def end_without_steps(self) -> RunStatus:
+        """How a run the planner gave no steps ends: a question, a stop, or answered."""
+        if self.refusal == "needs_clarification":
+            return RunStatus.NEEDS_CLARIFICATION
+        if self.refusal in ("unknown_tool", "invalid_arguments"):
+            return RunStatus.FAILED
+        return RunStatus.COMPLETED
 
     @property
     def order_id(self) -> str | None:
@@ -233,6 +264,8 @@ class EventKind(StrEnum):
     # Confirm/Cancel prompt reached the customer; the customer has blocked the bot.
     PROMPT_SHOWN = "prompt_shown"
     CUSTOMER_BLOCKED = "customer_blocked"
+    # The customer answered a clarifying question (pressed an option, or typed its number).
+    CLARIFY_ANSWERED = "clarify_answered"
 
 
 class RunEvent(BaseModel):

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from agent_core.http import ToolsConfigError
 from agent_core.models import RunStatus
 from stepwise.chat import cmd_chat
+from stepwise.evaluate import EvalError, run_eval
 from stepwise.commands import (
     COMMANDS,
     EXIT_UNAVAILABLE,
@@ -64,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--user", type=int)
 
     sub.add_parser("recover", help="finish runs a crash interrupted")
+
+    evaluate = sub.add_parser("eval", help="score the planner on labelled cases")
+    evaluate.add_argument("file", nargs="?", help="a cases.jsonl (default: tests/eval/)")
+    evaluate.add_argument("--planner", choices=["rule", "model"], default="rule")
+    evaluate.add_argument("--json", action="store_true")
 
     tools = sub.add_parser("tools", help="the tools the agent uses")
     tools_sub = tools.add_subparsers(dest="tools_command", required=True)
@@ -156,6 +162,8 @@ async def dispatch(settings: Settings, args: argparse.Namespace) -> int:
         return await cmd_chat(settings, args)
     if args.command == "tools":
         return await cmd_tools_check(settings, args)
+    if args.command == "eval":
+        return await run_eval(settings, args)
     if args.command in ("demo", "serve"):
         return await _serve_or_demo(settings, args)
     rt = await open_runtime(settings)
@@ -187,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StorageUnavailable as exc:
         print(f"stepwise: storage unavailable, try again shortly ({exc})", file=sys.stderr)
         return EXIT_UNAVAILABLE
-    except ToolsConfigError as exc:
+    except (ToolsConfigError, EvalError) as exc:
         print(f"stepwise: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

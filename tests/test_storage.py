@@ -349,7 +349,7 @@ async def test_concurrent_runs_share_commits_and_tools_only_see_durable_rows(
 class ThreeStepPlanner:
     """status → policy → cancel, the standard run of the benchmark."""
 
-    def plan(self, request: PlanRequest) -> PlanDraft:
+    async def plan(self, request: PlanRequest) -> PlanDraft:
         return PlanDraft(
             language=Language.EN,
             steps=[

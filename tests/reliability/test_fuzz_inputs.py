@@ -117,7 +117,7 @@ def assert_valid_plan(draft: Any) -> None:
 def test_planner_never_raises_and_plans_validly(
     text: str, hint: str | None, last: str | None
 ) -> None:
-    draft = PLANNER.plan(PlanRequest(text=text, language_hint=hint, last_order_id=last))
+    draft = PLANNER.draft(PlanRequest(text=text, language_hint=hint, last_order_id=last))
     assert isinstance(draft.language, Language)
     assert_valid_plan(draft)
 
@@ -131,13 +131,13 @@ def test_planner_never_raises_and_plans_validly(
 def test_planner_survives_any_json_as_text(value: Any) -> None:
     """What an adapter might pass through unchecked: JSON, serialised, as the text."""
     text = json.dumps(value, ensure_ascii=False, default=str)
-    assert_valid_plan(PLANNER.plan(PlanRequest(text=text)))
+    assert_valid_plan(PLANNER.draft(PlanRequest(text=text)))
 
 
 def test_planner_plans_stay_valid_for_a_long_lookalike_id() -> None:
     # Edge of the id pattern and of the args model: 1 letter + 10 digits, and 11 digits.
-    assert_valid_plan(PLANNER.plan(PlanRequest(text="where is a1234567890")))
-    assert_valid_plan(PLANNER.plan(PlanRequest(text="where is a12345678901")))
+    assert_valid_plan(PLANNER.draft(PlanRequest(text="where is a1234567890")))
+    assert_valid_plan(PLANNER.draft(PlanRequest(text="where is a12345678901")))
 
 
 # -- callback data -------------------------------------------------------------------------
