@@ -18,7 +18,6 @@ from pydantic import ValidationError
 from agent_core.http import ToolsConfigError
 from agent_core.models import RunStatus
 from stepwise.chat import cmd_chat
-from stepwise.evaluate import EvalError, run_eval
 from stepwise.commands import (
     COMMANDS,
     EXIT_UNAVAILABLE,
@@ -26,6 +25,7 @@ from stepwise.commands import (
     CliError,
     cmd_tools_check,
 )
+from stepwise.evaluate import EvalError, run_eval
 from stepwise.runtime import open_runtime
 from stepwise.settings import Settings
 from storage.db import StorageUnavailable
