@@ -1,0 +1,300 @@
+"""What a declared tool is: the parts of one catalog entry, as data.
+
+A `ToolSpec` says everything the agent knows about a tool, whoever serves it (the demo
+shop, an HTTP API): what it does (zh/en), its typed arguments (a pydantic model, from which
+a JSON Schema is derived), its risk and who approves a risky call, its result contract, how
+a result is shown to the customer, what a pause asks, how a refusal is explained, and the
+observation rules that skip later steps. `agent_core.catalog` declares the built-in tools
+with these parts; a TOML file declares more (`agent_core.http.declare`).
+
+Templates are filled by `fill`, never by `str.format`: a placeholder is a plain name, so a
+template can read a field's value and nothing else (no attribute or index access, no
+format spec that could pad a value to any length).
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Iterable, Mapping
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from agent_core.models import Language, Risk, StepTag
+
+_NAME_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+# -- templates --------------------------------------------------------------------------
+
+
+def placeholders(template: str) -> list[str]:
+    """The names a template reads, in order. ValueError for anything but `{name}`."""
+    try:
+        parts = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise ValueError(f"bad placeholder syntax ({exc})") from None
+    names = []
+    for _, name, spec, conversion in parts:
+        if name is None:
+            continue
+        if not name or not set(name) <= _NAME_CHARS or name[0].isdigit():
+            raise ValueError(f"placeholder {{{name}}} must be a plain field name")
+        if spec or conversion:
+            raise ValueError(f"placeholder {{{name}}} takes no format spec or conversion")
+        names.append(name)
+    return names
+
+
+def fill(template: str, values: Mapping[str, str], *, missing: str | None = None) -> str | None:
+    """`template` with each `{name}` replaced by `values[name]`.
+
+    A name without a value makes the result None, unless `missing` says what to put there.
+    Only plain names are read (see `placeholders`); a bad template fills to None.
+    """
+    try:
+        parts = list(string.Formatter().parse(template))
+    except ValueError:
+        return None
+    out = []
+    for literal, name, spec, conversion in parts:
+        out.append(literal)
+        if name is None:
+            continue
+        if spec or conversion or not name or not set(name) <= _NAME_CHARS:
+            return None
+        value = values.get(name)
+        if value is None:
+            if missing is None:
+                return None
+            value = missing
+        out.append(value)
+    return "".join(out)
+
+
+class Texts(BaseModel):
+    """One text in each language the agent speaks."""
+
+    model_config = ConfigDict(frozen=True)
+
+    zh: str
+    en: str
+
+    def __getitem__(self, language: Language) -> str:
+        return self.zh if language is Language.ZH else self.en
+
+    def names(self) -> set[str]:
+        return set(placeholders(self.zh)) | set(placeholders(self.en))
+
+
+class Template(Texts):
+    """One way to show a result: used when every field it names has a value and, for each
+    field in `when`, the result's value is one of those listed."""
+
+    when: Mapping[str, tuple[str, ...]] = Field(default_factory=dict)
+
+    def fits(self, values: Mapping[str, str], raw: Mapping[str, Any]) -> bool:
+        if any(str(raw.get(name)) not in allowed for name, allowed in self.when.items()):
+            return False
+        return all(values.get(name) for name in self.names())
+
+
+class ResultView(BaseModel):
+    """How a result is shown to the customer.
+
+    `lines`: the first template that fits shows the result (a dict). `each`: the list whose
+    items are shown one line each with the first fitting `item_lines` template, at most
+    `max_items` of them ("" = the result itself is the list, or `{"results": [...]}`).
+    `labels`: the customer's words for a field's values (`status: shipping` → "on its way").
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    lines: tuple[Template, ...] = ()
+    each: str | None = None
+    item_lines: tuple[Template, ...] = ()
+    max_items: int = Field(3, ge=1, le=10)
+    labels: Mapping[str, Mapping[str, Texts]] = Field(default_factory=dict)
+
+
+# -- observation rules ------------------------------------------------------------------
+
+
+class SkipRule(BaseModel):
+    """After a `done` step of `after_tool` observed `field` in `values`, skip the pending
+    steps this rule targets (same order, or no order) with `reason`.
+
+    A rule targets steps by `skip_tool`, by `skip_tag` (why the planner put the step there),
+    or both. `reason` may use `{order_id}` and `{status}` (the observed value).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    after_tool: str
+    field: str
+    values: frozenset[str]
+    reason: Mapping[Language, str]
+    skip_tag: StepTag | None = None
+    skip_tool: str | None = None
+
+    @model_validator(mode="after")
+    def _targets_something(self) -> SkipRule:
+        if self.skip_tag is None and self.skip_tool is None:
+            raise ValueError("a rule needs skip_tool or skip_tag")
+        return self
+
+
+def rule(
+    name: str,
+    *,
+    after: str,
+    field: str,
+    values: Iterable[str],
+    reason: Texts,
+    skip_tool: str | None = None,
+    skip_tag: StepTag | None = None,
+) -> SkipRule:
+    """A `SkipRule` written the way the catalog reads."""
+    return SkipRule(
+        name=name,
+        after_tool=after,
+        field=field,
+        values=frozenset(values),
+        reason={Language.ZH: reason.zh, Language.EN: reason.en},
+        skip_tool=skip_tool,
+        skip_tag=skip_tag,
+    )
+
+
+# -- the entry --------------------------------------------------------------------------
+
+
+class Approver(StrEnum):
+    """Who must approve a high-risk call before it runs (the handoff issue adds staff)."""
+
+    CUSTOMER = "customer"
+
+
+class Phrases(BaseModel):
+    """What customers say when they want this tool (for a planner to read; a tool declared
+    only in a TOML file brings its own)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    zh: tuple[str, ...] = ()
+    en: tuple[str, ...] = ()
+
+    def __getitem__(self, language: Language) -> tuple[str, ...]:
+        return self.zh if language is Language.ZH else self.en
+
+
+GENERIC_CONFIRM: Final = Texts(
+    zh="{goal}：这一步会修改你的订单，需要你确认后才会执行。",
+    en="{goal}: this changes your order, so I need your confirmation first.",
+)
+GENERIC_APPROVE: Final = Texts(zh="确认", en="Confirm")
+GENERIC_DECLINE: Final = Texts(zh="取消", en="Cancel")
+
+
+class ToolSpec(BaseModel):
+    """What the agent knows about a tool, whoever serves it."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    name: str
+    # What the tool does, for planners and staff. `en` is also the `Tool.description`.
+    description: Texts
+    args_model: type[BaseModel]
+    # The risk a backend cannot lower: a high-risk tool always asks first.
+    risk: Risk
+    # Who approves a high-risk call; None for a read.
+    approval: Approver | None = None
+    # A plan step's goal, filled with the step's arguments (`{order_id}`, `{query}`).
+    goal: Texts
+    # The result contract: a dict keeping `result_model` (extra fields pass through), or,
+    # with `result_is_list`, a list of them (`{"results": [...]}` is read as that list).
+    # None: anything goes (a tool the agent only quotes).
+    result_model: type[BaseModel] | None = None
+    result_is_list: bool = False
+    # A result whose `empty_field` is empty or missing is `empty_result`.
+    empty_field: str | None = None
+    # The result field that is the order's state after the call (the answer states each
+    # order's latest observed state only once).
+    state_field: str | None = None
+    # Longest value (characters) of a result field shown to customers; see `bounds`.
+    bounds: Mapping[str, int] = Field(default_factory=dict)
+    view: ResultView = ResultView()
+    # What the answer says when the step found nothing (filled with the arguments).
+    empty: Texts | None = None
+    # What a pause asks ({goal} and the arguments), and the two buttons' words.
+    confirm: Texts = GENERIC_CONFIRM
+    approve_label: Texts = GENERIC_APPROVE
+    decline_label: Texts = GENERIC_DECLINE
+    # Why the backend refused (`invalid_arguments`), by the failure's code; "" is the
+    # explanation for a refusal without a (known) code. Filled with the arguments.
+    refusals: Mapping[str, Texts] = Field(default_factory=dict)
+    # What a valid value of an argument looks like, for a customer whose value was not.
+    arg_hints: Mapping[str, Texts] = Field(default_factory=dict)
+    # Observation rules that skip steps of this tool (or, by tag, of the plan).
+    skip_rules: tuple[SkipRule, ...] = ()
+    phrases: Phrases | None = None
+    # Arguments for `stepwise tools check --probe`; None: never probed (a probe must be
+    # harmless, so a high-risk tool never has them).
+    probe_args: Mapping[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ToolSpec:
+        if self.risk is Risk.HIGH and self.approval is None:
+            raise ValueError(f"{self.name}: a high-risk tool needs an approver")
+        if self.risk is Risk.READ and self.approval is not None:
+            raise ValueError(f"{self.name}: a read tool needs no approval")
+        if self.risk is Risk.HIGH and self.probe_args is not None:
+            raise ValueError(f"{self.name}: a high-risk tool is never probed")
+        return self
+
+    def goal_for(self, language: Language, **args: Any) -> str:
+        """The goal of a step with `args` (normalised when they are valid: "59" → "59.00")."""
+        return fill(self.goal[language], self.display_args(args), missing="") or ""
+
+    def display_args(self, args: Mapping[str, Any]) -> dict[str, str]:
+        """Arguments as a customer should read them: normalised by the args model when
+        valid, as given otherwise."""
+        try:
+            values: Mapping[str, Any] = self.args_model.model_validate(dict(args)).model_dump(
+                mode="json"
+            )
+        except (ValidationError, TypeError):
+            values = args
+        return {k: _text(v) for k, v in values.items() if v is not None}
+
+    def args_schema(self) -> dict[str, Any]:
+        """The arguments as JSON Schema (for a model planner and `stepwise tools`)."""
+        return self.args_model.model_json_schema()
+
+    def result_schema(self) -> dict[str, Any] | None:
+        if self.result_model is None:
+            return None
+        schema = self.result_model.model_json_schema()
+        return {"type": "array", "items": schema} if self.result_is_list else schema
+
+    def check_args(self, args: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+        """(normalised arguments, None), or (None, the first bad argument's name)."""
+        try:
+            model = self.args_model.model_validate(dict(args))
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False, include_input=False)
+            loc = errors[0]["loc"] if errors else ()
+            return None, str(loc[0]) if loc else ""
+        return model.model_dump(mode="json"), None
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+def catalog_of(specs: Iterable[ToolSpec]) -> Mapping[str, ToolSpec]:
+    """A read-only catalog (name → spec); a later spec of the same name replaces one before."""
+    return MappingProxyType({spec.name: spec for spec in specs})
