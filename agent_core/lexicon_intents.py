@@ -219,6 +219,14 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         zh="商品推荐", en="product recommendations"),
 )
 
+# An amount of money in a refund request ("退款 59 元", "refund 59.00", "$59").
+AMOUNT = re.compile(
+    r"(?<![\w.])(?P<a>\d{1,7}(?:\.\d{1,2})?)\s*(?:元|块|rmb|cny|usd|eur|gbp|dollars?|euros?"
+    r"|pounds?|bucks)(?![a-z])"
+    r"|[$€£¥￥]\s*(?P<b>\d{1,7}(?:\.\d{1,2})?)(?![\d.])"
+    r"|(?:refund|退款|退)\s*(?:of\s*)?(?P<c>\d{1,7}(?:\.\d{1,2})?)(?![\d.])"
+)
+
 # Greetings and thanks are not unsupported requests.
 SMALL_TALK = re.compile(
     r"^\W*(?:hi|hello|hey|thanks|thank you|thx|ok|okay|你好|您好|谢谢|好的|嗨|哈喽)\W*$"
@@ -257,7 +265,10 @@ OPTION_TEXTS: Mapping[str, Mapping[Language, str]] = {
                      Language.EN: "where exactly is order {order_id}"},
     "cancel_order": {Language.ZH: "取消订单 {order_id}", Language.EN: "cancel order {order_id}"},
     "request_return": {Language.ZH: "订单 {order_id} 申请退货", Language.EN: "return order {order_id}"},
-    "request_refund": {Language.ZH: "订单 {order_id} 申请退款", Language.EN: "refund order {order_id}"},
+    "request_refund": {Language.ZH: "订单 {order_id} 退款 {amount} 元",
+                       Language.EN: "refund {amount} for order {order_id}"},
+    "request_refund_any": {Language.ZH: "订单 {order_id} 申请退款",
+                           Language.EN: "refund order {order_id}"},
     "change_address": {Language.ZH: "把订单 {order_id} 的地址改成 {address}",
                        Language.EN: "change the address of order {order_id} to {address}"},
 }

@@ -148,14 +148,16 @@ def goal_for(
 ) -> str:
     """A step's goal from the catalog (or the fallback table), filled with its arguments."""
     templates: list[str] = []
+    fields: dict[str, Any] = dict(args)
     spec = catalog.get(tool)
     if spec is not None:
         templates.append(spec.goal[language])
+        fields = spec.display_args(args)  # "59" reads "59.00"
     if tool in GOALS:
         templates.append(GOALS[tool][language])
     for template in templates:
         try:
-            return string.Formatter().vformat(template, (), _Fields(args))
+            return string.Formatter().vformat(template, (), _Fields(fields))
         except (KeyError, IndexError, ValueError, AttributeError):
             continue
     return tool
@@ -291,6 +293,10 @@ class RuleBasedPlanner:
         self._reader = Reader(order_id_pattern)
         self._catalog = catalog
         self._custom = custom_phrases(catalog)
+        refund = catalog.get(Action.REFUND.value)
+        self._amount_required = refund is not None and "amount" in (
+            refund.args_model.model_json_schema().get("required") or []
+        )
 
     def find_order_ids(self, text: str) -> list[str]:
         """Distinct order ids in `text`, upper-cased, in order of appearance."""
@@ -313,7 +319,13 @@ class RuleBasedPlanner:
                 interpretation=Interpretation(language=language.value),
             )
         last = (request.last_order_id or "").strip().upper() or None
-        understood = understand(reading, language, context_order_id=last, custom=self._custom)
+        understood = understand(
+            reading,
+            language,
+            context_order_id=last,
+            custom=self._custom,
+            amount_required=self._amount_required,
+        )
         interp = understood.interpretation
         if understood.refusal is not None:
             return PlanDraft(

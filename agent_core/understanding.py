@@ -21,7 +21,7 @@ Keyword tables are data (`agent_core.lexicon`, `agent_core.lexicon_intents`).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -47,6 +47,7 @@ from agent_core.lexicon import (
 from agent_core.lexicon_intents import (
     ACTIONS,
     ADDRESS_CHAR,
+    AMOUNT,
     CHOOSE,
     HANDOFF,
     KEEP,
@@ -103,6 +104,7 @@ class _View:
     """What one clause says."""
 
     clause: Clause
+    text: str = ""  # the clause's canonical text before anything was blanked
     verbs: list[_Verb] = field(default_factory=list)
     status: bool = False
     track: bool = False
@@ -148,7 +150,7 @@ def understand(
     *,
     context_order_id: str | None,
     custom: Sequence[CustomPhrases] = (),
-    high_risk: Mapping[str, bool] | None = None,
+    amount_required: bool = True,
 ) -> Understood:
     interp = Interpretation(language=language.value)
     order = list(reading.order_ids)
@@ -196,6 +198,7 @@ def understand(
 
     ambiguous: list[tuple[str, list[str]]] = []
     intents: list[Intent] = []
+    amount = _amount(" ".join(v.text for v in genuine))
     for view in genuine:
         for verb in view.verbs:
             targets = [i for i in view.clause.ids if i not in interp.kept]
@@ -213,15 +216,21 @@ def understand(
                 else:
                     ambiguous.append((verb.tool, candidates))
                     continue
-            args = {"address": reading.address} if verb.tool == Action.ADDRESS else {}
-            if verb.tool == Action.ADDRESS and reading.address is None:
-                ambiguous.append((verb.tool, targets))
+            args: dict[str, str | None] = {}
+            if verb.tool == Action.ADDRESS:
+                args["address"] = reading.address
+            if verb.tool == Action.REFUND:
+                args["amount"] = _amount(view.text) or amount
+            if any(v is None for v in args.values()) and (
+                verb.tool == Action.ADDRESS or amount_required
+            ):
+                ambiguous.append((verb.tool, targets))  # ask for the missing value
                 continue
             intents.append(_intent(verb.tool, targets, view, args))
 
     if ambiguous:
         tool, options = ambiguous[0]
-        interp.clarify = _which_order(tool, options, context_order_id, reading, language)
+        interp.clarify = _which_order(tool, options, context_order_id, reading, language, amount)
         return Understood(interp, order, refusal="needs_clarification")
 
     # Policy questions: topics, and actions only asked about ("can I return A1002?").
@@ -340,7 +349,7 @@ def _question(text: str, start: int) -> bool:
 
 
 def _view(clause: Clause, custom: Sequence[CustomPhrases]) -> _View:
-    view = _View(clause)
+    view = _View(clause, clause.canonical)
     text = residual = clause.canonical
     for terms in ACTIONS:
         for match in terms.verbs.finditer(residual):
@@ -461,9 +470,25 @@ def _blank(text: str, start: int, end: int) -> str:
     return text[:start] + " " * (end - start) + text[end:]
 
 
-def option_text(tool: str, order_id: str, language: Language, address: str | None) -> str:
+def _amount(text: str) -> str | None:
+    match = AMOUNT.search(text)
+    if match is None:
+        return None
+    return match.group("a") or match.group("b") or match.group("c")
+
+
+def option_text(
+    tool: str,
+    order_id: str,
+    language: Language,
+    address: str | None,
+    amount: str | None = None,
+) -> str:
+    """The request an option sends, as if the customer had written it."""
+    if tool == Action.REFUND and amount is None:
+        tool = "request_refund_any"
     templates = OPTION_TEXTS.get(tool) or OPTION_TEXTS[STATUS_TOOL]
-    return templates[language].format(order_id=order_id, address=address or "")
+    return templates[language].format(order_id=order_id, address=address or "", amount=amount)
 
 
 _ACTION_WORDS = {
@@ -488,10 +513,21 @@ def _which_order(
     context_order_id: str | None,
     reading: Reading,
     language: Language,
+    amount: str | None,
 ) -> Clarification:
-    """Ask which order an action is for, with one option per order it could be."""
+    """Ask which order an action is for, with one option per order it could be; or, for
+    one order, the value the action needs (a new address, a refund amount)."""
     zh = language is Language.ZH
     options = list(dict.fromkeys(candidates)) or ([context_order_id] if context_order_id else [])
+    if tool == Action.REFUND and amount is None and len(candidates) == 1:
+        order_id = candidates[0]
+        question = (
+            f"订单 {order_id} 要退款多少钱？请写上金额，例如“{order_id} 退款 59 元”。"
+            if zh
+            else f"How much should I refund for order {order_id}? Please write the amount, "
+            f'for example "refund 59.00 for {order_id}".'
+        )
+        return Clarification(question=question, options=[])
     if tool == Action.ADDRESS and reading.address is None:
         question = (
             "请告诉我新的收货地址（以及订单号），我再帮你修改。"
@@ -514,7 +550,8 @@ def _which_order(
         question=question,
         options=[
             ClarifyOption(
-                label=order_id, text=option_text(tool, order_id, language, reading.address)
+                label=order_id,
+                text=option_text(tool, order_id, language, reading.address, amount),
             )
             for order_id in options[:4]
         ],

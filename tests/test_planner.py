@@ -153,7 +153,7 @@ CASES: list[Case] = [
     Case(
         "where is A1001? also, what is your return policy", EN, (status("A1001"), policy("refund"))
     ),
-    Case("I want a refund for A1001", EN, (status("A1001"), refund("A1001"))),
+    Case("I want a refund of 20 dollars for A1001", EN, (status("A1001"), refund("A1001"))),
     Case("can I get a refund for A1001?", EN, (status("A1001"), policy("refund"))),
     Case("what is the cancellation fee for A1001", EN, (status("A1001"), policy("cancellation"))),
 ]

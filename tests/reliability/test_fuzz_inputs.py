@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from agent_core.answers import compose_answer, plan_text, step_progress  # noqa: E402
+from agent_core.catalog import CATALOG  # noqa: E402
 from agent_core.models import (  # noqa: E402
     Approval,
     ErrorType,
@@ -61,11 +62,9 @@ FUZZ = settings(
     database=None,  # and nothing written into the work tree
 )
 
-ARGS_MODELS = {
-    "get_order_status": OrderArgs,
-    "cancel_order": OrderArgs,
-    "search_policy": PolicyArgs,
-}
+# Every tool of the catalog (issue 12 added four); the planner may plan any of them.
+ARGS_MODELS = {name: spec.args_model for name, spec in CATALOG.items()}
+assert ARGS_MODELS["get_order_status"] is OrderArgs and ARGS_MODELS["search_policy"] is PolicyArgs
 PLANNER = RuleBasedPlanner()
 
 # Every character class, lone surrogates included (Telegram never sends those, but bytes
