@@ -92,6 +92,8 @@ class Interpretation(BaseModel):
     clarify: Clarification | None = None
     # The earlier order the reads were applied to (the text named none); said in the answer.
     context_order_id: str | None = None
+    # The last order the chat mentioned before this message (what the planner was given).
+    chat_order_id: str | None = None
     # Orders and topics the step cap left out; named in the answer.
     not_covered: list[str] = Field(default_factory=list)
     planner: str = "rule"

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_core.interpretation import Interpretation
+from agent_core.interpretation import Clarification, Interpretation
 
 
 def utcnow() -> datetime:
@@ -226,6 +226,10 @@ class Run(BaseModel):
     @property
     def unsupported(self) -> list[str]:
         return list(self.interpretation.unsupported) if self.interpretation else []
+
+    @property
+    def clarify(self) -> Clarification | None:
+        return self.interpretation.clarify if self.interpretation else None
 
     def end_without_steps(self) -> RunStatus:
         """How a run the planner gave no steps ends: a question, a stop, or answered."""

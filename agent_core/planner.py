@@ -327,6 +327,7 @@ class RuleBasedPlanner:
             amount_required=self._amount_required,
         )
         interp = understood.interpretation
+        interp.chat_order_id = last
         if understood.refusal is not None:
             return PlanDraft(
                 language=language, refusal=Refusal(understood.refusal), interpretation=interp

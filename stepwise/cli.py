@@ -54,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--user", type=int)
     runs.add_argument("--status", choices=[s.value for s in RunStatus])
     runs.add_argument("--limit", type=int, default=20)
+    runs.add_argument(
+        "--unsupported", action="store_true", help="only runs with parts no tool serves"
+    )
     runs.add_argument("--json", action="store_true")
 
     show = sub.add_parser("show", help="one run's full timeline")
@@ -63,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     export = sub.add_parser("export", help="runs as JSON lines, for regression cases")
     export.add_argument("--status", choices=[s.value for s in RunStatus])
     export.add_argument("--user", type=int)
+    export.add_argument("--cases", action="store_true", help="as eval cases for a person to label")
+    export.add_argument("--unsupported", action="store_true", help="only flagged runs")
 
     sub.add_parser("recover", help="finish runs a crash interrupted")
 
