@@ -30,7 +30,7 @@ from agent_core.lexicon import PolicyTopic as PolicyTopic
 from agent_core.lexicon_intents import GOALS, TRACK_TOOL, Action
 from agent_core.models import Language, Risk, StepTag
 from agent_core.reading import MAX_TEXT_CHARS as MAX_TEXT_CHARS
-from agent_core.reading import Reader, clean
+from agent_core.reading import Reader, Reading, clean
 from agent_core.understanding import STATUS_TOOL, CustomPhrases, Mention, Understood, understand
 
 __all__ = [
@@ -297,6 +297,13 @@ class RuleBasedPlanner:
         self._amount_required = refund is not None and "amount" in (
             refund.args_model.model_json_schema().get("required") or []
         )
+
+    def read(self, cleaned: str) -> Reading:
+        """The reading of a cleaned message (order ids, clauses, hidden instructions)."""
+        return self._reader.read(cleaned)
+
+    def without_ids(self, cleaned: str) -> str:
+        return self._reader.without_ids(cleaned)
 
     def find_order_ids(self, text: str) -> list[str]:
         """Distinct order ids in `text`, upper-cased, in order of appearance."""

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from agent_core.evaluation import evaluate, load_cases
 from agent_core.planner import Planner, RuleBasedPlanner
+from stepwise.runtime import build_planner
 from stepwise.settings import Settings
 
 DEFAULT_CASES = Path(__file__).resolve().parent.parent / "tests" / "eval" / "cases.jsonl"
@@ -35,8 +36,12 @@ def read_cases_file(path: Path) -> list[str]:
 async def run_eval(settings: Settings, args: argparse.Namespace) -> int:
     """`stepwise eval` with the planner the arguments name."""
     if args.planner == "model":
-        raise EvalError("the model planner is not configured (STEPWISE_PLANNER=model)")
-    return await cmd_eval(settings, args, RuleBasedPlanner(order_id_pattern=settings.order_pattern))
+        if not (settings.llm_base_url and settings.llm_model):
+            raise EvalError("--planner model needs STEPWISE_LLM_BASE_URL and STEPWISE_LLM_MODEL")
+        planner = build_planner(settings.model_copy(update={"planner": "model"}))
+    else:
+        planner = RuleBasedPlanner(order_id_pattern=settings.order_pattern)
+    return await cmd_eval(settings, args, planner)
 
 
 async def cmd_eval(settings: Settings, args: argparse.Namespace, planner: Planner) -> int:
