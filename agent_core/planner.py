@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, Field
 
 from agent_core.catalog import CATALOG, SEARCH_POLICY, ToolSpec
+from agent_core.clause_view import CustomPhrases, Mention
 from agent_core.interpretation import Intent, Interpretation
 from agent_core.lexicon import DELAY_TOPICS, POLICY_QUERIES, Terms
 from agent_core.lexicon import PolicyTopic as PolicyTopic
@@ -31,7 +32,7 @@ from agent_core.lexicon_intents import GOALS, TRACK_TOOL, Action
 from agent_core.models import Language, Risk, StepTag
 from agent_core.reading import MAX_TEXT_CHARS as MAX_TEXT_CHARS
 from agent_core.reading import Reader, Reading, clean
-from agent_core.understanding import STATUS_TOOL, CustomPhrases, Mention, Understood, understand
+from agent_core.understanding import STATUS_TOOL, Understood, understand
 
 __all__ = [
     "MAX_STEPS",
