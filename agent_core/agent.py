@@ -54,6 +54,19 @@ class RunStore(Journal, Protocol):
 
     async def runs_to_recover(self) -> list[str]: ...
 
+    async def claim_clarification(
+        self,
+        run_id: str,
+        *,
+        user_id: int,
+        nonce: str | None,
+        choice: str,
+        now: datetime,
+        expires_before: datetime,
+    ) -> tuple[ClaimResult, Run | None]:
+        """Atomically record the customer's answer to a clarifying question; one wins."""
+        ...
+
 
 @dataclass(frozen=True)
 class DecisionOutcome:
@@ -80,7 +93,7 @@ class Agent:
         self._clock = clock
         self._new_id = new_id
 
-    def plan(
+    async def plan(
         self,
         text: str,
         *,
@@ -92,7 +105,7 @@ class Agent:
         """Turn a request into a run with its plan; nothing is executed or stored yet."""
         if len(text) > MAX_REQUEST_CHARS:
             raise ValueError(f"request longer than {MAX_REQUEST_CHARS} characters")
-        draft = self.planner.plan(
+        draft = await self.planner.plan(
             PlanRequest(text=text, language_hint=language_hint, last_order_id=last_order_id)
         )
         steps = []
@@ -108,6 +121,10 @@ class Agent:
                     max_retries=tool.max_retries if tool else 0,
                 )
             )
+        interpretation = draft.interpretation
+        if interpretation is not None and interpretation.clarify is not None:
+            # The option buttons carry it: a forged or stale option changes nothing.
+            interpretation.clarify.nonce = secrets.token_urlsafe(8)
         now = self._clock()
         return Run(
             id=self._new_id(),
@@ -118,6 +135,7 @@ class Agent:
             language=draft.language,
             steps=steps,
             refusal=draft.refusal.value if draft.refusal else None,
+            interpretation=interpretation,
             created_at=now,
             updated_at=now,
         )
@@ -127,7 +145,7 @@ class Agent:
     ) -> Run:
         """Plan the request and run it until it is answered or waits for the customer."""
         last = await self.store.last_order_id(chat_id, user_id)
-        run = self.plan(
+        run = await self.plan(
             text,
             user_id=user_id,
             chat_id=chat_id,
@@ -135,6 +153,50 @@ class Agent:
             last_order_id=last,
         )
         return await self.executor.start(run)
+
+    async def choose(
+        self, run_id: str, *, user_id: int, option: int, nonce: str | None = None
+    ) -> DecisionOutcome:
+        """The customer picked option `option` (0-based) of a clarifying question: claim it
+        (`claim_choice`), then go on as if the customer had written that option's text —
+        a new run, returned as `run`."""
+        outcome, text = await self.claim_choice(run_id, user_id=user_id, option=option, nonce=nonce)
+        if outcome.result is not ClaimResult.OK or outcome.run is None or text is None:
+            return outcome
+        run = outcome.run
+        answered = await self.ask(
+            text, user_id=user_id, chat_id=run.chat_id, language_hint=run.language.value
+        )
+        return DecisionOutcome(ClaimResult.OK, answered)
+
+    async def claim_choice(
+        self, run_id: str, *, user_id: int, option: int, nonce: str | None = None
+    ) -> tuple[DecisionOutcome, str | None]:
+        """Record the customer's pick; at most one pick of a question ever wins.
+
+        Returns the outcome (with the question's run, for its own customer only) and, when
+        it won, the text to continue with. Adapters that answer the press first (the bot's
+        toast) call this, then `ask` with the text.
+        """
+        asked = await self.store.load_run(run_id)
+        if asked is None:
+            return DecisionOutcome(ClaimResult.NOT_FOUND), None
+        if asked.user_id != user_id:
+            return DecisionOutcome(ClaimResult.NOT_ALLOWED), None
+        if asked.clarify is None or not 0 <= option < len(asked.clarify.options):
+            return DecisionOutcome(ClaimResult.STALE, asked), None
+        now = self._clock()
+        result, run = await self.store.claim_clarification(
+            run_id,
+            user_id=user_id,
+            nonce=nonce,
+            choice=asked.clarify.options[option].label,
+            now=now,
+            expires_before=now - self.approval_ttl,
+        )
+        if result is not ClaimResult.OK or run is None:
+            return DecisionOutcome(result, run), None
+        return DecisionOutcome(result, run), asked.clarify.options[option].text
 
     async def decide(
         self, run_id: str, *, user_id: int, approved: bool, nonce: str | None = None

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final, NamedTuple
 
+from agent_core import answer_notes
 from agent_core.catalog import CATALOG
 from agent_core.models import ErrorType, Language, PlanStep, Run, RunStatus, StepStatus
 from agent_core.render import render_result
@@ -101,14 +102,25 @@ def compose(run: Run, catalog: Catalog = CATALOG) -> Composed:
 
 def _compose(run: Run, catalog: Catalog) -> str:
     lang = run.language
+    asked_back = answer_notes.clarify_answer(run) or answer_notes.handoff_answer(run)
+    if asked_back is not None:
+        return asked_back
+    if run.refusal in ("unknown_tool", "invalid_arguments"):
+        return DEFAULT_NEXT_STEP[lang]
     if run.refusal is not None:
-        return REFUSALS.get(run.refusal, REFUSALS["unsupported"])[lang]
+        refusal = REFUSALS.get(run.refusal, REFUSALS["unsupported"])[lang]
+        return "\n".join([*answer_notes.unsupported_lines(run), refusal])
     superseded = _superseded(run, catalog)
     lines = [
         line
         for step in run.steps
         if step.id not in superseded and (line := describe_outcome(step, run, catalog))
     ]
+    if context := answer_notes.context_line(run):
+        lines.insert(0, context)
+    if not_covered := answer_notes.not_covered_line(run):
+        lines.append(not_covered)
+    lines.extend(answer_notes.unsupported_lines(run))
     if run.stop_reason == "max_steps":
         lines.append(
             "处理步骤超过上限，我已停下来，剩下的步骤没有执行。"

@@ -174,11 +174,11 @@ class Executor:
                 *transitions.reject_plan(run, step, error, now=self._clock(), catalog=self.catalog),
             )
         elif not run.steps:
+            status = run.end_without_steps()
+            if status is RunStatus.FAILED:
+                run.stop_reason = run.refusal
             await self._emit(
-                batch,
-                transitions.finish(
-                    run, RunStatus.COMPLETED, now=self._clock(), catalog=self.catalog
-                ),
+                batch, transitions.finish(run, status, now=self._clock(), catalog=self.catalog)
             )
         else:
             await self._drive(batch)

@@ -108,10 +108,12 @@ TOPICS: tuple[TopicTerms, ...] = (
                 r"取消[^，。？！；,.?!;\n]{0,8}?(?:政策|规定|规则|条款|手续费|费用|流程|要求)",
                 r"(?:政策|规定|规则|条款)[^，。？！；,.?!;\n]{0,4}取消",
                 "退订政策",
+                r"取消(?:订单)?(?:是|要|需要|会)?(?:免费|收费|要钱|扣钱|扣费)",
             ),
             en=(
                 r"cancel\w* (?:\w+ ){0,2}?(?:policy|policies|rules?|terms|fees?|charges?|window)",
                 r"(?:policy|policies|rules?|terms) (?:\w+ ){0,2}?cancel\w*",
+                r"cancell?ations?",
             ),
         ),
         # "How do I cancel an order?" is a question about the rules unless an order is named.
@@ -138,7 +140,7 @@ TOPICS: tuple[TopicTerms, ...] = (
         PolicyTopic.REFUND,
         strong=Terms(
             zh=("退换货", "退换", "退货", "退款", "退钱", "七天无理由", "无理由退"),
-            en=(r"refund\w*", "return", "returns", "returning", "money back",
+            en=(r"refund\w*", "return", "returns", "returning", "returned", "money back",
                 r"send (?:it |them |this )?back"),
         ),
     ),
@@ -201,9 +203,10 @@ STATUS_STRONG = Terms(
 ).compile()
 # Status words that only mean "order status" when an order is named ("check A1001").
 STATUS_WEAK = Terms(
-    zh=("查", "看", "怎么样了", "情况", "呢", "催", "快点"),
+    zh=("查", "看", "怎么样了", "情况", "呢", "催", "快点", "什么时候", "啥时候", "多久"),
     en=("where", "whereabouts", "status", "check", "update", "updates", "progress", "look up",
-        "lookup", "find", "what about", "any news", "how is", "what happened"),
+        "lookup", "find", "what about", "any news", "how is", "what happened", "ships", "ship",
+        "when"),
 ).compile()
 CANCEL = Terms(
     zh=("取消", "撤销", "撤单", "不要了", "不想要了", "不买了", "退订", "取销"),
@@ -249,8 +252,10 @@ NOT_TYPOS = frozenset(
 
 # Enough traditional characters to read order questions from zh-TW / zh-HK customers.
 TRADITIONAL = str.maketrans(
-    "訂單貨運費換補償遲後關於麼這個還沒達嗎幫詢請規則賠誤銷號遞郵發場問題況讓給買寄從時間務態蹤跡為樣說應該",
-    "订单货运费换补偿迟后关于么这个还没达吗帮询请规则赔误销号递邮发场问题况让给买寄从时间务态踪迹为样说应该",
+    "訂單貨運費換補償遲後關於麼這個還沒達嗎幫詢請規則賠誤銷號遞郵發場問題況讓給買寄從時間務態蹤跡為樣說應該"
+    "錢轉裡現體謝煩編區義們講話戶統動著點處機聯繫電碼選擇確認續無須歷記錄顯經過簽臺灣東實際額錯寫雜開張優價賣裏條閱聽論",
+    "订单货运费换补偿迟后关于么这个还没达吗帮询请规则赔误销号递邮发场问题况让给买寄从时间务态踪迹为样说应该"
+    "钱转里现体谢烦编区义们讲话户统动着点处机联系电码选择确认续无须历记录显经过签台湾东实际额错写杂开张优价卖里条阅听论",
 )
 
 # fmt: on

@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_core.interpretation import Clarification, Interpretation
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
@@ -48,6 +50,8 @@ class RunStatus(StrEnum):
     # `declined`, and nothing ends a run this way any more.
     CANCELLED = "cancelled"
     EXPIRED = "expired"
+    # The target of an action was unclear: the run asked the customer and did nothing.
+    NEEDS_CLARIFICATION = "needs_clarification"
 
 
 TERMINAL_RUN_STATUSES = frozenset(
@@ -57,6 +61,7 @@ TERMINAL_RUN_STATUSES = frozenset(
         RunStatus.DECLINED,
         RunStatus.CANCELLED,
         RunStatus.EXPIRED,
+        RunStatus.NEEDS_CLARIFICATION,
     }
 )
 
@@ -82,8 +87,12 @@ class StepTag(StrEnum):
     DELAY_COMPENSATION = "delay_compensation"  # only wanted while the order is not delivered
     POLICY = "policy"
     CANCEL = "cancel"
-    # Any other change a tool makes (a return, a refund, a tool declared in a tools file):
-    # rules target those by tool, so they need no tag of their own.
+    # The catalog's other tools (issue 12); a tool declared only in TOML is READ or ACTION.
+    TRACK = "track"
+    RETURN = "return"
+    REFUND = "refund"
+    ADDRESS = "address"
+    READ = "read"
     ACTION = "action"
 
 
@@ -198,6 +207,8 @@ class Run(BaseModel):
     steps: list[PlanStep] = Field(default_factory=list)
     # Set when the planner could not make a plan (no order id, unsupported request).
     refusal: str | None = None
+    # What the planner understood (issue 13); None for runs planned before it existed.
+    interpretation: Interpretation | None = None
     pause: Pause | None = None
     attempts: int = 0
     max_attempts: int = 10
@@ -223,6 +234,22 @@ class Run(BaseModel):
     @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL_RUN_STATUSES
+
+    @property
+    def unsupported(self) -> list[str]:
+        return list(self.interpretation.unsupported) if self.interpretation else []
+
+    @property
+    def clarify(self) -> Clarification | None:
+        return self.interpretation.clarify if self.interpretation else None
+
+    def end_without_steps(self) -> RunStatus:
+        """How a run the planner gave no steps ends: a question, a stop, or answered."""
+        if self.refusal == "needs_clarification":
+            return RunStatus.NEEDS_CLARIFICATION
+        if self.refusal in ("unknown_tool", "invalid_arguments"):
+            return RunStatus.FAILED
+        return RunStatus.COMPLETED
 
     @property
     def order_id(self) -> str | None:
@@ -253,6 +280,8 @@ class EventKind(StrEnum):
     # Confirm/Cancel prompt reached the customer; the customer has blocked the bot.
     PROMPT_SHOWN = "prompt_shown"
     CUSTOMER_BLOCKED = "customer_blocked"
+    # The customer answered a clarifying question (pressed an option, or typed its number).
+    CLARIFY_ANSWERED = "clarify_answered"
 
 
 class RunEvent(BaseModel):

@@ -1,47 +1,67 @@
-"""Free text in, a short plan out.
+"""Free text in, an interpretation and a short plan out.
 
-The planner only proposes: it picks tools and arguments, never runs anything. A request it
-cannot plan comes back as a refusal (no order number, unsupported), so no tool runs.
+The planner only proposes: it picks tools and arguments, never runs anything. It first
+reads the request into an `Interpretation` (`agent_core.interpretation`): what was asked,
+of which order, what was negated, what no tool serves, whether a person was asked for, and
+what must be asked back. The plan is built from that: order steps first (each order's
+status or parcel read, then its actions in the order asked), then policy lookups, at most
+four steps. A request it cannot plan comes back with a `refusal` saying why no tool runs.
+
+Two planners share this interface: `RuleBasedPlanner` (keyword tables, deterministic, no
+I/O) and `agent_core.model_planner.ModelPlanner` (any OpenAI-compatible model, validated,
+falling back to the rules).
 """
 
 from __future__ import annotations
 
-import functools
 import re
+import string
 import unicodedata
-from dataclasses import dataclass
-from enum import IntEnum, StrEnum
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
 from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from agent_core.catalog import CANCEL_ORDER, GET_ORDER_STATUS, SEARCH_POLICY
-from agent_core.lexicon import (
-    CANCEL,
-    CLAUSE_BREAK,
-    CONDITION,
-    DELAY_TOPICS,
-    FUZZY_VOCABULARY,
-    NOT_TYPOS,
-    ORDER_NOUN,
-    ORDER_REF,
-    POLICY_MARKERS,
-    STATUS_STRONG,
-    STATUS_WEAK,
-    TOPIC_PATTERNS,
-    TRADITIONAL,
-    TYPOS,
-    WEAK_REF,
-)
-from agent_core.lexicon import POLICY_QUERIES as POLICY_QUERIES
+from agent_core.catalog import CATALOG, SEARCH_POLICY, ToolSpec
+from agent_core.clause_view import CustomPhrases, Mention
+from agent_core.interpretation import Intent, Interpretation
+from agent_core.lexicon import DELAY_TOPICS, POLICY_QUERIES, Terms
 from agent_core.lexicon import PolicyTopic as PolicyTopic
-from agent_core.models import Language, StepTag
+from agent_core.lexicon_intents import GOALS, TRACK_TOOL, Action
+from agent_core.models import Language, Risk, StepTag
+from agent_core.reading import MAX_TEXT_CHARS as MAX_TEXT_CHARS
+from agent_core.reading import Reader, Reading, clean
+from agent_core.understanding import STATUS_TOOL, Understood, understand
+
+__all__ = [
+    "MAX_STEPS",
+    "MAX_TEXT_CHARS",
+    "POLICY_QUERIES",
+    "PlanDraft",
+    "PlanRequest",
+    "Planner",
+    "PolicyTopic",
+    "Refusal",
+    "RuleBasedPlanner",
+    "StepDraft",
+    "StepTag",
+    "build_steps",
+    "detect_language",
+]
 
 
 class Refusal(StrEnum):
+    """Why a request has no steps."""
+
     EMPTY = "empty"
     MISSING_ORDER_ID = "missing_order_id"
     UNSUPPORTED = "unsupported"
+    NEEDS_CLARIFICATION = "needs_clarification"
+    HANDOFF = "handoff"
+    # The model planner proposed something that cannot run (issue 13): the run stops.
+    UNKNOWN_TOOL = "unknown_tool"
+    INVALID_ARGUMENTS = "invalid_arguments"
 
 
 class StepDraft(BaseModel):
@@ -61,42 +81,32 @@ class PlanDraft(BaseModel):
     language: Language
     steps: list[StepDraft] = Field(default_factory=list, max_length=4)
     refusal: Refusal | None = None
+    interpretation: Interpretation | None = None
 
 
 class Planner(Protocol):
-    def plan(self, request: PlanRequest) -> PlanDraft: ...
+    async def plan(self, request: PlanRequest) -> PlanDraft: ...
 
-
-# --------------------------------------------------------------------------------------------
-# Rule-based planner
-#
-# How a request becomes a plan, in order:
-#   1. clean the text (cap its length, NFKC so full-width characters become ASCII, control
-#      characters become spaces) and pull out order ids as whole tokens;
-#   2. build a "canonical" string: case-folded, traditional characters folded to simplified,
-#      English typos repaired, order ids replaced by a placeholder;
-#   3. find policy topics (each topic's matches are blanked so a lower-priority topic cannot
-#      reuse the same words: "late delivery compensation" is not also "delivery");
-#   4. find order intents (status, cancel, "if it has not arrived ...") in what is left;
-#   5. turn the intents into at most four steps, or a refusal.
-# Keyword tables are data in `agent_core.lexicon`; English entries only match whole words.
-# --------------------------------------------------------------------------------------------
-
-TOOL_GET_ORDER_STATUS = GET_ORDER_STATUS.name
-TOOL_CANCEL_ORDER = CANCEL_ORDER.name
-TOOL_SEARCH_POLICY = SEARCH_POLICY.name
 
 MAX_STEPS = 4
-# Telegram messages are at most 4096 characters; capping keeps the planner's cost bounded.
-MAX_TEXT_CHARS = 4096
 DEFAULT_ORDER_ID_PATTERN = r"[A-Za-z]\d{3,10}"
 
-
-_ID_PLACEHOLDER = "\ue000"  # a private-use character: never a letter, digit or keyword
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
 _LATIN = re.compile(r"[A-Za-z]")
-_WORD = re.compile(r"[a-z']+")
-_SPACES = re.compile(r"[ \t\r\f\v]+")
+
+_TAGS: Mapping[str, StepTag] = {
+    STATUS_TOOL: StepTag.ORDER_STATUS,
+    TRACK_TOOL: StepTag.TRACK,
+    Action.CANCEL.value: StepTag.CANCEL,
+    Action.RETURN.value: StepTag.RETURN,
+    Action.REFUND.value: StepTag.REFUND,
+    Action.ADDRESS.value: StepTag.ADDRESS,
+}
+_TOPIC_VALUES = frozenset(t.value for t in PolicyTopic)
+_FROM_CONTEXT = {
+    Language.ZH: "（你之前问过的订单）",
+    Language.EN: " (the order you asked about earlier)",
+}
 
 
 def detect_language(text: str, hint: str | None) -> Language:
@@ -116,176 +126,127 @@ def detect_language(text: str, hint: str | None) -> Language:
     return Language.EN
 
 
-def _clean(text: str) -> str:
-    """Cap the length, fold full-width forms to ASCII (NFKC) and blank out control characters.
+def is_high_risk(tool: str, catalog: Mapping[str, ToolSpec]) -> bool:
+    spec = catalog.get(tool)
+    if spec is not None:
+        return spec.risk is Risk.HIGH
+    return tool in {a.value for a in Action}
 
-    Control and format characters (zero-width spaces, BOMs, NULs) become spaces so that
-    they can neither hide a keyword nor glue an order id to a word.
+
+def tag_for(tool: str, catalog: Mapping[str, ToolSpec]) -> StepTag:
+    if tool in _TAGS:
+        return _TAGS[tool]
+    return StepTag.ACTION if is_high_risk(tool, catalog) else StepTag.READ
+
+
+class _Fields(dict[str, Any]):
+    def __missing__(self, key: str) -> str:
+        raise KeyError(key)
+
+
+def goal_for(
+    tool: str, args: Mapping[str, Any], language: Language, catalog: Mapping[str, ToolSpec]
+) -> str:
+    """A step's goal from the catalog (or the fallback table), filled with its arguments."""
+    templates: list[str] = []
+    fields: dict[str, Any] = dict(args)
+    spec = catalog.get(tool)
+    if spec is not None:
+        templates.append(spec.goal[language])
+        fields = spec.display_args(args)  # "59" reads "59.00"
+    if tool in GOALS:
+        templates.append(GOALS[tool][language])
+    for template in templates:
+        try:
+            return string.Formatter().vformat(template, (), _Fields(fields))
+        except (KeyError, IndexError, ValueError, AttributeError):
+            continue
+    return tool
+
+
+def build_steps(
+    understood: Understood,
+    language: Language,
+    catalog: Mapping[str, ToolSpec],
+) -> list[StepDraft]:
+    """Order steps first (each order's read, then its actions), then policy lookups.
+
+    Every action is preceded by a status read of its order (the rules skip an action the
+    status makes pointless). Groups that do not fit in MAX_STEPS are left out whole and
+    named in `interpretation.not_covered`.
     """
-    # Capped again after NFKC: a few characters expand a lot ("ﷺ" becomes 18).
-    text = unicodedata.normalize("NFKC", text[:MAX_TEXT_CHARS])[:MAX_TEXT_CHARS]
-    return "".join(
-        ch if ch == "\n" or unicodedata.category(ch) not in ("Cc", "Cf", "Cs") else " "
-        for ch in text
+    interp = understood.interpretation
+    orders = list(understood.mention_order)
+    if interp.context_order_id and interp.context_order_id not in orders:
+        orders.append(interp.context_order_id)
+    groups: list[tuple[str, list[StepDraft]]] = []
+    any_action = False
+    for order_id in orders:
+        mine = [i for i in interp.intents if order_id in i.order_ids]
+        actions = [i for i in mine if is_high_risk(i.tool, catalog)]
+        reads = [i for i in mine if not is_high_risk(i.tool, catalog)]
+        if not mine:
+            continue
+        any_action = any_action or bool(actions)
+        group: list[StepDraft] = []
+        read_tools = list(dict.fromkeys(i.tool for i in reads))
+        if actions and STATUS_TOOL not in read_tools:
+            read_tools.insert(0, STATUS_TOOL)
+        elif TRACK_TOOL in read_tools and STATUS_TOOL in read_tools and not actions:
+            read_tools.remove(STATUS_TOOL)  # the parcel read says more than the status
+        for tool in read_tools:
+            group.append(_order_step(tool, order_id, {}, language, catalog, interp))
+        for intent in _distinct(actions):
+            group.append(_order_step(intent.tool, order_id, intent.args, language, catalog, interp))
+        groups.append((order_id, group))
+
+    policy_groups: list[tuple[str, list[StepDraft]]] = []
+    topics = [PolicyTopic(p.topic) for p in interp.policies if p.topic in _TOPIC_VALUES]
+    delay_asked = understood.delay is Mention.STRONG or (
+        understood.delay is Mention.WEAK and not any_action
     )
+    if understood.condition and delay_asked and groups:
+        # "Check A1001 and, if it has not arrived, the compensation policy": the lookup
+        # only matters while the order is on its way, so it gets its own tag.
+        topic = PolicyTopic.DELAY_COMPENSATION
+        step = _policy_step(topic, language, StepTag.DELAY_COMPENSATION)
+        policy_groups.append((topic.value, [step]))
+        topics = [t for t in topics if t not in DELAY_TOPICS]
+    for topic in topics:
+        policy_groups.append((topic.value, [_policy_step(topic, language, StepTag.POLICY)]))
+
+    steps: list[StepDraft] = []
+    for name, group in [*groups, *policy_groups]:
+        if len(steps) + len(group) <= MAX_STEPS:
+            steps.extend(group)
+        else:
+            interp.not_covered.append(name)
+    return steps
 
 
-def _within_one_edit(a: str, b: str) -> bool:
-    """True if `a` becomes `b` by one insertion, deletion, substitution or adjacent swap."""
-    if a == b:
-        return True
-    if abs(len(a) - len(b)) > 1:
-        return False
-    if len(a) == len(b):
-        diffs = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
-        if len(diffs) == 1:
-            return True
-        return (
-            len(diffs) == 2
-            and diffs[1] == diffs[0] + 1
-            and a[diffs[0]] == b[diffs[1]]
-            and a[diffs[1]] == b[diffs[0]]
-        )
-    short, long_ = (a, b) if len(a) < len(b) else (b, a)
-    i = 0
-    while i < len(short) and short[i] == long_[i]:
-        i += 1
-    return short[i:] == long_[i + 1 :]
+def _distinct(intents: Sequence[Intent]) -> list[Intent]:
+    seen: set[str] = set()
+    out = []
+    for intent in intents:
+        if intent.tool not in seen:
+            seen.add(intent.tool)
+            out.append(intent)
+    return out
 
 
-@functools.lru_cache(maxsize=4096)
-def _fix_word(word: str) -> str:
-    """Repair one lower-case English word if it is a known or one-edit typo of a keyword."""
-    if word in TYPOS:
-        return TYPOS[word]
-    if len(word) < 5 or word in FUZZY_VOCABULARY or word in NOT_TYPOS:
-        return word
-    for keyword in FUZZY_VOCABULARY:
-        if _within_one_edit(word, keyword):
-            return keyword
-    return word
-
-
-def _canonical(text: str) -> str:
-    """Case-folded, simplified, typo-repaired text, with single spaces between words."""
-    folded = text.casefold().translate(TRADITIONAL)
-    folded = _SPACES.sub(" ", folded)
-    return _WORD.sub(lambda m: _fix_word(m.group(0)), folded)
-
-
-def _blank(text: str, start: int, end: int) -> str:
-    """Replace text[start:end] by spaces, keeping every other position where it was."""
-    return text[:start] + " " * (end - start) + text[end:]
-
-
-class _Mention(IntEnum):
-    """How clearly a message names delay compensation, counted as a topic or not."""
-
-    NONE = 0
-    WEAK = 1  # "delayed", "late delivery", "延迟"
-    STRONG = 2  # "compensation", "after-sales", "补偿", "售后"
-
-
-@dataclass(frozen=True)
-class _Signals:
-    """What a message says, before deciding on steps."""
-
-    order_id: str | None  # the first order id written in the text, upper-cased
-    topics: tuple[PolicyTopic, ...]  # policy questions that count, in order of mention
-    delay: _Mention  # compensation or after-sales (strong), "late"/"delayed" (weak)
-    strong_ref: bool  # "this order", "my order", "这单"
-    weak_ref: bool  # "it", "这个"
-    status: bool  # asks where an order is
-    cancel: bool  # asks to cancel an order
-    condition: bool  # "if", "如果"
-
-
-def _find_topics(
-    canonical: str, clause_has_marker: list[bool], clause_of: list[int], order_context: bool
-) -> tuple[list[tuple[int, PolicyTopic]], str, _Mention]:
-    """Topics that count (with their position), the text without them, and how strongly
-    delay compensation was mentioned.
-
-    Every match of a topic is blanked before the next topic looks (priority order). Only
-    counted matches are blanked from the returned text, which is what the order-intent
-    keywords see: an uncounted "how do I cancel" must still read as a cancel request.
-    """
-    seen = canonical
-    residual = canonical
-    found: list[tuple[int, PolicyTopic]] = []
-    delay = _Mention.NONE
-    for topic, strong, weak in TOPIC_PATTERNS:
-        for pattern in (strong, weak):
-            for match in list(pattern.finditer(seen)):
-                start, end = match.span()
-                if start == end:
-                    continue
-                seen = _blank(seen, start, end)
-                if topic in DELAY_TOPICS:
-                    delay = max(delay, _Mention.STRONG if pattern is strong else _Mention.WEAK)
-                in_rules_clause = clause_has_marker[clause_of[start]]
-                if pattern is strong or in_rules_clause or not order_context:
-                    found.append((start, topic))
-                    residual = _blank(residual, start, end)
-    found.sort(key=lambda item: item[0])
-    return found, residual, delay
-
-
-def _clauses(canonical: str) -> tuple[list[bool], list[int]]:
-    """For each clause, whether it asks about rules; for each position, its clause index."""
-    has_marker: list[bool] = []
-    clause_of: list[int] = []
-    start = 0
-    for match in [*CLAUSE_BREAK.finditer(canonical), None]:
-        end = match.end() if match is not None else len(canonical)
-        has_marker.append(POLICY_MARKERS.search(canonical, start, end) is not None)
-        clause_of.extend([len(has_marker) - 1] * (end - start))
-        start = end
-    clause_of.append(len(has_marker) - 1)  # the end position, for empty text
-    return has_marker, clause_of
-
-
-def _analyse(order_ids: list[str], without_ids: str) -> _Signals:
-    """Read the intents out of a message whose order ids were replaced by a placeholder."""
-    canonical = _canonical(without_ids)
-    strong_ref = ORDER_REF.search(canonical) is not None
-    has_id = bool(order_ids)
-    order_context = has_id or strong_ref or STATUS_STRONG.search(canonical) is not None
-    has_marker, clause_of = _clauses(canonical)
-    found, residual, delay = _find_topics(canonical, has_marker, clause_of, order_context)
-    topics = tuple(dict.fromkeys(topic for _, topic in found))
-    names_an_order = has_id or strong_ref or ORDER_NOUN.search(residual) is not None
-    status = STATUS_STRONG.search(residual) is not None or (
-        names_an_order and STATUS_WEAK.search(residual) is not None
-    )
-    return _Signals(
-        order_id=order_ids[0] if order_ids else None,
-        topics=topics,
-        delay=delay,
-        strong_ref=strong_ref,
-        weak_ref=WEAK_REF.search(canonical) is not None,
-        status=status,
-        cancel=CANCEL.search(residual) is not None,
-        condition=CONDITION.search(canonical) is not None,
-    )
-
-
-def _status_step(order_id: str, language: Language) -> StepDraft:
-    return StepDraft(
-        goal=GET_ORDER_STATUS.goal_for(language, order_id=order_id),
-        tool=GET_ORDER_STATUS.name,
-        args={"order_id": order_id},
-        tag=StepTag.ORDER_STATUS,
-    )
-
-
-def _cancel_step(order_id: str, language: Language) -> StepDraft:
-    return StepDraft(
-        goal=CANCEL_ORDER.goal_for(language, order_id=order_id),
-        tool=CANCEL_ORDER.name,
-        args={"order_id": order_id},
-        tag=StepTag.CANCEL,
-    )
+def _order_step(
+    tool: str,
+    order_id: str,
+    extra: Mapping[str, Any],
+    language: Language,
+    catalog: Mapping[str, ToolSpec],
+    interp: Interpretation,
+) -> StepDraft:
+    args = {"order_id": order_id, **extra}
+    goal = goal_for(tool, args, language, catalog)
+    if order_id == interp.context_order_id:
+        goal += _FROM_CONTEXT[language]
+    return StepDraft(goal=goal, tool=tool, args=args, tag=tag_for(tool, catalog))
 
 
 def _policy_step(topic: PolicyTopic, language: Language, tag: StepTag) -> StepDraft:
@@ -298,90 +259,88 @@ def _policy_step(topic: PolicyTopic, language: Language, tag: StepTag) -> StepDr
     )
 
 
+def custom_phrases(catalog: Mapping[str, ToolSpec]) -> list[CustomPhrases]:
+    """Keyword rules of catalog tools declared with `phrases` (a TOML-only tool)."""
+    rules = []
+    for spec in catalog.values():
+        phrases = getattr(spec, "phrases", None)
+        if not phrases:
+            continue
+        zh = tuple(re.escape(p.casefold()) for p in getattr(phrases, "zh", ()) or ())
+        en = tuple(
+            " ".join(re.escape(word) for word in p.casefold().split())
+            for p in getattr(phrases, "en", ()) or ()
+        )
+        if zh or en:
+            pattern = Terms(zh=zh, en=en).compile()
+            rules.append(CustomPhrases(spec.name, pattern, spec.risk is Risk.HIGH))
+    return rules
+
+
 class RuleBasedPlanner:
     """Plans from keyword tables: deterministic, no I/O, never raises on customer text.
 
     `order_id_pattern` describes one order id (default: a letter and 3-10 digits). It is
     matched case-insensitively, ASCII only, and only as a whole token: "XA1001" or
-    "A10012345678901" contain no order id. Ids are returned upper-cased.
+    "A10012345678901" contain no order id. Ids are returned upper-cased. `catalog` is the
+    tools in use: their goals, risks and declared phrases.
     """
 
-    def __init__(self, order_id_pattern: str = DEFAULT_ORDER_ID_PATTERN) -> None:
-        try:
-            re.compile(order_id_pattern)
-            self._order_id = re.compile(
-                rf"(?<![0-9A-Za-z])(?:{order_id_pattern})(?![0-9A-Za-z])",
-                re.IGNORECASE | re.ASCII,
-            )
-        except re.error as exc:
-            raise ValueError(f"invalid order id pattern {order_id_pattern!r}: {exc}") from exc
+    def __init__(
+        self,
+        order_id_pattern: str = DEFAULT_ORDER_ID_PATTERN,
+        catalog: Mapping[str, ToolSpec] = CATALOG,
+    ) -> None:
+        self._reader = Reader(order_id_pattern)
+        self._catalog = catalog
+        self._custom = custom_phrases(catalog)
+        refund = catalog.get(Action.REFUND.value)
+        self._amount_required = refund is not None and "amount" in (
+            refund.args_model.model_json_schema().get("required") or []
+        )
+
+    def read(self, cleaned: str) -> Reading:
+        """The reading of a cleaned message (order ids, clauses, hidden instructions)."""
+        return self._reader.read(cleaned)
+
+    def without_ids(self, cleaned: str) -> str:
+        return self._reader.without_ids(cleaned)
 
     def find_order_ids(self, text: str) -> list[str]:
         """Distinct order ids in `text`, upper-cased, in order of appearance."""
-        return self._order_ids(_clean(text))
+        return self._reader.order_ids(clean(text))
 
-    def _order_ids(self, cleaned: str) -> list[str]:
-        ids = (m.group(0).upper() for m in self._order_id.finditer(cleaned) if m.group(0))
-        return list(dict.fromkeys(ids))
+    async def plan(self, request: PlanRequest) -> PlanDraft:
+        return self.draft(request)
 
-    def plan(self, request: PlanRequest) -> PlanDraft:
-        cleaned = _clean(request.text)
-        order_ids = self._order_ids(cleaned)
-        without_ids = self._order_id.sub(f" {_ID_PLACEHOLDER} ", cleaned)
+    def draft(self, request: PlanRequest) -> PlanDraft:
+        """`plan`, synchronously (the rules do no I/O)."""
+        cleaned = clean(request.text)
+        reading = self._reader.read(cleaned)
+        without_ids = self._reader.without_ids(cleaned)
         # An order id alone says nothing about the language ("A1001?" from a zh-hans user).
-        language = detect_language(without_ids.replace(_ID_PLACEHOLDER, " "), request.language_hint)
+        language = detect_language(without_ids, request.language_hint)
         if not cleaned.strip():
-            return PlanDraft(language=language, refusal=Refusal.EMPTY)
-        signals = _analyse(order_ids, without_ids)
-        last = (request.last_order_id or "").strip().upper() or None
-        return _build_plan(signals, last, language)
-
-
-def _build_plan(signals: _Signals, last_order_id: str | None, language: Language) -> PlanDraft:
-    """Turn signals into steps: order steps first, then policy lookups, at most MAX_STEPS."""
-    order_id = signals.order_id or last_order_id
-    any_order_mention = signals.order_id is not None or signals.strong_ref
-    # "Check A1001 and, if it has not arrived, the compensation policy": the policy lookup
-    # only matters while the order is on its way, so it gets its own tag.
-    # In "if A1001 is delayed, cancel it" the delay is the condition of the cancel, not a
-    # question about compensation; only an explicit "compensation" counts next to a cancel.
-    delay_asked = signals.delay is _Mention.STRONG or (
-        signals.delay is _Mention.WEAK and not signals.cancel
-    )
-    about_an_order = (
-        any_order_mention or signals.status or (signals.weak_ref and last_order_id is not None)
-    )
-    conditional_delay = signals.condition and delay_asked and about_an_order
-    wants_order = (
-        signals.cancel
-        or conditional_delay
-        or signals.status
-        or signals.order_id is not None
-        or (signals.strong_ref and not signals.topics)
-    )
-    topics = list(signals.topics)
-    if wants_order and order_id is None:
-        # A general question that merely sounds order-ish ("物流延迟怎么补偿") is still
-        # answerable from policy; an explicit "cancel" or "my order" needs the number.
-        if topics and not signals.cancel and not signals.strong_ref:
-            wants_order = False
-            conditional_delay = False
-        else:
-            return PlanDraft(language=language, refusal=Refusal.MISSING_ORDER_ID)
-    if not wants_order and not topics:
-        return PlanDraft(language=language, refusal=Refusal.UNSUPPORTED)
-
-    steps: list[StepDraft] = []
-    if wants_order and order_id is not None:
-        steps.append(_status_step(order_id, language))
-        if signals.cancel:
-            steps.append(_cancel_step(order_id, language))
-        if conditional_delay:
-            steps.append(
-                _policy_step(PolicyTopic.DELAY_COMPENSATION, language, StepTag.DELAY_COMPENSATION)
+            return PlanDraft(
+                language=language,
+                refusal=Refusal.EMPTY,
+                interpretation=Interpretation(language=language.value),
             )
-            topics = [t for t in topics if t not in DELAY_TOPICS]
-    steps.extend(_policy_step(topic, language, StepTag.POLICY) for topic in topics)
-    # No duplicates by construction: topics are distinct, and the delay topics were removed
-    # above when the conditional lookup already covers them.
-    return PlanDraft(language=language, steps=steps[:MAX_STEPS])
+        last = (request.last_order_id or "").strip().upper() or None
+        understood = understand(
+            reading,
+            language,
+            context_order_id=last,
+            custom=self._custom,
+            amount_required=self._amount_required,
+        )
+        interp = understood.interpretation
+        interp.chat_order_id = last
+        if understood.refusal is not None:
+            return PlanDraft(
+                language=language, refusal=Refusal(understood.refusal), interpretation=interp
+            )
+        steps = build_steps(understood, language, self._catalog)
+        if not steps:
+            return PlanDraft(language=language, refusal=Refusal.UNSUPPORTED, interpretation=interp)
+        return PlanDraft(language=language, steps=steps, interpretation=interp)

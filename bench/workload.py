@@ -105,7 +105,7 @@ def instant_tools(calls: ToolCalls) -> list[Tool]:
 class FixedPlanner:
     """The standard plan for every request; the order id is the request's last word."""
 
-    def plan(self, request: PlanRequest) -> PlanDraft:
+    async def plan(self, request: PlanRequest) -> PlanDraft:
         order_id = request.text.rsplit(" ", 1)[-1]
         return PlanDraft(
             language=Language.EN,

@@ -18,6 +18,9 @@ MAX_CALLBACK_BYTES = 64  # Telegram's limit for callback_data
 _DECISION = re.compile(
     r"^sw:(?P<verb>[cx]):(?P<run>[0-9a-f]{6,32}):(?P<nonce>[A-Za-z0-9_-]{4,24})$"
 )
+_CHOICE = re.compile(
+    r"^sw:o:(?P<run>[0-9a-f]{6,32}):(?P<nonce>[A-Za-z0-9_-]{4,24}):(?P<option>[0-3])$"
+)
 _PAGE = re.compile(r"^sw:p:(?P<status>[a-z]{1,12}|\*):(?P<offset>[0-9]{1,7})$")
 
 
@@ -26,6 +29,15 @@ class DecisionData:
     run_id: str
     nonce: str
     approved: bool
+
+
+@dataclass(frozen=True)
+class ChoiceData:
+    """An option of a clarifying question (issue 13): honoured once, only for the asker."""
+
+    run_id: str
+    nonce: str
+    option: int  # 0-based
 
 
 @dataclass(frozen=True)
@@ -41,16 +53,25 @@ def decision_data(run_id: str, nonce: str, approved: bool) -> str:
     return data
 
 
+def choice_data(run_id: str, nonce: str, option: int) -> str:
+    data = f"sw:o:{run_id}:{nonce}:{option}"
+    if len(data.encode()) > MAX_CALLBACK_BYTES or not _CHOICE.fullmatch(data):
+        raise ValueError("run id, nonce or option does not fit in callback data")
+    return data
+
+
 def page_data(status: RunStatus | None, offset: int) -> str:
     return f"sw:p:{status.value if status else '*'}:{max(0, offset)}"
 
 
-def parse_callback(data: object) -> DecisionData | PageData | None:
+def parse_callback(data: object) -> DecisionData | ChoiceData | PageData | None:
     if not isinstance(data, str) or len(data) > MAX_CALLBACK_BYTES:
         return None
     # fullmatch, not match: "$" also matches before a trailing newline.
     if match := _DECISION.fullmatch(data):
         return DecisionData(match["run"], match["nonce"], approved=match["verb"] == "c")
+    if match := _CHOICE.fullmatch(data):
+        return ChoiceData(match["run"], match["nonce"], int(match["option"]))
     if match := _PAGE.fullmatch(data):
         status = match["status"]
         if status == "*":

@@ -20,7 +20,7 @@ from telegram.ext import ContextTypes
 
 from agent_core.agent import MAX_REQUEST_CHARS, Agent
 from agent_core.models import ClaimResult, Language, Run, RunStatus, StepStatus, utcnow
-from bot.callbacks import DecisionData, PageData, page_data, parse_callback
+from bot.callbacks import ChoiceData, DecisionData, PageData, page_data, parse_callback
 from bot.progress import TelegramProgress, decision_text, split_message
 from bot.staff import format_runs_page, format_stats, format_timeline
 from bot.texts import language_of, say
@@ -121,6 +121,9 @@ class StepwiseBot:
         if isinstance(parsed, PageData):
             await self._page(update, parsed)
             return
+        if isinstance(parsed, ChoiceData):
+            await self._choice(update, context, parsed)
+            return
         if not isinstance(parsed, DecisionData) or not isinstance(query.message, Message):
             await self._answer_quietly(query, say("toast_invalid", language))
             return
@@ -159,6 +162,45 @@ class StepwiseBot:
         context.application.create_task(
             self.chats.run(message.chat_id, self._proceed(message, run)), update=update
         )
+
+    async def _choice(
+        self, update: Update, context: ContextTypes.DEFAULT_TYPE, data: ChoiceData
+    ) -> None:
+        """An option of a clarifying question: claimed once, only for the customer who was
+        asked; the conversation goes on as if they had written that option."""
+        query, user = update.callback_query, update.effective_user
+        assert query is not None and user is not None
+        language = self._language(update)
+        try:
+            outcome, text = await self.agent.claim_choice(
+                data.run_id, user_id=user.id, option=data.option, nonce=data.nonce
+            )
+        except StorageUnavailable:
+            log.exception("storage unavailable on a clarifying option")
+            await self._answer_quietly(query, say("toast_busy", language))
+            return
+        run = outcome.run
+        if run is not None:
+            language = run.language
+        toast = {
+            ClaimResult.OK: "toast_chosen",
+            ClaimResult.NOT_ALLOWED: "toast_not_yours",
+            ClaimResult.ALREADY_HANDLED: "toast_handled",
+            ClaimResult.EXPIRED: "toast_expired",
+        }.get(outcome.result, "toast_invalid")
+        await self._answer_quietly(query, say(toast, language))
+        if outcome.result is not ClaimResult.OK or run is None or text is None:
+            return
+        if isinstance(query.message, Message) and run.clarify is not None:
+            chosen = run.clarify.options[data.option].label
+            await self._edit_quietly(
+                query.message, html.escape(f"{run.clarify.question}\n→ {chosen}")
+            )
+            message = query.message
+            context.application.create_task(
+                self.chats.run(message.chat_id, self._ask(message, user.id, text, language)),
+                update=update,
+            )
 
     async def _proceed(self, message: Message, run: Run) -> None:
         try:

@@ -24,7 +24,7 @@ from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, Tele
 
 from agent_core.answers import plan_text, step_progress
 from agent_core.models import EventKind, Run, RunEvent, RunStatus, StepStatus
-from bot.callbacks import decision_data
+from bot.callbacks import choice_data, decision_data
 from bot.texts import say
 
 log = logging.getLogger(__name__)
@@ -42,6 +42,25 @@ def decision_text(run: Run, step_id: str, key: str) -> str:
     step = run.step(step_id)
     icon = "✅" if key == "you_confirmed" else "🚫"
     return html.escape(f"{icon} {step.goal} — {say(key, run.language)}")
+
+
+def clarify_buttons(run: Run) -> InlineKeyboardMarkup | None:
+    """One button per option of the run's clarifying question, carrying its nonce."""
+    clarify = run.clarify
+    if run.status is not RunStatus.NEEDS_CLARIFICATION or clarify is None or not clarify.nonce:
+        return None
+    if not clarify.options:
+        return None
+    return InlineKeyboardMarkup(
+        [
+            [
+                InlineKeyboardButton(
+                    option.label, callback_data=choice_data(run.id, clarify.nonce, n)
+                )
+            ]
+            for n, option in enumerate(clarify.options)
+        ]
+    )
 
 
 def split_message(text: str, limit: int = MAX_MESSAGE_CHARS) -> list[str]:
@@ -219,14 +238,25 @@ class TelegramProgress:
             if step_view is not None and (step_view.timer or step_view.message_id):
                 await self._show(run, view, step.id)
         self._drop(run.id)
-        for part in split_message(run.answer or ""):
-            await self._send_text(run, view, part, attempts=ANSWER_DELIVERY_ATTEMPTS)
+        parts = split_message(run.answer or "")
+        for number, part in enumerate(parts, start=1):
+            # A clarifying question offers its options as buttons under its last part.
+            markup = clarify_buttons(run) if number == len(parts) else None
+            await self._send_text(run, view, part, attempts=ANSWER_DELIVERY_ATTEMPTS, markup=markup)
 
-    async def _send_text(self, run: Run, view: _RunView, text: str, *, attempts: int = 1) -> None:
+    async def _send_text(
+        self,
+        run: Run,
+        view: _RunView,
+        text: str,
+        *,
+        attempts: int = 1,
+        markup: InlineKeyboardMarkup | None = None,
+    ) -> None:
         async with view.lock:
             for attempt in range(1, attempts + 1):
                 sent = await self._call(
-                    run, view, self._send(view.chat_id, html.escape(text), None), quiet=True
+                    run, view, self._send(view.chat_id, html.escape(text), markup), quiet=True
                 )
                 if sent is not None or view.blocked:
                     return

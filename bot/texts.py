@@ -63,6 +63,7 @@ TEXTS: dict[str, dict[Language, str]] = {
     "confirm": {ZH: "确认", EN: "Confirm"},
     "cancel": {ZH: "取消", EN: "Cancel"},
     "toast_confirmed": {ZH: "已确认，正在执行。", EN: "Confirmed, working on it."},
+    "toast_chosen": {ZH: "好的，正在处理。", EN: "Got it, working on it."},
     "toast_cancelled": {ZH: "已取消，不做任何改动。", EN: "Cancelled, nothing will change."},
     "toast_not_yours": {ZH: "这个按钮不是给你的。", EN: "This button isn't for you."},
     "toast_handled": {ZH: "这个请求已经处理过了。", EN: "This request was already handled."},

@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 from agent_core.models import ErrorType, RunStatus
 from storage.history import ANY_ERROR, RunFilter
 
-FIELDS = ("status", "user", "error", "tool", "since", "until", "q", "run")
+FIELDS = ("status", "user", "error", "tool", "since", "until", "q", "run", "unsupported")
 MAX_TEXT = 200
 _TIME_FORMATS = ("%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M", "%Y-%m-%d")
 
@@ -81,6 +81,7 @@ def parse_filter(params: Mapping[str, str]) -> ParsedFilter:
         times[name] = parsed
     for name in ("q", "tool", "run"):
         values[name] = values[name][:MAX_TEXT]
+    values["unsupported"] = "1" if values["unsupported"] in ("1", "on", "true", "yes") else ""
 
     flt = RunFilter(
         status=status,
@@ -91,5 +92,6 @@ def parse_filter(params: Mapping[str, str]) -> ParsedFilter:
         until=times["until"],
         text=values["q"] or None,
         run_id=values["run"] or None,
+        unsupported=values["unsupported"] in ("1", "on", "true", "yes"),
     )
     return ParsedFilter(flt, values, errors)

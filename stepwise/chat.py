@@ -14,7 +14,7 @@ from agent_core.agent import MAX_REQUEST_CHARS
 from agent_core.answers import plan_text, step_progress
 from agent_core.models import EventKind, Run, RunEvent, RunStatus
 from stepwise.commands import EXIT_OK, is_text
-from stepwise.runtime import open_runtime
+from stepwise.runtime import Runtime, open_runtime
 from stepwise.settings import Settings
 from storage.db import StorageUnavailable
 
@@ -71,8 +71,34 @@ async def cmd_chat(settings: Settings, args: argparse.Namespace) -> int:
                 print("bot> Sorry, I can't proceed right now. Please try again in a moment.")
                 continue
             print("bot> " + (run.answer or "").replace("\n", "\nbot> "), flush=True)
+            if run.clarify is not None and run.clarify.options:
+                await _choose(rt, run, user)
     finally:
         await rt.close()
+
+
+async def _choose(rt: Runtime, run: Run, user: int) -> None:
+    """A clarifying question's options as a numbered choice (the bot shows buttons).
+
+    Choosing continues as if the customer had typed that option; anything else goes back
+    to the prompt, where the customer can simply write what they meant.
+    """
+    assert run.clarify is not None
+    options = run.clarify.options
+    for number, option in enumerate(options, start=1):
+        print(f"  {number}. {option.label}", flush=True)
+    reply = (await _read_line(f"Choose 1-{len(options)} (Enter to skip): ") or "").strip()
+    if not reply.isdigit() or not 1 <= int(reply) <= len(options):
+        return
+    outcome = await rt.agent.choose(run.id, user_id=user, option=int(reply) - 1)
+    answered = outcome.run
+    while answered is not None and answered.status is RunStatus.PAUSED:
+        print("bot> " + (answered.answer or "").replace("\n", "\nbot> "), flush=True)
+        confirm = await _read_line("Confirm? [y/N] ")
+        approved = (confirm or "").strip().lower() in ("y", "yes", "是", "确认")
+        answered = (await rt.agent.decide(answered.id, user_id=user, approved=approved)).run
+    if answered is not None and answered.id != run.id:
+        print("bot> " + (answered.answer or "").replace("\n", "\nbot> "), flush=True)
 
 
 async def _read_line(prompt: str) -> str | None:

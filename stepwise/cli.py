@@ -26,6 +26,7 @@ from stepwise.commands import (
     cmd_migrate,
     cmd_tools,
 )
+from stepwise.evaluate import EvalError, run_eval
 from stepwise.runtime import open_runtime
 from stepwise.settings import Settings
 from storage.db import StorageUnavailable
@@ -54,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--user", type=int)
     runs.add_argument("--status", choices=[s.value for s in RunStatus])
     runs.add_argument("--limit", type=int, default=20)
+    runs.add_argument(
+        "--unsupported", action="store_true", help="only runs with parts no tool serves"
+    )
     runs.add_argument("--json", action="store_true")
 
     show = sub.add_parser("show", help="one run's full timeline")
@@ -63,9 +67,16 @@ def build_parser() -> argparse.ArgumentParser:
     export = sub.add_parser("export", help="runs as JSON lines, for regression cases")
     export.add_argument("--status", choices=[s.value for s in RunStatus])
     export.add_argument("--user", type=int)
+    export.add_argument("--cases", action="store_true", help="as eval cases for a person to label")
+    export.add_argument("--unsupported", action="store_true", help="only flagged runs")
 
     sub.add_parser("recover", help="finish runs a crash interrupted")
     sub.add_parser("migrate", help="bring the database schema (STEPWISE_DB) up to date, then exit")
+
+    evaluate = sub.add_parser("eval", help="score the planner on labelled cases")
+    evaluate.add_argument("file", nargs="?", help="a cases.jsonl (default: tests/eval/)")
+    evaluate.add_argument("--planner", choices=["rule", "model"], default="rule")
+    evaluate.add_argument("--json", action="store_true")
 
     tools = sub.add_parser("tools", help="the catalog of tools the agent uses")
     tools_sub = tools.add_subparsers(dest="tools_command")
@@ -162,6 +173,8 @@ async def dispatch(settings: Settings, args: argparse.Namespace) -> int:
         return await cmd_tools(settings, args)
     if args.command == "migrate":
         return await cmd_migrate(settings, args)
+    if args.command == "eval":
+        return await run_eval(settings, args)
     if args.command in ("demo", "serve"):
         return await _serve_or_demo(settings, args)
     rt = await open_runtime(settings)
@@ -193,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StorageUnavailable as exc:
         print(f"stepwise: storage unavailable, try again shortly ({exc})", file=sys.stderr)
         return EXIT_UNAVAILABLE
-    except ToolsConfigError as exc:
+    except (ToolsConfigError, EvalError) as exc:
         print(f"stepwise: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -17,7 +17,13 @@ from agent_core.spec import catalog_of
 from stepwise.runtime import Runtime
 from stepwise.settings import Settings
 from stepwise.tools_check import catalog_lines, print_tools_check
-from storage.records import export_record, format_timeline_entry, run_json
+from storage.records import (
+    case_record,
+    export_record,
+    format_timeline_entry,
+    interpretation_json,
+    run_json,
+)
 from storage.store import migrate_database
 
 EXIT_OK, EXIT_RUN_FAILED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_UNAVAILABLE = 0, 1, 2, 3, 4
@@ -47,6 +53,9 @@ def print_run(run: Run, args: argparse.Namespace) -> None:
         print(json.dumps(run_json(run), ensure_ascii=False))
         return
     print(run.answer or "")
+    if run.clarify is not None and run.clarify.options:
+        for number, option in enumerate(run.clarify.options, start=1):
+            print(f"  {number}. {option.label}: stepwise ask {json.dumps(option.text)}")
     if run.status is RunStatus.PAUSED:
         print(
             f"\nRun {run.id} is waiting for your confirmation:\n"
@@ -86,7 +95,12 @@ async def cmd_decide(rt: Runtime, args: argparse.Namespace, approved: bool) -> i
 
 async def cmd_runs(rt: Runtime, args: argparse.Namespace) -> int:
     status = RunStatus(args.status) if args.status else None
-    page = await rt.store.history.list_runs(user_id=args.user, status=status, limit=args.limit)
+    page = await rt.store.history.list_runs(
+        user_id=args.user,
+        status=status,
+        limit=args.limit,
+        unsupported=getattr(args, "unsupported", False),
+    )
     if args.json:
         print(json.dumps([item.model_dump(mode="json") for item in page.items], ensure_ascii=False))
         return EXIT_OK
@@ -94,9 +108,13 @@ async def cmd_runs(rt: Runtime, args: argparse.Namespace) -> int:
         when = item.created_at.strftime("%Y-%m-%d %H:%M:%S")
         text = item.request_text.replace("\n", " ")
         text = text if len(text) <= 50 else text[:49] + "…"
-        print(f"{item.id}  {when}  user {item.user_id:<10}  {item.status.value:<9}  {text}")
+        # A run with unsupported parts is never shown as a clean success.
+        shown = item.status.value + ("*" if item.unsupported else "")
+        print(f"{item.id}  {when}  user {item.user_id:<10}  {shown:<9}  {text}")
     if not page.items:
         print("no runs")
+    elif any(item.unsupported for item in page.items):
+        print("* part of the request was something no tool serves (stepwise show RUN_ID)")
     return EXIT_OK
 
 
@@ -106,12 +124,17 @@ async def cmd_show(rt: Runtime, args: argparse.Namespace) -> int:
         raise CliError(f"no run {args.run_id}", EXIT_NOT_FOUND)
     timeline = await rt.store.history.timeline(run.id)
     if args.json:
-        payload = run_json(run) | {"timeline": [e.model_dump(mode="json") for e in timeline]}
+        payload = run_json(run) | {
+            "interpretation": interpretation_json(run),
+            "timeline": [e.model_dump(mode="json") for e in timeline],
+        }
         print(json.dumps(payload, ensure_ascii=False))
         return EXIT_OK
     print(f"run {run.id}  trace {run.trace_id}  user {run.user_id}  chat {run.chat_id}")
     print(f"status {run.status.value}  language {run.language.value}")
     print(f"request: {run.request_text}")
+    if (understood := interpretation_json(run)) is not None:
+        print(f"understood: {json.dumps(understood, ensure_ascii=False)}")
     print()
     for step in run.steps:
         print(step_progress(step, run))
@@ -124,17 +147,25 @@ async def cmd_show(rt: Runtime, args: argparse.Namespace) -> int:
 
 
 async def cmd_export(rt: Runtime, args: argparse.Namespace) -> int:
+    """Runs as JSON lines; with --cases, as eval cases (tests/eval format) to label."""
     status = RunStatus(args.status) if args.status else None
     cursor = None
     while True:
         page = await rt.store.history.list_runs(
-            status=status, user_id=args.user, before=cursor, limit=200
+            status=status,
+            user_id=args.user,
+            before=cursor,
+            limit=200,
+            unsupported=getattr(args, "unsupported", False),
         )
         for item in page.items:
             run = await rt.store.load_run(item.id)
             if run is None:
                 continue
-            record = export_record(run, await rt.store.history.timeline(run.id))
+            if getattr(args, "cases", False):
+                record = case_record(run)
+            else:
+                record = export_record(run, await rt.store.history.timeline(run.id))
             print(json.dumps(record, ensure_ascii=False))
         if page.next_cursor is None:
             return EXIT_OK

@@ -8,16 +8,19 @@ and `storage.store` opens the backend it names.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import httpx
+import openai
 
 from agent_core.agent import Agent
+from agent_core.catalog import CATALOG, ToolSpec
 from agent_core.executor import Executor, Listener
 from agent_core.http import build_http_tools, load_tools_config, new_client
+from agent_core.model_planner import ModelPlanner
 from agent_core.models import Run, RunEvent
-from agent_core.planner import RuleBasedPlanner
+from agent_core.planner import Planner, RuleBasedPlanner
 from agent_core.policy import FailurePolicy
 from agent_core.shop import shop_tools
 from agent_core.tools import Tool, ToolRegistry
@@ -72,6 +75,22 @@ class Runtime:
         await self.store.close()
 
 
+def build_planner(settings: Settings, catalog: Mapping[str, ToolSpec] = CATALOG) -> Planner:
+    """The rule planner, or (STEPWISE_PLANNER=model) the model planner with it as fallback."""
+    rules = RuleBasedPlanner(order_id_pattern=settings.order_pattern, catalog=catalog)
+    if settings.planner != "model":
+        return rules
+    assert settings.llm_base_url and settings.llm_model  # checked by Settings
+    key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else "none"
+    client = openai.AsyncOpenAI(
+        base_url=settings.llm_base_url,
+        api_key=key,
+        timeout=settings.llm_timeout_s,
+        max_retries=0,  # the planner retries with its own bounded backoff
+    )
+    return ModelPlanner(client, settings.llm_model, fallback=rules, catalog=catalog)
+
+
 async def open_runtime(
     settings: Settings,
     listeners: Sequence[Listener] = (),
@@ -106,7 +125,7 @@ async def open_runtime(
     hub = Listeners(listeners)
     executor = Executor(ToolRegistry(tools), journal=store, listeners=[hub], policy=policy)
     agent = Agent(
-        RuleBasedPlanner(order_id_pattern=settings.order_pattern),
+        build_planner(settings),
         executor,
         store,
         approval_ttl=settings.approval_ttl,

@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 from pathlib import Path
+from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 TOKEN_SHAPE = re.compile(r"^\d{5,}:[A-Za-z0-9_-]{30,}$")
@@ -42,6 +43,12 @@ class Settings(BaseSettings):
     shop_latency_ms: int = Field(0, ge=0, validation_alias=_env("STEPWISE_SHOP_LATENCY_MS"))
     order_pattern: str = Field(r"[A-Za-z]\d{3,10}", validation_alias=_env("STEPWISE_ORDER_PATTERN"))
     demo_user_id: int = Field(10001, validation_alias=_env("STEPWISE_DEMO_USER"))
+    # The planner (issue 13): "rule" (default) or "model" (an OpenAI-compatible endpoint).
+    planner: Literal["rule", "model"] = Field("rule", validation_alias=_env("STEPWISE_PLANNER"))
+    llm_base_url: str | None = Field(None, validation_alias=_env("STEPWISE_LLM_BASE_URL"))
+    llm_model: str | None = Field(None, validation_alias=_env("STEPWISE_LLM_MODEL"))
+    llm_api_key: SecretStr | None = Field(None, validation_alias=_env("STEPWISE_LLM_API_KEY"))
+    llm_timeout_s: float = Field(20.0, gt=0, validation_alias=_env("STEPWISE_LLM_TIMEOUT"))
 
     @field_validator("staff_ids", mode="before")
     @classmethod
@@ -70,6 +77,14 @@ class Settings(BaseSettings):
     def _valid_regex(cls, value: str) -> str:
         re.compile(value)
         return value
+
+    @model_validator(mode="after")
+    def _model_planner_needs_an_endpoint(self) -> Settings:
+        if self.planner == "model" and not (self.llm_base_url and self.llm_model):
+            raise ValueError(
+                "STEPWISE_PLANNER=model needs STEPWISE_LLM_BASE_URL and STEPWISE_LLM_MODEL"
+            )
+        return self
 
     def token(self) -> str | None:
         return self.telegram_bot_token.get_secret_value() if self.telegram_bot_token else None

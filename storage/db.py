@@ -236,6 +236,15 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX shop_refunds_by_order ON shop_refunds(order_id);
     """,
+    # 7 (issue 13): what the planner understood, stored with the run; a flag for runs with
+    # parts no tool serves (staff filter them; never a clean success), and the nonce of a
+    # clarifying question's option buttons (one press continues the conversation).
+    """
+    ALTER TABLE runs ADD COLUMN interpretation TEXT;
+    ALTER TABLE runs ADD COLUMN unsupported INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN clarify_nonce TEXT;
+    CREATE INDEX runs_unsupported ON runs(created_at DESC, id DESC) WHERE unsupported = 1;
+    """,
 ]
 
 

@@ -113,6 +113,8 @@ class RunFilter:
     until: datetime | None = None
     text: str | None = None
     run_id: str | None = None
+    # Only runs with parts no tool serves (issue 13).
+    unsupported: bool = False
 
     def effective(self, now: datetime | None = None) -> RunFilter:
         """The filter as queried: a text search without a start gets the default window."""
@@ -177,6 +179,7 @@ class History:
         before: str | None = None,
         offset: int = 0,
         limit: int = 20,
+        unsupported: bool = False,
     ) -> RunPage:
         """Newest first, keyset-paged: `before` is the `next_cursor` of the previous page.
 
@@ -199,6 +202,8 @@ class History:
         if until is not None:
             where.append("r.created_at < ?")
             params.append(ts(until))
+        if unsupported:  # runs_unsupported, a partial index: only the flagged runs
+            where.append("r.unsupported = 1")
         if before:
             created, _, run_id = before.partition("|")
             where.append("(r.created_at, r.id) < (?, ?)")
@@ -367,6 +372,8 @@ def _where(flt: RunFilter, dialect: Dialect = SQLITE) -> tuple[str, list[str], l
     if flt.until is not None:
         terms.append("r.created_at < ?")
         params.append(ts(flt.until))
+    if flt.unsupported:
+        terms.append("r.unsupported = 1")
     if flt.text:
         terms.append(f"r.request_text {dialect.like} ? ESCAPE '\\'")
         params.append(_like_pattern(flt.text))

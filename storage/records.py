@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agent_core.lexicon import POLICY_QUERIES
 from agent_core.models import EventKind, Language, Run, RunStatus
 
 
@@ -26,6 +27,8 @@ class RunSummary(BaseModel):
     status: RunStatus
     step_count: int
     retries: int
+    # Part of the request was something no tool serves: never a clean success.
+    unsupported: bool = False
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None
@@ -66,6 +69,13 @@ def run_json(run: Run) -> dict[str, Any]:
         "status": run.status.value,
         "language": run.language.value,
         "answer": run.answer,
+        "clarify": _clarify_json(run),
+        "unsupported": run.unsupported,
+        "handoff": (
+            {"reason": run.interpretation.handoff.reason}
+            if run.interpretation is not None and run.interpretation.handoff is not None
+            else None
+        ),
         "steps": [
             {
                 "id": s.id,
@@ -83,6 +93,70 @@ def run_json(run: Run) -> dict[str, Any]:
             }
             for s in run.steps
         ],
+    }
+
+
+def _clarify_json(run: Run) -> dict[str, Any] | None:
+    clarify = run.clarify
+    if clarify is None:
+        return None
+    return {
+        "question": clarify.question,
+        "options": [{"label": o.label, "text": o.text} for o in clarify.options],
+    }
+
+
+def _topic(query: Any) -> str | None:
+    for topic, queries in POLICY_QUERIES.items():
+        if query in queries.values():
+            return topic.value
+    return None
+
+
+def interpretation_json(run: Run) -> dict[str, Any] | None:
+    """What the planner understood (staff: `stepwise show --json`, the console)."""
+    if run.interpretation is None:
+        return None
+    data = run.interpretation.model_dump(mode="json")
+    if data.get("clarify"):
+        data["clarify"].pop("nonce", None)  # button data; not for exports
+    return data
+
+
+def case_record(run: Run) -> dict[str, Any]:
+    """A stored run as an eval case for a person to label (`stepwise export --cases`).
+
+    `expect` holds what the planner did, as a starting point: the person corrects it.
+    """
+    interp = run.interpretation
+    steps = [
+        {
+            "tool": s.tool,
+            "order_id": s.args.get("order_id"),
+            **({"topic": _topic(s.args.get("query"))} if s.tool == "search_policy" else {}),
+        }
+        for s in run.steps
+    ]
+    if interp is not None and interp.handoff is not None:
+        expect: dict[str, Any] = {"kind": "handoff"}
+    elif run.clarify is not None:
+        expect = {"kind": "clarify"}
+    elif run.unsupported:
+        expect = {"kind": "unsupported", "plan_steps": steps}
+    elif run.refusal in ("empty", "missing_order_id"):
+        expect = {"kind": "refusal", "refusal": run.refusal}
+    else:
+        expect = {"kind": "plan", "steps": steps}
+    context = {"last_order_id": interp.chat_order_id} if interp and interp.chat_order_id else {}
+    return {
+        "id": f"export-{run.language.value}-{run.id}",
+        "category": "exported",
+        "lang": run.language.value,
+        "text": run.request_text,
+        "context": context,
+        "expect": expect,
+        "run": {"run_id": run.id, "status": run.status.value, "answer": run.answer},
+        "needs_label": True,
     }
 
 

@@ -183,6 +183,89 @@ class SqliteRunStore:
         run = run_from_rows(claimed, step_rows) if claimed is not None else None
         return result, run
 
+    async def claim_clarification(
+        self,
+        run_id: str,
+        *,
+        user_id: int,
+        nonce: str | None,
+        choice: str,
+        now: datetime,
+        expires_before: datetime,
+    ) -> tuple[ClaimResult, Run | None]:
+        """The customer answered a clarifying question: one conditional UPDATE decides, so
+        one press (or typed choice) continues the conversation, however often it arrives.
+
+        `nonce=None` accepts the question's current nonce (the terminal chat, where the
+        customer types the number). The run is returned only to its own customer.
+        """
+        claim = partial(
+            _claim_clarification,
+            run_id=run_id,
+            user_id=user_id,
+            nonce=nonce,
+            choice=choice,
+            now=ts(now),
+            expires_before=ts(expires_before),
+        )
+        result, claimed, step_rows = await self._writes.submit(claim)
+        run = run_from_rows(claimed, step_rows) if claimed is not None else None
+        return result, run
+
+
+_CLAIM_CLARIFY = (
+    "UPDATE runs SET clarify_nonce = NULL, updated_at = :now"
+    " WHERE id = :run_id AND status = 'needs_clarification' AND user_id = :user_id"
+    " AND clarify_nonce IS NOT NULL AND clarify_nonce = coalesce(:nonce, clarify_nonce)"
+    " AND finished_at >= :expires_before"
+)
+
+
+def _claim_clarification(
+    conn: sqlite3.Connection,
+    *,
+    run_id: str,
+    user_id: int,
+    nonce: str | None,
+    choice: str,
+    now: str | None,
+    expires_before: str | None,
+) -> ClaimRows:
+    params = {
+        "run_id": run_id,
+        "user_id": user_id,
+        "nonce": nonce,
+        "now": now,
+        "expires_before": expires_before,
+    }
+    if conn.execute(_CLAIM_CLARIFY, params).rowcount == 1:
+        conn.execute(
+            _APPEND_EVENT,
+            {
+                "kind": EventKind.CLARIFY_ANSWERED.value,
+                "message": f"user {user_id} chose: {choice}",
+                "at": now,
+                "run_id": run_id,
+            },
+        )
+        result = ClaimResult.OK
+    else:
+        row = conn.execute(
+            "SELECT user_id, status, clarify_nonce FROM runs WHERE id = ?", (run_id,)
+        ).fetchone()
+        if row is None:
+            return ClaimResult.NOT_FOUND, None, []
+        if int(row[0]) != user_id:
+            return ClaimResult.NOT_ALLOWED, None, []
+        if row[1] != RunStatus.NEEDS_CLARIFICATION.value or row[2] is None:
+            result = ClaimResult.ALREADY_HANDLED
+        elif nonce is not None and row[2] != nonce:
+            result = ClaimResult.STALE
+        else:
+            result = ClaimResult.EXPIRED
+    row = conn.execute(_SELECT_RUN, (run_id,)).fetchone()
+    return result, row, conn.execute(_SELECT_STEPS, (run_id,)).fetchall()
+
 
 # -- the claim, on the database thread -----------------------------------------------------
 

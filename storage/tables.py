@@ -20,6 +20,7 @@ from functools import lru_cache
 from operator import itemgetter
 from typing import Any, Protocol
 
+from agent_core.interpretation import Interpretation
 from agent_core.models import (
     Approval,
     EventKind,
@@ -50,6 +51,9 @@ RUN_FIXED_COLUMNS = (
     "refusal",
     "max_attempts",
     "created_at",
+    "interpretation",
+    "unsupported",
+    "clarify_nonce",
 )
 # What a transition after `run_planned` can change.
 RUN_STATE_COLUMNS = (
@@ -108,7 +112,7 @@ TIMELINE_COLUMNS = ("seq", *(c for c in EVENT_COLUMNS if c not in ("run_id", "tr
 # A runs row (alias `r`) with its step count and total retries: every runs list reads this.
 SUMMARY_SELECT = (
     "r.id, r.trace_id, r.user_id, r.chat_id, r.request_text, r.language, r.status,"
-    " r.created_at, r.updated_at, r.finished_at,"
+    " r.created_at, r.updated_at, r.finished_at, r.unsupported,"
     " (SELECT count(*) FROM steps s WHERE s.run_id = r.id) AS step_count,"
     " (SELECT coalesce(sum(s.retry_count), 0) FROM steps s WHERE s.run_id = r.id) AS retries"
 )
@@ -232,6 +236,11 @@ def run_row(run: Run) -> Row:
         refusal=run.refusal,
         max_attempts=run.max_attempts,
         created_at=ts(run.created_at),
+        interpretation=(
+            run.interpretation.model_dump_json() if run.interpretation is not None else None
+        ),
+        unsupported=int(bool(run.unsupported)),
+        clarify_nonce=clarify.nonce if (clarify := run.clarify) is not None else None,
     )
     return row
 
@@ -348,6 +357,11 @@ def run_from_rows(row: NamedRow, step_rows: Iterable[NamedRow]) -> Run:
         status=RunStatus(row["status"]),
         steps=[step_from_row(s) for s in step_rows],
         refusal=row["refusal"],
+        interpretation=(
+            Interpretation.model_validate_json(row["interpretation"])
+            if row["interpretation"]
+            else None
+        ),
         pause=pause,
         attempts=row["attempts"],
         max_attempts=row["max_attempts"],
@@ -404,6 +418,7 @@ def summary_from_row(row: NamedRow) -> RunSummary:
         status=RunStatus(row["status"]),
         step_count=row["step_count"],
         retries=row["retries"],
+        unsupported=bool(row["unsupported"]),
         created_at=required_ts(row["created_at"]),
         updated_at=required_ts(row["updated_at"]),
         finished_at=parse_ts(row["finished_at"]),

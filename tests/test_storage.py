@@ -352,7 +352,7 @@ async def test_concurrent_runs_share_commits_and_tools_only_see_durable_rows(
 class ThreeStepPlanner:
     """status → policy → cancel, the standard run of the benchmark."""
 
-    def plan(self, request: PlanRequest) -> PlanDraft:
+    async def plan(self, request: PlanRequest) -> PlanDraft:
         return PlanDraft(
             language=Language.EN,
             steps=[
@@ -513,9 +513,11 @@ def test_timestamps_keep_their_stored_form_and_parse_back() -> None:
             parse_ts(bad)
 
 
-# Step columns added by a later migration: a database of an older version has none of them,
-# so writing "as that version" leaves them out.
+# Columns added by later migrations: a database of an older version has none of them, so
+# writing "as that version" leaves them out (steps: the refusal code; runs: what the planner
+# understood, issue 13).
 _LATER_STEP_COLUMNS = ("error_code",)
+_LATER_RUN_COLUMNS = ("interpretation", "unsupported", "clarify_nonce")
 
 
 def _schema_as_of(monkeypatch: pytest.MonkeyPatch, version: int) -> None:
@@ -523,12 +525,16 @@ def _schema_as_of(monkeypatch: pytest.MonkeyPatch, version: int) -> None:
     monkeypatch.setattr(storage.db, "MIGRATIONS", MIGRATIONS[:version])
     step = tuple(c for c in tables.STEP_COLUMNS if c not in _LATER_STEP_COLUMNS)
     state = tuple(c for c in tables.STEP_STATE_COLUMNS if c not in _LATER_STEP_COLUMNS)
-    monkeypatch.setattr(
-        storage.runs, "_UPSERT_STEP", tables.upsert("steps", step, ("run_id", "id"))
+    run = tuple(c for c in tables.RUN_COLUMNS if c not in _LATER_RUN_COLUMNS)
+    run_state = tuple(c for c in tables.RUN_STATE_COLUMNS if c not in _LATER_RUN_COLUMNS)
+    journal = dataclasses.replace(
+        storage.runs._JOURNAL,
+        upsert_run=tables.upsert("runs", run, ("id",)),
+        update_run=tables.update("runs", run_state, ("id",)),
+        upsert_step=tables.upsert("steps", step, ("run_id", "id")),
+        update_step=tables.update("steps", state, ("run_id", "id")),
     )
-    monkeypatch.setattr(
-        storage.runs, "_UPDATE_STEP", tables.update("steps", state, ("run_id", "id"))
-    )
+    monkeypatch.setattr(storage.runs, "_JOURNAL", journal)
 
 
 async def test_a_version_1_database_is_upgraded_in_place(

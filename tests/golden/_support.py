@@ -42,7 +42,8 @@ REQUESTS: dict[str, dict[Language, str]] = {
         ZH: "帮我取消订单 A1001，另外退货政策是什么",
         EN: "Cancel order A1001, also what is your refund policy?",
     },
-    "missing_order_id": {ZH: "帮我取消订单", EN: "Please cancel my order"},
+    # A read with no order (an action with none is a clarifying question since issue 13).
+    "missing_order_id": {ZH: "帮我查一下我的订单", EN: "Please check my order"},
     "unsupported": {ZH: "你们老板是谁", EN: "Tell me a joke"},
     "empty": {ZH: "   ", EN: "   "},
 }
@@ -64,7 +65,7 @@ def plan(kind: str, language: Language, *, run_id: str = "run1") -> Run:
     """The run the planner makes for a canned request (language detected from the text,
     with the language as Telegram's hint for texts that have no letters)."""
     text = REQUESTS[kind][language]
-    draft = RuleBasedPlanner().plan(PlanRequest(text=text, language_hint=language.value))
+    draft = RuleBasedPlanner().draft(PlanRequest(text=text, language_hint=language.value))
     return Run(
         id=run_id,
         trace_id=f"trace-{run_id}",

@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from agent_core.answers import compose_answer, plan_text, step_progress  # noqa: E402
+from agent_core.catalog import CATALOG  # noqa: E402
 from agent_core.models import (  # noqa: E402
     Approval,
     ErrorType,
@@ -61,11 +62,9 @@ FUZZ = settings(
     database=None,  # and nothing written into the work tree
 )
 
-ARGS_MODELS = {
-    "get_order_status": OrderArgs,
-    "cancel_order": OrderArgs,
-    "search_policy": PolicyArgs,
-}
+# Every tool of the catalog (issue 12 added four); the planner may plan any of them.
+ARGS_MODELS = {name: spec.args_model for name, spec in CATALOG.items()}
+assert ARGS_MODELS["get_order_status"] is OrderArgs and ARGS_MODELS["search_policy"] is PolicyArgs
 PLANNER = RuleBasedPlanner()
 
 # Every character class, lone surrogates included (Telegram never sends those, but bytes
@@ -117,7 +116,7 @@ def assert_valid_plan(draft: Any) -> None:
 def test_planner_never_raises_and_plans_validly(
     text: str, hint: str | None, last: str | None
 ) -> None:
-    draft = PLANNER.plan(PlanRequest(text=text, language_hint=hint, last_order_id=last))
+    draft = PLANNER.draft(PlanRequest(text=text, language_hint=hint, last_order_id=last))
     assert isinstance(draft.language, Language)
     assert_valid_plan(draft)
 
@@ -131,13 +130,13 @@ def test_planner_never_raises_and_plans_validly(
 def test_planner_survives_any_json_as_text(value: Any) -> None:
     """What an adapter might pass through unchecked: JSON, serialised, as the text."""
     text = json.dumps(value, ensure_ascii=False, default=str)
-    assert_valid_plan(PLANNER.plan(PlanRequest(text=text)))
+    assert_valid_plan(PLANNER.draft(PlanRequest(text=text)))
 
 
 def test_planner_plans_stay_valid_for_a_long_lookalike_id() -> None:
     # Edge of the id pattern and of the args model: 1 letter + 10 digits, and 11 digits.
-    assert_valid_plan(PLANNER.plan(PlanRequest(text="where is a1234567890")))
-    assert_valid_plan(PLANNER.plan(PlanRequest(text="where is a12345678901")))
+    assert_valid_plan(PLANNER.draft(PlanRequest(text="where is a1234567890")))
+    assert_valid_plan(PLANNER.draft(PlanRequest(text="where is a12345678901")))
 
 
 # -- callback data -------------------------------------------------------------------------

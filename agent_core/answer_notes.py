@@ -1,0 +1,89 @@
+"""What the answer says about the understanding itself (issue 13): the question asked back,
+a request for a person, what no tool serves, an earlier order that was used, orders the
+step cap left out.
+
+Kept apart from `agent_core.answers` (which speaks about what the steps observed) so each
+stays one idea; `answers.compose_answer` calls these.
+"""
+
+from __future__ import annotations
+
+from agent_core.interpretation import Interpretation
+from agent_core.lexicon import POLICY_QUERIES, PolicyTopic
+from agent_core.models import Language, Run
+
+ZH, EN = Language.ZH, Language.EN
+
+# How to reach a person until the handoff issue routes it (it records the intent already).
+REACH_A_PERSON: dict[Language, str] = {
+    ZH: "如需人工帮助，请回复“转人工”，我会转交给我们的同事。",
+    EN: "If you'd like a person to help with that, write \"talk to a person\" and I'll pass it on.",
+}
+HANDOFF: dict[Language, str] = {
+    ZH: "好的，已记录你想联系人工客服，我们的同事会在这里跟进回复你。",
+    EN: "I've noted that you'd like to talk to a person. Someone from our team will follow up "
+    "with you here.",
+}
+
+
+def clarify_answer(run: Run) -> str | None:
+    """The clarifying question a `needs_clarification` run ends with."""
+    interp = run.interpretation
+    if interp is None or interp.clarify is None:
+        return None
+    return interp.clarify.question
+
+
+def handoff_answer(run: Run) -> str | None:
+    interp = run.interpretation
+    if interp is None or interp.handoff is None:
+        return None
+    return HANDOFF[run.language]
+
+
+def unsupported_lines(run: Run) -> list[str]:
+    """Names what no tool serves, with the offer of a person; nothing for an unrecognised
+    request (the capability text answers that)."""
+    interp = run.interpretation
+    if interp is None or not interp.unsupported or interp.unrecognised:
+        return []
+    if run.language is ZH:
+        return [f"这里无法帮你处理：{'、'.join(interp.unsupported)}。", REACH_A_PERSON[ZH]]
+    return [f"I can't help with {', '.join(interp.unsupported)} here.", REACH_A_PERSON[EN]]
+
+
+def context_line(run: Run) -> str | None:
+    """Says which earlier order the reads were about, so nothing is assumed silently."""
+    interp = run.interpretation
+    if interp is None or interp.context_order_id is None:
+        return None
+    order_id = interp.context_order_id
+    if run.language is ZH:
+        return f"关于你之前问过的订单 {order_id}："
+    return f"About order {order_id}, the one you asked about earlier:"
+
+
+def not_covered_line(run: Run) -> str | None:
+    interp = run.interpretation
+    if interp is None or not interp.not_covered:
+        return None
+    names = [_name(item, run.language) for item in interp.not_covered]
+    if run.language is ZH:
+        return f"每次最多处理 4 个步骤，这次没有处理：{'、'.join(names)}。请单独再问一次。"
+    return (
+        f"I handle at most 4 steps per request, so this did not cover: {', '.join(names)}. "
+        "Please ask about it separately."
+    )
+
+
+def _name(item: str, language: Language) -> str:
+    """An order id as it is; a policy topic by its name ("the refund policy")."""
+    if item in {t.value for t in PolicyTopic}:
+        query = POLICY_QUERIES[PolicyTopic(item)][language]
+        return f"{query}政策" if language is ZH else f"the {query} policy"
+    return item
+
+
+def is_flagged(interp: Interpretation | None) -> bool:
+    """A run staff must not read as a clean success: something was not served."""
+    return interp is not None and bool(interp.unsupported)

@@ -1,0 +1,248 @@
+"""What one clause of a message says, for the rule planner's understanding.
+
+A clause is read on its own: its action verbs (with whether each is negated or only asked
+about), its reads (status, parcel tracking), its policy topics, its kept orders, its
+choosing words and what no tool serves. Clauses that only list order ids are folded into
+the clause they belong to. Keyword tables are data (`agent_core.lexicon`,
+`agent_core.lexicon_intents`); `agent_core.understanding` resolves the clauses together.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+from agent_core.lexicon import (
+    DELAY_TOPICS,
+    ORDER_NOUN,
+    ORDER_REF,
+    POLICY_MARKERS,
+    STATUS_STRONG,
+    STATUS_WEAK,
+    TOPIC_PATTERNS,
+    PolicyTopic,
+)
+from agent_core.lexicon_intents import (
+    ACTIONS,
+    ADDRESS_CHAR,
+    CHOOSE,
+    KEEP,
+    NEGATION_CHARS_ZH,
+    NEGATION_WORDS_EN,
+    NEGATORS_EN,
+    NEGATORS_ZH,
+    POINTER,
+    QUESTION_EN,
+    QUESTION_ZH,
+    TRACK,
+    UNSUPPORTED,
+    Action,
+)
+from agent_core.reading import Clause
+
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+
+
+class Mention(IntEnum):
+    """How clearly a message names delay compensation."""
+
+    NONE = 0
+    WEAK = 1  # "delayed", "late delivery", "延迟"
+    STRONG = 2  # "compensation", "after-sales", "补偿", "售后"
+
+
+@dataclass(frozen=True)
+class CustomPhrases:
+    """A catalog tool declared with phrases (TOML): a keyword plans it on the named order."""
+
+    tool: str
+    pattern: re.Pattern[str]
+    high_risk: bool
+
+
+@dataclass
+class Verb:
+    tool: str
+    start: int
+    negated: bool
+    question: bool
+    topic: str | None
+
+
+@dataclass
+class View:
+    """What one clause says."""
+
+    clause: Clause
+    text: str = ""  # the clause's canonical text before anything was blanked
+    verbs: list[Verb] = field(default_factory=list)
+    status: bool = False
+    track: bool = False
+    topics: list[PolicyTopic] = field(default_factory=list)
+    unsupported: list[int] = field(default_factory=list)  # indexes into UNSUPPORTED
+    keep: bool = False
+    choose: bool = False
+
+    @property
+    def requests(self) -> list[Verb]:
+        return [v for v in self.verbs if not v.negated and not v.question]
+
+    @property
+    def bare(self) -> bool:
+        """Only order ids: part of a neighbouring clause's list ("A1001, A1002 到哪了")."""
+        return (
+            bool(self.clause.ids)
+            and not (self.verbs or self.status or self.track or self.topics or self.keep)
+            and not self.unsupported
+            and only_ids(self.clause.canonical)
+        )
+
+
+def only_ids(text: str) -> bool:
+    rest = re.sub(r"[\ue000-\uefff]|\b(?:and|orders?|&|the|my)\b|[和跟与及、,，\s—-]", "", text)
+    return not rest
+
+
+def negated(text: str, start: int) -> bool:
+    """Whether a negator ends just before position `start` ("don't cancel", "不要取消")."""
+    before = text[:start]
+    if _HAN.search(text[start : start + 1]) or (before and _HAN.search(before[-1:])):
+        for match in NEGATORS_ZH.finditer(before):
+            if len(before) - match.end() <= NEGATION_CHARS_ZH:
+                return True
+    for match in NEGATORS_EN.finditer(before):
+        gap = before[match.end() :].split()
+        if len(gap) <= NEGATION_WORDS_EN:
+            return True
+    return False
+
+
+def is_question(text: str, start: int) -> bool:
+    """Whether the verb at `start` is asked about ("can I return …?", "A1002 能退货吗")."""
+    if QUESTION_EN.search(text[:start]):
+        return True
+    return bool(_HAN.search(text)) and QUESTION_ZH.search(text) is not None
+
+
+def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
+    view = View(clause, clause.canonical)
+    text = residual = clause.canonical
+    for terms in ACTIONS:
+        for match in terms.verbs.finditer(residual):
+            if match.start() == match.end():
+                continue
+            question = is_question(text, match.start()) and ADDRESS_CHAR not in text
+            view.verbs.append(
+                Verb(
+                    terms.action.value,
+                    match.start(),
+                    negated(text, match.start()),
+                    question,
+                    terms.topic,
+                )
+            )
+            if not question:  # a question stays for the policy topics to find
+                residual = blank(residual, *match.span())
+    if ADDRESS_CHAR in text and not any(v.tool == Action.ADDRESS for v in view.verbs):
+        at = text.index(ADDRESS_CHAR)
+        view.verbs.append(Verb(Action.ADDRESS.value, at, negated(text, at), False, None))
+    declared = False  # a catalog tool serves what the built-in tables call unsupported
+    for phrases in custom:
+        for match in phrases.pattern.finditer(residual):
+            if match.start() == match.end():
+                continue
+            declared = True
+            view.verbs.append(
+                Verb(phrases.tool, match.start(), negated(text, match.start()), False, None)
+            )
+            residual = blank(residual, *match.span())
+    view.verbs.sort(key=lambda v: v.start)
+    if (track := TRACK.search(residual)) is not None:
+        view.track = True
+        residual = blank(residual, *track.span())
+    view.clause = Clause(residual, clause.ids, clause.injected, clause.raw)
+    if not declared:
+        view.unsupported = [i for i, u in enumerate(UNSUPPORTED) if u.terms.search(text)]
+    view.keep = KEEP.search(text) is not None
+    view.choose = CHOOSE.search(text) is not None
+    return view
+
+
+def topics_of(
+    view: View, order_context: bool, message_ids: bool
+) -> tuple[list[PolicyTopic], Mention]:
+    """Policy topics of a clause (each match blanked before the next topic looks), and how
+    strongly delay compensation was mentioned. Sets the clause's status read from what
+    the topics left."""
+    residual = view.clause.canonical
+    seen = residual
+    rules_clause = POLICY_MARKERS.search(residual) is not None
+    found: list[tuple[int, PolicyTopic]] = []
+    delay = Mention.NONE
+    for topic, strong, weak in TOPIC_PATTERNS:
+        for pattern in (strong, weak):
+            for match in list(pattern.finditer(seen)):
+                start, end = match.span()
+                if start == end:
+                    continue
+                seen = blank(seen, start, end)
+                if negated(residual, start):
+                    residual = blank(residual, start, end)
+                    continue
+                if topic in DELAY_TOPICS:
+                    delay = max(delay, Mention.STRONG if pattern is strong else Mention.WEAK)
+                if pattern is strong or rules_clause or not order_context:
+                    found.append((start, topic))
+                    residual = blank(residual, start, end)
+    found.sort(key=lambda item: item[0])
+    names_order = bool(
+        view.clause.ids
+        or message_ids
+        or ORDER_REF.search(residual)
+        or POINTER.search(residual)
+        or ORDER_NOUN.search(residual)
+    )
+    view.status = (
+        STATUS_STRONG.search(residual) is not None
+        or (names_order and STATUS_WEAK.search(residual) is not None)
+        or only_a_reference(residual)
+    )
+    return list(dict.fromkeys(t for _, t in found)), delay
+
+
+def only_a_reference(text: str) -> bool:
+    """ "my order?", "这单?": naming an order and nothing else asks for its status."""
+    match = ORDER_REF.search(text)
+    return match is not None and not re.sub(r"[\W_]", "", blank(text, *match.span()))
+
+
+def merge_bare(views: list[View]) -> list[View]:
+    """Fold clauses that only list order ids into the clause they belong to."""
+    merged: list[View] = []
+    pending: list[str] = []
+    for view in views:
+        if view.bare:
+            if merged and merged[-1].clause.ids and not merged[-1].bare:
+                add_ids(merged[-1], view.clause.ids)
+            else:
+                pending.extend(view.clause.ids)
+            continue
+        if pending:
+            add_ids(view, tuple(pending), front=True)
+            pending = []
+        merged.append(view)
+    if pending:
+        merged.append(View(Clause(" ".join(pending), tuple(pending), False, "")))
+    return merged
+
+
+def add_ids(view: View, ids: tuple[str, ...], *, front: bool = False) -> None:
+    joined = (*ids, *view.clause.ids) if front else (*view.clause.ids, *ids)
+    c = view.clause
+    view.clause = Clause(c.canonical, tuple(dict.fromkeys(joined)), c.injected, c.raw)
+
+
+def blank(text: str, start: int, end: int) -> str:
+    return text[:start] + " " * (end - start) + text[end:]

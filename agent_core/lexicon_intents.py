@@ -1,0 +1,275 @@
+"""The rule planner's vocabulary for intents: actions, their negation and question forms,
+parcel tracking, kept orders, choosing words, requests for a person, instructions hidden in
+a message, and what no tool serves.
+
+Data only, like `agent_core.lexicon` (policy topics and order-status words); the matcher is
+`agent_core.understanding`. Patterns run over the canonical text of one clause (case-folded,
+simplified, typo-repaired). Order ids there are private-use placeholder characters
+(`ID_CHARS`), an extracted address is `ADDRESS_CHAR`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Final
+
+from agent_core.lexicon import Terms
+from agent_core.models import Language
+
+# An order id in canonical text: one private-use character per distinct id (U+E000 + index).
+ID_BASE: Final = 0xE000
+ID_CHARS: Final = "[\ue000-\uefff]"
+ADDRESS_CHAR: Final = "\uf8ff"
+
+
+class Action(StrEnum):
+    """A high-risk request the rule planner recognises, by the tool that serves it."""
+
+    CANCEL = "cancel_order"
+    RETURN = "request_return"
+    REFUND = "request_refund"
+    ADDRESS = "change_address"
+
+
+TRACK_TOOL: Final = "track_parcel"
+
+
+@dataclass(frozen=True)
+class ActionTerms:
+    action: Action
+    verbs: re.Pattern[str]
+    # The policy a question about this action is answered by ("can I return …?").
+    topic: str
+
+
+# fmt: off
+ACTIONS: tuple[ActionTerms, ...] = (
+    ActionTerms(
+        Action.ADDRESS,
+        Terms(
+            zh=(r"改[^，,。.;；!?！？]{0,3}地址", r"地址[^，,。.;；!?！？]{0,6}?(?:改|换|写错|错了)",
+                r"(?:修改|更改|更换|改一下)[^，,。.;；!?！？]{0,12}地址", "新地址"),
+            en=(r"(?:change|update|correct|fix|modify|edit)(?: \S+){0,5}? (?:delivery |shipping )?address",
+                r"address change", "new address", "wrong address"),
+        ).compile(),
+        topic="shipping",
+    ),
+    ActionTerms(
+        Action.CANCEL,
+        Terms(
+            zh=("取消", "撤销", "撤单", "不要了", "不想要了", "不买了", "退订", "取销"),
+            en=("cancel", "call off", "no longer want", r"don'?t want (?:it|this|that|the order)",
+                r"(?:want|need|like|get|have) (?:\S+ ){0,2}?cancell?ed"),
+        ).compile(),
+        topic="cancellation",
+    ),
+    ActionTerms(
+        Action.RETURN,
+        Terms(
+            zh=("退货", "退回", "寄回"),
+            en=(r"return(?! (?:policy|policies|window|label|rules?|process|period|shipping|fees?"
+                r"|conditions))",
+                r"send (?:\S+ )?back", r"(?:want|need|like|get|have) (?:\S+ ){0,2}?returned"),
+        ).compile(),
+        topic="refund",
+    ),
+    ActionTerms(
+        Action.REFUND,
+        Terms(
+            zh=("退款", "退钱", "退费"),
+            en=(r"refund(?! (?:policy|policies|rules?|process|times?|window|status))",
+                "money back", r"(?:want|need|like|get|have) (?:\S+ ){0,2}?refunded",
+                "reimburse"),
+        ).compile(),
+        topic="refund",
+    ),
+)
+
+# Words just before an action that negate it ("don't cancel", "不要取消"). They count when
+# they end at most a few words (en) or characters (zh) before the verb, in the same clause.
+NEGATORS_EN = re.compile(
+    r"(?<![a-z])(?:don'?t|dont|do not|does not|doesn't|not|never|never mind|no need to|"
+    r"without|stop)(?![a-z])"
+)
+NEGATORS_ZH = re.compile(r"不要|别|先别|不用|没说要|先不|不需要|无需|不必|没有要|不是要|不想|甭|未")
+NEGATION_WORDS_EN = 3  # words allowed between the negator and the verb ("do not want to cancel")
+NEGATION_CHARS_ZH = 3  # characters allowed between them ("不用给我退款")
+
+# Before a verb, these make it a question about the policy, not a request ("can I return").
+QUESTION_EN = re.compile(
+    r"(?<![a-z])(?:can|could|may|might) i|how (?:do|can|would|should|could|does) (?:i|we|one|you)"
+    r"|how to|is it possible|am i able|(?:can|could) (?:it|this|they|these|that) (?:still )?be"
+    r"|is there|are there|what if|how long|how much|do you|when (?:will|do|can) i(?![a-z])"
+    r"|what(?:'s| is| are) (?:your|the)"
+)
+# In a Chinese clause, any of these makes it a question ("A1002 能退货吗", "退货流程").
+QUESTION_ZH = re.compile(
+    r"(?:能|可以|可不可以|能不能|能否|是否)[^，,。.;；!?！？]{0,8}(?:吗|么|嘛|\?|？)|能不能|可不可以"
+    r"|怎么|怎样|如何|流程|多久|规则|条件|政策|规定|手续|免费|收费|费用|多少钱"
+)
+
+# "where exactly", carrier events, scans: parcel-level detail (`track_parcel`).
+TRACK = Terms(
+    zh=("物流轨迹", "轨迹", "详细物流", "物流详情", "物流记录", "详细的物流", "具体到哪", "具体在哪",
+        "哪个城市", "派送记录", "配送记录", "哪家快递", "扫描", "快递详细", "详细信息"),
+    en=("where exactly", "exactly where", "carrier", "carriers", "courier", "scan", "scans",
+        "scanned", "tracking history", "tracking events", "tracking details", "which city",
+        "what city", "full tracking", "detailed tracking", "tracking scan", "parcel events",
+        "carrier events"),
+).compile()
+
+# Orders the customer says to leave alone ("keep A1001", "A1005 不用动").
+KEEP = Terms(
+    zh=("保留", "不用动", "别动", "不动", "先留着", "留着", "不用管", "没问题"),
+    en=("keep", "leave", "is fine", "is ok", "is okay", "stays", "can stay", "stay as",
+        "as it is", "no change", "don't touch", "is good"),
+).compile()
+
+# "one of them", "A or B", "取消一个": the customer has not chosen an order yet.
+CHOOSE = Terms(
+    zh=("一个", "其中", "哪个", "或者", "之一", "随便"),
+    en=("or", "whichever", "one of", "either", "any of"),
+).compile()
+
+# A request for a person, in any wording.
+HANDOFF = Terms(
+    zh=("转人工", "人工客服", r"人工(?!智能)", "真人", "找个客服", "找客服", "客服跟我说", "接人工",
+        "找个人", "真正的客服", "客服人员"),
+    en=("real person", "real human", "a human", "human please", "human agent", "live agent",
+        "live person", "live chat", "agent please", r"(?:speak|talk|chat) (?:to|with) (?:a |an |"
+        r"your |some )?(?:person|human|agent|someone|somebody|representative|operator|staff"
+        r"|customer service|support)",
+        "a person", "human being", "representative", "operator", "connect me to",
+        "transfer me", "customer service", "humans", "human"),
+).compile()
+
+# Text that addresses the assistant as its operator: instructions, fake system messages.
+INJECTION = re.compile(
+    r"ignore (?:all |any )?(?:the |my |your )?(?:previous|prior|above|earlier|former|all)"
+    r"(?: \w+)? (?:instructions?|rules|prompts?|messages?|directions)"
+    r"|(?<![a-z])system ?:|<\s*/?\s*(?:system|user|assistant|admin)\s*>|\[(?:system|admin)\]"
+    r"|admin mode|developer mode|dev mode|god mode|you are now|(?:assistant|ai|bot) note"
+    r"|note (?:to|for) (?:the )?(?:ai|assistant|bot)|skip (?:the )?confirmation"
+    r"|don'?t ask the (?:user|customer)|without asking|jailbreak"
+    r"|忽略(?:之前|以上|前面|上面|先前|此前)的?(?:所有|全部)?(?:指令|指示|规则|提示|设定|要求)"
+    r"|系统(?:消息|提示|指令|通知)|管理员(?:指令|已批准|模式|命令)|开发者模式|备注给\s*(?:ai|机器人|助手)"
+    r"|不(?:需要|用)(?:确认|问用户|问顾客)|自动批准|以下是管理员"
+)
+# Words in injected text that demand an action or an override.
+INJECTION_DEMANDS = Terms(
+    zh=("批准", "确认", "执行", "不用问", "不需要", "所有订单", "退款", "取消", "退货", "改"),
+    en=("approve", "approved", "confirm", "confirmed", "execute", "call", "skip", "override",
+        "refund", "cancel", "cancelling", "return", "change", "grant", "admin"),
+).compile()
+
+# A fake transcript line ("Assistant: I have cancelled A1005"): ignored entirely. A line
+# labelled as the customer's keeps its text without the label.
+TRANSCRIPT_OTHER = re.compile(
+    r"^\s*(?:assistant|bot|ai|agent|客服|机器人|助手)\s*[:：]", re.M | re.IGNORECASE
+)
+TRANSCRIPT_SELF = re.compile(r"^\s*(?:user|customer|me|用户|顾客)\s*[:：]", re.M | re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """Something customers ask that no tool serves, and how the answer names it."""
+
+    key: str
+    terms: re.Pattern[str]
+    zh: str
+    en: str
+
+
+UNSUPPORTED: tuple[Unsupported, ...] = (
+    Unsupported(
+        "payment",
+        Terms(zh=("付款方式", "支付方式", r"用[^，,。.;；!?！？]{0,6}(?:付款|支付|付钱)", "比特币",
+                  "支付宝", "微信支付", "信用卡"),
+              en=(r"pay (?:\S+ ){0,5}?with", "payment method", "payment methods", "payment option",
+                  "pay by", "bitcoin", "crypto", "paypal", "credit card")).compile(),
+        zh="更改付款方式", en="changing how an order is paid"),
+    Unsupported(
+        "invoice",
+        Terms(zh=("发票", "开票", "收据"), en=("invoice", "invoices", "vat", "receipt", "fapiao")
+              ).compile(),
+        zh="开发票", en="invoices"),
+    Unsupported(
+        "discount",
+        Terms(zh=("优惠码", "优惠券", "折扣码", "折扣", "优惠"),
+              en=("discount code", "discount", "coupon", "promo code", "promo", "voucher")
+              ).compile(),
+        zh="优惠码和折扣", en="discount codes"),
+    Unsupported(
+        "add_items",
+        Terms(zh=("加购", "加一件", "再加", "添加商品", "加一个"),
+              en=(rf"add (?:\S+ ){{0,5}}?to (?:my |the |this |that |order )*(?:order|{ID_CHARS})",
+                  "add an item", "add items")).compile(),
+        zh="往订单里加商品", en="adding items to an order"),
+    Unsupported(
+        "phone",
+        Terms(zh=("电话", "手机号"), en=("phone number", "phone", "mobile number")).compile(),
+        zh="修改电话号码", en="changing a phone number"),
+    Unsupported(
+        "weather", Terms(zh=("天气",), en=("weather",)).compile(), zh="天气", en="the weather"),
+    Unsupported(
+        "recommend", Terms(zh=("推荐",), en=(r"recommend\w*",)).compile(),
+        zh="商品推荐", en="product recommendations"),
+)
+
+# An amount of money in a refund request ("退款 59 元", "refund 59.00", "$59").
+AMOUNT = re.compile(
+    r"(?<![\w.])(?P<a>\d{1,7}(?:\.\d{1,2})?)\s*(?:元|块|rmb|cny|usd|eur|gbp|dollars?|euros?"
+    r"|pounds?|bucks)(?![a-z])"
+    r"|[$€£¥￥]\s*(?P<b>\d{1,7}(?:\.\d{1,2})?)(?![\d.])"
+    r"|(?:refund|退款|退)\s*(?:of\s*)?(?P<c>\d{1,7}(?:\.\d{1,2})?)(?![\d.])"
+)
+
+# Greetings and thanks are not unsupported requests.
+SMALL_TALK = re.compile(
+    r"^\W*(?:hi|hello|hey|thanks|thank you|thx|ok|okay|你好|您好|谢谢|好的|嗨|哈喽)\W*$"
+)
+
+# "It", "this order", "这单": a reference to an order the chat already talked about. Not
+# "my order" or "my package", which may be any of the customer's orders.
+POINTER = Terms(
+    zh=("它", "这个", "那个", "这单", "那单", "该订单", "此订单", "这一单", "刚才的订单", "上个订单"),
+    en=("it", "its", "it's", "this one", "that one", "this order", "that order", "the order",
+        "the parcel", "the package", "this package", "the shipment", "them", "they"),
+).compile()
+
+# Chinese input-method slips, each the same length as its repair (positions stay aligned).
+ZH_TYPOS: Mapping[str, str] = {
+    "定单": "订单", "到那了": "到哪了", "推款": "退款", "物留": "物流", "该成": "改成",
+    "在那里": "在哪里", "到那里": "到哪里", "退欵": "退款",
+}
+
+# Fallback step goals for tools the catalog does not describe (a catalog goal wins).
+GOALS: Mapping[str, Mapping[Language, str]] = {
+    "track_parcel": {Language.ZH: "查询订单 {order_id} 的包裹轨迹",
+                     Language.EN: "Track the parcel of order {order_id}"},
+    "request_return": {Language.ZH: "为订单 {order_id} 申请退货",
+                       Language.EN: "Request a return for order {order_id}"},
+    "request_refund": {Language.ZH: "为订单 {order_id} 申请退款",
+                       Language.EN: "Request a refund for order {order_id}"},
+    "change_address": {Language.ZH: "修改订单 {order_id} 的收货地址",
+                       Language.EN: "Change the delivery address of order {order_id}"},
+}
+
+# What a clarifying option asks for, as if the customer had written it.
+OPTION_TEXTS: Mapping[str, Mapping[Language, str]] = {
+    "get_order_status": {Language.ZH: "订单 {order_id} 到哪了", Language.EN: "where is order {order_id}"},
+    "track_parcel": {Language.ZH: "订单 {order_id} 的物流轨迹",
+                     Language.EN: "where exactly is order {order_id}"},
+    "cancel_order": {Language.ZH: "取消订单 {order_id}", Language.EN: "cancel order {order_id}"},
+    "request_return": {Language.ZH: "订单 {order_id} 申请退货", Language.EN: "return order {order_id}"},
+    "request_refund": {Language.ZH: "订单 {order_id} 退款 {amount} 元",
+                       Language.EN: "refund {amount} for order {order_id}"},
+    "request_refund_any": {Language.ZH: "订单 {order_id} 申请退款",
+                           Language.EN: "refund order {order_id}"},
+    "change_address": {Language.ZH: "把订单 {order_id} 的地址改成 {address}",
+                       Language.EN: "change the address of order {order_id} to {address}"},
+}
+# fmt: on

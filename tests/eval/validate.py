@@ -1,0 +1,176 @@
+"""Validate an eval-case file (default: cases.jsonl next to this script).
+
+Checks: every line parses; ids unique and shaped <category>-<lang>-NNN; category, lang, kind,
+tool, topic and refusal values valid; step shape (order ids upper-case and matching the order
+pattern, search_policy with order_id null); at most 4 steps; every high-risk step preceded by
+a get_order_status step on the same order; lang agrees with the text (any Han character = zh);
+no two cases with the same text up to whitespace. Prints counts per category and language.
+Exit code 1 when any problem is found. Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+CATEGORIES = (
+    "status", "multi_order", "cancel", "negation", "policy_noun", "scope", "unsupported",
+    "handoff", "ambiguity", "context_reuse", "id_normalisation", "typos", "injection",
+    "returns", "refunds", "address_change", "track_parcel", "no_order_needed",
+    "empty_or_missing",
+)  # fmt: skip
+LANGS = ("zh", "en")
+READ_TOOLS = {"get_order_status", "search_policy", "track_parcel"}
+HIGH_RISK_TOOLS = {"cancel_order", "request_return", "request_refund", "change_address"}
+TOOLS = READ_TOOLS | HIGH_RISK_TOOLS
+TOPICS = {
+    "returns", "refund", "shipping", "cancellation", "delay_compensation", "exchange", "warranty",
+}  # fmt: skip
+REFUSALS = {"empty", "missing_order_id"}
+MAX_STEPS = 4
+MIN_PER_CATEGORY = 12
+ORDER_ID = re.compile(r"[A-Z]\d{3,10}")
+HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+CASE_KEYS = {"id", "category", "lang", "text", "context", "expect"}
+
+
+def check_steps(steps: Any, where: str) -> list[str]:
+    problems: list[str] = []
+    if not isinstance(steps, list):
+        return [f"{where}: steps must be a list"]
+    if len(steps) > MAX_STEPS:
+        problems.append(f"{where}: {len(steps)} steps, at most {MAX_STEPS}")
+    status_seen: set[str] = set()
+    for i, step in enumerate(steps):
+        at = f"{where}[{i}]"
+        if not isinstance(step, dict):
+            problems.append(f"{at}: step must be an object")
+            continue
+        tool, order_id = step.get("tool"), step.get("order_id", "<missing>")
+        extra = set(step) - {"tool", "order_id", "topic"}
+        if extra:
+            problems.append(f"{at}: unknown keys {sorted(extra)}")
+        if tool not in TOOLS:
+            problems.append(f"{at}: unknown tool {tool!r}")
+            continue
+        if tool == "search_policy":
+            if order_id is not None:
+                problems.append(f"{at}: search_policy must have order_id null")
+            if "topic" in step and step["topic"] not in TOPICS:
+                problems.append(f"{at}: unknown topic {step['topic']!r}")
+            continue
+        if "topic" in step:
+            problems.append(f"{at}: only search_policy carries a topic")
+        if not isinstance(order_id, str) or not ORDER_ID.fullmatch(order_id):
+            problems.append(f"{at}: bad order_id {order_id!r}")
+            continue
+        if tool == "get_order_status":
+            status_seen.add(order_id)
+        elif tool in HIGH_RISK_TOOLS and order_id not in status_seen:
+            problems.append(f"{at}: {tool} {order_id} not preceded by its get_order_status")
+    return problems
+
+
+def check_expect(expect: Any, where: str) -> list[str]:
+    if not isinstance(expect, dict):
+        return [f"{where}: expect must be an object"]
+    kind = expect.get("kind")
+    allowed = {
+        "plan": {"kind", "steps"},
+        "clarify": {"kind"},
+        "unsupported": {"kind", "plan_steps"},
+        "handoff": {"kind"},
+        "refusal": {"kind", "refusal"},
+    }
+    if kind not in allowed:
+        return [f"{where}: unknown kind {kind!r}"]
+    if set(expect) != allowed[kind]:
+        return [f"{where}: kind {kind} needs exactly the keys {sorted(allowed[kind])}"]
+    if kind == "plan":
+        if not expect["steps"]:
+            return [f"{where}: a plan needs at least one step"]
+        return check_steps(expect["steps"], f"{where}.steps")
+    if kind == "unsupported":
+        return check_steps(expect["plan_steps"], f"{where}.plan_steps")
+    if kind == "refusal" and expect["refusal"] not in REFUSALS:
+        return [f"{where}: unknown refusal {expect['refusal']!r}"]
+    return []
+
+
+def validate(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
+    problems: list[str] = []
+    cases: list[dict[str, Any]] = []
+    ids: set[str] = set()
+    seen: dict[str, str] = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        where = f"{path.name}:{n}"
+        if not line.strip():
+            problems.append(f"{where}: blank line")
+            continue
+        try:
+            case = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(f"{where}: not JSON ({exc})")
+            continue
+        if not isinstance(case, dict) or set(case) != CASE_KEYS:
+            problems.append(f"{where}: keys must be exactly {sorted(CASE_KEYS)}")
+            continue
+        cid, cat, lang, text, ctx = (case[k] for k in ("id", "category", "lang", "text", "context"))
+        where = f"{where} ({cid})"
+        if cid in ids:
+            problems.append(f"{where}: duplicate id")
+        ids.add(cid)
+        if cat not in CATEGORIES:
+            problems.append(f"{where}: unknown category {cat!r}")
+        if lang not in LANGS:
+            problems.append(f"{where}: unknown lang {lang!r}")
+        if not re.fullmatch(rf"{re.escape(str(cat))}-{lang}-\d{{3}}", str(cid)):
+            problems.append(f"{where}: id should be <category>-<lang>-NNN")
+        if not isinstance(text, str):
+            problems.append(f"{where}: text must be a string")
+            continue
+        if HAN.search(text) and lang != "zh":
+            problems.append(f"{where}: text has Chinese characters but lang is {lang}")
+        if not HAN.search(text) and re.search(r"[A-Za-z]", text) and lang != "en":
+            problems.append(f"{where}: Latin-only text but lang is {lang}")
+        if not isinstance(ctx, dict) or set(ctx) - {"last_order_id"}:
+            problems.append(f"{where}: context must be {{}} or {{'last_order_id': ...}}")
+        elif "last_order_id" in ctx and not ORDER_ID.fullmatch(str(ctx["last_order_id"])):
+            problems.append(f"{where}: bad last_order_id {ctx['last_order_id']!r}")
+        key = "".join(text.split())
+        if key in seen:
+            problems.append(f"{where}: duplicate of {seen[key]} (up to whitespace)")
+        seen.setdefault(key, str(cid))
+        problems.extend(check_expect(case["expect"], where))
+        cases.append(case)
+    return problems, cases
+
+
+def main() -> int:
+    path = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).with_name("cases.jsonl")
+    problems, cases = validate(path)
+    per = Counter((c["category"], c["lang"]) for c in cases)
+    kinds = Counter(c["expect"]["kind"] for c in cases)
+    print(f"{'category':<18} {'zh':>4} {'en':>4} {'all':>4}")
+    for cat in CATEGORIES:
+        zh, en = per[(cat, "zh")], per[(cat, "en")]
+        print(f"{cat:<18} {zh:>4} {en:>4} {zh + en:>4}")
+        if zh + en < MIN_PER_CATEGORY:
+            problems.append(f"category {cat}: {zh + en} cases, at least {MIN_PER_CATEGORY}")
+        if not zh or not en:
+            problems.append(f"category {cat}: needs both languages")
+    zh_all = sum(v for (_, lang), v in per.items() if lang == "zh")
+    print(f"{'total':<18} {zh_all:>4} {len(cases) - zh_all:>4} {len(cases):>4}")
+    print("kinds:", ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
+    for problem in problems:
+        print("PROBLEM", problem)
+    print("OK" if not problems else f"{len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
