@@ -25,7 +25,7 @@ from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, Tele
 from agent_core.answers import plan_text, step_progress
 from agent_core.models import EventKind, Run, RunEvent, RunStatus, StepStatus
 from bot.callbacks import decision_data
-from bot.texts import say
+from bot.texts import decision_labels, say
 
 log = logging.getLogger(__name__)
 
@@ -197,16 +197,15 @@ class TelegramProgress:
     def _buttons(self, run: Run) -> InlineKeyboardMarkup:
         assert run.pause is not None and run.pause.nonce is not None
         nonce = run.pause.nonce
+        yes, no = decision_labels(run.step(run.pause.step_id).goal, run.language)
         return InlineKeyboardMarkup(
             [
                 [
                     InlineKeyboardButton(
-                        say("confirm", run.language),
-                        callback_data=decision_data(run.id, nonce, approved=True),
+                        yes, callback_data=decision_data(run.id, nonce, approved=True)
                     ),
                     InlineKeyboardButton(
-                        say("cancel", run.language),
-                        callback_data=decision_data(run.id, nonce, approved=False),
+                        no, callback_data=decision_data(run.id, nonce, approved=False)
                     ),
                 ]
             ]

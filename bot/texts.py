@@ -60,8 +60,11 @@ TEXTS: dict[str, dict[Language, str]] = {
         ZH: "抱歉，你没有权限使用这个命令。",
         EN: "Sorry, you are not authorised to use this command.",
     },
-    "confirm": {ZH: "确认", EN: "Confirm"},
-    "cancel": {ZH: "取消", EN: "Cancel"},
+    # The two buttons under a Confirm prompt say what pressing them does (see
+    # `decision_labels`): the yes-button names the step's own goal, the no-button that
+    # nothing changes. "{goal}" is the paused step's goal ("en": first letter lower-cased).
+    "confirm": {ZH: "确认{goal}", EN: "Yes, {goal}"},
+    "decline": {ZH: "不，保持不变", EN: "No, keep it"},
     "toast_confirmed": {ZH: "已确认，正在执行。", EN: "Confirmed, working on it."},
     "toast_cancelled": {ZH: "已取消，不做任何改动。", EN: "Cancelled, nothing will change."},
     "toast_not_yours": {ZH: "这个按钮不是给你的。", EN: "This button isn't for you."},
@@ -80,6 +83,19 @@ TEXTS: dict[str, dict[Language, str]] = {
 
 def say(key: str, language: Language) -> str:
     return TEXTS[key][language]
+
+
+def decision_labels(goal: str, language: Language) -> tuple[str, str]:
+    """The Confirm prompt's (yes, no) button labels for a step with this goal.
+
+    Labelled by outcome, not "Confirm"/"Cancel" (under "Cancel order A1003", a button
+    called "Cancel" meant *keep* the order). The wording comes from the step's goal, which
+    the planner writes from the tool's catalog entry, so every tool's prompt names its own
+    action ("Yes, request a refund …") and no tool is special-cased here.
+    """
+    if language is EN and goal:
+        goal = goal[0].lower() + goal[1:]
+    return say("confirm", language).format(goal=goal), say("decline", language)
 
 
 def language_of(text: str | None, language_code: str | None) -> Language:

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from agent_core.models import ErrorType
+from agent_core.models import ErrorType, Language
 from agent_core.shop import OrderArgs, shop_tools
 from agent_core.tools import Tool, ToolContext, ToolFailure
+from bot.texts import decision_labels
 from standin import StandIn
 from tests.harness import DEMO, OTHER, STAFF, start_bot
 from tests.harness import BotHarness as Bot
@@ -52,7 +53,8 @@ async def test_delivered_order_shows_the_skipped_step_with_its_reason(bot: Bot) 
 async def test_cancel_confirm_cancels_exactly_once(bot: Bot) -> None:
     bot.standin.inject_message(DEMO, DEMO, "cancel order A1003")
     paused = await bot.buttons_message(DEMO)
-    assert [b.text for b in paused.buttons[0]] == ["Confirm", "Cancel"]
+    labels = decision_labels("Cancel order A1003", Language.EN)
+    assert tuple(b.text for b in paused.buttons[0]) == labels
     assert "waiting for your confirmation" in (paused.text or "")
     assert bot.query("SELECT count(*) FROM shop_cancellations") == [(0,)]
 
@@ -72,7 +74,9 @@ async def test_cancel_confirm_cancels_exactly_once(bot: Bot) -> None:
 async def test_cancel_button_changes_nothing(bot: Bot) -> None:
     bot.standin.inject_message(DEMO, DEMO, "帮我取消订单 A1001")
     paused = await bot.buttons_message(DEMO)
-    assert [b.text for b in paused.buttons[0]] == ["确认", "取消"]
+    assert tuple(b.text for b in paused.buttons[0]) == decision_labels(
+        "取消订单 A1001", Language.ZH
+    )
     bot.standin.press_button(
         DEMO, paused.message_id, paused.buttons[0][1].callback_data or "", DEMO
     )

@@ -1,0 +1,50 @@
+"""Issue 11, the bot side: Telegram as it really is, each item over real HTTP.
+
+The production application long-polls the stand-in (`tests.harness.start_bot`); a test
+plays the customer, staff or an attacker and asserts on what the chats show, the Bot API
+calls the bot made and the database. Texts are taken from `bot.texts` and
+`agent_core.answers`, never retyped here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from agent_core.models import Language
+from bot.texts import decision_labels, say
+from standin import StandIn
+from tests.harness import DEMO, BotHarness, prompt_for, start_bot
+
+EN, ZH = Language.EN, Language.ZH
+
+
+@pytest.fixture
+async def bot(standin: StandIn, tmp_path: Path) -> AsyncIterator[BotHarness]:
+    running = await start_bot(standin, tmp_path / "bot.db")
+    yield running
+    await running.stop()
+
+
+def run_ids(bot: BotHarness) -> list[str]:
+    return [row[0] for row in bot.query("SELECT id FROM runs ORDER BY created_at")]
+
+
+# -- 14: the buttons say what they do -------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "language"), [("cancel order A1003", EN), ("取消订单 A1003", ZH)])
+async def test_14_prompt_buttons_are_labelled_by_outcome_from_the_steps_goal(
+    bot: BotHarness, text: str, language: Language
+) -> None:
+    bot.standin.inject_message(DEMO, DEMO, text)
+    prompt = await bot.buttons_message(DEMO)
+    (run_id,) = run_ids(bot)
+    goal = bot.query("SELECT goal FROM steps WHERE run_id = ? AND tool = 'cancel_order'", run_id)
+    labels = [b.text for b in prompt.buttons[0]]
+    assert labels == list(decision_labels(goal[0][0], language))
+    assert "A1003" in labels[0]  # the yes-button names what it changes
+    assert labels[1] == say("decline", language)
+    assert prompt_for(bot.standin, DEMO, run_id) == prompt
