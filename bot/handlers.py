@@ -14,7 +14,7 @@ from datetime import timedelta
 from typing import Any
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Message, Update
-from telegram.constants import ParseMode
+from telegram.constants import ChatType, ParseMode
 from telegram.error import BadRequest, TelegramError
 from telegram.ext import ContextTypes
 
@@ -187,8 +187,9 @@ class StepwiseBot:
     async def _page(self, update: Update, data: PageData) -> None:
         query = update.callback_query
         assert query is not None
-        if not self._is_staff(update):
-            await query.answer(say("not_authorised", self._language(update)))
+        refusal = self._staff_refusal(update)
+        if refusal is not None:
+            await self._answer_quietly(query, say(refusal, self._language(update)))
             return
         text, markup = await self._runs_page(data.status, data.offset)
         await self._answer_quietly(query, None)
@@ -250,14 +251,25 @@ class StepwiseBot:
             )
         await self._reply(update, format_stats(periods))
 
-    def _is_staff(self, update: Update) -> bool:
-        user = update.effective_user
-        return user is not None and user.id in self.staff_ids
+    def _staff_refusal(self, update: Update) -> str | None:
+        """None when staff views may be shown here, else the key of the refusal.
+
+        Who asks is not enough: staff views list every customer's ids and requests, so
+        they are shown only in a private chat with a staff member, never in a group the
+        staff member happens to be in.
+        """
+        user, chat = update.effective_user, update.effective_chat
+        if user is None or user.id not in self.staff_ids:
+            return "not_authorised"
+        if chat is None or chat.type != ChatType.PRIVATE or chat.id != user.id:
+            return "staff_private_only"
+        return None
 
     async def _staff_only(self, update: Update) -> bool:
-        if self._is_staff(update):
+        refusal = self._staff_refusal(update)
+        if refusal is None:
             return True
-        await self._reply(update, html.escape(say("not_authorised", self._language(update))))
+        await self._reply(update, html.escape(say(refusal, self._language(update))))
         return False
 
     # -- plumbing ------------------------------------------------------------------------

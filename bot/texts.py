@@ -56,6 +56,11 @@ TEXTS: dict[str, dict[Language, str]] = {
             "a few minutes."
         ),
     },
+    # Staff views list other customers' ids and requests: never in a group's view.
+    "staff_private_only": {
+        ZH: "员工命令只能在和我的私聊中使用。",
+        EN: "Staff commands work only in a private chat with me.",
+    },
     "not_authorised": {
         ZH: "抱歉，你没有权限使用这个命令。",
         EN: "Sorry, you are not authorised to use this command.",

@@ -16,7 +16,7 @@ import pytest
 from agent_core.models import Language
 from bot.texts import decision_labels, say
 from standin import StandIn
-from tests.harness import DEMO, BotHarness, prompt_for, start_bot
+from tests.harness import DEMO, STAFF, BotHarness, prompt_for, start_bot
 
 EN, ZH = Language.EN, Language.ZH
 
@@ -48,3 +48,29 @@ async def test_14_prompt_buttons_are_labelled_by_outcome_from_the_steps_goal(
     assert "A1003" in labels[0]  # the yes-button names what it changes
     assert labels[1] == say("decline", language)
     assert prompt_for(bot.standin, DEMO, run_id) == prompt
+
+
+# -- 9: staff views only in a private chat with staff ---------------------------------------
+
+
+async def test_9_staff_commands_in_a_group_show_nothing_to_the_group(bot: BotHarness) -> None:
+    bot.standin.inject_message(DEMO, DEMO, "where is order A1001")
+    await bot.standin.wait_for(lambda: bot.query("SELECT status FROM runs") == [("completed",)])
+    (run_id,) = run_ids(bot)
+    group = -1002
+    for command in ("/runs", f"/run {run_id}", "/stats"):
+        bot.standin.inject_message(group, STAFF, command)
+    await bot.standin.wait_for(lambda: len(bot.bot_texts(group)) == 3)
+    assert bot.bot_texts(group) == [say("staff_private_only", EN)] * 3
+
+    # The same staff member in their private chat gets the page; its ▶ pressed from the
+    # group (forged data, the page is not there) edits nothing and shows nothing.
+    bot.standin.inject_message(STAFF, STAFF, "/runs")
+    page = await bot.until_text(STAFF, run_id)
+    shown = bot.standin.bot_messages(group)[0]
+    query_id = bot.standin.press_button(group, shown.message_id, "sw:p:*:0", STAFF, forge=True)
+    await bot.standin.wait_for(lambda: bool(bot.standin.callback_answers(query_id)))
+    assert bot.standin.callback_answers(query_id)[0].text == say("staff_private_only", EN)
+    assert bot.bot_texts(group) == [say("staff_private_only", EN)] * 3
+    assert all(run_id not in text for text in bot.bot_texts(group))
+    assert page.text is not None and run_id in page.text

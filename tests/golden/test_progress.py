@@ -296,7 +296,15 @@ Please press Confirm or Cancel below.\
 
 
 def test_the_bots_own_texts() -> None:
-    keys = ("help", "text_only", "too_long", "empty", "busy", "not_authorised")
+    keys = (
+        "help",
+        "text_only",
+        "too_long",
+        "empty",
+        "busy",
+        "not_authorised",
+        "staff_private_only",
+    )
     assert {key: {lang.value: say(key, lang) for lang in (ZH, EN)} for key in keys} == snapshot(
         {
             "help": {
@@ -338,6 +346,10 @@ Try:
             "not_authorised": {
                 "zh": "抱歉，你没有权限使用这个命令。",
                 "en": "Sorry, you are not authorised to use this command.",
+            },
+            "staff_private_only": {
+                "zh": "员工命令只能在和我的私聊中使用。",
+                "en": "Staff commands work only in a private chat with me.",
             },
         }
     )
