@@ -21,9 +21,10 @@ from telegram.ext import ContextTypes
 from agent_core.agent import MAX_REQUEST_CHARS, Agent
 from agent_core.models import ClaimResult, Language, Run, RunStatus, StepStatus, utcnow
 from bot.callbacks import DecisionData, PageData, page_data, parse_callback
-from bot.progress import TelegramProgress, decision_text, split_message
+from bot.progress import TelegramProgress, decision_text
 from bot.staff import format_runs_page, format_stats, format_timeline
 from bot.texts import language_of, say
+from bot.textsplit import split_message
 from storage.db import StorageUnavailable
 from storage.runs import SqliteRunStore
 

@@ -26,10 +26,10 @@ from agent_core.answers import plan_text, step_progress
 from agent_core.models import EventKind, Run, RunEvent, RunStatus, StepStatus
 from bot.callbacks import decision_data
 from bot.texts import decision_labels, say
+from bot.textsplit import clip_message, split_message
 
 log = logging.getLogger(__name__)
 
-MAX_MESSAGE_CHARS = 4096
 ANSWER_DELIVERY_ATTEMPTS = 4
 # Messages of the events written on a run's history (staff see them in /run). On start the
 # bot looks for `prompt_shown` and `customer_blocked` events, never for these texts.
@@ -42,37 +42,6 @@ def decision_text(run: Run, step_id: str, key: str) -> str:
     step = run.step(step_id)
     icon = "✅" if key == "you_confirmed" else "🚫"
     return html.escape(f"{icon} {step.goal} — {say(key, run.language)}")
-
-
-def split_message(text: str, limit: int = MAX_MESSAGE_CHARS) -> list[str]:
-    """Split on line boundaries so each part fits Telegram's limit (hard-cut huge lines)."""
-    parts: list[str] = []
-    current = ""
-    for line in text.split("\n"):
-        while len(line) > limit:
-            if current:
-                parts.append(current)
-                current = ""
-            cut = _safe_cut(line, limit)
-            parts.append(line[:cut])
-            line = line[cut:]
-        candidate = f"{current}\n{line}" if current else line
-        if len(candidate) > limit:
-            parts.append(current)
-            current = line
-        else:
-            current = candidate
-    if current or not parts:
-        parts.append(current)
-    return parts
-
-
-def _safe_cut(line: str, limit: int) -> int:
-    """Cut at `limit`, but never inside an HTML entity such as `&lt;`."""
-    amp = line.rfind("&", max(0, limit - 10), limit)
-    if amp > 0 and ";" not in line[amp:limit]:
-        return amp
-    return limit
 
 
 @dataclass
@@ -118,7 +87,7 @@ class TelegramProgress:
         view = self._views.setdefault(run.id, _RunView(chat_id=run.chat_id))
         if kind is EventKind.RUN_PLANNED:
             if run.steps:
-                await self._send_text(run, view, plan_text(run))
+                await self._send_text(run, view, clip_message(html.escape(plan_text(run))))
         elif kind is EventKind.STEP_STARTED and event.step_id:
             # Shown only if it is still running a moment later; fast steps appear once, done.
             step_view = view.steps.setdefault(event.step_id, _StepView())
@@ -150,6 +119,7 @@ class TelegramProgress:
         if step.status is StepStatus.PAUSED and step.approval is None and run.pause:
             text += "\n\n" + html.escape(run.answer or "")
             markup = self._buttons(run)
+        text = clip_message(text)
         # Without its buttons a paused run can never go on: deliver them like an answer.
         attempts = ANSWER_DELIVERY_ATTEMPTS if markup is not None else 1
         async with view.lock:
@@ -218,15 +188,14 @@ class TelegramProgress:
             if step_view is not None and (step_view.timer or step_view.message_id):
                 await self._show(run, view, step.id)
         self._drop(run.id)
-        for part in split_message(run.answer or ""):
+        for part in split_message(html.escape(run.answer or "")):
             await self._send_text(run, view, part, attempts=ANSWER_DELIVERY_ATTEMPTS)
 
     async def _send_text(self, run: Run, view: _RunView, text: str, *, attempts: int = 1) -> None:
+        """Send `text` (HTML) as a new message of the run."""
         async with view.lock:
             for attempt in range(1, attempts + 1):
-                sent = await self._call(
-                    run, view, self._send(view.chat_id, html.escape(text), None), quiet=True
-                )
+                sent = await self._call(run, view, self._send(view.chat_id, text, None), quiet=True)
                 if sent is not None or view.blocked:
                     return
                 if attempt < attempts:

@@ -27,9 +27,10 @@ from bot.callbacks import (
     parse_callback,
 )
 from bot.handlers import paused_step_id
-from bot.progress import BLOCKED_NOTE, PROMPT_SHOWN_NOTE, split_message
+from bot.progress import BLOCKED_NOTE, PROMPT_SHOWN_NOTE
 from bot.ratelimit import SlidingWindow
 from bot.recovery import prompt_lost
+from bot.textsplit import clip_message, split_message, utf16_units, visible_units
 from storage.records import TimelineEntry, format_timeline_entry
 
 
@@ -41,11 +42,27 @@ def test_split_message_keeps_every_part_under_the_limit_and_loses_nothing() -> N
 
 
 def test_split_message_hard_cuts_a_huge_line_but_not_inside_an_entity() -> None:
-    line = "a" * 997 + "&lt;tag&gt;" + "b" * 1500  # "&lt;" straddles position 1000
+    line = "a" * 999 + "&lt;&gt;" + "b" * 1500  # the second entity is unit 1001
     parts = split_message(line, limit=1000)
-    assert all(len(p) <= 1000 for p in parts)
+    assert all(visible_units(p) <= 1000 for p in parts)
     assert "".join(parts) == line
-    assert parts[0].endswith("a") and parts[1].startswith("&lt;")
+    assert parts[0].endswith("&lt;") and parts[1].startswith("&gt;")
+
+
+def test_split_message_counts_utf16_units_of_the_visible_text() -> None:
+    emoji = "😀" * 3000  # 6000 units in 3000 characters
+    parts = split_message(emoji)
+    assert [utf16_units(p) for p in parts] == [4096, 1904]
+    tags = "<b>" + "&lt;" * 5000 + "</b>"  # 20,007 characters, 5000 visible
+    parts = split_message(tags)
+    assert [visible_units(p) for p in parts] == [4096, 904]
+    assert parts[0].endswith("</b>") and parts[1].startswith("<b>")  # each part parses
+
+
+def test_clip_message_keeps_one_message_and_marks_the_cut() -> None:
+    assert clip_message("short") == "short"
+    clipped = clip_message("😀" * 2100)
+    assert visible_units(clipped) <= 4096 and clipped.endswith("…")
 
 
 def test_split_message_of_empty_text_is_one_empty_part() -> None:

@@ -16,6 +16,7 @@ import pytest
 from agent_core.models import Language
 from bot.texts import decision_labels, say
 from standin import StandIn
+from standin.formatting import MAX_TEXT_LENGTH, utf16_len
 from tests.harness import DEMO, STAFF, BotHarness, prompt_for, start_bot
 
 EN, ZH = Language.EN, Language.ZH
@@ -74,3 +75,34 @@ async def test_9_staff_commands_in_a_group_show_nothing_to_the_group(bot: BotHar
     assert bot.bot_texts(group) == [say("staff_private_only", EN)] * 3
     assert all(run_id not in text for text in bot.bot_texts(group))
     assert page.text is not None and run_id in page.text
+
+
+# -- 5: lengths in UTF-16 code units after entity parsing -----------------------------------
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "where is order A1001 " + "😀" * 2030,  # 4,081 units in 2,051 characters
+        "where is order A1001 " + "<" * 4000,  # 16,021 characters of HTML, 4,021 visible
+    ],
+)
+async def test_5_a_staff_run_view_of_a_huge_request_arrives_whole_in_few_parts(
+    bot: BotHarness, request_text: str
+) -> None:
+    """Split on lines: the header, the request line alone (it nearly fills a message), the
+    rest. Counted in characters the emoji view was refused; counted in HTML it took 6."""
+    bot.standin.inject_message(DEMO, DEMO, request_text)
+    await bot.standin.wait_for(lambda: bot.query("SELECT status FROM runs") == [("completed",)])
+    (run_id,) = run_ids(bot)
+    bot.standin.inject_message(STAFF, STAFF, f"/run {run_id}")
+    (answer,) = bot.query("SELECT answer FROM runs WHERE id = ?", run_id)[0]
+    await bot.until_text(STAFF, answer)
+    parts = bot.bot_texts(STAFF)
+    assert bot.standin.calls("sendMessage", STAFF) and all(
+        call.status == 200 for call in bot.standin.calls("sendMessage", STAFF)
+    )
+    assert all(utf16_len(part) <= MAX_TEXT_LENGTH for part in parts)
+    assert len(parts) == 3
+    assert request_text in "".join(parts).replace("\n", "")
+    assert parts[-1].endswith(answer)
