@@ -7,10 +7,12 @@ stand-in used by tests and the demo) is used exactly like Telegram.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
-from telegram import BotCommand, Update
+from telegram import BotCommand, BotCommandScope, BotCommandScopeChat, Update
+from telegram.error import BadRequest
 from telegram.ext import (
     Application,
     ApplicationBuilder,
@@ -21,20 +23,48 @@ from telegram.ext import (
 )
 
 from agent_core.agent import Agent
+from agent_core.models import Language
 from bot.handlers import StepwiseBot
 from bot.progress import TelegramProgress
 from bot.ratelimit import SlidingWindowRateLimiter
 from bot.redact import redact_in_logs
+from bot.texts import say
 from storage.runs import SqliteRunStore
+
+log = logging.getLogger(__name__)
 
 TelegramApplication = Application[Any, Any, Any, Any, Any, Any]
 
-BOT_COMMANDS = [
-    BotCommand("help", "What I can do"),
-    BotCommand("runs", "Staff: recent runs"),
-    BotCommand("run", "Staff: one run's timeline"),
-    BotCommand("stats", "Staff: runs and failures"),
-]
+# Staff commands, offered only in each staff member's private chat (English: staff views
+# are English whatever the customer's language).
+STAFF_COMMANDS = (
+    ("runs", "Staff: recent runs"),
+    ("run", "Staff: one run's timeline"),
+    ("stats", "Staff: runs and failures"),
+)
+
+
+@dataclass(frozen=True)
+class CommandMenu:
+    """One `setMyCommands` call: a list for a scope (None: default) and language."""
+
+    commands: tuple[BotCommand, ...]
+    scope: BotCommandScope | None = None
+    language_code: str | None = None
+
+
+def command_menus(staff_ids: frozenset[int]) -> list[CommandMenu]:
+    """What each kind of user is offered: customers /help in their language (Chinese for
+    `language_code` zh, English otherwise); staff also their commands, in the private-chat
+    scope of each staff member only (Telegram picks the most specific scope)."""
+    menus = [
+        CommandMenu((BotCommand("help", say("command_help", Language.EN)),)),
+        CommandMenu((BotCommand("help", say("command_help", Language.ZH)),), None, "zh"),
+    ]
+    help_en = BotCommand("help", say("command_help", Language.EN))
+    staff = (help_en, *(BotCommand(name, text) for name, text in STAFF_COMMANDS))
+    menus += [CommandMenu(staff, BotCommandScopeChat(staff_id)) for staff_id in sorted(staff_ids)]
+    return menus
 
 
 @dataclass(frozen=True)
@@ -104,7 +134,7 @@ async def start_application(
 
     `application` must be initialized; `stop_application` undoes whatever this started.
     """
-    await application.bot.set_my_commands(BOT_COMMANDS)
+    await set_command_menus(application)
     await application.start()
     assert application.updater is not None
     if webhook is not None:
@@ -121,6 +151,20 @@ async def start_application(
         )
     else:
         await application.updater.start_polling(allowed_updates=Update.ALL_TYPES)
+
+
+async def set_command_menus(application: TelegramApplication) -> None:
+    """Set every command menu; a staff member's fails ("chat not found") until they have
+    written to the bot once, which is logged and leaves the other menus in place."""
+    for menu in command_menus(bot_of(application).staff_ids):
+        try:
+            await application.bot.set_my_commands(
+                list(menu.commands), scope=menu.scope, language_code=menu.language_code
+            )
+        except BadRequest as exc:
+            if menu.scope is None:
+                raise
+            log.warning("staff command menu not set (%s): %s", menu.scope.type, exc)
 
 
 async def stop_application(application: TelegramApplication) -> None:

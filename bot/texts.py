@@ -31,6 +31,8 @@ TEXTS: dict[str, dict[Language, str]] = {
             "• What is your refund policy?"
         ),
     },
+    # The command menu (setMyCommands): customers see only /help, in their language.
+    "command_help": {ZH: "我能做什么", EN: "What I can do"},
     "text_only": {
         ZH: "抱歉，我只能看懂文字消息。请用文字告诉我订单号和你的问题。",
         EN: "Sorry, I can only read text messages. Please type your order number and question.",

@@ -22,6 +22,7 @@ from typing import Any
 
 from agent_core.policy import Backoff, FailurePolicy
 from agent_core.tools import Tool
+from bot.application import start_application
 from standin import DEFAULT_TOKEN, ShownMessage, StandIn
 from stepwise.runtime import Runtime, open_runtime
 from stepwise.serve import bot_application
@@ -164,6 +165,5 @@ async def start_bot(
     runtime = await open_runtime(settings, tools=tools, policy=policy)
     app = bot_application(runtime, show_after_s=show_after_s)
     await app.initialize()
-    await app.start()
-    await app.updater.start_polling(poll_interval=0, timeout=1)
+    await start_application(app, poll_timeout_s=1)  # as `stepwise serve` starts it
     return BotHarness(standin, runtime, app, db)

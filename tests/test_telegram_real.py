@@ -8,6 +8,7 @@ calls the bot made and the database. Texts are taken from `bot.texts` and
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -106,3 +107,31 @@ async def test_5_a_staff_run_view_of_a_huge_request_arrives_whole_in_few_parts(
     assert len(parts) == 3
     assert request_text in "".join(parts).replace("\n", "")
     assert parts[-1].endswith(answer)
+
+
+# -- 6: command lists per language, staff commands only in staff chats ----------------------
+
+
+async def test_6_customers_see_their_commands_in_their_language_staff_see_more(
+    standin: StandIn, tmp_path: Path
+) -> None:
+    standin.add_chat(STAFF, STAFF)  # a staff member who has talked to the bot before
+    bot = await start_bot(standin, tmp_path / "bot.db")
+    try:
+        await standin.wait_for(lambda: bool(standin.commands(language_code="zh")))
+        customer_en = [c["command"] for c in standin.commands()]
+        customer_zh = standin.commands(language_code="zh")
+        staff = [c["command"] for c in standin.commands({"type": "chat", "chat_id": STAFF})]
+    finally:
+        await bot.stop()
+    assert customer_en == [c["command"] for c in customer_zh] == ["help"]
+    assert [c["description"] for c in customer_zh] == [say("command_help", ZH)]
+    assert [c["description"] for c in standin.commands()] == [say("command_help", EN)]
+    assert set(staff) == {"help", "runs", "run", "stats"}
+    # Nobody else is offered a staff command in any scope or language.
+    everyone = [
+        scope_commands
+        for (scope, _), scope_commands in standin.state.commands.items()
+        if json.loads(scope) != {"type": "chat", "chat_id": STAFF}
+    ]
+    assert all(c["command"] == "help" for listing in everyone for c in listing)
