@@ -8,7 +8,9 @@ stand-in used by tests and the demo) is used exactly like Telegram.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import re
+import secrets
+from dataclasses import dataclass, field
 from typing import Any
 
 from telegram import BotCommand, BotCommandScope, BotCommandScopeChat, Update
@@ -76,14 +78,33 @@ class BotConfig:
     staff_ids: frozenset[int] = frozenset()
 
 
+# Telegram's rule for `secret_token`; it sends the value back in every webhook POST.
+WEBHOOK_SECRET_SHAPE = re.compile(r"[A-Za-z0-9_-]{1,256}")
+WEBHOOK_SECRET_RULE = "1-256 characters of A-Z a-z 0-9 _ -"
+
+
+def new_webhook_secret() -> str:
+    """A secret for a webhook started without one: 43 characters of Telegram's alphabet."""
+    return secrets.token_urlsafe(32)
+
+
 @dataclass(frozen=True)
 class Webhook:
-    """Where Telegram posts updates (`stepwise serve --webhook-url`); None: long polling."""
+    """Where Telegram posts updates (`stepwise serve --webhook-url`); None: long polling.
+
+    There is always a secret: without one, anyone who finds the URL could post updates
+    (press anyone's Confirm). Given ones are checked here, so a bad one stops the start
+    with one line instead of failing later inside Telegram's setWebhook.
+    """
 
     url: str
     listen: str = "127.0.0.1"
     port: int = 8443
-    secret: str | None = None
+    secret: str = field(default_factory=new_webhook_secret, repr=False)
+
+    def __post_init__(self) -> None:
+        if not WEBHOOK_SECRET_SHAPE.fullmatch(self.secret):
+            raise ValueError(f"the webhook secret must be {WEBHOOK_SECRET_RULE}")
 
 
 def build_application(

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from telegram.error import Forbidden, InvalidToken
 
 from bot.application import (
+    WEBHOOK_SECRET_RULE,
     BotConfig,
     TelegramApplication,
     Webhook,
@@ -44,11 +45,17 @@ class ServeOptions:
     staff_port: int = 8080
     staff_listen: str = "127.0.0.1"
 
-    @property
     def webhook(self) -> Webhook | None:
+        """The webhook to serve (with `webhook_secret`, or a generated secret); None for
+        long polling. ValueError (one line, naming the flag) for a secret Telegram refuses."""
         if not self.webhook_url:
             return None
-        return Webhook(self.webhook_url, self.listen, self.port, self.webhook_secret)
+        if self.webhook_secret is None:
+            return Webhook(self.webhook_url, self.listen, self.port)
+        try:
+            return Webhook(self.webhook_url, self.listen, self.port, self.webhook_secret)
+        except ValueError:
+            raise ValueError(f"--webhook-secret must be {WEBHOOK_SECRET_RULE}") from None
 
 
 def bot_application(runtime: Runtime, *, show_after_s: float = 0.5) -> TelegramApplication:
@@ -90,7 +97,13 @@ async def serve(settings: Settings, options: ServeOptions) -> int:
     if not TOKEN_SHAPE.match(token):
         print("stepwise: TELEGRAM_BOT_TOKEN is malformed (expected 123456:ABC...)", file=sys.stderr)
         return EXIT_USAGE
-    redact_in_logs(options.webhook_secret)
+    try:
+        webhook = options.webhook()
+    except ValueError as exc:
+        print(f"stepwise: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if webhook is not None:
+        redact_in_logs(webhook.secret)
     runtime = await open_runtime(settings)
     console = None
     try:
@@ -113,7 +126,7 @@ async def serve(settings: Settings, options: ServeOptions) -> int:
             return EXIT_USAGE
         with stop_signals() as stop:
             try:
-                await start_application(application, webhook=options.webhook)
+                await start_application(application, webhook=webhook)
                 start_recovery(runtime, application, reoffer=True)
                 log.warning("stepwise bot @%s is running", application.bot.username)
                 await stop.wait()

@@ -9,16 +9,25 @@ calls the bot made and the database. Texts are taken from `bot.texts` and
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from agent_core.models import Language
 from bot.texts import decision_labels, say
-from standin import StandIn
+from standin import DEFAULT_TOKEN, StandIn
 from standin.formatting import MAX_TEXT_LENGTH, utf16_len
-from tests.harness import DEMO, STAFF, BotHarness, prompt_for, start_bot
+from tests.harness import DEMO, STAFF, BotHarness, bot_texts, prompt_for, start_bot, until
+
+ROOT = Path(__file__).resolve().parent.parent
 
 EN, ZH = Language.EN, Language.ZH
 
@@ -135,3 +144,89 @@ async def test_6_customers_see_their_commands_in_their_language_staff_see_more(
         if json.loads(scope) != {"type": "chat", "chat_id": STAFF}
     ]
     assert all(c["command"] == "help" for listing in everyone for c in listing)
+
+
+# -- 7: webhook mode never accepts unauthenticated updates ----------------------------------
+
+
+def stepwise_process(
+    cwd: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
+    """`stepwise ARGS` as a person starts it, in `cwd` (where it looks for `.env`)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("STEPWISE_", "TELEGRAM_"))}
+    return subprocess.Popen(
+        [sys.executable, "-m", "stepwise", *args],
+        cwd=cwd,
+        env={**clean, "PYTHONPATH": str(ROOT), **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def stop_process(process: subprocess.Popen[str]) -> tuple[int, str, str]:
+    """SIGINT, as Ctrl-C; the exit code and everything it printed."""
+    process.send_signal(signal.SIGINT)
+    await until(lambda: process.poll() is not None, within=20, what="exit after SIGINT")
+    out, err = process.communicate()
+    return process.returncode, out, err
+
+
+async def test_7_webhook_without_a_secret_generates_one_and_refuses_unsigned_posts(
+    standin: StandIn, tmp_path: Path
+) -> None:
+    standin.add_chat(DEMO, DEMO)
+    port = free_port()
+    env = {
+        "TELEGRAM_BOT_TOKEN": standin.token,
+        "TELEGRAM_API_BASE_URL": standin.base_url,
+        "STEPWISE_DB": str(tmp_path / "bot.db"),
+    }
+    process = stepwise_process(
+        tmp_path, "serve", "--webhook-url", "https://bot.example", "--port", str(port),
+        "--staff-port", "0", env=env,
+    )  # fmt: skip
+    try:
+        record = await standin.wait_for_call("setWebhook", timeout=20)
+        secret = str(record.params.get("secret_token", ""))
+        assert re.fullmatch(r"[A-Za-z0-9_-]{32,256}", secret)
+        update = {
+            "update_id": 1,
+            "message": standin.inject_message(DEMO, DEMO, "/help"),
+        }
+        standin.state.updates.clear()  # delivered by POST below, not by getUpdates
+        url = f"http://127.0.0.1:{port}/telegram"
+        async with httpx.AsyncClient() as client:
+            for headers in ({}, {"X-Telegram-Bot-Api-Secret-Token": "guess"}):
+                refused = await client.post(url, json=update, headers=headers)
+                assert refused.status_code == 403
+            assert bot_texts(standin, DEMO) == []
+            signed = {"X-Telegram-Bot-Api-Secret-Token": secret}
+            assert (await client.post(url, json=update, headers=signed)).status_code == 200
+        await standin.wait_for(lambda: bot_texts(standin, DEMO) == [say("help", EN)], timeout=10)
+    finally:
+        code, out, err = await stop_process(process)
+    assert code == 0, err
+    assert secret not in out + err  # used, never printed
+
+
+@pytest.mark.parametrize("secret", ["has spaces", "ünïcode", "x" * 257, "semi;colon"])
+def test_7_an_invalid_webhook_secret_stops_the_start_with_one_line(
+    tmp_path: Path, secret: str
+) -> None:
+    env = {"TELEGRAM_BOT_TOKEN": DEFAULT_TOKEN, "STEPWISE_DB": str(tmp_path / "bot.db")}
+    process = stepwise_process(
+        tmp_path, "serve", "--webhook-url", "https://bot.example", "--webhook-secret", secret,
+        env=env,
+    )  # fmt: skip
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 2
+    assert err.count("\n") == 1 and "--webhook-secret" in err and "A-Z a-z 0-9 _ -" in err
+    assert secret not in err and out == ""
+    assert not (tmp_path / "bot.db").exists()  # refused before anything was opened
