@@ -126,7 +126,7 @@ def build_application(
         .rate_limiter(SlidingWindowRateLimiter(max_retries=3))
         .build()
     )
-    progress = TelegramProgress(application.bot, store.add_event, show_after_s=show_after_s)
+    progress = TelegramProgress(application.bot, store, show_after_s=show_after_s)
     bot = StepwiseBot(agent, store, progress, staff_ids=config.staff_ids)
     application.bot_data["stepwise"] = bot
     application.add_handler(CommandHandler(["start", "help"], bot.help))

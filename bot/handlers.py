@@ -10,16 +10,32 @@ import asyncio
 import html
 import logging
 from collections.abc import Coroutine
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Message, Update
+from telegram import (
+    Bot,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    MaybeInaccessibleMessage,
+    Message,
+    Update,
+)
 from telegram.constants import ChatType, ParseMode
 from telegram.error import BadRequest, TelegramError
 from telegram.ext import ContextTypes
 
 from agent_core.agent import MAX_REQUEST_CHARS, Agent
-from agent_core.models import ClaimResult, Language, Run, RunStatus, StepStatus, utcnow
+from agent_core.models import (
+    ClaimResult,
+    Language,
+    PromptRef,
+    Run,
+    RunStatus,
+    StepStatus,
+    utcnow,
+)
 from bot.callbacks import DecisionData, PageData, page_data, parse_callback
 from bot.progress import TelegramProgress, decision_text
 from bot.staff import format_runs_page, format_stats, format_timeline
@@ -112,7 +128,9 @@ class StepwiseBot:
         """Confirm / Cancel, or staff paging. Always answers the press with a short toast.
 
         The decision is claimed here and shown on the message at once (buttons removed);
-        the rest of the run continues in the background, in the chat's order.
+        the rest of the run continues in the background, in the chat's order. A decision
+        counts only when pressed on the prompt it was issued for: the claim is given the
+        pressed message, and the data replayed onto any other message is stale.
         """
         query, user = update.callback_query, update.effective_user
         if query is None or user is None:
@@ -122,18 +140,25 @@ class StepwiseBot:
         if isinstance(parsed, PageData):
             await self._page(update, parsed)
             return
-        if not isinstance(parsed, DecisionData) or not isinstance(query.message, Message):
+        pressed = query.message  # may be inaccessible (older than 48 h): ids only
+        if not isinstance(parsed, DecisionData) or pressed is None:
             await self._answer_quietly(query, say("toast_invalid", language))
             return
+        where = Where.of(pressed)
         try:
+            await self.progress.prompt_settled(parsed.run_id)
             outcome = await self.agent.claim(
-                parsed.run_id, user_id=user.id, approved=parsed.approved, nonce=parsed.nonce
+                parsed.run_id,
+                user_id=user.id,
+                approved=parsed.approved,
+                nonce=parsed.nonce,
+                prompt=where.prompt,
             )
         except StorageUnavailable:
             log.exception("storage unavailable on a button press")
             await self._answer_quietly(query, say("toast_busy", language))
             return
-        run, message = outcome.run, query.message
+        run = outcome.run
         if run is not None:
             language = run.language
         toast = {
@@ -148,25 +173,26 @@ class StepwiseBot:
         if run is None or outcome.result not in (ClaimResult.OK, ClaimResult.EXPIRED):
             return
         step_id = paused_step_id(run)
+        bot = context.bot
         if outcome.result is ClaimResult.EXPIRED:
             if step_id:
-                await self._edit_quietly(message, decision_text(run, step_id, "expired"))
-            await self._reply_quietly(message, run.answer or "")
+                await _edit_quietly(bot, where, decision_text(run, step_id, "expired"))
+            await _send_quietly(bot, where, run.answer or "")
             return
         if step_id:
             key = "you_confirmed" if parsed.approved else "you_cancelled"
-            await self._edit_quietly(message, decision_text(run, step_id, key))
-            self.progress.adopt(run, step_id, message.message_id)
+            await _edit_quietly(bot, where, decision_text(run, step_id, key))
+            self.progress.adopt(run, step_id, where.message_id)
         context.application.create_task(
-            self.chats.run(message.chat_id, self._proceed(message, run)), update=update
+            self.chats.run(where.chat_id, self._proceed(bot, where, run)), update=update
         )
 
-    async def _proceed(self, message: Message, run: Run) -> None:
+    async def _proceed(self, bot: Bot, where: Where, run: Run) -> None:
         try:
             await self.agent.proceed(run)
         except StorageUnavailable:
             log.exception("storage unavailable while resuming", extra={"trace_id": run.trace_id})
-            await self._reply_quietly(message, say("busy_resume", run.language))
+            await _send_quietly(bot, where, say("busy_resume", run.language))
 
     # -- staff ---------------------------------------------------------------------------
 
@@ -194,9 +220,16 @@ class StepwiseBot:
             return
         text, markup = await self._runs_page(data.status, data.offset)
         await self._answer_quietly(query, None)
-        if isinstance(query.message, Message):
+        # An inaccessible message (older than 48 h, or deleted) cannot be edited: nothing to do.
+        if query.message is not None and query.message.is_accessible:
             try:
-                await query.message.edit_text(text, parse_mode=ParseMode.HTML, reply_markup=markup)
+                await query.get_bot().edit_message_text(
+                    text,
+                    chat_id=query.message.chat.id,
+                    message_id=query.message.message_id,
+                    parse_mode=ParseMode.HTML,
+                    reply_markup=markup,
+                )
             except BadRequest as exc:
                 if "not modified" not in str(exc):
                     raise
@@ -309,13 +342,43 @@ class StepwiseBot:
         except TelegramError as exc:  # a query answered too late is harmless
             log.info("callback answer failed: %s", exc)
 
-    @staticmethod
-    async def _edit_quietly(message: Message, text: str) -> None:
-        """Replace a message's text; an edit without reply_markup also removes its buttons."""
-        try:
-            await message.edit_text(text, parse_mode=ParseMode.HTML)
-        except TelegramError as exc:
-            log.info("edit failed: %s", exc)
+
+@dataclass(frozen=True)
+class Where:
+    """A message a button was pressed on, by ids: all an inaccessible message still has."""
+
+    chat_id: int
+    message_id: int
+    thread_id: int | None = None
+
+    @classmethod
+    def of(cls, message: MaybeInaccessibleMessage) -> Where:
+        thread = None
+        if isinstance(message, Message) and message.is_accessible and message.is_topic_message:
+            thread = message.message_thread_id
+        return cls(message.chat.id, message.message_id, thread)
+
+    @property
+    def prompt(self) -> PromptRef:
+        return PromptRef(chat_id=self.chat_id, message_id=self.message_id)
+
+
+async def _edit_quietly(bot: Bot, where: Where, text: str) -> None:
+    """Replace a message's text; an edit without reply_markup also removes its buttons."""
+    try:
+        await bot.edit_message_text(
+            text, chat_id=where.chat_id, message_id=where.message_id, parse_mode=ParseMode.HTML
+        )
+    except TelegramError as exc:
+        log.info("edit failed: %s", exc)
+
+
+async def _send_quietly(bot: Bot, where: Where, text: str) -> None:
+    """A new message (plain text) next to the pressed one, in its forum topic if any."""
+    try:
+        await bot.send_message(where.chat_id, text, message_thread_id=where.thread_id)
+    except TelegramError as exc:
+        log.warning("could not send: %s", exc)
 
 
 def paused_step_id(run: Run) -> str | None:

@@ -13,17 +13,19 @@ that reached the customer is recorded as a `prompt_shown` event, so a restart kn
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
 
 from agent_core.answers import plan_text, step_progress
-from agent_core.models import EventKind, Run, RunEvent, RunStatus, StepStatus
+from agent_core.models import EventKind, PromptRef, Run, RunEvent, RunStatus, StepStatus
 from bot.callbacks import decision_data
 from bot.texts import decision_labels, say
 from bot.textsplit import clip_message, split_message
@@ -60,16 +62,28 @@ class _RunView:
     blocked: bool = False
 
 
-# The store's `add_event(run_id, kind, message)`: a fact on the run, its state untouched.
-EventWriter = Callable[[str, EventKind, str | None], Awaitable[None]]
+class ProgressStore(Protocol):
+    """What progress writes on a run (`storage.runs.SqliteRunStore`): facts learnt after
+    a transition, the run's state untouched."""
+
+    async def add_event(self, run_id: str, kind: EventKind, message: str | None = None) -> None:
+        """A fact on the run (the customer blocked the bot)."""
+
+    async def bind_prompt(
+        self, run_id: str, nonce: str, prompt: PromptRef, message: str | None = None
+    ) -> None:
+        """The pause's prompt was delivered as `prompt` (also records `prompt_shown`)."""
 
 
 class TelegramProgress:
-    def __init__(self, bot: Bot, add_event: EventWriter, *, show_after_s: float = 0.5) -> None:
+    def __init__(self, bot: Bot, store: ProgressStore, *, show_after_s: float = 0.5) -> None:
         self._bot = bot
-        self._add_event = add_event
+        self._store = store
         self._show_after_s = show_after_s
         self._views: dict[str, _RunView] = {}
+        # Runs whose prompt is being delivered by this process and not yet bound to its
+        # message: a press on it waits for the binding instead of finding none (stale).
+        self._binding: dict[str, asyncio.Event] = {}
 
     def adopt(self, run: Run, step_id: str, message_id: int) -> None:
         """Continue a run whose paused step's message already exists (a button press)."""
@@ -79,6 +93,15 @@ class TelegramProgress:
     @property
     def open_views(self) -> int:
         return len(self._views)
+
+    async def prompt_settled(self, run_id: str, within_s: float = 5.0) -> None:
+        """Return once a prompt this process is delivering for `run_id` is bound to its
+        message (at once when there is none): a press can arrive between Telegram
+        showing the buttons and the binding's commit."""
+        binding = self._binding.get(run_id)
+        if binding is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(binding.wait(), within_s)
 
     async def __call__(self, run: Run, event: RunEvent) -> None:
         kind = event.kind
@@ -122,9 +145,31 @@ class TelegramProgress:
         text = clip_message(text)
         # Without its buttons a paused run can never go on: deliver them like an answer.
         attempts = ANSWER_DELIVERY_ATTEMPTS if markup is not None else 1
+        if markup is None:
+            await self._deliver(run, view, step_view, text, None, attempts)
+            return
+        binding = self._binding.setdefault(run.id, asyncio.Event())
+        try:
+            if await self._deliver(run, view, step_view, text, markup, attempts):
+                await self._bind(run, view.chat_id, step_view.message_id)
+        finally:
+            binding.set()
+            if self._binding.get(run.id) is binding:
+                del self._binding[run.id]
+
+    async def _deliver(
+        self,
+        run: Run,
+        view: _RunView,
+        step_view: _StepView,
+        text: str,
+        markup: InlineKeyboardMarkup | None,
+        attempts: int,
+    ) -> bool:
+        """Send or edit the step's message; True once it shows `text` (and `markup`)."""
         async with view.lock:
             if text == step_view.shown_text and markup is None:
-                return
+                return False
             for attempt in range(1, attempts + 1):
                 if step_view.message_id is None:
                     result = await self._call(run, view, self._send(view.chat_id, text, markup))
@@ -147,10 +192,19 @@ class TelegramProgress:
                 if attempt < attempts:
                     await asyncio.sleep(0.5 * 2 ** (attempt - 1))
             if result is None:
-                return  # not shown: a later state of the step (or _finish) tries again
+                return False  # not shown: a later state of the step (or _finish) tries again
             step_view.shown_text = text
-        if markup is not None:
-            await self._write_event(run, EventKind.PROMPT_SHOWN, PROMPT_SHOWN_NOTE)
+            return True
+
+    async def _bind(self, run: Run, chat_id: int, message_id: int | None) -> None:
+        """Record that the prompt reached the customer, on which message (see `reoffer`)."""
+        if run.pause is None or run.pause.nonce is None or message_id is None:
+            return
+        prompt = PromptRef(chat_id=chat_id, message_id=message_id)
+        try:
+            await self._store.bind_prompt(run.id, run.pause.nonce, prompt, PROMPT_SHOWN_NOTE)
+        except Exception:
+            log.exception("could not record the prompt", extra={"trace_id": run.trace_id})
 
     async def reoffer(self, run: Run) -> bool:
         """Show a paused run's confirmation prompt again, as a new message.
@@ -238,7 +292,7 @@ class TelegramProgress:
 
     async def _write_event(self, run: Run, kind: EventKind, message: str) -> None:
         try:
-            await self._add_event(run.id, kind, message)
+            await self._store.add_event(run.id, kind, message)
         except Exception:
             log.exception("could not note %r on the run", message, extra={"trace_id": run.trace_id})
 

@@ -177,6 +177,13 @@ MIGRATIONS: list[str] = [
     UPDATE events SET kind = 'customer_blocked'
         WHERE kind = 'notice' AND message = 'telegram: the customer blocked the bot';
     """,
+    # 4: the message a pause's buttons were delivered on (chat id, message id), written
+    # when the prompt is shown: a press counts only on that message (issue 11 #8). Older
+    # paused runs have none; their prompt is re-offered and bound on the next start.
+    """
+    ALTER TABLE runs ADD COLUMN prompt_chat_id INTEGER;
+    ALTER TABLE runs ADD COLUMN prompt_message_id INTEGER;
+    """,
 ]
 
 

@@ -13,6 +13,7 @@ import os
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -25,7 +26,17 @@ from agent_core.models import Language
 from bot.texts import decision_labels, say
 from standin import DEFAULT_TOKEN, StandIn
 from standin.formatting import MAX_TEXT_LENGTH, utf16_len
-from tests.harness import DEMO, STAFF, BotHarness, bot_texts, prompt_for, start_bot, until
+from stepwise.serve import start_recovery
+from tests.harness import (
+    DEMO,
+    STAFF,
+    BotHarness,
+    bot_texts,
+    press,
+    prompt_for,
+    start_bot,
+    until,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -230,3 +241,77 @@ def test_7_an_invalid_webhook_secret_stops_the_start_with_one_line(
     assert err.count("\n") == 1 and "--webhook-secret" in err and "A-Z a-z 0-9 _ -" in err
     assert secret not in err and out == ""
     assert not (tmp_path / "bot.db").exists()  # refused before anything was opened
+
+
+# -- 8: a decision counts only on the prompt it was issued for ------------------------------
+
+
+def cancellations(bot: BotHarness) -> int:
+    return int(bot.query("SELECT count(*) FROM shop_cancellations")[0][0])
+
+
+async def toast(bot: BotHarness, query_id: str) -> str | None:
+    await bot.standin.wait_for(lambda: bool(bot.standin.callback_answers(query_id)))
+    return bot.standin.callback_answers(query_id)[0].text
+
+
+async def test_8_replaying_a_confirm_onto_another_message_is_stale_and_edits_nothing(
+    bot: BotHarness,
+) -> None:
+    group = -1003
+    bot.standin.inject_message(group, DEMO, "where is order A1001")
+    await bot.standin.wait_for(lambda: bot.query("SELECT status FROM runs") == [("completed",)])
+    bot.standin.inject_message(DEMO, DEMO, "cancel order A1003")
+    prompt = await bot.buttons_message(DEMO)
+    confirm = next(d for d in prompt.callback_data if d.startswith("sw:c:"))
+    plan = bot.standin.bot_messages(DEMO)[0]
+    in_group = bot.standin.bot_messages(group)[-1]
+    before = {(DEMO, plan.message_id): plan, (group, in_group.message_id): in_group}
+
+    for chat, target in ((DEMO, plan), (group, in_group)):
+        query_id = bot.standin.press_button(chat, target.message_id, confirm, DEMO, forge=True)
+        assert await toast(bot, query_id) == say("toast_invalid", EN)
+    assert bot.query("SELECT status FROM runs ORDER BY created_at") == [
+        ("completed",),
+        ("paused",),
+    ]
+    assert cancellations(bot) == 0
+    for (chat, message_id), shown in before.items():
+        now = next(m for m in bot.standin.bot_messages(chat) if m.message_id == message_id)
+        assert (now.text, now.history, now.buttons) == (shown.text, shown.history, shown.buttons)
+    still = prompt_for(bot.standin, DEMO, run_ids(bot)[1])
+    assert still is not None and still.buttons == prompt.buttons
+
+    query_id = bot.standin.press_button(DEMO, prompt.message_id, confirm, DEMO)
+    assert await toast(bot, query_id) == say("toast_confirmed", EN)
+    await bot.standin.wait_for(lambda: cancellations(bot) == 1)
+
+
+async def test_8_a_prompt_offered_again_after_a_restart_binds_to_the_new_message(
+    standin: StandIn, tmp_path: Path
+) -> None:
+    db = tmp_path / "bot.db"
+    first = await start_bot(standin, db)
+    standin.inject_message(DEMO, DEMO, "cancel order A1003")
+    old = await first.buttons_message(DEMO)
+    await first.stop()
+    # As if the bot died before it could record that the prompt was shown.
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM events WHERE kind = 'prompt_shown'")
+
+    second = await start_bot(standin, db)
+    try:
+        start_recovery(second.runtime, second.app, reoffer=True)
+        await standin.wait_for(
+            lambda: len([m for m in standin.bot_messages(DEMO) if m.buttons]) == 2
+        )
+        new = standin.bot_messages(DEMO)[-1]
+        assert new.message_id != old.message_id and new.callback_data == old.callback_data
+        stale = press(standin, DEMO, old, approve=True, user=DEMO)
+        assert await toast(second, stale) == say("toast_invalid", EN)
+        assert cancellations(second) == 0
+        fresh = press(standin, DEMO, new, approve=True, user=DEMO)
+        assert await toast(second, fresh) == say("toast_confirmed", EN)
+        await standin.wait_for(lambda: cancellations(second) == 1)
+    finally:
+        await second.stop()
