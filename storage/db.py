@@ -184,6 +184,14 @@ MIGRATIONS: list[str] = [
     ALTER TABLE runs ADD COLUMN prompt_chat_id INTEGER;
     ALTER TABLE runs ADD COLUMN prompt_message_id INTEGER;
     """,
+    # 5: signed-out console sessions (their nonces), until their cookies expire: a
+    # sign-out survives a restart (issue 11 #12). Read by primary key on every request.
+    """
+    CREATE TABLE revoked_sessions (
+        nonce TEXT PRIMARY KEY,
+        expires_at INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    """,
 ]
 
 

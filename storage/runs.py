@@ -46,6 +46,7 @@ from storage.db import (
     run_transaction,
 )
 from storage.history import History
+from storage.revocations import Revocations
 from storage.tables import (
     EVENT_COLUMNS,
     RUN_COLUMNS,
@@ -98,6 +99,7 @@ class SqliteRunStore:
         self._conn = conn
         self._writes = WriteQueue(partial(run_transaction, conn))
         self.history = History(conn)
+        self.revocations = Revocations(conn, self._write)
 
     @classmethod
     async def open(

@@ -24,9 +24,12 @@ import pytest
 
 from agent_core.models import Language
 from bot.texts import decision_labels, say
+from console.auth import SESSION_COOKIE
+from console.server import serve_console
 from standin import DEFAULT_TOKEN, StandIn
 from standin.formatting import MAX_TEXT_LENGTH, utf16_len
 from stepwise.serve import start_recovery
+from storage.runs import SqliteRunStore
 from tests.harness import (
     DEMO,
     STAFF,
@@ -37,6 +40,7 @@ from tests.harness import (
     start_bot,
     until,
 )
+from tests.test_console import sign_in
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -315,3 +319,39 @@ async def test_8_a_prompt_offered_again_after_a_restart_binds_to_the_new_message
         await standin.wait_for(lambda: cancellations(second) == 1)
     finally:
         await second.stop()
+
+
+# -- 12: signing out of the console survives a restart --------------------------------------
+
+CONSOLE_TOKEN = "staff-token-for-tests-0123456789"
+
+
+async def test_12_a_signed_out_cookie_stays_dead_after_a_console_restart(tmp_path: Path) -> None:
+    db = tmp_path / "console.db"
+    store = await SqliteRunStore.open(db)
+    console = await serve_console(store, CONSOLE_TOKEN, port=0)
+    try:
+        async with httpx.AsyncClient(base_url=console.url) as client:
+            assert (await sign_in(client, CONSOLE_TOKEN)).status_code == 303
+            copied = client.cookies[SESSION_COOKIE]
+            page = await client.get("/runs")
+            csrf = re.search(
+                r'action="/logout"[^>]*>\s*<input[^>]*name="csrf" value="([^"]+)"', page.text
+            )
+            assert csrf is not None
+            assert (await client.post("/logout", data={"csrf": csrf[1]})).status_code == 303
+    finally:
+        await console.stop()
+        await store.close()
+
+    store = await SqliteRunStore.open(db)  # the restart: nothing kept in memory
+    console = await serve_console(store, CONSOLE_TOKEN, port=0)
+    try:
+        async with httpx.AsyncClient(base_url=console.url) as client:
+            client.cookies.set(SESSION_COOKIE, copied)
+            assert (await client.get("/api/runs")).status_code == 401
+            assert (await sign_in(client, CONSOLE_TOKEN)).status_code == 303  # a new one works
+            assert (await client.get("/api/runs")).status_code == 200
+    finally:
+        await console.stop()
+        await store.close()
