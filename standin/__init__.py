@@ -2,9 +2,12 @@
 
 Start a `StandIn`, point python-telegram-bot at it with
 `ApplicationBuilder().token(TOKEN).base_url(standin.base_url).base_file_url(standin.base_file_url)`
-and drive the user's side of the conversation from the test (`inject_message`,
-`press_button`, `fail_next`, `block_chat`, `wait_for`, ...). `stepwise standin` serves it
-for other processes, with the same controls under `/_test/...`. Flood limits come as one
+and drive the other side of the conversation from the test: every update shape real
+Telegram sends (`inject_message` also into forum topics, `inject_edited_message`,
+`inject_service_message`, `inject_channel_post`, `press_button` also on inaccessible
+messages, `inject_my_chat_member`, and `inject_update` for anything else), faults
+(`fail_next`), and waits (`wait_for`, ...). `stepwise standin` serves it for other
+processes, with the same controls under `/_test/...`. Flood limits come as one
 `FloodLimits`; everything time-dependent reads one injected `Clock`.
 """
 

@@ -1,32 +1,36 @@
-"""The test side of a stand-in: the user's half of the conversation, faults, observing, waiting.
+"""The test side of a stand-in: the other half of every conversation, and faults.
 
-These are the controls a test holds (`inject_message`, `press_button`, `fail_next`,
-`chat_messages`, `wait_for`, ...). They work on the stand-in's state and change signal
-only, never on HTTP, so `StandIn` (the server) inherits them and `testapi` (the same
-controls as /_test endpoints) depends on them without depending on the server.
+These are the controls a test holds: users write, edit and press buttons, groups get
+service messages, channels get posts, forum topics get messages, the bot gets added,
+blocked or kicked, and any update shape can be injected (`inject_update`); plus
+injected failures (`fail_next`). Observing and waiting come from `Observation`. They
+work on the stand-in's state and change signal only, never on HTTP, so `StandIn` (the
+server) inherits them and `testapi` (the same controls as /_test endpoints) depends on
+them without depending on the server.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any
 
 from .changes import ChangeSignal
-from .records import CallbackAnswer, CallRecord, Fault, ShownMessage
+from .events import Events
+from .observe import Observation
+from .records import Fault, User
 from .state import BotState
 
 JSON = dict[str, Any]
 
 
-class Controls:
-    """What a test can do to and see of one bot's Telegram."""
+class Controls(Observation):
+    """What a test can do to (and, inherited, see of) one bot's Telegram."""
 
     def __init__(self, state: BotState, changes: ChangeSignal) -> None:
-        self.state = state
-        self.changes = changes
+        super().__init__(state, changes)
+        self.events = Events(state)
 
-    # ----- test side: the user's half of the conversation ------------------------------
+    # ----- chats, users and their messages ---------------------------------------------
 
     def add_chat(
         self,
@@ -38,16 +42,32 @@ class Controls:
         username: str | None = None,
         language_code: str | None = "en",
         title: str | None = None,
+        is_forum: bool = False,
     ) -> JSON:
-        """Make a chat known without a message (so the bot can write first)."""
-        user = self.state.ensure_user(
-            self._sender_id(chat_id, user_id),
-            first_name=first_name,
-            last_name=last_name,
-            username=username,
-            language_code=language_code,
-        )
-        return self.state.ensure_chat(chat_id, user, title).to_api()
+        """Make a chat known without a message (so the bot can write first).
+
+        `is_forum` makes a forum supergroup (chat ids from -10**12 down), whose topics
+        `add_topic` creates and `inject_message(..., message_thread_id=N)` writes into.
+        """
+        user = self._user(chat_id, user_id, first_name, last_name, username, language_code)
+        chat = self.state.ensure_chat(chat_id, user, title)
+        if is_forum:
+            if chat.type != "supergroup":
+                raise ValueError(f"only supergroups (ids from -10**12 down) are forums: {chat_id}")
+            chat.is_forum = True
+            # Message 1 created the chat (and is General's id); the bot never saw it.
+            chat.next_message_id = max(chat.next_message_id, 2)
+        return chat.to_api()
+
+    def add_topic(self, chat_id: int, name: str = "Topic", user_id: int | None = None) -> int:
+        """Someone opens a topic in a forum; returns its `message_thread_id`.
+
+        Like Telegram, this sends the bot a `forum_topic_created` service message.
+        """
+        user = self.state.ensure_user(self._sender_id(chat_id, user_id))
+        thread_id = self.events.add_topic(chat_id, user, name)
+        self.changes.poke()
+        return thread_id
 
     def inject_message(
         self,
@@ -65,28 +85,20 @@ class Controls:
         username: str | None = None,
         title: str | None = None,
         reply_to_message_id: int | None = None,
+        message_thread_id: int | None = None,
     ) -> JSON:
         """A user sends a message; returns the Message JSON the bot will receive.
 
         Private chats use the user's id as chat id (user_id defaults to chat_id); any
         other chat_id makes a group ("supergroup" from -10**12 down). For media, `text`
-        becomes the caption. "/commands" get bot_command entities as on Telegram.
+        becomes the caption. "/commands" get bot_command entities as on Telegram. With
+        `message_thread_id` (a forum chat only) the message is in that topic and carries
+        `is_topic_message`, as on Telegram; a topic not created with `add_topic` is
+        created silently.
         """
-        media = self._media(sticker=sticker, photo=photo, voice=voice)
-        if text is None and not media:
-            raise ValueError("inject_message needs text, sticker, photo or voice")
-        if media and text is not None:
-            if sticker:
-                raise ValueError("stickers carry no text or caption")
-            caption, text = caption or text, None
-        user = self.state.ensure_user(
-            self._sender_id(chat_id, user_id),
-            first_name=first_name,
-            last_name=last_name,
-            username=username,
-            language_code=language_code,
-        )
-        payload = self.state.inject_message(
+        text, caption, media = self._content(text, caption, sticker, photo, voice)
+        user = self._user(chat_id, user_id, first_name, last_name, username, language_code)
+        payload = self.events.message(
             chat_id,
             user,
             text=text,
@@ -94,9 +106,105 @@ class Controls:
             caption=caption,
             reply_to=reply_to_message_id,
             title=title,
+            thread_id=message_thread_id,
         )
         self.changes.poke()
         return payload
+
+    def inject_edited_message(
+        self, chat_id: int, user_id: int | None, message_id: int, text: str
+    ) -> JSON:
+        """The author edits an earlier message (its caption, for media): Telegram sends an
+        `edited_message` update with the whole message, `edit_date` set. Returns it."""
+        chat = self.state.chat(chat_id)
+        user = None
+        if not chat.is_channel:
+            user = self.state.ensure_user(self._sender_id(chat_id, user_id))
+        payload = self.events.edit(chat_id, user, message_id, text)
+        self.changes.poke()
+        return payload
+
+    def inject_service_message(
+        self,
+        chat_id: int,
+        kind: str,
+        *,
+        user_id: int | None = None,
+        members: Sequence[int] = (),
+        title: str | None = None,
+        pinned_message_id: int | None = None,
+    ) -> JSON:
+        """A group's service message, sent by `user_id`; returns the Message JSON.
+
+        `kind` is "new_chat_members" (`members`, default the sender), "left_chat_member"
+        (one member, default the sender), "new_chat_title" (`title`) or "pinned_message"
+        (`pinned_message_id`, any chat). When the bot's own id joins or leaves, a
+        `my_chat_member` update follows.
+        """
+        sender = self.state.ensure_user(self._sender_id(chat_id, user_id))
+        people = [self._member(member) for member in members]
+        payload = self.events.service(
+            chat_id,
+            sender,
+            kind,
+            members=people,
+            title=title,
+            pinned_message_id=pinned_message_id,
+        )
+        self.changes.poke()
+        return payload
+
+    def inject_channel_post(
+        self,
+        chat_id: int,
+        text: str | None = None,
+        photo: bool = False,
+        *,
+        caption: str | None = None,
+        title: str | None = None,
+    ) -> JSON:
+        """A post in a channel (chat ids from -10**12 down): no `from`, `sender_chat` is the
+        channel. For a photo, `text` becomes the caption. Returns the Message JSON."""
+        text, caption, media = self._content(text, caption, False, photo, False)
+        payload = self.events.channel_post(
+            chat_id, text=text, media=media, caption=caption, title=title
+        )
+        self.changes.poke()
+        return payload
+
+    def _content(
+        self, text: str | None, caption: str | None, sticker: bool, photo: bool, voice: bool
+    ) -> tuple[str | None, str | None, JSON]:
+        media = self._media(sticker=sticker, photo=photo, voice=voice)
+        if text is None and not media:
+            raise ValueError("a message needs text, sticker, photo or voice")
+        if media and text is not None:
+            if sticker:
+                raise ValueError("stickers carry no text or caption")
+            caption, text = caption or text, None
+        return text, caption, media
+
+    def _user(
+        self,
+        chat_id: int,
+        user_id: int | None,
+        first_name: str | None,
+        last_name: str | None,
+        username: str | None,
+        language_code: str | None,
+    ) -> User:
+        return self.state.ensure_user(
+            self._sender_id(chat_id, user_id),
+            first_name=first_name,
+            last_name=last_name,
+            username=username,
+            language_code=language_code,
+        )
+
+    def _member(self, user_id: int) -> User:
+        if user_id == self.state.bot.id:
+            return self.state.bot
+        return self.state.ensure_user(user_id)
 
     def _sender_id(self, chat_id: int, user_id: int | None) -> int:
         if user_id is not None:
@@ -118,7 +226,9 @@ class Controls:
         ]
         if len(chosen) > 1:
             raise ValueError("pick one of sticker, photo, voice")
-        return self.state.new_media(chosen[0]) if chosen else {}
+        return self.events.new_media(chosen[0]) if chosen else {}
+
+    # ----- buttons -----------------------------------------------------------------------
 
     def press_button(
         self,
@@ -128,16 +238,21 @@ class Controls:
         user_id: int | None = None,
         *,
         forge: bool = False,
+        inaccessible: bool = False,
     ) -> str:
         """Tap the inline button carrying `callback_data`; returns the callback query id.
 
         Refuses (ValueError/LookupError) unless that button is on that message, because
         real users can only tap what is shown. `forge=True` sends any data, even for a
-        message that no longer exists (the bot then sees an inaccessible message).
+        message that no longer exists. The bot sees an InaccessibleMessage (`date` 0) for
+        a message that is gone, older than 48 h on the stand-in's clock, or when
+        `inaccessible=True`.
         """
         chat = self.state.chat(chat_id)
         user = self.state.ensure_user(self._sender_id(chat.id, user_id))
-        query_id = self.state.press_button(chat_id, message_id, callback_data, user, forge=forge)
+        query_id = self.events.press(
+            chat_id, message_id, callback_data, user, forge=forge, inaccessible=inaccessible
+        )
         self.changes.poke()
         return query_id
 
@@ -164,18 +279,61 @@ class Controls:
                         )
         raise LookupError(f"no callback button labelled {text!r} in chat {chat_id}")
 
+    # ----- the bot's membership, and any other update ----------------------------------
+
     def block_chat(self, chat_id: int, *, notify: bool = True) -> None:
         """The user blocks the bot (groups: the bot is kicked); sends then answer 403.
 
         With `notify`, the bot gets the my_chat_member update Telegram would send.
         """
-        self.state.set_blocked(chat_id, True, notify=notify)
-        self.changes.poke()
+        self._set_blocked(chat_id, True, notify=notify)
 
     def unblock_chat(self, chat_id: int, *, notify: bool = True) -> None:
         """Undo block_chat."""
-        self.state.set_blocked(chat_id, False, notify=notify)
+        self._set_blocked(chat_id, False, notify=notify)
+
+    def _set_blocked(self, chat_id: int, blocked: bool, *, notify: bool) -> None:
+        chat = self.state.chat(chat_id)
+        if chat.blocked == blocked:
+            return
+        by = None
+        if notify and chat.last_user_id is not None:
+            by = self.state.users[chat.last_user_id]
+        self.events.member_status(chat, "kicked" if blocked else "member", by=by)
         self.changes.poke()
+
+    def inject_my_chat_member(
+        self,
+        chat_id: int,
+        status: str,
+        *,
+        user_id: int | None = None,
+        title: str | None = None,
+    ) -> JSON:
+        """The bot's own membership changes; returns the `my_chat_member` update sent.
+
+        `status` is "member" (added, or unblocked), "administrator" (promoted), "left"
+        (removed from a group) or "kicked" (banned from a group, or blocked in a private
+        chat); `user_id` is who did it (default: the chat's user). Sends to the chat then
+        succeed or answer 403 as on Telegram. A group that does not exist yet is created
+        (the bot being added to it).
+        """
+        by = self.state.ensure_user(self._sender_id(chat_id, user_id))
+        new = chat_id not in self.state.chats
+        chat = self.state.ensure_chat(chat_id, by, title)
+        if new and chat.is_group:
+            chat.bot_status = "left"  # it was not in the group before being added
+        payload = self.events.member_status(chat, status, by=by)
+        assert payload is not None
+        self.changes.poke()
+        return payload
+
+    def inject_update(self, kind: str, payload: JSON) -> JSON:
+        """Queue any update (`kind` is the Update field, e.g. "message_reaction") with a
+        payload written by the test: the escape hatch for shapes without a helper."""
+        queued = self.events.update(kind, payload)
+        self.changes.poke()
+        return queued
 
     # ----- test side: faults -----------------------------------------------------------
 
@@ -212,113 +370,3 @@ class Controls:
         """Forget chats, messages, updates, calls and faults (for a long-running server)."""
         self.state.reset()
         self.changes.poke()
-
-    # ----- test side: observing --------------------------------------------------------
-
-    def chat_messages(self, chat_id: int) -> list[ShownMessage]:
-        """What the chat currently shows, oldest first (both directions, not deleted)."""
-        return self.state.chat_messages(chat_id)
-
-    def bot_messages(self, chat_id: int) -> list[ShownMessage]:
-        """Only the bot's messages in the chat."""
-        return [shown for shown in self.chat_messages(chat_id) if shown.from_bot]
-
-    def last_bot_message(self, chat_id: int) -> ShownMessage | None:
-        """The bot's newest message in the chat, if any."""
-        sent = self.bot_messages(chat_id)
-        return sent[-1] if sent else None
-
-    def callback_answers(self, query_id: str) -> list[CallbackAnswer]:
-        """The accepted answer to a button press ([] while unanswered)."""
-        query = self.state.callback_queries.get(query_id)
-        if query is None:
-            raise LookupError(f"unknown callback query {query_id!r}")
-        return [] if query.answer is None else [query.answer]
-
-    def chat_actions(self, chat_id: int) -> list[str]:
-        """Every sendChatAction the bot made in the chat, in order."""
-        return list(self.state.chat(chat_id).actions)
-
-    def reply_keyboard(self, chat_id: int) -> JSON | None:
-        """The custom (reply) keyboard the chat currently shows, if any."""
-        return self.state.chat(chat_id).reply_keyboard
-
-    def commands(self, scope: JSON | None = None, language_code: str = "") -> list[JSON]:
-        """The command list set with setMyCommands for that scope and language."""
-        key = json.dumps(scope or {"type": "default"}, sort_keys=True), language_code
-        return list(self.state.commands.get(key, []))
-
-    def pending_updates(self) -> list[JSON]:
-        """Updates queued and not yet confirmed by an offset."""
-        return [update.to_api() for update in self.state.updates]
-
-    def calls(self, method: str | None = None, chat_id: int | None = None) -> list[CallRecord]:
-        """The Bot API call log (in-flight calls have status None), oldest first."""
-        return [
-            record
-            for record in self.state.calls
-            if (method is None or record.method.lower() == method.lower())
-            and (chat_id is None or record.chat_id == chat_id)
-        ]
-
-    def count_calls(self, method: str | None = None, chat_id: int | None = None) -> int:
-        """How many Bot API calls were made (e.g. per chat, to check rate behaviour)."""
-        return len(self.calls(method, chat_id))
-
-    @property
-    def served_429(self) -> int:
-        """How many 429 answers were served (flood control and injected)."""
-        return self.state.served_429
-
-    def flood_refusals(self, chat_id: int | None = None) -> int:
-        """How many calls flood control refused, overall or for one chat."""
-        refused = self.state.flood.refused
-        return sum(refused.values()) if chat_id is None else refused[chat_id]
-
-    @property
-    def active_polls(self) -> int:
-        """getUpdates calls currently waiting (lets tests know the bot is listening)."""
-        return self.state.active_polls
-
-    # ----- test side: waiting ----------------------------------------------------------
-
-    # The waits take `timeout` (ASYNC109) on purpose: a test wants one number that both
-    # bounds the wait and ends up in the TimeoutError, not an outer asyncio.timeout().
-    async def wait_for(
-        self,
-        predicate: Callable[[], bool],
-        timeout: float = 5.0,  # noqa: ASYNC109
-    ) -> None:
-        """Wait until `predicate()` holds, re-checking on every change; TimeoutError if not."""
-        if not await self.changes.wait_until(predicate, timeout):
-            recent = [f"{c.method}->{c.status}" for c in self.state.calls[-8:]]
-            raise TimeoutError(f"condition not met within {timeout}s; recent calls: {recent}")
-
-    async def wait_for_call(
-        self,
-        method: str,
-        *,
-        chat_id: int | None = None,
-        count: int = 1,
-        timeout: float = 5.0,  # noqa: ASYNC109
-    ) -> CallRecord:
-        """Wait until `count` calls of `method` have completed; returns the count-th."""
-
-        def done() -> list[CallRecord]:
-            return [c for c in self.calls(method, chat_id) if c.status is not None]
-
-        await self.wait_for(lambda: len(done()) >= count, timeout)
-        return done()[count - 1]
-
-    async def wait_for_bot_messages(
-        self,
-        chat_id: int,
-        count: int = 1,
-        timeout: float = 5.0,  # noqa: ASYNC109
-    ) -> list[ShownMessage]:
-        """Wait until the bot has at least `count` messages showing in the chat."""
-        await self.wait_for(lambda: len(self._bot_messages_if_any(chat_id)) >= count, timeout)
-        return self.bot_messages(chat_id)
-
-    def _bot_messages_if_any(self, chat_id: int) -> list[ShownMessage]:
-        return self.bot_messages(chat_id) if chat_id in self.state.chats else []

@@ -220,6 +220,7 @@ class BotApi:
         formatted = _formatted(params)
         markup = parse_reply_markup(params)
         chat = self._writable_chat(params)
+        thread_id = _thread(params, chat)
         _check_length(formatted)
         reply_to = self._reply_target(params, chat)
         self.state.flood.admit(chat.id, chat.is_group)
@@ -231,6 +232,7 @@ class BotApi:
             reply_markup=markup,
             reply_to=reply_to,
             parse_mode=params.text("parse_mode"),
+            thread_id=thread_id,
         )
         _update_reply_keyboard(chat, markup)
         return self.state.message_json(message)
@@ -249,7 +251,7 @@ class BotApi:
         if current == (formatted.text, formatted.entities, markup):
             raise bad_request(NOT_MODIFIED)
         self.state.flood.admit(chat.id, chat.is_group)
-        _record_edit(message, self.state.date())
+        message.record_edit(self.state.date())
         message.text, message.entities = formatted.text, formatted.entities
         message.reply_markup = markup
         message.parse_mode = params.text("parse_mode")
@@ -264,7 +266,7 @@ class BotApi:
         if inline_keyboard(message.reply_markup) == markup:
             raise bad_request(NOT_MODIFIED)
         self.state.flood.admit(chat.id, chat.is_group)
-        _record_edit(message, self.state.date())
+        message.record_edit(self.state.date())
         message.reply_markup = markup
         return self.state.message_json(message)
 
@@ -288,6 +290,7 @@ class BotApi:
         _require_chat_id(params)
         action = params.text("action") or ""
         chat = self._writable_chat(params)
+        _thread(params, chat)
         if action not in CHAT_ACTIONS:
             raise bad_request("wrong parameter action in request")
         chat.actions.append(action)
@@ -372,6 +375,21 @@ def _require_chat_id(params: Params) -> None:
         raise bad_request("chat_id is empty")
 
 
+def _thread(params: Params, chat: Chat) -> int | None:
+    """`message_thread_id`: a topic of this forum chat, as Telegram checks it.
+
+    Telegram refuses the General topic's id and any topic that does not exist with the
+    same words; the stand-in also refuses a thread id outside a forum rather than
+    silently dropping it, so a bot that sends one there finds out.
+    """
+    thread_id = params.integer("message_thread_id")
+    if thread_id is None or thread_id <= 0:  # Telegram reads 0 and below as "no topic"
+        return None
+    if thread_id not in chat.topics:
+        raise bad_request("message thread not found")
+    return thread_id
+
+
 def _message_ref(params: Params) -> int:
     """chat_id + message_id of a message to edit (inline messages are not modelled)."""
     if params.present("inline_message_id"):
@@ -409,11 +427,6 @@ def _check_length(formatted: FormattedText) -> None:
         raise bad_request("message must be non-empty")
     if formatted.length > MAX_TEXT_LENGTH:
         raise bad_request("message is too long")
-
-
-def _record_edit(message: StoredMessage, date: int) -> None:
-    message.history.append(message.text)
-    message.edit_date = date
 
 
 def _update_reply_keyboard(chat: Chat, markup: JSON | None) -> None:

@@ -41,7 +41,11 @@ class User:
 
 @dataclass
 class Chat:
-    """A chat the bot can talk to; only chats a test created exist ("chat not found")."""
+    """A chat the bot can talk to; only chats a test created exist ("chat not found").
+
+    `topics` maps a forum supergroup's topic ids (`message_thread_id`) to their names;
+    `bot_status` is the bot's ChatMember status, which my_chat_member updates report.
+    """
 
     id: int
     type: str
@@ -49,7 +53,10 @@ class Chat:
     first_name: str | None = None
     last_name: str | None = None
     username: str | None = None
+    is_forum: bool = False
+    topics: dict[int, str] = field(default_factory=dict)
     blocked: bool = False
+    bot_status: str = "member"
     next_message_id: int = 1
     last_user_id: int | None = None
     reply_keyboard: JSON | None = None
@@ -61,34 +68,49 @@ class Chat:
         return self.type in ("group", "supergroup")
 
     @property
+    def is_channel(self) -> bool:
+        """Channel posts have no `from`; the channel itself is the `sender_chat`."""
+        return self.type == "channel"
+
+    @property
     def instance(self) -> str:
         """Stable `chat_instance` for callback queries from this chat."""
         return str((self.id * 2654435761) % 2**63)
 
     def blocked_error(self) -> ApiError:
         """Telegram's 403 for a chat the bot may no longer write to."""
-        if self.is_group:
-            return forbidden(f"bot was kicked from the {self.type} chat")
-        return forbidden("bot was blocked by the user")
+        if self.type == "private":
+            return forbidden("bot was blocked by the user")
+        if self.bot_status == "left":
+            return forbidden(f"bot is not a member of the {self.type} chat")
+        return forbidden(f"bot was kicked from the {self.type} chat")
 
     def to_api(self) -> JSON:
         """Bot API Chat object."""
         data: JSON = {"id": self.id, "type": self.type}
-        fields = ("title",) if self.is_group else ("first_name", "last_name", "username")
+        private = self.type == "private"
+        fields = ("first_name", "last_name", "username") if private else ("title", "username")
         for key in fields:
             value = getattr(self, key)
             if value:
                 data[key] = value
+        if self.is_forum:
+            data["is_forum"] = True
         return data
 
 
 @dataclass
 class StoredMessage:
-    """A message as it currently stands in its chat, with its edit history."""
+    """A message as it currently stands in its chat, with its edit history.
+
+    `sender` is None for channel posts (Telegram names the channel as `sender_chat`);
+    `service` holds a service message's own fields (`new_chat_members`, ...);
+    `thread_id` is the forum topic the message belongs to.
+    """
 
     chat_id: int
     message_id: int
-    sender: User
+    sender: User | None
     date: int
     text: str | None = None
     entities: tuple[JSON, ...] = ()
@@ -100,16 +122,24 @@ class StoredMessage:
     edit_date: int | None = None
     history: list[str | None] = field(default_factory=list)
     deleted: bool = False
+    thread_id: int | None = None
+    service: JSON = field(default_factory=dict)
+
+    def record_edit(self, date: int) -> None:
+        """Keep the text as it was before an edit, and stamp the edit."""
+        self.history.append(self.text)
+        self.edit_date = date
 
     @property
     def from_bot(self) -> bool:
         """Whether the bot sent it (only those can be edited by the bot)."""
-        return self.sender.is_bot
+        return self.sender is not None and self.sender.is_bot
 
     @property
     def kind(self) -> str:
-        """The media kind ("sticker", "photo", "voice"), or "text"."""
-        return next(iter(self.media), "text")
+        """The service kind ("new_chat_members", ...), the media kind ("sticker",
+        "photo", "voice"), or "text"."""
+        return next(iter(self.service), None) or next(iter(self.media), "text")
 
 
 @dataclass(frozen=True)
@@ -131,6 +161,7 @@ class ShownMessage:
     date: int
     edit_date: int | None
     history: tuple[str | None, ...]
+    message_thread_id: int | None = None
 
     @property
     def edit_count(self) -> int:
@@ -170,6 +201,7 @@ class ShownMessage:
             "edit_date": self.edit_date,
             "edit_count": self.edit_count,
             "history": list(self.history),
+            "message_thread_id": self.message_thread_id,
         }
 
 
@@ -224,7 +256,8 @@ class CallbackQuery:
 
 @dataclass
 class CallRecord:
-    """One Bot API call: in flight while `status` is None, then its HTTP outcome.
+    """One Bot API call: in flight while `status` is None, then its HTTP outcome (and, when
+    it succeeded, its `result`).
 
     `started` and `finished` are readings of the stand-in's clock (Unix seconds).
     """
@@ -237,6 +270,7 @@ class CallRecord:
     status: int | None = None
     description: str | None = None
     finished: float | None = None
+    result: Any = None  # what a successful call answered (the spec check reads it)
 
     @property
     def time(self) -> float:
@@ -290,3 +324,36 @@ class Fault:
         if self.status == 429 and self.description is None:
             description = f"Too Many Requests: retry after {self.retry_after or 1}"
         return ApiError(self.status, description, retry_after=self.retry_after, body=self.body)
+
+
+@dataclass(frozen=True)
+class WebhookDelivery:
+    """One POST of an update to the bot's webhook, and how the bot answered it.
+
+    `status` is the bot's HTTP status, or None when the connection failed (`error` says
+    how); `time` is the stand-in's clock when the attempt ended.
+    """
+
+    update_id: int
+    update: JSON
+    url: str
+    status: int | None
+    error: str | None
+    time: float
+
+    @property
+    def ok(self) -> bool:
+        """Whether Telegram would count the update as delivered (a 2xx answer)."""
+        return self.status is not None and 200 <= self.status < 300
+
+    def as_dict(self) -> JSON:
+        """JSON form for the /_test endpoints."""
+        return {
+            "update_id": self.update_id,
+            "update": self.update,
+            "url": self.url,
+            "status": self.status,
+            "ok": self.ok,
+            "error": self.error,
+            "time": self.time,
+        }

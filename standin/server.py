@@ -28,6 +28,7 @@ from .params import Params
 from .records import CallRecord, User
 from .state import BotState
 from .testapi import add_test_routes
+from .validation import validate_call
 
 JSON = dict[str, Any]
 
@@ -182,17 +183,21 @@ class StandIn(Controls):
             self.state.end_call(record, _CLIENT_GONE, "client closed the connection")
             self.changes.poke()
             raise
+        record.result = result
         self.state.end_call(record, 200, None)
         await self.changes.notify()
         return web.json_response({"ok": True, "result": result})
 
     async def _run(self, handler: Handler, params: JSON, record: CallRecord) -> Any:
-        """Call the method, applying an injected fault if one matches."""
+        """Check the call against the spec, then call the method, applying an injected
+        fault if one matches (a fault that fails the call wins: nothing was processed)."""
         fault = self.state.take_fault(record.method, record.chat_id)
         if fault is None:
+            validate_call(record.method, params)
             return await handler(Params(params))
         error = fault.error()
         if error is None:  # the call takes effect; only the answer is late
+            validate_call(record.method, params)
             result = await handler(Params(params))
             await self.changes.notify()
             await asyncio.sleep(fault.delay)

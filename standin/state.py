@@ -13,7 +13,6 @@ from typing import Any
 
 from .clock import Clock, unix_date
 from .flood import FloodControl, FloodLimits
-from .formatting import command_entities
 from .markup import buttons, inline_keyboard
 from .records import (
     CallbackQuery,
@@ -24,6 +23,7 @@ from .records import (
     StoredMessage,
     Update,
     User,
+    WebhookDelivery,
 )
 
 JSON = dict[str, Any]
@@ -65,6 +65,7 @@ class BotState:
         self.next_update_id = self.first_update_id
         self.allowed_updates: frozenset[str] | None = None
         self.webhook_url = ""
+        self.webhook_deliveries: list[WebhookDelivery] = []
         self.commands: dict[tuple[str, str], list[JSON]] = {}
         self.callback_queries: dict[str, CallbackQuery] = {}
         self.calls: list[CallRecord] = []
@@ -77,7 +78,8 @@ class BotState:
         """Now, as a Telegram `date` (integer Unix seconds on the stand-in's clock)."""
         return unix_date(self.clock)
 
-    def _next(self) -> int:
+    def next_number(self) -> int:
+        """A fresh number for ids (files, callback queries) unique within this state."""
         self._counter += 1
         return self._counter
 
@@ -91,14 +93,27 @@ class BotState:
                 setattr(user, key, value)
         return user
 
-    def ensure_chat(self, chat_id: int, user: User | None, title: str | None = None) -> Chat:
-        """Create a chat on first contact: private when it is the user's own id."""
+    def ensure_chat(
+        self,
+        chat_id: int,
+        user: User | None,
+        title: str | None = None,
+        *,
+        channel: bool = False,
+    ) -> Chat:
+        """Create a chat on first contact: private when it is the user's own id.
+
+        Other ids make a group ("supergroup" from -10**12 down) or, with `channel`, a
+        channel; an existing chat keeps its type.
+        """
         chat = self.chats.get(chat_id)
         if chat is None:
-            chat = Chat(id=chat_id, type=self._chat_type(chat_id, user))
+            chat = Chat(id=chat_id, type=self._chat_type(chat_id, user, channel))
             self.chats[chat_id] = chat
-        if chat.is_group:
-            chat.title = title or chat.title or f"Group {chat_id}"
+        if chat.is_channel != channel:
+            raise ValueError(f"chat {chat_id} is a {chat.type} chat")
+        if chat.type != "private":
+            chat.title = title or chat.title or f"{chat.type.title()} {chat_id}"
         elif user is not None:
             chat.first_name, chat.last_name = user.first_name, user.last_name
             chat.username = user.username
@@ -107,7 +122,13 @@ class BotState:
         return chat
 
     @staticmethod
-    def _chat_type(chat_id: int, user: User | None) -> str:
+    def _chat_type(chat_id: int, user: User | None, channel: bool) -> str:
+        if channel:
+            if chat_id > _SUPERGROUP_BELOW:
+                raise ValueError(
+                    f"channel ids are -100xxxxxxxxxx (from -10**12 down), not {chat_id}"
+                )
+            return "channel"
         if user is not None and user.id == chat_id:
             return "private"
         return "supergroup" if chat_id <= _SUPERGROUP_BELOW else "group"
@@ -129,7 +150,7 @@ class BotState:
 
     # ----- messages --------------------------------------------------------------------
 
-    def add_message(self, chat: Chat, sender: User, **fields: Any) -> StoredMessage:
+    def add_message(self, chat: Chat, sender: User | None, **fields: Any) -> StoredMessage:
         """Append a message; ids are per chat and shared by both directions, as in Telegram."""
         message = StoredMessage(
             chat_id=chat.id,
@@ -149,18 +170,28 @@ class BotState:
 
     def message_json(self, message: StoredMessage, *, nested: bool = False) -> JSON:
         """Bot API Message object for the message as it stands now."""
-        data: JSON = {
-            "message_id": message.message_id,
-            "from": message.sender.to_api(),
-            "chat": self.chats[message.chat_id].to_api(),
-            "date": message.date,
-        }
+        chat = self.chats[message.chat_id]
+        data: JSON = {"message_id": message.message_id}
+        if message.thread_id is not None:
+            data["message_thread_id"] = message.thread_id
+        if message.sender is not None:
+            data["from"] = message.sender.to_api()
+        else:  # a channel post: the channel speaks for itself
+            data["sender_chat"] = chat.to_api()
+        data["date"] = message.date
+        data["chat"] = chat.to_api()
+        if message.thread_id is not None:
+            data["is_topic_message"] = True
         if message.edit_date is not None:
             data["edit_date"] = message.edit_date
         data.update(message.media)
         data.update(_text_fields(message))
-        if message.reply_to is not None and not nested:
-            target = self.messages.get((message.chat_id, message.reply_to))
+        data.update(message.service)
+        # A topic message that replies to nothing replies, for Telegram, to the message that
+        # created the topic; replies nest one level only.
+        reply_to = message.reply_to if message.reply_to is not None else message.thread_id
+        if reply_to is not None and reply_to != message.message_id and not nested:
+            target = self.messages.get((message.chat_id, reply_to))
             if target is not None:
                 data["reply_to_message"] = self.message_json(target, nested=True)
         keyboard = inline_keyboard(message.reply_markup)
@@ -174,7 +205,7 @@ class BotState:
             chat_id=message.chat_id,
             message_id=message.message_id,
             from_bot=message.from_bot,
-            sender_id=message.sender.id,
+            sender_id=message.chat_id if message.sender is None else message.sender.id,
             kind=message.kind,
             text=message.text,
             caption=message.caption,
@@ -186,6 +217,7 @@ class BotState:
             date=message.date,
             edit_date=message.edit_date,
             history=tuple(message.history),
+            message_thread_id=message.thread_id,
         )
 
     def chat_messages(self, chat_id: int) -> list[ShownMessage]:
@@ -234,106 +266,6 @@ class BotState:
         """Whether a waiting getUpdates could return now."""
         return any(self._allowed(u) for u in self.updates)
 
-    # ----- test-side actions -----------------------------------------------------------
-
-    def inject_message(
-        self,
-        chat_id: int,
-        user: User,
-        *,
-        text: str | None,
-        media: JSON,
-        caption: str | None,
-        reply_to: int | None,
-        title: str | None,
-    ) -> JSON:
-        """A user writes into a chat: store it and queue the `message` update."""
-        chat = self.ensure_chat(chat_id, user, title)
-        if reply_to is not None and self.find_message(chat_id, reply_to) is None:
-            raise LookupError(f"message {reply_to} not found in chat {chat_id}")
-        message = self.add_message(
-            chat, user, text=text, caption=caption, media=media, reply_to=reply_to
-        )
-        message.entities = command_entities(text or caption or "")
-        payload = self.message_json(message)
-        self.enqueue("message", payload)
-        return payload
-
-    def new_file(self, kind: str, extension: str) -> JSON:
-        """Register a file the bot may later fetch with getFile."""
-        number = self._next()
-        file_id = f"standin-{kind}-{number:06d}"
-        record = {
-            "file_id": file_id,
-            "file_unique_id": f"u{kind[:2]}{number:06d}",
-            "file_size": 1024,
-            "file_path": f"{kind}s/file_{number}.{extension}",
-        }
-        self.files[file_id] = record
-        return record
-
-    def new_media(self, kind: str) -> JSON:
-        """Message fields for an injected sticker, photo or voice note, with real file ids."""
-        if kind == "sticker":
-            file = self.new_file("sticker", "webp")
-            sticker = {"type": "regular", "width": 512, "height": 512, "emoji": "🙂"}
-            flags = {"is_animated": False, "is_video": False}
-            return {"sticker": {**_file_fields(file), **sticker, **flags}}
-        if kind == "photo":
-            sizes = [(90, self.new_file("photo", "jpg")), (800, self.new_file("photo", "jpg"))]
-            photo = [{**_file_fields(f), "width": side, "height": side} for side, f in sizes]
-            return {"photo": photo}
-        file = self.new_file("voice", "oga")
-        return {"voice": {**_file_fields(file), "duration": 3, "mime_type": "audio/ogg"}}
-
-    def press_button(
-        self, chat_id: int, message_id: int, data: str, user: User, *, forge: bool
-    ) -> str:
-        """A user taps an inline button: queue the callback_query update, return its id."""
-        chat = self.chat(chat_id)
-        message = self.find_message(chat_id, message_id)
-        if not forge:
-            _check_pressable(message, chat_id, message_id, data)
-        if message is None:  # only when forged: Telegram's InaccessibleMessage
-            shown: JSON = {"chat": chat.to_api(), "message_id": message_id, "date": 0}
-        else:
-            shown = self.message_json(message)
-        query_id = str(self.bot.id * 1_000_000 + self._next())
-        self.callback_queries[query_id] = CallbackQuery(
-            query_id, chat_id, message_id, user.id, data, self.clock()
-        )
-        payload = {
-            "id": query_id,
-            "from": user.to_api(),
-            "message": shown,
-            "chat_instance": chat.instance,
-            "data": data,
-        }
-        self.enqueue("callback_query", payload)
-        return query_id
-
-    def set_blocked(self, chat_id: int, blocked: bool, *, notify: bool) -> None:
-        """Block/unblock the bot in a chat; Telegram tells the bot via my_chat_member."""
-        chat = self.chat(chat_id)
-        if chat.blocked == blocked:
-            return
-        chat.blocked = blocked
-        if notify and chat.last_user_id is not None:
-            self.enqueue("my_chat_member", self._member_change(chat, blocked))
-
-    def _member_change(self, chat: Chat, blocked: bool) -> JSON:
-        bot = self.bot.to_api()
-        member: JSON = {"user": bot, "status": "member"}
-        kicked: JSON = {"user": bot, "status": "kicked", "until_date": 0}
-        assert chat.last_user_id is not None
-        return {
-            "chat": chat.to_api(),
-            "from": self.users[chat.last_user_id].to_api(),
-            "date": self.date(),
-            "old_chat_member": member if blocked else kicked,
-            "new_chat_member": kicked if blocked else member,
-        }
-
     # ----- faults and the call log -----------------------------------------------------
 
     def take_fault(self, method: str, chat_id: int | None) -> Fault | None:
@@ -370,11 +302,6 @@ class BotState:
             self.served_429 += 1
 
 
-def _file_fields(file: JSON) -> JSON:
-    keys = ("file_id", "file_unique_id", "file_size")
-    return {key: file[key] for key in keys}
-
-
 def _text_fields(message: StoredMessage) -> JSON:
     data: JSON = {}
     if message.text is not None:
@@ -386,17 +313,3 @@ def _text_fields(message: StoredMessage) -> JSON:
         if message.entities:
             data["caption_entities"] = list(message.entities)
     return data
-
-
-def _check_pressable(
-    message: StoredMessage | None, chat_id: int, message_id: int, data: str
-) -> None:
-    """A real client can only press buttons that are on screen; say what is there instead."""
-    if message is None:
-        raise LookupError(f"message {message_id} not found in chat {chat_id}")
-    available = [b.callback_data for row in buttons(message.reply_markup) for b in row]
-    if data not in available:
-        raise ValueError(
-            f"message {message_id} in chat {chat_id} has no button with callback_data "
-            f"{data!r}; it has {available} (pass forge=True to send arbitrary data)"
-        )

@@ -15,6 +15,7 @@ from typing import Any
 from aiohttp import web
 
 from .controls import Controls
+from .errors import ApiError
 from .params import Params
 
 JSON = dict[str, Any]
@@ -26,7 +27,13 @@ def add_test_routes(app: web.Application, controls: Controls) -> None:
     endpoints = _Endpoints(controls)
     routes: dict[str, tuple[str, Endpoint]] = {
         "chats": ("POST", endpoints.add_chat),
+        "topics": ("POST", endpoints.add_topic),
         "inject_message": ("POST", endpoints.inject_message),
+        "inject_edited_message": ("POST", endpoints.inject_edited_message),
+        "inject_service_message": ("POST", endpoints.inject_service_message),
+        "inject_channel_post": ("POST", endpoints.inject_channel_post),
+        "inject_my_chat_member": ("POST", endpoints.inject_my_chat_member),
+        "inject_update": ("POST", endpoints.inject_update),
         "press_button": ("POST", endpoints.press_button),
         "press_button_by_text": ("POST", endpoints.press_button_by_text),
         "block_chat": ("POST", endpoints.block_chat),
@@ -58,7 +65,7 @@ def _wrap(
             return _fail(404, exc)
         except TimeoutError as exc:
             return _fail(408, exc)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, ApiError) as exc:
             return _fail(400, exc)
         await controls.changes.notify()
         return web.json_response({"ok": True, "result": result})
@@ -110,7 +117,14 @@ class _Endpoints:
             username=p.text("username"),
             language_code=p.text("language_code") or "en",
             title=p.text("title"),
+            is_forum=p.flag("is_forum"),
         )
+
+    async def add_topic(self, p: Params) -> JSON:
+        thread_id = self.controls.add_topic(
+            _required_int(p, "chat_id"), p.text("name") or "Topic", p.integer("user_id")
+        )
+        return {"message_thread_id": thread_id}
 
     async def inject_message(self, p: Params) -> JSON:
         return self.controls.inject_message(
@@ -127,7 +141,54 @@ class _Endpoints:
             username=p.text("username"),
             title=p.text("title"),
             reply_to_message_id=p.integer("reply_to_message_id"),
+            message_thread_id=p.integer("message_thread_id"),
         )
+
+    async def inject_edited_message(self, p: Params) -> JSON:
+        return self.controls.inject_edited_message(
+            _required_int(p, "chat_id"),
+            p.integer("user_id"),
+            _required_int(p, "message_id"),
+            _required_text(p, "text"),
+        )
+
+    async def inject_service_message(self, p: Params) -> JSON:
+        members = p.json_value("members", "members must be a JSON array of user ids")
+        if members is not None and not (
+            isinstance(members, list) and all(isinstance(m, int) for m in members)
+        ):
+            raise ValueError("members must be a JSON array of user ids")
+        return self.controls.inject_service_message(
+            _required_int(p, "chat_id"),
+            _required_text(p, "kind"),
+            user_id=p.integer("user_id"),
+            members=members or (),
+            title=p.text("title"),
+            pinned_message_id=p.integer("pinned_message_id"),
+        )
+
+    async def inject_channel_post(self, p: Params) -> JSON:
+        return self.controls.inject_channel_post(
+            _required_int(p, "chat_id"),
+            p.text("text"),
+            p.flag("photo"),
+            caption=p.text("caption"),
+            title=p.text("title"),
+        )
+
+    async def inject_my_chat_member(self, p: Params) -> JSON:
+        return self.controls.inject_my_chat_member(
+            _required_int(p, "chat_id"),
+            _required_text(p, "status"),
+            user_id=p.integer("user_id"),
+            title=p.text("title"),
+        )
+
+    async def inject_update(self, p: Params) -> JSON:
+        payload = p.json_value("payload", "payload must be a JSON object")
+        if not isinstance(payload, dict):
+            raise ValueError("payload must be a JSON object")
+        return self.controls.inject_update(_required_text(p, "kind"), payload)
 
     async def press_button(self, p: Params) -> JSON:
         query_id = self.controls.press_button(
@@ -136,6 +197,7 @@ class _Endpoints:
             _required_text(p, "callback_data"),
             p.integer("user_id"),
             forge=p.flag("forge"),
+            inaccessible=p.flag("inaccessible"),
         )
         return {"callback_query_id": query_id}
 

@@ -2,7 +2,8 @@
 
 - `start_bot`: the production PTB application (`stepwise.serve.bot_application`) in this
   process, long-polling a `StandIn` over real HTTP; only TELEGRAM_API_BASE_URL differs from
-  production. `BotHarness` reads what each chat shows and what the database holds.
+  production. `BotHarness` reads what each chat shows and what the database holds; its
+  `stop()` checks every request and update so far against the Bot API spec (tests/botapi).
 - `until` / `until_sync`: wait for a condition on shared state (the database, the stand-in,
   another process) with a deadline. Polling a condition IS the synchronisation; nothing
   here sleeps "long enough". (`StandIn.wait_for` is the stand-in's own wait: it re-checks on
@@ -27,6 +28,7 @@ from standin import DEFAULT_TOKEN, ShownMessage, StandIn
 from stepwise.runtime import Runtime, open_runtime
 from stepwise.serve import bot_application
 from stepwise.settings import Settings
+from tests.botapi import assert_conforms
 
 TOKEN = DEFAULT_TOKEN
 STAFF = 900
@@ -105,12 +107,14 @@ class BotHarness:
     db: Path
 
     async def stop(self) -> None:
+        """Stop the bot, then check its requests and what it was sent against the spec."""
         if self.app.updater.running:
             await self.app.updater.stop()
         if self.app.running:
             await self.app.stop()
         await self.app.shutdown()
         await self.runtime.close()
+        assert_conforms(self.standin)
 
     def bot_texts(self, chat_id: int) -> list[str]:
         return bot_texts(self.standin, chat_id)

@@ -17,7 +17,14 @@ from typing import Any
 
 import aiohttp
 import pytest
-from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, ReplyParameters, Update
+from telegram import (
+    Bot,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    Message,
+    ReplyParameters,
+    Update,
+)
 from telegram.error import (
     BadRequest,
     Conflict,
@@ -31,6 +38,7 @@ from telegram.ext import Application, ApplicationBuilder, CallbackQueryHandler, 
 
 from standin import DEFAULT_TOKEN, FloodLimits, StandIn
 from standin.formatting import ParseError, parse
+from tests.botapi import assert_conforms
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -66,8 +74,11 @@ def connect(standin: StandIn, token: str = DEFAULT_TOKEN) -> Bot:
 
 @pytest.fixture
 async def standin() -> AsyncIterator[StandIn]:
+    """A stand-in whose answers and updates are spec-checked after each test (requests are
+    not: these tests send malformed ones on purpose)."""
     async with StandIn() as running:
         yield running
+    assert_conforms(running, requests=False)
 
 
 @pytest.fixture
@@ -182,6 +193,258 @@ async def test_injected_messages_look_like_telegrams(bot: Bot, standin: StandIn)
     assert sticker is not None and sticker.sticker is not None and sticker.text is None
     file = await bot.get_file(photo.photo[-1].file_id)
     assert (await file.download_as_bytearray()).startswith(b"standin file")
+
+
+# ----- every update shape real Telegram sends ---------------------------------------------
+
+GROUP = -1001234567890
+
+
+async def test_an_edit_resends_the_whole_message_as_edited_message(
+    bot: Bot, standin: StandIn
+) -> None:
+    original = standin.inject_message(CHAT, text="where is order A1001")
+    edited = standin.inject_edited_message(CHAT, None, original["message_id"], "cancel A1003")
+    assert edited["edit_date"] >= edited["date"] and edited["text"] == "cancel A1003"
+
+    first, second = await bot.get_updates()
+    assert first.message is not None and second.edited_message is not None
+    assert second.message is None and second.edited_message.text == "cancel A1003"
+    assert second.edited_message.message_id == first.message.message_id
+    assert second.edited_message.edit_date is not None
+    shown = standin.chat_messages(CHAT)[-1]
+    assert (shown.text, shown.history) == ("cancel A1003", ("where is order A1001",))
+    with pytest.raises(ValueError, match="only user"):
+        standin.inject_edited_message(CHAT, 555, original["message_id"], "not mine")
+
+
+async def test_group_service_messages(bot: Bot, standin: StandIn) -> None:
+    standin.inject_message(GROUP, 7, "hello", title="Support")
+    pinned = standin.inject_message(GROUP, 7, "rules")
+    standin.inject_service_message(GROUP, "new_chat_members", user_id=7, members=[8, 9])
+    standin.inject_service_message(GROUP, "left_chat_member", user_id=8)
+    standin.inject_service_message(GROUP, "new_chat_title", user_id=7, title="Help desk")
+    standin.inject_service_message(
+        GROUP, "pinned_message", user_id=7, pinned_message_id=pinned["message_id"]
+    )
+    updates = await bot.get_updates()
+    joined, left, titled, pin = (u.message for u in updates[2:])
+    assert joined is not None and [u.id for u in joined.new_chat_members] == [8, 9]
+    assert joined.text is None and joined.from_user is not None and joined.from_user.id == 7
+    assert left is not None and left.left_chat_member is not None
+    assert left.left_chat_member.id == 8
+    assert titled is not None and titled.new_chat_title == "Help desk"
+    assert titled.chat.title == "Help desk"
+    assert pin is not None and isinstance(pin.pinned_message, Message)
+    assert pin.pinned_message.text == "rules"
+    assert [m.kind for m in standin.chat_messages(GROUP)][2:] == [
+        "new_chat_members",
+        "left_chat_member",
+        "new_chat_title",
+        "pinned_message",
+    ]
+    with pytest.raises(ValueError, match="groups only"):
+        standin.inject_service_message(CHAT, "new_chat_title", title="x")
+
+
+async def test_adding_the_bot_to_a_group_sends_my_chat_member_too(
+    bot: Bot, standin: StandIn
+) -> None:
+    standin.inject_message(GROUP, 7, "hello")
+    standin.inject_service_message(GROUP, "new_chat_members", user_id=7, members=[123456789])
+    _, service, member = await bot.get_updates()
+    assert service.message is not None and service.message.new_chat_members[0].is_bot
+    assert member.my_chat_member is not None
+    assert member.my_chat_member.old_chat_member.status == "left"
+    assert member.my_chat_member.new_chat_member.status == "member"
+
+
+async def test_channel_posts_have_no_sender(bot: Bot, standin: StandIn) -> None:
+    channel = -1009876543210
+    post = standin.inject_channel_post(channel, "news", title="Shop news")
+    photo = standin.inject_channel_post(channel, "look", photo=True)
+    assert "from" not in post and post["sender_chat"]["id"] == channel
+    standin.inject_edited_message(channel, None, post["message_id"], "news, corrected")
+
+    text, picture, edited = await bot.get_updates()
+    assert text.channel_post is not None and text.channel_post.from_user is None
+    assert text.channel_post.chat.type == "channel"
+    assert text.channel_post.sender_chat is not None
+    assert picture.channel_post is not None and picture.channel_post.caption == "look"
+    assert photo["photo"] and edited.edited_channel_post is not None
+    assert edited.edited_channel_post.text == "news, corrected"
+    with pytest.raises(ValueError, match="channel"):
+        standin.inject_message(channel, 7, "users cannot write here")
+
+
+async def test_forum_topics_carry_the_thread_both_ways(bot: Bot, standin: StandIn) -> None:
+    forum = -1005555555555
+    standin.add_chat(forum, 7, title="Help", is_forum=True)
+    topic = standin.add_topic(forum, "Orders", user_id=7)
+    asked = standin.inject_message(forum, 7, "where is A1001", message_thread_id=topic)
+    assert (asked["message_thread_id"], asked["is_topic_message"]) == (topic, True)
+
+    created, question = (u.message for u in await bot.get_updates())
+    assert created is not None and created.forum_topic_created is not None
+    assert created.forum_topic_created.name == "Orders"
+    assert question is not None and question.is_topic_message
+    assert question.message_thread_id == topic and question.chat.is_forum
+
+    reply = await bot.send_message(forum, "On its way", message_thread_id=topic)
+    assert (reply.message_thread_id, reply.is_topic_message) == (topic, True)
+    edited = await bot.edit_message_text("Delivered", forum, reply.message_id)
+    assert not isinstance(edited, bool) and edited.message_thread_id == topic
+    assert standin.bot_messages(forum)[-1].message_thread_id == topic
+    assert await bot.send_chat_action(forum, "typing", message_thread_id=topic)
+    for wrong in (999, 1):  # unknown, and General (whose messages have no thread id)
+        with pytest.raises(BadRequest, match=said("message thread not found")):
+            await bot.send_message(forum, "lost", message_thread_id=wrong)
+    standin.add_chat(CHAT)
+    with pytest.raises(BadRequest, match=said("message thread not found")):
+        await bot.send_message(CHAT, "not a forum", message_thread_id=topic)
+    implicit = standin.inject_message(forum, 7, "elsewhere", message_thread_id=77)
+    assert implicit["message_thread_id"] == 77
+    with pytest.raises(ValueError, match="not a forum"):
+        standin.inject_message(GROUP, 7, "x", message_thread_id=5)
+
+
+async def test_presses_on_messages_the_bot_cannot_access(bot: Bot) -> None:
+    clock = FakeClock()
+    async with StandIn(clock=clock) as standin, connect(standin) as client:
+        standin.add_chat(CHAT)
+        sent = await client.send_message(CHAT, "Pick", reply_markup=keyboard("a"))
+        standin.press_button(CHAT, sent.message_id, "a", inaccessible=True)
+        clock.advance(48 * 3600 + 1)
+        standin.press_button(CHAT, sent.message_id, "a")
+        updates = await client.get_updates()
+        for update in updates:
+            query = update.callback_query
+            assert query is not None and query.message is not None
+            assert not query.message.is_accessible
+            assert query.message.message_id == sent.message_id
+        (raw_update,) = [u for u in standin.pending_updates()][:1]
+        assert raw_update["callback_query"]["message"] == {
+            "chat": {"id": CHAT, "type": "private", "first_name": "Test User"},
+            "message_id": sent.message_id,
+            "date": 0,
+        }
+
+
+async def test_my_chat_member_for_added_promoted_kicked_and_left(
+    bot: Bot, standin: StandIn
+) -> None:
+    added = standin.inject_my_chat_member(GROUP, "member", user_id=7, title="Support")
+    assert added["old_chat_member"]["status"] == "left"
+    await bot.send_message(GROUP, "hello all")
+    standin.inject_my_chat_member(GROUP, "administrator", user_id=7)
+    standin.inject_my_chat_member(GROUP, "kicked", user_id=7)
+    with pytest.raises(Forbidden, match="bot was kicked from the supergroup chat"):
+        await bot.send_message(GROUP, "still here?")
+    standin.inject_my_chat_member(GROUP, "member", user_id=7)
+    standin.inject_my_chat_member(GROUP, "left", user_id=7)
+    with pytest.raises(Forbidden, match="bot is not a member of the supergroup chat"):
+        await bot.send_message(GROUP, "still here?")
+    statuses = [
+        (u.my_chat_member.old_chat_member.status, u.my_chat_member.new_chat_member.status)
+        for u in await bot.get_updates()
+        if u.my_chat_member is not None
+    ]
+    assert statuses == [
+        ("left", "member"),
+        ("member", "administrator"),
+        ("administrator", "kicked"),
+        ("kicked", "member"),
+        ("member", "left"),
+    ]
+    standin.inject_message(CHAT, text="hi")
+    blocked = standin.inject_my_chat_member(CHAT, "kicked")
+    assert blocked["new_chat_member"] == {
+        "status": "kicked",
+        "user": standin.bot,
+        "until_date": 0,
+    }
+    with pytest.raises(Forbidden, match="bot was blocked by the user"):
+        await bot.send_message(CHAT, "hello?")
+    with pytest.raises(ValueError, match="private chat"):
+        standin.inject_my_chat_member(CHAT, "left")
+
+
+async def test_any_other_update_through_the_escape_hatch(bot: Bot, standin: StandIn) -> None:
+    request = {
+        "chat": {"id": GROUP, "type": "supergroup", "title": "Support"},
+        "from": {"id": 7, "is_bot": False, "first_name": "Ana"},
+        "user_chat_id": 7,
+        "date": 1_700_000_000,
+    }
+    queued = standin.inject_update("chat_join_request", request)
+    request["user_chat_id"] = 8  # the queued update is a copy, frozen when injected
+    (update,) = await bot.get_updates()
+    assert update.chat_join_request is not None
+    assert update.chat_join_request.user_chat_id == 7 == queued["user_chat_id"]
+    with pytest.raises(ValueError):
+        standin.inject_update("update_id", {})
+
+
+async def test_update_shapes_over_the_test_api(
+    bot: Bot, standin: StandIn, http: aiohttp.ClientSession
+) -> None:
+    api = f"{standin.url}/_test"
+    forum = -1005555555555
+
+    async def post(endpoint: str, **body: Any) -> Any:
+        status, answer = await raw(http, f"{api}/{endpoint}", json=body)
+        assert status == 200, answer
+        return answer["result"]
+
+    await post("chats", chat_id=forum, user_id=7, is_forum=True)
+    topic = (await post("topics", chat_id=forum, name="Orders", user_id=7))["message_thread_id"]
+    sent = await post(
+        "inject_message", chat_id=forum, user_id=7, text="hi", message_thread_id=topic
+    )
+    await post(
+        "inject_edited_message", chat_id=forum, user_id=7, message_id=sent["message_id"], text="hey"
+    )
+    await post(
+        "inject_service_message", chat_id=forum, kind="new_chat_members", user_id=7, members=[8]
+    )
+    await post("inject_channel_post", chat_id=-1009876543210, text="news")
+    await post("inject_my_chat_member", chat_id=forum, status="administrator", user_id=7)
+    await post(
+        "inject_update",
+        kind="chat_join_request",
+        payload={
+            "chat": {"id": forum, "type": "supergroup", "title": "Help", "is_forum": True},
+            "from": {"id": 9, "is_bot": False, "first_name": "Bo"},
+            "user_chat_id": 9,
+            "date": 1_700_000_000,
+        },
+    )
+    bot_message = await bot.send_message(
+        forum, "Pick", message_thread_id=topic, reply_markup=keyboard("a")
+    )
+    await post(
+        "press_button",
+        chat_id=forum,
+        message_id=bot_message.message_id,
+        callback_data="a",
+        user_id=7,
+        inaccessible=True,
+    )
+    kinds = [next(k for k in u if k != "update_id") for u in standin.pending_updates()]
+    assert kinds == [
+        "message",
+        "message",
+        "edited_message",
+        "message",
+        "channel_post",
+        "my_chat_member",
+        "chat_join_request",
+        "callback_query",
+    ]
+    status, answer = await raw(
+        http, f"{api}/inject_service_message", json={"chat_id": forum, "kind": "nope", "user_id": 7}
+    )
+    assert status == 400 and "must be one of" in answer["description"]
 
 
 # ----- buttons and callback queries -------------------------------------------------------
@@ -520,6 +783,93 @@ async def test_raw_requests_in_every_encoding(
     assert body["description"] == "Bad Request: message text is empty"
     status, body = await raw(http, f"{api}/noSuchMethod", json={})
     assert (status, body) == (404, {"ok": False, "error_code": 404, "description": "Not Found"})
+
+
+@pytest.mark.parametrize(
+    ("method", "body", "description"),
+    [
+        ("sendMessage", {"chat_id": CHAT}, "message text is empty"),
+        ("sendMessage", {"text": "x"}, "chat_id is empty"),
+        (
+            "sendMessage",
+            {"chat_id": CHAT, "text": "x", "parse_mode": "bbcode"},
+            "unsupported parse_mode",
+        ),
+        (
+            "sendMessage",
+            {"chat_id": CHAT, "text": "x", "disable_notification": "maybe"},
+            'parameter "disable_notification" must be of type Boolean',
+        ),
+        (
+            "sendMessage",
+            {"chat_id": CHAT, "text": "x", "reply_markup": "{not json"},
+            "can't parse reply keyboard markup JSON object",
+        ),
+        (
+            "sendMessage",
+            {
+                "chat_id": CHAT,
+                "text": "x",
+                "reply_markup": {"inline_keyboard": [[{"text": 5, "callback_data": "a"}]]},
+            },
+            'can\'t parse inline keyboard button: Field "text" must be of type String',
+        ),
+        (
+            "sendMessage",
+            {"chat_id": CHAT, "text": "x", "entities": [{"offset": 0, "length": 1}]},
+            "can't parse MessageEntity: Can't find field \"type\"",
+        ),
+        (
+            "sendChatAction",
+            {"chat_id": CHAT, "action": "dancing"},
+            "wrong parameter action in request",
+        ),
+        (
+            "answerCallbackQuery",
+            {},
+            "query is too old and response timeout expired or query ID is invalid",
+        ),
+        ("getFile", {}, "file_id not specified"),
+        (
+            "setMyCommands",
+            {"commands": [{"command": "help", "description": "Help"}], "scope": {"type": "nope"}},
+            "can't parse BotCommandScope: Unsupported type specified",
+        ),
+        ("setMyCommands", {}, 'Parameter "commands" is required'),
+    ],
+)
+async def test_requests_are_checked_against_the_spec_in_telegrams_words(
+    standin: StandIn,
+    http: aiohttp.ClientSession,
+    method: str,
+    body: dict[str, Any],
+    description: str,
+) -> None:
+    standin.add_chat(CHAT)
+    status, answer = await raw(http, f"{standin.base_url}{DEFAULT_TOKEN}/{method}", json=body)
+    assert (status, answer["description"]) == (400, f"Bad Request: {description}")
+    assert standin.chat_messages(CHAT) == []
+
+
+async def test_what_telegram_ignores_the_stand_in_ignores(
+    standin: StandIn, http: aiohttp.ClientSession
+) -> None:
+    api = f"{standin.base_url}{DEFAULT_TOKEN}"
+    standin.add_chat(CHAT)
+    status, _ = await raw(
+        http, f"{api}/sendMessage", json={"chat_id": CHAT, "text": "x", "colour": "red"}
+    )
+    assert status == 200  # an unknown parameter
+    markup = {"inline_keyboard": [[{"text": "A", "callback_data": "a", "shade": 1}]]}
+    status, _ = await raw(
+        http, f"{api}/sendMessage", json={"chat_id": CHAT, "text": "y", "reply_markup": markup}
+    )
+    assert status == 200  # an unknown field in a JSON object
+    status, _ = await raw(
+        http, f"{api}/getUpdates", json={"allowed_updates": ["message", "mesage"]}
+    )
+    assert status == 200  # an unknown update type
+    assert [m.text for m in standin.chat_messages(CHAT)] == ["x", "y"]
 
 
 async def test_flood_answer_shape(http: aiohttp.ClientSession) -> None:
