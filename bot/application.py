@@ -69,6 +69,21 @@ def command_menus(staff_ids: frozenset[int]) -> list[CommandMenu]:
     return menus
 
 
+# The update types the bot handles, and so the only ones it asks Telegram for (polling
+# and webhook alike): channel posts, reactions, membership changes… are never delivered.
+ALLOWED_UPDATES = [Update.MESSAGE, Update.EDITED_MESSAGE, Update.CALLBACK_QUERY]
+
+# Something a customer sent that is not text (a sticker, a photo, a voice note): answered
+# "text only". Service messages ("X joined", a new title, a pin, a topic created) and
+# messages a channel posts into its discussion group are nobody talking to the bot.
+CUSTOMER_CONTENT = (
+    ~filters.COMMAND
+    & ~filters.StatusUpdate.ALL
+    & ~filters.SenderChat.ALL
+    & ~filters.IS_AUTOMATIC_FORWARD
+)
+
+
 @dataclass(frozen=True)
 class BotConfig:
     """What the adapter needs from the settings, handed in by the composition root."""
@@ -129,12 +144,14 @@ def build_application(
     progress = TelegramProgress(application.bot, store, show_after_s=show_after_s)
     bot = StepwiseBot(agent, store, progress, staff_ids=config.staff_ids)
     application.bot_data["stepwise"] = bot
-    application.add_handler(CommandHandler(["start", "help"], bot.help))
-    application.add_handler(CommandHandler("runs", bot.runs))
-    application.add_handler(CommandHandler("run", bot.run_timeline))
-    application.add_handler(CommandHandler("stats", bot.stats))
-    application.add_handler(MessageHandler(filters.TEXT & ~filters.COMMAND, bot.text))
-    application.add_handler(MessageHandler(~filters.TEXT & ~filters.COMMAND, bot.not_text))
+    new = filters.UpdateType.MESSAGE  # commands and questions: new messages only
+    application.add_handler(CommandHandler(["start", "help"], bot.help, filters=new))
+    application.add_handler(CommandHandler("runs", bot.runs, filters=new))
+    application.add_handler(CommandHandler("run", bot.run_timeline, filters=new))
+    application.add_handler(CommandHandler("stats", bot.stats, filters=new))
+    application.add_handler(MessageHandler(new & filters.TEXT & ~filters.COMMAND, bot.text))
+    application.add_handler(MessageHandler(new & CUSTOMER_CONTENT & ~filters.TEXT, bot.not_text))
+    application.add_handler(MessageHandler(filters.UpdateType.EDITED_MESSAGE, bot.edited))
     application.add_handler(CallbackQueryHandler(bot.button))
     application.add_error_handler(bot.on_error)
     return application
@@ -165,13 +182,14 @@ async def start_application(
             url_path="telegram",
             webhook_url=webhook.url.rstrip("/") + "/telegram",
             secret_token=webhook.secret,
+            allowed_updates=ALLOWED_UPDATES,
         )
     elif poll_timeout_s is not None:
         await application.updater.start_polling(
-            allowed_updates=Update.ALL_TYPES, timeout=poll_timeout_s
+            allowed_updates=ALLOWED_UPDATES, timeout=poll_timeout_s
         )
     else:
-        await application.updater.start_polling(allowed_updates=Update.ALL_TYPES)
+        await application.updater.start_polling(allowed_updates=ALLOWED_UPDATES)
 
 
 async def set_command_menus(application: TelegramApplication) -> None:

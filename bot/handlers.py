@@ -37,7 +37,7 @@ from agent_core.models import (
     utcnow,
 )
 from bot.callbacks import DecisionData, PageData, page_data, parse_callback
-from bot.progress import TelegramProgress, decision_text
+from bot.progress import TOPIC, TelegramProgress, decision_text
 from bot.staff import format_runs_page, format_stats, format_timeline
 from bot.texts import language_of, say
 from bot.textsplit import split_message
@@ -112,11 +112,19 @@ class StepwiseBot:
         )
 
     async def _ask(self, message: Message, user_id: int, text: str, hint: str | None) -> None:
+        TOPIC.set(message.message_thread_id if message.is_topic_message else None)
         try:
             await self.agent.ask(text, user_id=user_id, chat_id=message.chat_id, language_hint=hint)
         except StorageUnavailable:
             log.exception("storage unavailable while asking")
             await self._reply_quietly(message, say("busy", language_of(text, hint)))
+
+    async def edited(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """An edited message never starts (or changes) anything: a polite note to send it as
+        a new message, under the edited one."""
+        message = update.edited_message
+        if message is not None and message.from_user is not None:
+            await self._reply_quietly(message, say("edited", self._language(update)), quote=True)
 
     async def not_text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Stickers, photos, voice…: a polite note that only text is understood."""
@@ -182,12 +190,13 @@ class StepwiseBot:
         if step_id:
             key = "you_confirmed" if parsed.approved else "you_cancelled"
             await _edit_quietly(bot, where, decision_text(run, step_id, key))
-            self.progress.adopt(run, step_id, where.message_id)
+            self.progress.adopt(run, step_id, where.message_id, where.thread_id)
         context.application.create_task(
             self.chats.run(where.chat_id, self._proceed(bot, where, run)), update=update
         )
 
     async def _proceed(self, bot: Bot, where: Where, run: Run) -> None:
+        TOPIC.set(where.thread_id)
         try:
             await self.agent.proceed(run)
         except StorageUnavailable:
@@ -220,19 +229,27 @@ class StepwiseBot:
             return
         text, markup = await self._runs_page(data.status, data.offset)
         await self._answer_quietly(query, None)
-        # An inaccessible message (older than 48 h, or deleted) cannot be edited: nothing to do.
-        if query.message is not None and query.message.is_accessible:
-            try:
-                await query.get_bot().edit_message_text(
-                    text,
-                    chat_id=query.message.chat.id,
-                    message_id=query.message.message_id,
-                    parse_mode=ParseMode.HTML,
-                    reply_markup=markup,
-                )
-            except BadRequest as exc:
-                if "not modified" not in str(exc):
-                    raise
+        pressed, bot = query.message, query.get_bot()
+        if pressed is None:
+            return
+        # A message the bot can no longer see (older than 48 h, or deleted) arrives with
+        # date 0 and only its ids: the page it asked for comes as a new message instead.
+        if not pressed.is_accessible:
+            await bot.send_message(
+                pressed.chat.id, text, parse_mode=ParseMode.HTML, reply_markup=markup
+            )
+            return
+        try:
+            await bot.edit_message_text(
+                text,
+                chat_id=pressed.chat.id,
+                message_id=pressed.message_id,
+                parse_mode=ParseMode.HTML,
+                reply_markup=markup,
+            )
+        except BadRequest as exc:
+            if "not modified" not in str(exc):
+                raise
 
     async def _runs_page(
         self, status: RunStatus | None, offset: int
@@ -329,9 +346,9 @@ class StepwiseBot:
             await message.reply_text(text, parse_mode=ParseMode.HTML, reply_markup=markup)
 
     @staticmethod
-    async def _reply_quietly(message: Message, text: str) -> None:
+    async def _reply_quietly(message: Message, text: str, *, quote: bool | None = None) -> None:
         try:
-            await message.reply_text(text)
+            await message.reply_text(text, do_quote=quote)
         except TelegramError as exc:
             log.warning("could not reply: %s", exc)
 

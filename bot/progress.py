@@ -17,6 +17,7 @@ import contextlib
 import html
 import logging
 from collections.abc import Awaitable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -53,9 +54,16 @@ class _StepView:
     timer: asyncio.Task[None] | None = None
 
 
+# The forum topic (`message_thread_id`) the customer wrote in, for the task that asks or
+# resumes a run: the executor calls its listeners in that task, so the run's plan, steps,
+# prompt and answer all go to that topic (None: no topic, or General).
+TOPIC: ContextVar[int | None] = ContextVar("stepwise_topic", default=None)
+
+
 @dataclass
 class _RunView:
     chat_id: int
+    thread_id: int | None = None
     steps: dict[str, _StepView] = field(default_factory=dict)
     # Telegram calls of one run go out one at a time, so messages arrive in plan order.
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -85,9 +93,9 @@ class TelegramProgress:
         # message: a press on it waits for the binding instead of finding none (stale).
         self._binding: dict[str, asyncio.Event] = {}
 
-    def adopt(self, run: Run, step_id: str, message_id: int) -> None:
+    def adopt(self, run: Run, step_id: str, message_id: int, thread_id: int | None = None) -> None:
         """Continue a run whose paused step's message already exists (a button press)."""
-        view = self._views.setdefault(run.id, _RunView(chat_id=run.chat_id))
+        view = self._views.setdefault(run.id, _RunView(run.chat_id, thread_id))
         view.steps[step_id] = _StepView(message_id=message_id)
 
     @property
@@ -107,7 +115,9 @@ class TelegramProgress:
         kind = event.kind
         if kind is EventKind.RUN_FINISHED and run.status is RunStatus.EXPIRED:
             return  # the button handler answers an expired pause on its own message
-        view = self._views.setdefault(run.id, _RunView(chat_id=run.chat_id))
+        view = self._views.get(run.id)
+        if view is None:
+            view = self._views[run.id] = _RunView(run.chat_id, TOPIC.get())
         if kind is EventKind.RUN_PLANNED:
             if run.steps:
                 await self._send_text(run, view, clip_message(html.escape(plan_text(run))))
@@ -172,7 +182,7 @@ class TelegramProgress:
                 return False
             for attempt in range(1, attempts + 1):
                 if step_view.message_id is None:
-                    result = await self._call(run, view, self._send(view.chat_id, text, markup))
+                    result = await self._call(run, view, self._send(view, text, markup))
                     if isinstance(result, Message):
                         step_view.message_id = result.message_id
                 else:
@@ -249,7 +259,7 @@ class TelegramProgress:
         """Send `text` (HTML) as a new message of the run."""
         async with view.lock:
             for attempt in range(1, attempts + 1):
-                sent = await self._call(run, view, self._send(view.chat_id, text, None), quiet=True)
+                sent = await self._call(run, view, self._send(view, text, None), quiet=True)
                 if sent is not None or view.blocked:
                     return
                 if attempt < attempts:
@@ -257,9 +267,15 @@ class TelegramProgress:
             log.error("could not deliver a message", extra={"trace_id": run.trace_id})
 
     def _send(
-        self, chat_id: int, text: str, markup: InlineKeyboardMarkup | None
+        self, view: _RunView, text: str, markup: InlineKeyboardMarkup | None
     ) -> Awaitable[Message]:
-        return self._bot.send_message(chat_id, text, parse_mode=ParseMode.HTML, reply_markup=markup)
+        return self._bot.send_message(
+            view.chat_id,
+            text,
+            parse_mode=ParseMode.HTML,
+            reply_markup=markup,
+            message_thread_id=view.thread_id,
+        )
 
     async def _call(
         self, run: Run, view: _RunView, call: Awaitable[Message | bool], *, quiet: bool = False

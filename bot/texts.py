@@ -37,6 +37,12 @@ TEXTS: dict[str, dict[Language, str]] = {
         ZH: "抱歉，我只能看懂文字消息。请用文字告诉我订单号和你的问题。",
         EN: "Sorry, I can only read text messages. Please type your order number and question.",
     },
+    # An edited message is never a new request (editing "where is A1001" into "cancel
+    # A1003" must not cancel anything): the customer is asked to send it anew.
+    "edited": {
+        ZH: "我只处理新消息，这次修改没有执行任何操作。如有需要，请把它作为一条新消息发送。",
+        EN: "I only act on new messages, so nothing was done for this edit. If you need it, please send it as a new message.",
+    },
     "too_long": {
         ZH: "这条消息太长了（超过 4096 个字符），请简短描述你的问题。",
         EN: "That message is too long (over 4096 characters). Please describe it more briefly.",

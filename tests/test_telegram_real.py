@@ -32,6 +32,7 @@ from stepwise.serve import start_recovery
 from storage.runs import SqliteRunStore
 from tests.harness import (
     DEMO,
+    OTHER,
     STAFF,
     BotHarness,
     bot_texts,
@@ -56,6 +57,26 @@ async def bot(standin: StandIn, tmp_path: Path) -> AsyncIterator[BotHarness]:
 
 def run_ids(bot: BotHarness) -> list[str]:
     return [row[0] for row in bot.query("SELECT id FROM runs ORDER BY created_at")]
+
+
+async def handled_everything(bot: BotHarness) -> None:
+    """Every update so far was fetched, and every handler has returned."""
+    await until(
+        lambda: (
+            not bot.standin.pending_updates()
+            and bot.app.update_queue.empty()
+            and bot.app.update_processor.current_concurrent_updates == 0
+        ),
+        what="all updates handled",
+    )
+
+
+async def answered_in(bot: BotHarness, chat_id: int) -> list[str]:
+    """Once the chat's only run has finished and its answer is shown: the chat's texts."""
+    await bot.standin.wait_for(lambda: bot.query("SELECT status FROM runs") == [("completed",)])
+    (answer,) = bot.query("SELECT answer FROM runs")[0]
+    await bot.until_text(chat_id, answer)
+    return bot.bot_texts(chat_id)
 
 
 # -- 14: the buttons say what they do -------------------------------------------------------
@@ -211,6 +232,7 @@ async def test_7_webhook_without_a_secret_generates_one_and_refuses_unsigned_pos
         record = await standin.wait_for_call("setWebhook", timeout=20)
         secret = str(record.params.get("secret_token", ""))
         assert re.fullmatch(r"[A-Za-z0-9_-]{32,256}", secret)
+        assert json.loads(str(record.params["allowed_updates"])) == HANDLED_UPDATES  # #1
         update = {
             "update_id": 1,
             "message": standin.inject_message(DEMO, DEMO, "/help"),
@@ -355,3 +377,109 @@ async def test_12_a_signed_out_cookie_stays_dead_after_a_console_restart(tmp_pat
     finally:
         await console.stop()
         await store.close()
+
+
+# -- 1: an edit is never a new request --------------------------------------------------------
+
+HANDLED_UPDATES = ["message", "edited_message", "callback_query"]
+
+
+async def test_1_editing_a_message_starts_nothing_and_gets_a_polite_note(bot: BotHarness) -> None:
+    sent = bot.standin.inject_message(DEMO, DEMO, "where is order A1001")
+    answered = len(await answered_in(bot, DEMO))
+    for text in ("cancel order A1003", "cancel order A1005"):  # edited, then edited again
+        bot.standin.inject_edited_message(DEMO, DEMO, sent["message_id"], text)
+    await bot.standin.wait_for(lambda: len(bot.bot_texts(DEMO)) == answered + 2)
+    assert bot.bot_texts(DEMO)[answered:] == [say("edited", EN)] * 2
+    notes = [m for m in bot.standin.bot_messages(DEMO)[answered:]]
+    assert all(m.reply_to_message_id == sent["message_id"] for m in notes)
+    assert bot.query("SELECT count(*) FROM runs") == [(1,)]
+    assert not any(m.buttons for m in bot.standin.bot_messages(DEMO))
+
+
+async def test_1_the_bot_asks_only_for_the_updates_it_handles(bot: BotHarness) -> None:
+    await bot.standin.wait_for_call("getUpdates")
+    polls = bot.standin.calls("getUpdates")
+    assert all(json.loads(str(c.params["allowed_updates"])) == HANDLED_UPDATES for c in polls)
+
+
+# -- 2: service messages and channel posts are not questions --------------------------------
+
+
+async def test_2_service_messages_and_channel_posts_get_no_reply(bot: BotHarness) -> None:
+    group, channel = -1004, -1_000_000_000_077
+    bot.standin.inject_message(group, DEMO, "where is order A1001")
+    answered = len(await answered_in(bot, group))
+    bot.standin.inject_service_message(group, "new_chat_members", user_id=OTHER)
+    bot.standin.inject_service_message(group, "new_chat_title", user_id=DEMO, title="Shop")
+    bot.standin.inject_service_message(group, "left_chat_member", user_id=OTHER)
+    bot.standin.inject_channel_post(channel, "where is order A1001")
+    bot.standin.inject_channel_post(channel, photo=True)
+    # A sticker after them is answered: everything before it was seen and ignored.
+    bot.standin.inject_message(group, DEMO, sticker=True)
+    await bot.until_text(group, say("text_only", EN))
+    await handled_everything(bot)
+    assert len(bot.bot_texts(group)) == answered + 1
+    assert channel not in bot.standin.state.chats or bot.bot_texts(channel) == []
+    assert bot.query("SELECT count(*) FROM runs") == [(1,)]
+
+
+# -- 3: forum topics: the answer comes in the customer's topic -----------------------------
+
+
+async def test_3_plan_steps_prompt_and_answer_land_in_the_customers_topic(
+    bot: BotHarness,
+) -> None:
+    forum = -1_000_000_000_123
+    bot.standin.add_chat(forum, DEMO, is_forum=True, title="Shop support")
+    topic = bot.standin.add_topic(forum, "My orders", DEMO)
+    bot.standin.inject_message(forum, DEMO, "cancel order A1003", message_thread_id=topic)
+    prompt = await bot.buttons_message(forum)
+    press(bot.standin, forum, prompt, approve=True, user=DEMO)
+    await bot.standin.wait_for(lambda: cancellations(bot) == 1)
+    (run_id,) = run_ids(bot)
+    (answer,) = bot.query("SELECT answer FROM runs WHERE id = ?", run_id)[0]
+    shown = await bot.until_text(forum, answer)
+    messages = bot.standin.bot_messages(forum)
+    assert len(messages) >= 4 and shown in messages  # plan, steps, prompt, answer
+    assert {m.message_thread_id for m in messages} == {topic}
+
+
+# -- 4: presses on messages the bot can no longer see --------------------------------------
+
+
+async def test_4_paging_on_an_inaccessible_message_sends_the_page_anew(
+    bot: BotHarness,
+) -> None:
+    for order in ("A1001", "A1002", "A1003", "A1004", "A1005") * 2:
+        bot.standin.inject_message(DEMO, DEMO, f"where is order {order}")
+    await bot.standin.wait_for(
+        lambda: bot.query("SELECT count(*) FROM runs WHERE status != 'running'") == [(10,)],
+        timeout=20,
+    )
+    bot.standin.inject_message(STAFF, STAFF, "/runs")
+    page = await bot.until_text(STAFF, run_ids(bot)[-1])
+    next_page = page.callback_data[0]
+    # A page too old to be shown to the bot, then one that is gone: each press gets the
+    # page it asked for as a new message; nothing is edited, nobody gets an apology.
+    old = bot.standin.press_button(STAFF, page.message_id, next_page, STAFF, inaccessible=True)
+    gone = bot.standin.press_button(STAFF, page.message_id + 50, next_page, STAFF, forge=True)
+    await bot.standin.wait_for(lambda: len(bot.bot_texts(STAFF)) == 3)
+    assert bot.standin.callback_answers(old) and bot.standin.callback_answers(gone)
+    assert bot.standin.calls("editMessageText", STAFF) == []
+    first, *fresh = bot.standin.bot_messages(STAFF)
+    assert first.text == page.text and first.edit_count == 0
+    assert [m.text for m in fresh] == [fresh[0].text] * 2 and fresh[0].text != page.text
+    assert run_ids(bot)[1] in (fresh[0].text or "")  # the second page: older runs
+
+
+async def test_4_a_confirm_on_an_inaccessible_prompt_still_counts(bot: BotHarness) -> None:
+    bot.standin.inject_message(DEMO, DEMO, "cancel order A1003")
+    prompt = await bot.buttons_message(DEMO)
+    confirm = next(d for d in prompt.callback_data if d.startswith("sw:c:"))
+    query_id = bot.standin.press_button(DEMO, prompt.message_id, confirm, DEMO, inaccessible=True)
+    assert await toast(bot, query_id) == say("toast_confirmed", EN)
+    await bot.standin.wait_for(lambda: cancellations(bot) == 1)
+    (answer,) = bot.query("SELECT answer FROM runs")[0]
+    await bot.until_text(DEMO, answer)
+    assert say("busy", EN) not in bot.bot_texts(DEMO)
