@@ -27,7 +27,7 @@ from telegram.ext import (
 from agent_core.agent import Agent
 from agent_core.models import Language
 from bot.handlers import StepwiseBot
-from bot.progress import TelegramProgress
+from bot.progress import DEFAULT_TYPING, TelegramProgress, Typing
 from bot.ratelimit import SlidingWindowRateLimiter
 from bot.redact import redact_in_logs
 from bot.texts import say
@@ -123,7 +123,12 @@ class Webhook:
 
 
 def build_application(
-    agent: Agent, store: SqliteRunStore, config: BotConfig, *, show_after_s: float = 0.5
+    agent: Agent,
+    store: SqliteRunStore,
+    config: BotConfig,
+    *,
+    show_after_s: float = 0.5,
+    typing: Typing = DEFAULT_TYPING,
 ) -> TelegramApplication:
     """The PTB application around `agent`. Production and tests share it.
 
@@ -141,7 +146,7 @@ def build_application(
         .rate_limiter(SlidingWindowRateLimiter(max_retries=3))
         .build()
     )
-    progress = TelegramProgress(application.bot, store, show_after_s=show_after_s)
+    progress = TelegramProgress(application.bot, store, show_after_s=show_after_s, typing=typing)
     bot = StepwiseBot(agent, store, progress, staff_ids=config.staff_ids)
     application.bot_data["stepwise"] = bot
     new = filters.UpdateType.MESSAGE  # commands and questions: new messages only

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message
-from telegram.constants import ParseMode
+from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
 
 from agent_core.answers import plan_text, step_progress
@@ -47,11 +47,29 @@ def decision_text(run: Run, step_id: str, key: str) -> str:
     return html.escape(f"{icon} {step.goal} — {say(key, run.language)}")
 
 
+@dataclass(frozen=True)
+class Typing:
+    """When a working step shows "typing…": after `after_s`, then every `every_s` (Telegram
+    shows the action for about five seconds, or until the bot's next message)."""
+
+    after_s: float = 1.0
+    every_s: float = 4.0
+
+
+DEFAULT_TYPING = Typing()
+
+
 @dataclass
 class _StepView:
     message_id: int | None = None
     shown_text: str | None = None
     timer: asyncio.Task[None] | None = None
+    typing: asyncio.Task[None] | None = None
+
+    def stop_typing(self) -> None:
+        if self.typing is not None and self.typing is not asyncio.current_task():
+            self.typing.cancel()
+        self.typing = None
 
 
 # The forum topic (`message_thread_id`) the customer wrote in, for the task that asks or
@@ -84,10 +102,18 @@ class ProgressStore(Protocol):
 
 
 class TelegramProgress:
-    def __init__(self, bot: Bot, store: ProgressStore, *, show_after_s: float = 0.5) -> None:
+    def __init__(
+        self,
+        bot: Bot,
+        store: ProgressStore,
+        *,
+        show_after_s: float = 0.5,
+        typing: Typing = DEFAULT_TYPING,
+    ) -> None:
         self._bot = bot
         self._store = store
         self._show_after_s = show_after_s
+        self._typing = typing
         self._views: dict[str, _RunView] = {}
         # Runs whose prompt is being delivered by this process and not yet bound to its
         # message: a press on it waits for the binding instead of finding none (stale).
@@ -120,17 +146,22 @@ class TelegramProgress:
             view = self._views[run.id] = _RunView(run.chat_id, TOPIC.get())
         if kind is EventKind.RUN_PLANNED:
             if run.steps:
-                await self._send_text(run, view, clip_message(html.escape(plan_text(run))))
+                await self._send_text(
+                    run, view, clip_message(html.escape(plan_text(run))), silent=True
+                )
         elif kind is EventKind.STEP_STARTED and event.step_id:
             # Shown only if it is still running a moment later; fast steps appear once, done.
             step_view = view.steps.setdefault(event.step_id, _StepView())
             if step_view.timer is None:
                 step_view.timer = asyncio.create_task(self._show_later(run, view, event.step_id))
+            step_view.stop_typing()
+            step_view.typing = asyncio.create_task(self._type_while_working(run, view))
         elif kind in (EventKind.DECISION_CLAIMED, EventKind.STEP_APPROVED):
             return  # the button handler already showed the decision on the message
         elif kind is EventKind.RUN_FINISHED:
             await self._finish(run, view)
         elif event.step_id:
+            view.steps.setdefault(event.step_id, _StepView()).stop_typing()
             await self._show(run, view, event.step_id)
             if kind is EventKind.STEP_PAUSED:
                 self._drop(run.id)  # a paused run lives in the database, not here
@@ -140,6 +171,17 @@ class TelegramProgress:
         step_view = view.steps[step_id]
         step_view.timer = None
         await self._show(run, view, step_id)
+
+    async def _type_while_working(self, run: Run, view: _RunView) -> None:
+        """ "typing…" while a step works longer than `Typing.after_s` (cancelled when the
+        step's next event arrives)."""
+        await asyncio.sleep(self._typing.after_s)
+        while not view.blocked:
+            action = self._bot.send_chat_action(
+                view.chat_id, ChatAction.TYPING, message_thread_id=view.thread_id
+            )
+            await self._call(run, view, action, quiet=True)
+            await asyncio.sleep(self._typing.every_s)
 
     async def _show(self, run: Run, view: _RunView, step_id: str) -> None:
         step_view = view.steps.setdefault(step_id, _StepView())
@@ -182,7 +224,9 @@ class TelegramProgress:
                 return False
             for attempt in range(1, attempts + 1):
                 if step_view.message_id is None:
-                    result = await self._call(run, view, self._send(view, text, markup))
+                    result = await self._call(
+                        run, view, self._send(view, text, markup, silent=markup is None)
+                    )
                     if isinstance(result, Message):
                         step_view.message_id = result.message_id
                 else:
@@ -253,13 +297,16 @@ class TelegramProgress:
                 await self._show(run, view, step.id)
         self._drop(run.id)
         for part in split_message(html.escape(run.answer or "")):
-            await self._send_text(run, view, part, attempts=ANSWER_DELIVERY_ATTEMPTS)
+            await self._send_text(run, view, part, silent=False, attempts=ANSWER_DELIVERY_ATTEMPTS)
 
-    async def _send_text(self, run: Run, view: _RunView, text: str, *, attempts: int = 1) -> None:
+    async def _send_text(
+        self, run: Run, view: _RunView, text: str, *, silent: bool, attempts: int = 1
+    ) -> None:
         """Send `text` (HTML) as a new message of the run."""
         async with view.lock:
             for attempt in range(1, attempts + 1):
-                sent = await self._call(run, view, self._send(view, text, None), quiet=True)
+                send = self._send(view, text, None, silent=silent)
+                sent = await self._call(run, view, send, quiet=True)
                 if sent is not None or view.blocked:
                     return
                 if attempt < attempts:
@@ -267,14 +314,17 @@ class TelegramProgress:
             log.error("could not deliver a message", extra={"trace_id": run.trace_id})
 
     def _send(
-        self, view: _RunView, text: str, markup: InlineKeyboardMarkup | None
+        self, view: _RunView, text: str, markup: InlineKeyboardMarkup | None, *, silent: bool
     ) -> Awaitable[Message]:
+        """A new message. `silent` ones (the plan, a step's progress) make no sound: a
+        question buzzes the phone only for what needs the customer (the prompt, the answer)."""
         return self._bot.send_message(
             view.chat_id,
             text,
             parse_mode=ParseMode.HTML,
             reply_markup=markup,
             message_thread_id=view.thread_id,
+            disable_notification=silent,
         )
 
     async def _call(
@@ -317,5 +367,6 @@ class TelegramProgress:
         if view is None:
             return
         for step_view in view.steps.values():
+            step_view.stop_typing()
             if step_view.timer is not None and step_view.timer is not asyncio.current_task():
                 step_view.timer.cancel()

@@ -22,6 +22,7 @@ from bot.application import (
     start_application,
     stop_application,
 )
+from bot.progress import DEFAULT_TYPING, Typing
 from bot.recovery import recover
 from bot.redact import redact_in_logs
 from console.server import serve_staff_console
@@ -58,7 +59,9 @@ class ServeOptions:
             raise ValueError(f"--webhook-secret must be {WEBHOOK_SECRET_RULE}") from None
 
 
-def bot_application(runtime: Runtime, *, show_after_s: float = 0.5) -> TelegramApplication:
+def bot_application(
+    runtime: Runtime, *, show_after_s: float = 0.5, typing: Typing = DEFAULT_TYPING
+) -> TelegramApplication:
     """The bot's PTB application on `runtime`, its progress messages attached to the agent."""
     token = runtime.settings.token()
     if token is None:
@@ -68,7 +71,9 @@ def bot_application(runtime: Runtime, *, show_after_s: float = 0.5) -> TelegramA
         api_base_url=runtime.settings.telegram_api_base_url,
         staff_ids=runtime.settings.staff_ids,
     )
-    application = build_application(runtime.agent, runtime.store, config, show_after_s=show_after_s)
+    application = build_application(
+        runtime.agent, runtime.store, config, show_after_s=show_after_s, typing=typing
+    )
     runtime.add_listener(bot_of(application).progress)
     return application
 

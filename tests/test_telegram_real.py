@@ -23,10 +23,11 @@ import httpx
 import pytest
 
 from agent_core.models import Language
+from bot.progress import Typing
 from bot.texts import decision_labels, say
 from console.auth import SESSION_COOKIE
 from console.server import serve_console
-from standin import DEFAULT_TOKEN, StandIn
+from standin import DEFAULT_TOKEN, CallRecord, StandIn
 from standin.formatting import MAX_TEXT_LENGTH, utf16_len
 from stepwise.serve import start_recovery
 from storage.runs import SqliteRunStore
@@ -483,3 +484,55 @@ async def test_4_a_confirm_on_an_inaccessible_prompt_still_counts(bot: BotHarnes
     (answer,) = bot.query("SELECT answer FROM runs")[0]
     await bot.until_text(DEMO, answer)
     assert say("busy", EN) not in bot.bot_texts(DEMO)
+
+
+# -- 15: plan and steps quietly, prompt and answer with a sound; typing while a step works ---
+
+
+def silent(call: CallRecord) -> bool:
+    return call.params.get("disable_notification") in (True, "true", "True")
+
+
+async def test_15_only_the_prompt_and_the_answer_notify(bot: BotHarness) -> None:
+    bot.standin.inject_message(DEMO, DEMO, "cancel order A1003")
+    prompt = await bot.buttons_message(DEMO)
+    press(bot.standin, DEMO, prompt, approve=True, user=DEMO)
+    await bot.standin.wait_for(lambda: cancellations(bot) == 1)
+    (answer,) = bot.query("SELECT answer FROM runs")[0]
+    await bot.until_text(DEMO, answer)
+    sends = bot.standin.calls("sendMessage", DEMO)
+    shown = bot.standin.bot_messages(DEMO)
+    by_kind = {
+        "plan": [c for c in sends if c.result["message_id"] == shown[0].message_id],
+        "prompt": [c for c in sends if "reply_markup" in c.params],
+        "answer": [c for c in sends if c.result["message_id"] == shown[-1].message_id],
+    }
+    steps = [c for c in sends if not any(c in calls for calls in by_kind.values())]
+    assert all(len(calls) == 1 for calls in by_kind.values()) and len(steps) == 1
+    assert silent(by_kind["plan"][0]) and silent(steps[0])
+    assert not silent(by_kind["prompt"][0]) and not silent(by_kind["answer"][0])
+
+
+async def test_15_a_step_still_working_after_a_second_shows_typing_until_it_is_done(
+    standin: StandIn, tmp_path: Path
+) -> None:
+    bot = await start_bot(
+        standin, tmp_path / "bot.db", typing=Typing(after_s=0.3, every_s=0.4),
+        STEPWISE_SHOP_LATENCY_MS="1500",
+    )  # fmt: skip
+    try:
+        bot.standin.inject_message(DEMO, DEMO, "where is order A1001")
+        await answered_in(bot, DEMO)
+        typed = bot.standin.calls("sendChatAction", DEMO)
+        assert [c.params["action"] for c in typed] == ["typing"] * len(typed)
+        assert 3 <= len(typed) <= 4  # at 0.3 s, then every 0.4 s while the 1.5 s step ran
+        finished = bot.standin.calls("sendMessage", DEMO)[-1]
+        assert all(c.started < finished.started for c in typed)  # none after the step
+    finally:
+        await bot.stop()
+
+
+async def test_15_a_quick_step_shows_no_typing(bot: BotHarness) -> None:
+    bot.standin.inject_message(DEMO, DEMO, "where is order A1001")
+    await answered_in(bot, DEMO)
+    assert bot.standin.calls("sendChatAction", DEMO) == []
