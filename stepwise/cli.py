@@ -1,8 +1,9 @@
 """`stepwise`: the command line, the entry point of every way to run the product.
 
-Exit codes: 0 success, 1 the run failed or stopped, 2 bad usage, 3 not found or not
-allowed, 4 storage unavailable right now (locked, read-only, full). Errors go to stderr as
-one line.
+Exit codes: 0 success, 1 the run failed or stopped, 2 bad usage or configuration (a
+bad setting, a STEPWISE_DB that can never be a database), 3 not found or not allowed,
+4 unavailable right now (storage locked, read-only or full; Telegram unreachable at
+start). Errors go to stderr as one line.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from stepwise.commands import (
     CliError,
     cmd_tools_check,
 )
+from stepwise.dbpath import db_path_problem
 from stepwise.runtime import open_runtime
 from stepwise.settings import Settings
 from storage.db import StorageUnavailable
@@ -179,6 +181,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = ".".join(str(p) for p in first["loc"])
         print(f"stepwise: bad setting {where}: {first['msg']}", file=sys.stderr)
         return EXIT_USAGE
+    if args.command != "tools":  # every other command opens the database
+        problem = db_path_problem(settings.db_path)
+        if problem is not None:
+            print(f"stepwise: {problem}", file=sys.stderr)
+            return EXIT_USAGE
     try:
         return asyncio.run(dispatch(settings, args))
     except CliError as exc:

@@ -6,11 +6,13 @@ together: the demo, the tests and the benchmarks build the bot through it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from telegram.error import Forbidden, InvalidToken
+from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError
 
 from bot.application import (
     WEBHOOK_SECRET_RULE,
@@ -32,7 +34,11 @@ from stepwise.signals import stop_signals
 
 log = logging.getLogger(__name__)
 
-EXIT_OK, EXIT_USAGE = 0, 2
+EXIT_OK, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 2, 4
+# Telegram unreachable at start (network down, a wrong TELEGRAM_API_BASE_URL): try again
+# after each of these pauses, one line each, then give up with one line (exit 4). Bounded,
+# so a service manager sees the failure and applies its own restart policy.
+START_RETRY_DELAYS_S = (1.0, 2.0, 4.0)
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,43 @@ def start_recovery(runtime: Runtime, application: TelegramApplication, *, reoffe
     application.create_task(work)
 
 
+async def reach_telegram(
+    application: TelegramApplication,
+    base_url: str,
+    token: str,
+    *,
+    delays: Sequence[float] = START_RETRY_DELAYS_S,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> bool:
+    """Initialize the application (its first call to Telegram), retrying network errors
+    after each of `delays`; one line on stderr per failure. False once it gave up."""
+    attempts = len(delays) + 1
+    for attempt in range(1, attempts + 1):
+        try:
+            await application.initialize()
+            return True
+        except BadRequest:
+            raise
+        except NetworkError as exc:  # connection refused, DNS, timeouts, 5xx
+            reason = str(exc).replace(token, "[REDACTED]")
+            if attempt == attempts:
+                print(
+                    f"stepwise: Telegram unreachable at {base_url} after {attempts} attempts"
+                    f" ({reason}); giving up — check the network and TELEGRAM_API_BASE_URL",
+                    file=sys.stderr,
+                )
+                return False
+            delay = delays[attempt - 1]
+            print(
+                f"stepwise: cannot reach Telegram at {base_url} ({reason}); retrying in"
+                f" {delay:g} s (attempt {attempt}/{attempts})",
+                file=sys.stderr,
+                flush=True,
+            )
+            await sleep(delay)
+    return False
+
+
 async def serve(settings: Settings, options: ServeOptions) -> int:
     """Run the bot until SIGINT/SIGTERM; returns the process exit code."""
     token = settings.token()
@@ -125,10 +168,12 @@ async def serve(settings: Settings, options: ServeOptions) -> int:
             return EXIT_USAGE
         application = bot_application(runtime)
         try:
-            await application.initialize()
+            reached = await reach_telegram(application, settings.telegram_api_base_url, token)
         except InvalidToken:
             print("stepwise: Telegram rejected TELEGRAM_BOT_TOKEN", file=sys.stderr)
             return EXIT_USAGE
+        if not reached:
+            return EXIT_UNAVAILABLE
         with stop_signals() as stop:
             try:
                 await start_application(application, webhook=webhook)
