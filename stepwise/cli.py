@@ -76,19 +76,22 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--user", type=int)
 
     serve = sub.add_parser("serve", help="run the Telegram bot (long polling or --webhook-url)")
-    serve.add_argument("--webhook-url", help="public https URL Telegram should post updates to")
-    serve.add_argument("--webhook-secret", help="secret token Telegram sends with each update")
-    serve.add_argument("--listen", default="127.0.0.1", help="webhook listen address")
-    serve.add_argument("--port", type=int, default=8443, help="webhook listen port")
+    _serve_flags(serve)
     serve.add_argument(
         "--staff-port", type=int, default=8080, help="staff console port (0: no console)"
     )
-    serve.add_argument("--staff-listen", default="127.0.0.1", help="staff console address")
 
     demo = sub.add_parser("demo", help="try the real bot in a browser, no Telegram token needed")
-    demo.add_argument("--chat-port", type=int, default=8090, help="chat page port (0: any free)")
+    _demo_flags(demo)
     demo.add_argument("--staff-port", type=int, default=8080, help="staff console port")
-    demo.add_argument("--bot-api-port", type=int, default=0, help="local Bot API port (0: any)")
+
+    run = sub.add_parser(
+        "run",
+        help="`make run`: serve with a TELEGRAM_BOT_TOKEN (environment or .env), else demo",
+    )
+    _serve_flags(run)
+    _demo_flags(run)
+    run.add_argument("--staff-port", type=int, default=8080, help="staff console port")
 
     standin = sub.add_parser("standin", help="serve the local Bot API stand-in (tests, demos)")
     standin.add_argument("--host", default="127.0.0.1")
@@ -103,6 +106,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _serve_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--webhook-url", help="public https URL Telegram should post updates to")
+    parser.add_argument(
+        "--webhook-secret",
+        help="secret Telegram sends with each update (1-256 of A-Z a-z 0-9 _ -; default: random)",
+    )
+    parser.add_argument("--listen", default="127.0.0.1", help="webhook listen address")
+    parser.add_argument("--port", type=int, default=8443, help="webhook listen port")
+    parser.add_argument("--staff-listen", default="127.0.0.1", help="staff console address")
+
+
+def _demo_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--chat-port", type=int, default=8090, help="chat page port (0: any)")
+    parser.add_argument("--bot-api-port", type=int, default=0, help="local Bot API port (0: any)")
+
+
+def chosen_command(settings: Settings, command: str) -> str:
+    """What `run` (`make run`) means: `serve` when the settings the app reads (the
+    environment or `.env`) have a Telegram token, else the browser `demo`."""
+    if command != "run":
+        return command
+    return "serve" if settings.token() else "demo"
+
+
 async def _serve_or_demo(settings: Settings, args: argparse.Namespace) -> int:
     """`serve` and `demo`: the only commands that need Telegram and the web stack.
 
@@ -110,7 +137,7 @@ async def _serve_or_demo(settings: Settings, args: argparse.Namespace) -> int:
     every one-shot command (`ask`, `confirm`, `runs`, ...) would otherwise load PTB,
     Starlette, uvicorn and aiohttp first, which doubles its start-up (0.45 s → 0.9 s idle).
     """
-    if args.command == "demo":
+    if chosen_command(settings, args.command) == "demo":
         from stepwise.demo import run_demo
 
         return await run_demo(
@@ -158,7 +185,7 @@ async def dispatch(settings: Settings, args: argparse.Namespace) -> int:
         return await cmd_chat(settings, args)
     if args.command == "tools":
         return await cmd_tools_check(settings, args)
-    if args.command in ("demo", "serve"):
+    if args.command in ("demo", "serve", "run"):
         return await _serve_or_demo(settings, args)
     rt = await open_runtime(settings)
     try:

@@ -207,6 +207,14 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def http_status(url: str) -> int | None:
+    """The status of a GET (None while nothing answers): a process in the test's way."""
+    try:
+        return httpx.get(url, timeout=2).status_code
+    except httpx.TransportError:
+        return None
+
+
 async def stop_process(process: subprocess.Popen[str]) -> tuple[int, str, str]:
     """SIGINT, as Ctrl-C; the exit code and everything it printed."""
     process.send_signal(signal.SIGINT)
@@ -536,3 +544,49 @@ async def test_15_a_quick_step_shows_no_typing(bot: BotHarness) -> None:
     bot.standin.inject_message(DEMO, DEMO, "where is order A1001")
     await answered_in(bot, DEMO)
     assert bot.standin.calls("sendChatAction", DEMO) == []
+
+
+# -- 17: `make run` decides from the settings the app reads, .env included ------------------
+
+
+async def test_17_run_serves_telegram_when_the_token_is_only_in_dot_env(
+    standin: StandIn, tmp_path: Path
+) -> None:
+    (tmp_path / ".env").write_text(
+        f"TELEGRAM_BOT_TOKEN={standin.token}\nTELEGRAM_API_BASE_URL={standin.base_url}\n"
+        f"STEPWISE_DB={tmp_path / 'bot.db'}\n"
+    )
+    process = stepwise_process(tmp_path, "run", "--staff-port", "0")
+    try:
+        await standin.wait_for(lambda: standin.active_polls > 0, timeout=20)  # serving
+        standin.inject_message(DEMO, DEMO, "/help")
+        await standin.wait_for(lambda: bot_texts(standin, DEMO) == [say("help", EN)], timeout=10)
+    finally:
+        code, out, err = await stop_process(process)
+    assert code == 0, err
+    assert "stepwise demo" not in out
+
+
+async def test_17_run_without_a_token_is_the_demo_and_takes_its_ports(tmp_path: Path) -> None:
+    port = free_port()
+    env = {"STEPWISE_DB": str(tmp_path / "demo.db")}
+    process = stepwise_process(
+        tmp_path, "run", "--chat-port", str(port), "--staff-port", "0", env=env
+    )
+    try:
+        await until(lambda: http_status(f"http://127.0.0.1:{port}/") == 200, what="chat page")
+    finally:
+        code, out, err = await stop_process(process)
+    assert code == 0, err
+    assert f"http://127.0.0.1:{port}/" in out and "Traceback" not in err
+
+
+def test_17_make_run_calls_stepwise_run_with_the_args() -> None:
+    dry = subprocess.run(
+        ["make", "-n", "run", 'ARGS=--chat-port 9000 --staff-port 9001'],
+        cwd=ROOT, capture_output=True, text=True, timeout=30, check=True,
+    )  # fmt: skip
+    assert (
+        dry.stdout.strip().splitlines()[-1]
+        == ".venv/bin/stepwise run --chat-port 9000 --staff-port 9001"
+    )
