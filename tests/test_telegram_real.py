@@ -39,8 +39,10 @@ from tests.harness import (
     bot_texts,
     press,
     prompt_for,
+    query,
     start_bot,
     until,
+    until_sync,
 )
 from tests.test_console import sign_in
 
@@ -187,7 +189,11 @@ async def test_6_customers_see_their_commands_in_their_language_staff_see_more(
 
 
 def stepwise_process(
-    cwd: Path, *args: str, env: dict[str, str] | None = None
+    cwd: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    merge_stderr: bool = False,
+    process_group: int | None = None,
 ) -> subprocess.Popen[str]:
     """`stepwise ARGS` as a person starts it, in `cwd` (where it looks for `.env`)."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("STEPWISE_", "TELEGRAM_"))}
@@ -196,8 +202,9 @@ def stepwise_process(
         cwd=cwd,
         env={**clean, "PYTHONPATH": str(ROOT), **(env or {})},
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
         text=True,
+        process_group=process_group,
     )
 
 
@@ -590,3 +597,66 @@ def test_17_make_run_calls_stepwise_run_with_the_args() -> None:
         dry.stdout.strip().splitlines()[-1]
         == ".venv/bin/stepwise run --chat-port 9000 --staff-port 9001"
     )
+
+
+# -- 19: Ctrl-C stops cleanly; what it interrupted is finished by the next start ------------
+
+
+async def test_19_a_run_interrupted_by_ctrl_c_is_finished_when_serve_starts(
+    standin: StandIn, tmp_path: Path
+) -> None:
+    db = tmp_path / "bot.db"
+    standin.add_chat(DEMO, DEMO)
+    env = {"STEPWISE_DB": str(db), "STEPWISE_SHOP_LATENCY_MS": "30000"}
+    ask = stepwise_process(tmp_path, "ask", "where is order A1001", "--user", str(DEMO), env=env)
+    await until(lambda: db.exists() and query(db, "SELECT 1 FROM steps WHERE status = 'running'"))
+    code, _, err = await stop_process(ask)
+    assert code == 130 and "Traceback" not in err
+    assert query(db, "SELECT status FROM runs") == [("running",)]
+
+    env = {
+        "STEPWISE_DB": str(db),
+        "TELEGRAM_BOT_TOKEN": standin.token,
+        "TELEGRAM_API_BASE_URL": standin.base_url,
+    }
+    serve = stepwise_process(tmp_path, "serve", "--staff-port", "0", env=env)
+    try:
+        await until(lambda: query(db, "SELECT status FROM runs") == [("completed",)], within=30)
+        (answer,) = query(db, "SELECT answer FROM runs")[0]
+        await standin.wait_for(lambda: answer in bot_texts(standin, DEMO), timeout=10)
+    finally:
+        code, _, err = await stop_process(serve)
+    assert code == 0, err
+
+
+def test_19_ctrl_c_with_the_output_piped_into_a_dying_tee_stops_the_demo_and_frees_its_ports(
+    tmp_path: Path,
+) -> None:
+    """`make run 2>&1 | tee log`, then Ctrl-C: SIGINT to the whole group, tee dies first."""
+    chat_port, staff_port = free_port(), free_port()
+    log = tmp_path / "log"
+    demo = stepwise_process(
+        tmp_path, "demo", "--chat-port", str(chat_port), "--staff-port", str(staff_port),
+        env={"STEPWISE_DB": str(tmp_path / "demo.db")}, merge_stderr=True, process_group=0,
+    )  # fmt: skip
+    assert demo.stdout is not None
+    tee = subprocess.Popen(
+        ["tee", str(log)], stdin=demo.stdout, stdout=subprocess.DEVNULL, process_group=demo.pid
+    )
+    demo.stdout.close()  # only tee reads the demo's output now
+    try:
+        until_sync(lambda: log.exists() and "Press Ctrl-C" in log.read_text(), what="banner")
+        tee.send_signal(signal.SIGINT)
+        tee.wait(timeout=10)
+        os.killpg(demo.pid, signal.SIGINT)
+        until_sync(lambda: demo.poll() is not None, within=20, what="the demo stopped")
+    finally:
+        for process in (demo, tee):
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    assert demo.returncode == 0
+    for port in (chat_port, staff_port):
+        assert http_status(f"http://127.0.0.1:{port}/") is None  # nothing listens any more
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))  # and the port is free to use again
