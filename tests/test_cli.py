@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -305,3 +306,32 @@ def test_18_telegram_unreachable_at_start_retries_a_few_times_then_exits_with_on
         and "giving up" in final
         and TOKEN_ENV["TELEGRAM_BOT_TOKEN"] not in proc.stderr
     )
+
+
+# -- the README a new user follows (issue 11 #20) -------------------------------------------
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+
+
+def _example_lines() -> list[str]:
+    """The README's command examples: every line of its fenced code blocks."""
+    fenced = re.findall(r"```[a-z]*\n(.*?)```", README, re.S)
+    return [line.strip() for block in fenced for line in block.splitlines()]
+
+
+def test_20_every_cli_example_runs_from_a_path_that_exists_after_make_run() -> None:
+    commands = [line for line in _example_lines() if re.match(r"(\S*/)?stepwise \w", line)]
+    assert len(commands) >= 12
+    assert [c for c in commands if not c.startswith(".venv/bin/stepwise ")] == []
+    webhook = re.search(r"`([^`]*--webhook-url[^`]*)`", README)
+    assert webhook is not None and webhook[1].startswith(".venv/bin/stepwise serve ")
+
+
+def test_20_readme_answers_a_new_users_questions() -> None:
+    # Where STEPWISE_STAFF_IDS comes from: your numeric Telegram user id, found two ways.
+    staff = README[README.index("Your Telegram user id") :][:1200]
+    assert "@userinfobot" in staff and ".venv/bin/stepwise runs" in staff
+    # How make run takes the demo's and the bot's flags.
+    assert 'make run ARGS="--chat-port 9000 --staff-port 9001"' in README
+    # Fonts a headless browser needs to show Chinese and emoji.
+    assert "fonts-noto-cjk" in README and "fonts-noto-color-emoji" in README
