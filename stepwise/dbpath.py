@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import tempfile
 from pathlib import Path
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -19,9 +20,9 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 def db_path_problem(path: Path) -> str | None:
     """Why `path` cannot be the database (a sentence naming STEPWISE_DB), or None.
 
-    A missing file is created empty here (SQLite makes an empty file its database), so a
-    directory that refuses new files is found now rather than by SQLite's "unable to
-    open database file" later.
+    For a missing file, a probe file is created (and removed) next to where it will be,
+    so a directory that refuses new files is found now rather than by SQLite's "unable to
+    open database file" later. Nothing is left behind.
     """
     where = f"STEPWISE_DB={path}"
     if path.is_dir():
@@ -34,14 +35,13 @@ def db_path_problem(path: Path) -> str | None:
     if path.exists():
         return _existing_file_problem(path, where)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError:
-        return None  # another process created it just now
+        fd, probe = tempfile.mkstemp(prefix=".stepwise-probe-", dir=parent)
     except OSError as exc:
         if exc.errno in (errno.EROFS, errno.ENOSPC, errno.EDQUOT):
             return None  # a read-only or full disk passes: storage says "try again"
         return f"{where}: cannot create a database file there ({exc.strerror or exc})"
     os.close(fd)
+    os.unlink(probe)
     return None
 
 
