@@ -268,8 +268,8 @@ async def test_help_in_the_users_language(bot: Bot) -> None:
 
 
 async def test_staff_commands_for_staff_only(bot: Bot) -> None:
-    for n in range(10):
-        bot.standin.inject_message(DEMO, DEMO, f"where is order A100{n % 5 + 1}")
+    for n in range(10):  # ten customers: one chat's flood budget would take half a minute
+        bot.standin.inject_message(30000 + n, 30000 + n, f"where is order A100{n % 5 + 1}")
     await bot.standin.wait_for(
         lambda: bot.query("SELECT count(*) FROM runs WHERE status != 'running'") == [(10,)],
         timeout=20,

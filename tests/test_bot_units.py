@@ -28,7 +28,7 @@ from bot.callbacks import (
 )
 from bot.handlers import paused_step_id
 from bot.progress import BLOCKED_NOTE, PROMPT_SHOWN_NOTE
-from bot.ratelimit import SlidingWindow
+from bot.ratelimit import ChatPacer, SlidingWindow, counts_as_message
 from bot.recovery import prompt_lost
 from bot.textsplit import clip_message, split_message, utf16_units, visible_units
 from storage.records import TimelineEntry, format_timeline_entry
@@ -236,3 +236,55 @@ def test_one_timeline_line_for_the_cli_and_the_staff_command() -> None:
         "00:00:00.000 step_retrying s1 attempt 1 tool=get_order error=timeout"
         " decision=retry backoff=0.25s — boom"
     )
+
+
+# -- per-chat pacing (issue 11 #15) --------------------------------------------------------
+
+
+async def test_chat_pacer_lets_a_burst_through_then_one_per_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = [0.0]
+    real_sleep = asyncio.sleep
+
+    async def fake_sleep(seconds: float) -> None:
+        now[0] += seconds
+        await real_sleep(0)
+
+    monkeypatch.setattr("bot.ratelimit.asyncio.sleep", fake_sleep)
+    pacer = ChatPacer(burst=3, interval=1.0, clock=lambda: now[0])
+    sent: list[float] = []
+    for _ in range(6):
+        await pacer.acquire()
+        sent.append(now[0])
+        pacer.release()  # answered at once
+    assert sent == [0.0, 0.0, 0.0, 1.0, 2.0, 3.0]
+    now[0] = 10.0
+    assert pacer.idle  # the bucket is full again
+
+
+async def test_chat_pacer_charges_a_call_when_its_answer_arrives(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A call that took long may have reached the server late: the next waits for that."""
+    now = [0.0]
+    real_sleep = asyncio.sleep
+
+    async def fake_sleep(seconds: float) -> None:
+        now[0] += seconds
+        await real_sleep(0)
+
+    monkeypatch.setattr("bot.ratelimit.asyncio.sleep", fake_sleep)
+    pacer = ChatPacer(burst=1, interval=1.0, clock=lambda: now[0])
+    await pacer.acquire()
+    now[0] = 0.8  # the answer comes 0.8 s later: the server counted it at most then
+    pacer.release()
+    await pacer.acquire()
+    assert now[0] == pytest.approx(1.8)
+    pacer.release()
+
+
+def test_only_messages_spend_a_chats_budget_and_the_numbers_are_telegrams() -> None:
+    assert counts_as_message("sendMessage") and counts_as_message("editMessageText")
+    assert not counts_as_message("sendChatAction") and not counts_as_message("answerCallbackQuery")
+    assert not counts_as_message("getUpdates") and not counts_as_message("setMyCommands")

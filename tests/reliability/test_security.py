@@ -154,8 +154,8 @@ async def test_no_customer_can_touch_another_customers_run(
 async def test_staff_commands_and_paging_refuse_non_staff(standin: StandIn, tmp_path: Path) -> None:
     bot = await start_bot(standin, tmp_path / "bot.db")
     try:
-        for n in range(10):  # enough runs for a second page
-            standin.inject_message(DEMO, DEMO, f"where is order A100{n % 5 + 1}")
+        for n in range(10):  # enough runs for a second page, from ten customers' chats
+            standin.inject_message(30000 + n, 30000 + n, f"where is order A100{n % 5 + 1}")
         await until(
             lambda: bot.query("SELECT count(*) FROM runs WHERE status != 'running'") == [(10,)],
             what="ten runs",
