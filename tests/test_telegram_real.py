@@ -660,3 +660,31 @@ def test_19_ctrl_c_with_the_output_piped_into_a_dying_tee_stops_the_demo_and_fre
         assert http_status(f"http://127.0.0.1:{port}/") is None  # nothing listens any more
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", port))  # and the port is free to use again
+
+
+async def test_8_a_prompt_shown_before_the_upgrade_is_offered_again_and_bound(
+    standin: StandIn, tmp_path: Path
+) -> None:
+    """A paused run from before migration 4 has a `prompt_shown` event but no binding:
+    the next start shows its prompt again, bound, instead of leaving it dead."""
+    db = tmp_path / "bot.db"
+    first = await start_bot(standin, db)
+    standin.inject_message(DEMO, DEMO, "cancel order A1003")
+    old = await first.buttons_message(DEMO)
+    await first.stop()
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE runs SET prompt_chat_id = NULL, prompt_message_id = NULL")
+
+    second = await start_bot(standin, db)
+    try:
+        start_recovery(second.runtime, second.app, reoffer=True)
+        await standin.wait_for(
+            lambda: len([m for m in standin.bot_messages(DEMO) if m.buttons]) == 2
+        )
+        new = standin.bot_messages(DEMO)[-1]
+        assert new.message_id != old.message_id
+        fresh = press(standin, DEMO, new, approve=True, user=DEMO)
+        assert await toast(second, fresh) == say("toast_confirmed", EN)
+        await standin.wait_for(lambda: cancellations(second) == 1)
+    finally:
+        await second.stop()
