@@ -15,12 +15,14 @@ from .clock import Clock, SystemClock
 from .errors import ApiError
 from .flood import FloodLimits
 from .markup import MAX_CALLBACK_DATA_BYTES, Button
-from .records import CallbackAnswer, CallRecord, ShownMessage
+from .records import CallbackAnswer, CallRecord, ShownMessage, WebhookDelivery
 from .server import DEFAULT_TOKEN, StandIn
+from .webhook import SECRET_HEADER, WebhookRetry
 
 __all__ = [
     "DEFAULT_TOKEN",
     "MAX_CALLBACK_DATA_BYTES",
+    "SECRET_HEADER",
     "ApiError",
     "Button",
     "CallRecord",
@@ -30,4 +32,6 @@ __all__ = [
     "ShownMessage",
     "StandIn",
     "SystemClock",
+    "WebhookDelivery",
+    "WebhookRetry",
 ]

@@ -17,6 +17,7 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
+from .botapi import object_problems, update_kinds
 from .formatting import command_entities
 from .markup import buttons
 from .records import CallbackQuery, Chat, StoredMessage, User
@@ -252,9 +253,17 @@ class Events:
     # ----- anything else -----------------------------------------------------------------
 
     def update(self, kind: str, payload: JSON) -> JSON:
-        """Queue any update kind with a payload the test wrote (a deep copy of it)."""
-        if not kind or kind == "update_id":
-            raise ValueError(f"{kind!r} is not an update kind")
+        """Queue any update kind with a payload the test wrote (a deep copy of it).
+
+        The payload must be what Telegram could send: it is checked against the Bot API
+        specification here, so a test cannot feed the bot an impossible update.
+        """
+        if kind not in update_kinds():
+            raise ValueError(f"{kind!r} is not an update kind; Update has {sorted(update_kinds())}")
+        problems = object_problems("Update", {"update_id": 1, kind: payload})
+        if problems:
+            shown = "; ".join(str(problem) for problem in problems[:5])
+            raise ValueError(f"not a {kind} update Telegram could send: {shown}")
         frozen = copy.deepcopy(payload)
         self.state.enqueue(kind, frozen)
         return frozen

@@ -171,7 +171,7 @@ def check_url(url: str) -> str | None:
     return urlunsplit((parts.scheme.lower(), parts.netloc, parts.path or "/", *parts[3:]))
 
 
-def _sorted_entities(entities: list[JSON]) -> tuple[JSON, ...]:
+def sorted_entities(entities: list[JSON]) -> tuple[JSON, ...]:
     """tdlib's order: by offset, longer (outer) entity first, then tdlib's type priority."""
     return tuple(
         sorted(
@@ -284,7 +284,7 @@ class _HtmlParser:
         for entity in self.entities:  # a language survives only on `pre`, as in tdlib
             if entity["type"] == "code":
                 entity.pop("language", None)
-        return FormattedText(result, _sorted_entities(self.entities))
+        return FormattedText(result, sorted_entities(self.entities))
 
     def _error(self, message: str, index: int) -> ParseError:
         return ParseError(message.replace("{at}", str(byte_offset(self.source, index))))

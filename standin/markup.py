@@ -1,8 +1,8 @@
 """Reply markup validation with Telegram's rules and error texts.
 
 The checks that matter in practice are the ones bots fail in production: callback_data
-over 64 bytes (BUTTON_DATA_INVALID), buttons with no action, and markup that is not
-JSON. Only inline keyboards are echoed back on messages, as Telegram does; other markup
+over 64 bytes (BUTTON_DATA_INVALID), buttons with no action or more than one, and markup
+that is not JSON. Only inline keyboards are echoed back on messages, as Telegram does; other markup
 (custom keyboards, removal, force reply) changes what the user sees but not the message.
 """
 
@@ -117,6 +117,11 @@ def _inline_button(button: Any) -> JSON:
     ]
     if not actions:
         raise bad_request(_BUTTON + "Text buttons are unallowed in the inline keyboard")
+    if len(actions) > 1:
+        # The spec: "Exactly one of the optional fields must be used to specify type of the
+        # button." Telegram itself silently keeps the first by its precedence (url, then
+        # callback_data, ...) and drops the others; refusing shows the bot its mistake.
+        raise bad_request(_BUTTON + f"exactly one action is allowed, got {', '.join(actions)}")
     if "callback_data" in actions:
         _check_callback_data(button["callback_data"])
     if "url" in actions:

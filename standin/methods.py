@@ -13,12 +13,12 @@ several modules; the records, parsing, markup and flood rules already live elsew
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .changes import ChangeSignal
+from .commands import command_list, language, scope_key
+from .entities import checked_entities
 from .errors import (
     NOT_MODIFIED,
     POLL_CONFLICT,
@@ -40,6 +40,7 @@ from .markup import inline_keyboard, parse_reply_markup
 from .params import Params
 from .records import CallbackAnswer, Chat, StoredMessage
 from .state import BotState
+from .webhook import check_secret_token, check_webhook_url
 
 JSON = dict[str, Any]
 Handler = Callable[[Params], Awaitable[Any]]
@@ -62,7 +63,6 @@ CHAT_ACTIONS = frozenset(
 MAX_CALLBACK_ANSWER_LENGTH = 200
 # Telegram accepts MarkdownV2 and Markdown; the stand-in refuses them rather than guess.
 HTML_ONLY = "this stand-in supports parse_mode HTML only"
-_COMMAND = re.compile(r"[a-z0-9_]{1,32}")
 
 
 class BotApi:
@@ -160,20 +160,34 @@ class BotApi:
             state.active_polls -= 1
 
     async def set_webhook(self, params: Params) -> bool:
-        """Remembered only: updates are not pushed, getUpdates just starts answering 409."""
+        """Set (or, with an empty url, remove) the webhook; updates are then POSTed to it.
+
+        Checked as Telegram checks it: an HTTPS URL on port 443, 80, 88 or 8443, a secret
+        token of at most 256 of `A-Z a-z 0-9 _ -`, and `max_connections` 1-100 (Telegram
+        clamps it silently; the stand-in refuses what the spec rules out). One relaxation:
+        plain http to a loopback address, so tests can receive updates without TLS.
+        """
         url = params.text("url") or ""
-        if url and not url.lower().startswith("https://"):
-            raise bad_request("bad webhook: An HTTPS URL must be provided for webhook")
+        secret = params.text("secret_token") or ""
+        if url:
+            check_webhook_url(url)
+        check_secret_token(secret)
+        max_connections = params.integer("max_connections")
+        if max_connections is not None and not 1 <= max_connections <= 100:
+            raise bad_request("bad webhook: max_connections must be between 1 and 100")
         self._drop_pending(params)
         allowed = params.json_value("allowed_updates", "can't parse allowed_updates JSON array")
-        self.state.set_allowed_updates(allowed if isinstance(allowed, list) else None)
-        self.state.webhook_url = url
+        state = self.state
+        state.set_allowed_updates(allowed if isinstance(allowed, list) else None)
+        state.webhook_url, state.webhook_secret = url, secret if url else ""
+        state.webhook_max_connections = max_connections or 40
+        state.webhook_error = None
         return True
 
     async def delete_webhook(self, params: Params) -> bool:
-        """Back to getUpdates; optionally drop everything queued so far."""
+        """Back to getUpdates (delivery stops); optionally drop everything queued so far."""
         self._drop_pending(params)
-        self.state.webhook_url = ""
+        self.state.webhook_url, self.state.webhook_secret = "", ""
         return True
 
     def _drop_pending(self, params: Params) -> None:
@@ -181,16 +195,19 @@ class BotApi:
             self.state.updates.clear()
 
     async def get_webhook_info(self, params: Params) -> JSON:
-        """Minimal WebhookInfo: the URL and how many updates wait."""
+        """WebhookInfo: the URL, how many updates wait, and the last delivery failure."""
+        state = self.state
         info: JSON = {
-            "url": self.state.webhook_url,
+            "url": state.webhook_url,
             "has_custom_certificate": False,
-            "pending_update_count": len(self.state.updates),
+            "pending_update_count": len(state.updates),
         }
-        if self.state.webhook_url:
-            info["max_connections"] = 40
-        if self.state.allowed_updates is not None:
-            info["allowed_updates"] = sorted(self.state.allowed_updates)
+        if state.webhook_url:
+            info["max_connections"] = state.webhook_max_connections
+            if state.webhook_error is not None:
+                info["last_error_date"], info["last_error_message"] = state.webhook_error
+        if state.allowed_updates is not None:
+            info["allowed_updates"] = sorted(state.allowed_updates)
         return info
 
     # ----- commands --------------------------------------------------------------------
@@ -198,19 +215,23 @@ class BotApi:
     async def set_my_commands(self, params: Params) -> bool:
         """Store the command list per (scope, language_code), validating like Telegram."""
         commands = params.json_value("commands", "can't parse commands JSON object")
-        if not isinstance(commands, list):
-            raise bad_request('field "commands" must be an Array')
-        self.state.commands[_commands_key(params)] = [_command(item) for item in commands]
+        key = self._commands_key(params)
+        self.state.commands[key] = command_list(commands)
         return True
 
     async def get_my_commands(self, params: Params) -> list[JSON]:
         """The list stored for exactly this scope and language ([] if none)."""
-        return list(self.state.commands.get(_commands_key(params), []))
+        return list(self.state.commands.get(self._commands_key(params), []))
 
     async def delete_my_commands(self, params: Params) -> bool:
         """Forget the list for this scope and language."""
-        self.state.commands.pop(_commands_key(params), None)
+        self.state.commands.pop(self._commands_key(params), None)
         return True
+
+    def _commands_key(self, params: Params) -> tuple[str, str]:
+        scope = params.json_value("scope", "can't parse BotCommandScope JSON object")
+        key = scope_key(scope, self.state.find_chat)
+        return key, language(params.text("language_code"))
 
     # ----- messages --------------------------------------------------------------------
 
@@ -332,10 +353,7 @@ class BotApi:
         chat_id = params.chat_id()
         if chat_id is None:
             raise bad_request("chat_id is empty")
-        if isinstance(chat_id, int):
-            chat = self.state.chats.get(chat_id)
-        else:
-            chat = self.state.chat_by_username(chat_id)
+        chat = self.state.find_chat(chat_id)
         if chat is None:
             raise bad_request("chat not found")
         return chat
@@ -417,7 +435,7 @@ def _formatted(params: Params) -> FormattedText:
     if not parse_mode and params.present("entities"):
         entities = params.json_value("entities", "can't parse entities JSON object")
         if isinstance(entities, list):
-            formatted = FormattedText(formatted.text, tuple(entities))
+            formatted = FormattedText(formatted.text, checked_entities(formatted.text, entities))
     return formatted
 
 
@@ -437,22 +455,3 @@ def _update_reply_keyboard(chat: Chat, markup: JSON | None) -> None:
         chat.reply_keyboard = markup
     elif markup.get("remove_keyboard"):
         chat.reply_keyboard = None
-
-
-def _commands_key(params: Params) -> tuple[str, str]:
-    scope = params.json_value("scope", "can't parse BotCommandScope JSON object")
-    if not isinstance(scope, dict):
-        scope = {"type": "default"}
-    return json.dumps(scope, sort_keys=True), params.text("language_code") or ""
-
-
-def _command(item: Any) -> JSON:
-    if not isinstance(item, dict):
-        raise bad_request("BOT_COMMAND_INVALID")
-    command = str(item.get("command", "")).removeprefix("/")
-    description = item.get("description")
-    if not _COMMAND.fullmatch(command):
-        raise bad_request("BOT_COMMAND_INVALID")
-    if not isinstance(description, str) or not 1 <= len(description) <= 256:
-        raise bad_request("BOT_COMMAND_DESCRIPTION_INVALID")
-    return {"command": command, "description": description}

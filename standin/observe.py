@@ -6,11 +6,11 @@ a sleep). `Controls` (what a test does) builds on this, and `StandIn` inherits b
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 from .changes import ChangeSignal
+from .commands import find_commands
 from .records import CallbackAnswer, CallRecord, ShownMessage, WebhookDelivery
 from .state import BotState
 
@@ -55,9 +55,9 @@ class Observation:
         return self.state.chat(chat_id).reply_keyboard
 
     def commands(self, scope: JSON | None = None, language_code: str = "") -> list[JSON]:
-        """The command list set with setMyCommands for that scope and language."""
-        key = json.dumps(scope or {"type": "default"}, sort_keys=True), language_code
-        return list(self.state.commands.get(key, []))
+        """The command list set with setMyCommands for exactly that scope and language
+        (scopes compare as Telegram resolves them: a chat by id or by @username)."""
+        return find_commands(self.state.commands, scope, language_code, self.state.find_chat)
 
     def pending_updates(self) -> list[JSON]:
         """Updates queued and not yet confirmed by an offset."""

@@ -29,6 +29,7 @@ from .records import CallRecord, User
 from .state import BotState
 from .testapi import add_test_routes
 from .validation import validate_call
+from .webhook import WebhookRetry, WebhookSender
 
 JSON = dict[str, Any]
 
@@ -52,8 +53,10 @@ class StandIn(Controls):
         callback_query_ttl: float | None = None,
         first_update_id: int = 1,
         clock: Clock | None = None,
+        webhook_retry: WebhookRetry | None = None,
     ) -> None:
-        """`flood` defaults to Telegram's guidance; `clock` to the system's Unix time.
+        """`flood` defaults to Telegram's guidance; `clock` to the system's Unix time;
+        `webhook_retry` to Telegram's patience with a failing webhook.
 
         One clock serves message dates, flood windows, callback query expiry and the call
         log, so a fake clock moves all of them together.
@@ -75,6 +78,9 @@ class StandIn(Controls):
         )
         super().__init__(state, ChangeSignal())
         self.api = BotApi(self.state, self.changes, lambda: self._closing)
+        self.webhook = WebhookSender(
+            self.state, self.changes, lambda: self._closing, webhook_retry or WebhookRetry()
+        )
         self._closing = False
         self._runner: web.AppRunner | None = None
         self._url: str | None = None
@@ -100,14 +106,16 @@ class StandIn(Controls):
         self._closing = False
         self._runner = runner
         self._url = f"http://{shown_host}:{bound_port}"
+        self.webhook.start()
         return self.base_url
 
     async def stop(self) -> None:
-        """Answer waiting long polls (with no updates), then close the server."""
+        """Answer waiting long polls (with no updates), end webhook delivery, then close."""
         if self._runner is None:
             return
         self._closing = True
         await self.changes.notify()
+        await self.webhook.stop()
         runner, self._runner = self._runner, None
         await runner.cleanup()
 

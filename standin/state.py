@@ -65,6 +65,9 @@ class BotState:
         self.next_update_id = self.first_update_id
         self.allowed_updates: frozenset[str] | None = None
         self.webhook_url = ""
+        self.webhook_secret = ""
+        self.webhook_max_connections = 40
+        self.webhook_error: tuple[int, str] | None = None  # (date, message) of the last failure
         self.webhook_deliveries: list[WebhookDelivery] = []
         self.commands: dict[tuple[str, str], list[JSON]] = {}
         self.callback_queries: dict[str, CallbackQuery] = {}
@@ -139,6 +142,15 @@ class BotState:
             return self.chats[chat_id]
         except KeyError:
             raise LookupError(f"unknown chat {chat_id}") from None
+
+    def find_chat(self, chat_id: int | str) -> Chat | None:
+        """A chat by id, by id as text, or by "@username", as Telegram resolves chat_id."""
+        if isinstance(chat_id, int):
+            return self.chats.get(chat_id)
+        try:
+            return self.chats.get(int(chat_id.strip()))
+        except ValueError:
+            return self.chat_by_username(chat_id)
 
     def chat_by_username(self, username: str) -> Chat | None:
         """Resolve the "@username" form of chat_id."""
@@ -231,8 +243,16 @@ class BotState:
 
     # ----- updates ---------------------------------------------------------------------
 
-    def enqueue(self, kind: str, payload: JSON) -> Update:
-        """Queue an update with the next update_id."""
+    def enqueue(self, kind: str, payload: JSON) -> Update | None:
+        """Queue an update with the next update_id, if the bot currently wants its kind.
+
+        Telegram applies `allowed_updates` when an update is created, not when it is
+        delivered ("this parameter doesn't affect updates created before the call to
+        getUpdates, so unwanted updates may be received for a short period of time"):
+        an unwanted update is never created, and a queued one stays queued.
+        """
+        if not self._wanted(kind):
+            return None
         update = Update(self.next_update_id, kind, payload)
         self.next_update_id += 1
         self.updates.append(update)
@@ -252,19 +272,18 @@ class BotState:
         if allowed is not None:
             self.allowed_updates = frozenset(allowed) if allowed else None
 
-    def _allowed(self, update: Update) -> bool:
+    def _wanted(self, kind: str) -> bool:
         if self.allowed_updates is None:
-            return update.kind not in _OPT_IN_UPDATES
-        return update.kind in self.allowed_updates
+            return kind not in _OPT_IN_UPDATES
+        return kind in self.allowed_updates
 
     def deliverable(self, limit: int) -> list[Update]:
-        """Pending updates the bot asked for; unwanted kinds are dropped, as Telegram does."""
-        self.updates = [u for u in self.updates if self._allowed(u)]
+        """The oldest pending updates, at most `limit` of them."""
         return self.updates[:limit]
 
     def has_deliverable(self) -> bool:
         """Whether a waiting getUpdates could return now."""
-        return any(self._allowed(u) for u in self.updates)
+        return bool(self.updates)
 
     # ----- faults and the call log -----------------------------------------------------
 

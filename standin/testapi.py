@@ -47,6 +47,8 @@ def add_test_routes(app: web.Application, controls: Controls) -> None:
         "callback_answers": ("GET", endpoints.callback_answers),
         "chat_actions": ("GET", endpoints.chat_actions),
         "calls": ("GET", endpoints.calls),
+        "commands": ("GET", endpoints.commands),
+        "webhook_deliveries": ("GET", endpoints.webhook_deliveries),
         "updates": ("GET", endpoints.updates),
         "stats": ("GET", endpoints.stats),
     }
@@ -275,6 +277,13 @@ class _Endpoints:
     async def calls(self, p: Params) -> list[JSON]:
         records = self.controls.calls(p.text("method"), p.integer("chat_id"))
         return [record.as_dict() for record in records]
+
+    async def commands(self, p: Params) -> list[JSON]:
+        scope = p.json_value("scope", "scope must be a JSON object")
+        return self.controls.commands(scope, p.text("language_code") or "")
+
+    async def webhook_deliveries(self, p: Params) -> list[JSON]:
+        return [delivery.as_dict() for delivery in self.controls.webhook_deliveries()]
 
     async def updates(self, p: Params) -> list[JSON]:
         return self.controls.pending_updates()

@@ -102,6 +102,8 @@ def refusal(problem: Problem, raw: Any) -> ApiError:
             return bad_request(_BAD_VALUE.get(name, f"wrong parameter {name} in request"))
         if isinstance(raw, str) and name in _UNPARSABLE and not _parses(raw):
             return bad_request(_UNPARSABLE[name])
+        if name == "reply_markup":
+            return bad_request("object expected as reply markup")
         return bad_request(f'parameter "{name}" must be of type {problem.expected}')
     prefix = _NESTED_BY_OWNER.get(problem.owner) or _NESTED.get(name, f"can't parse {name}")
     return bad_request(f"{prefix}: {_nested_detail(problem)}")

@@ -161,3 +161,16 @@ async def test_a_test_is_checked_call_by_call_and_only_once(server: StandIn) -> 
     assert problems == ["call #2 sendMessage: sendMessage.colour: not a parameter of sendMessage"]
     assert spec_problems(server) == []  # already reported
     assert spec_problems(server, requests=False) == []
+
+
+async def test_every_update_is_checked_once_whether_polled_or_still_queued(
+    server: StandIn,
+) -> None:
+    server.inject_message(42, text="fine")
+    server.state.enqueue("message", {"message_id": 2, "chat": {"id": 42, "type": "private"}})
+    assert spec_problems(server) == [
+        "queued update: Update.message.date: required field of Message missing"
+    ]
+    async with aiohttp.ClientSession() as http:
+        await http.post(f"{server.base_url}{DEFAULT_TOKEN}/getUpdates", json={})
+    assert spec_problems(server) == []  # delivered now, but already reported

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,11 +18,16 @@ from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 from telegram import (
     Bot,
+    BotCommandScopeAllChatAdministrators,
+    BotCommandScopeChat,
+    BotCommandScopeChatMember,
     InlineKeyboardButton,
     InlineKeyboardMarkup,
     Message,
+    MessageEntity,
     ReplyParameters,
     Update,
 )
@@ -36,7 +42,7 @@ from telegram.error import (
 )
 from telegram.ext import Application, ApplicationBuilder, CallbackQueryHandler, CommandHandler
 
-from standin import DEFAULT_TOKEN, FloodLimits, StandIn
+from standin import DEFAULT_TOKEN, SECRET_HEADER, FloodLimits, StandIn, WebhookRetry
 from standin.formatting import ParseError, parse
 from tests.botapi import assert_conforms
 
@@ -150,15 +156,41 @@ async def test_offset_confirms_updates(bot: Bot, standin: StandIn) -> None:
     assert len(standin.pending_updates()) == 1
 
 
-async def test_allowed_updates_filter_and_persist(bot: Bot, standin: StandIn) -> None:
+async def test_allowed_updates_apply_to_updates_created_after_the_call(
+    bot: Bot, standin: StandIn
+) -> None:
+    # Telegram: allowed_updates "doesn't affect updates created before the call to
+    # getUpdates, so unwanted updates may be received for a short period of time".
     standin.add_chat(CHAT)
     sent = await bot.send_message(CHAT, "Pick", reply_markup=keyboard("a"))
-    standin.inject_message(CHAT, text="ignored: not an allowed kind")
+    standin.inject_message(CHAT, text="queued before the filter")
     standin.press_button(CHAT, sent.message_id, "a")
-    (only,) = await bot.get_updates(allowed_updates=["callback_query"])
-    assert only.callback_query is not None
-    standin.inject_message(CHAT, text="still filtered")
-    assert [u.callback_query is not None for u in await bot.get_updates()] == [True]
+    before = await bot.get_updates(allowed_updates=["callback_query"])
+    assert [(u.message is not None, u.callback_query is not None) for u in before] == [
+        (True, False),
+        (False, True),
+    ]
+    standin.inject_message(CHAT, text="created after: never sent")
+    standin.press_button(CHAT, sent.message_id, "a")
+    offset = before[-1].update_id + 1
+    (after,) = await bot.get_updates(offset=offset)  # the filter persists
+    assert after.callback_query is not None
+    # The default (no allowed_updates yet) leaves out the opt-in kinds.
+    async with StandIn() as fresh, connect(fresh) as other:
+        fresh.inject_update("message_reaction", _reaction())
+        fresh.inject_message(CHAT, text="hi")
+        assert [u.message is not None for u in await other.get_updates()] == [True]
+
+
+def _reaction() -> dict[str, Any]:
+    return {
+        "chat": {"id": CHAT, "type": "private", "first_name": "Test User"},
+        "message_id": 1,
+        "user": {"id": CHAT, "is_bot": False, "first_name": "Test User"},
+        "date": 1_700_000_000,
+        "old_reaction": [],
+        "new_reaction": [{"type": "emoji", "emoji": "👍"}],
+    }
 
 
 async def test_stopping_releases_a_waiting_long_poll(standin: StandIn, bot: Bot) -> None:
@@ -381,8 +413,12 @@ async def test_any_other_update_through_the_escape_hatch(bot: Bot, standin: Stan
     (update,) = await bot.get_updates()
     assert update.chat_join_request is not None
     assert update.chat_join_request.user_chat_id == 7 == queued["user_chat_id"]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not an update kind"):
         standin.inject_update("update_id", {})
+    with pytest.raises(ValueError, match="required field of ChatJoinRequest missing"):
+        without_id = {k: v for k, v in request.items() if k != "user_chat_id"}
+        standin.inject_update("chat_join_request", without_id)  # checked against the spec
+    assert len(standin.pending_updates()) == 1  # only the valid one was queued
 
 
 async def test_update_shapes_over_the_test_api(
@@ -807,6 +843,11 @@ async def test_raw_requests_in_every_encoding(
         ),
         (
             "sendMessage",
+            {"chat_id": CHAT, "text": "x", "reply_markup": 5},
+            "object expected as reply markup",
+        ),
+        (
+            "sendMessage",
             {
                 "chat_id": CHAT,
                 "text": "x",
@@ -913,6 +954,314 @@ async def test_commands_webhook_actions_and_deletion(bot: Bot, standin: StandIn)
     with pytest.raises(BadRequest, match=said("message to delete not found")):
         await bot.delete_message(CHAT, mine["message_id"])
     assert await bot.close() and await bot.log_out()
+
+
+# ----- divergences from Telegram, fixed (issue 11) ----------------------------------------
+
+
+async def test_default_flood_limits_are_a_burst_of_three_then_one_per_second(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PTB_TIMEDELTA", "true")
+    assert (FloodLimits().per_chat, FloodLimits().per_chat_interval) == (3, 1.0)
+    clock = FakeClock()
+    async with StandIn(clock=clock) as standin, connect(standin) as bot:
+        standin.add_chat(CHAT)
+        first = await bot.send_message(CHAT, "1", reply_markup=keyboard("a"))
+        await bot.send_message(CHAT, "2")
+        await bot.edit_message_text("1, edited", CHAT, first.message_id)  # edits count too
+        with pytest.raises(RetryAfter) as caught:
+            await bot.send_message(CHAT, "4")
+        assert caught.value.retry_after.total_seconds() == 1  # type: ignore[union-attr]
+        query_id = standin.press_button(CHAT, first.message_id, "a", forge=True)
+        assert await bot.answer_callback_query(query_id)  # not counted
+        assert await bot.send_chat_action(CHAT, "typing")  # not counted
+        standin.add_chat(CHAT + 1)
+        await bot.send_message(CHAT + 1, "another chat has its own budget")
+        for _ in range(3):  # sustained: one per second
+            clock.advance(1.0)
+            await bot.send_message(CHAT, "steady")
+            with pytest.raises(RetryAfter):
+                await bot.send_message(CHAT, "too soon")
+        clock.advance(10)  # an idle chat earns its burst back, no more
+        for _ in range(3):
+            await bot.send_message(CHAT, "burst")
+        with pytest.raises(RetryAfter):
+            await bot.send_message(CHAT, "over")
+        assert standin.flood_refusals(CHAT) == 5
+
+
+async def test_a_too_late_answer_gets_telegrams_400(http: aiohttp.ClientSession) -> None:
+    clock = FakeClock()
+    async with StandIn(callback_query_ttl=15, clock=clock) as standin, connect(standin) as bot:
+        standin.add_chat(CHAT)
+        sent = await bot.send_message(CHAT, "Pick", reply_markup=keyboard("a"))
+        in_time = standin.press_button(CHAT, sent.message_id, "a")
+        late = standin.press_button(CHAT, sent.message_id, "a")
+        clock.advance(15)
+        assert await bot.answer_callback_query(in_time)  # at the limit: still in time
+        clock.advance(0.5)
+        status, body = await raw(
+            http,
+            f"{standin.base_url}{DEFAULT_TOKEN}/answerCallbackQuery",
+            json={"callback_query_id": late, "text": "too late"},
+        )
+    assert (status, body["description"]) == (
+        400,
+        "Bad Request: query is too old and response timeout expired or query ID is invalid",
+    )
+    assert StandIn().state.callback_query_ttl is None  # the default stays configurable: none
+
+
+async def test_an_inline_button_has_exactly_one_action(bot: Bot, standin: StandIn) -> None:
+    standin.add_chat(CHAT)
+    both = {"text": "Go", "callback_data": "go", "url": "https://example.com"}
+    with pytest.raises(
+        BadRequest, match=said("exactly one action is allowed, got url, callback_data")
+    ):
+        await bot.send_message(CHAT, "x", reply_markup={"inline_keyboard": [[both]]})  # type: ignore[arg-type]
+    with pytest.raises(BadRequest, match=said("text buttons are unallowed in the inline keyboard")):
+        await bot.send_message(CHAT, "x", reply_markup={"inline_keyboard": [[{"text": "Go"}]]})  # type: ignore[arg-type]
+    await bot.send_message(CHAT, "ok", reply_markup=keyboard("go"))
+    assert [m.text for m in standin.chat_messages(CHAT)] == ["ok"]
+
+
+async def test_set_my_commands_limits_and_scopes(
+    bot: Bot, standin: StandIn, http: aiohttp.ClientSession
+) -> None:
+    standin.add_chat(CHAT, username="ana")
+    group = -1001234567890
+    standin.inject_message(group, 7, "hi")
+    help_ = [("help", "Help")]
+    refused = [
+        ({"commands": [("c", "d")] * 101}, "BOT_COMMANDS_TOO_MUCH"),
+        ({"commands": [("x" * 33, "d")]}, "BOT_COMMAND_INVALID"),
+        ({"commands": [("help", "")]}, "BOT_COMMAND_DESCRIPTION_INVALID"),
+        ({"commands": [("help", "d" * 257)]}, "BOT_COMMAND_DESCRIPTION_INVALID"),
+        ({"commands": help_, "language_code": "eng"}, "LANG_CODE_INVALID"),
+        ({"commands": help_, "scope": BotCommandScopeChat(777)}, "chat not found"),
+        (
+            {"commands": help_, "scope": BotCommandScopeChatMember(group, 0)},
+            "can't parse BotCommandScope: Invalid user_id specified",
+        ),
+    ]
+    for kwargs, description in refused:
+        with pytest.raises(BadRequest, match=said(description)):
+            await bot.set_my_commands(**kwargs)  # type: ignore[arg-type]
+    assert await bot.set_my_commands([("a" * 32, "d" * 256)] * 100)  # the limits themselves
+
+    await bot.set_my_commands([("start", "Start")], language_code="zh")
+    await bot.set_my_commands([("runs", "Runs")], scope=BotCommandScopeChat("@ana"))
+    await bot.set_my_commands([("mod", "Moderate")], scope=BotCommandScopeChatMember(group, 7))
+    await bot.set_my_commands([("admin", "Admin")], scope=BotCommandScopeAllChatAdministrators())
+    assert [c.command for c in await bot.get_my_commands(language_code="zh")] == ["start"]
+    assert [c.command for c in await bot.get_my_commands(scope=BotCommandScopeChat(CHAT))] == [
+        "runs"
+    ]
+    assert await bot.get_my_commands(scope=BotCommandScopeChat(CHAT), language_code="zh") == ()
+    assert standin.commands({"type": "chat", "chat_id": CHAT})[0]["command"] == "runs"
+    assert standin.commands({"type": "chat_member", "chat_id": group, "user_id": 7}) == [
+        {"command": "mod", "description": "Moderate"}
+    ]
+    assert standin.commands({"type": "all_chat_administrators"})[0]["command"] == "admin"
+    assert standin.commands(language_code="zh") == [{"command": "start", "description": "Start"}]
+    scope = json.dumps({"type": "chat", "chat_id": "@ana"})
+    async with http.get(f"{standin.url}/_test/commands", params={"scope": scope}) as response:
+        assert [c["command"] for c in (await response.json())["result"]] == ["runs"]
+    assert await bot.delete_my_commands(scope=BotCommandScopeChat(CHAT))
+    assert standin.commands({"type": "chat", "chat_id": CHAT}) == []
+
+
+async def test_explicit_entities_are_checked_in_utf16(bot: Bot, standin: StandIn) -> None:
+    standin.add_chat(CHAT)
+    text = "😀 bold"  # the emoji is two UTF-16 units: "bold" is at 3, not 2
+    sent = await bot.send_message(CHAT, text, entities=[MessageEntity("bold", 3, 4)])
+    assert [(e.offset, e.length) for e in sent.entities] == [(3, 4)]
+    refused = [
+        (
+            MessageEntity("bold", 3, 5),
+            "entity beginning at UTF-16 offset 3 ends after the end of the text at UTF-16 offset 8",
+        ),
+        (MessageEntity("bold", 9, 1), "entity begins after the end of the text at UTF-16 offset 9"),
+        (MessageEntity("bold", -1, 1), "receive an entity with incorrect offset -1"),
+        (MessageEntity("bold", 0, -2), "receive an entity with incorrect length -2"),
+        (MessageEntity("text_link", 0, 1), "can't parse MessageEntity: Can't find field \"url\""),
+        (
+            MessageEntity("text_link", 0, 1, url="not a url"),
+            "entity URL 'not a url' is invalid: Wrong HTTP URL",
+        ),
+        (MessageEntity("blink", 0, 1), "can't parse MessageEntity: Unsupported type specified"),
+    ]
+    for entity, description in refused:
+        with pytest.raises(BadRequest, match=said(description)):
+            await bot.send_message(CHAT, text, entities=[entity])
+    edited = await bot.edit_message_text(
+        text, CHAT, sent.message_id, entities=[MessageEntity("italic", 0, 2)]
+    )
+    assert not isinstance(edited, bool) and edited.entities[0].type == "italic"
+    with pytest.raises(BadRequest, match=said("ends after the end of the text")):
+        await bot.edit_message_text(
+            "short", CHAT, sent.message_id, entities=[MessageEntity("bold", 0, 6)]
+        )
+
+
+async def test_webhook_settings_are_checked(bot: Bot, standin: StandIn) -> None:
+    refused = [
+        (
+            {"url": "http://example.com/hook"},
+            "bad webhook: an https url must be provided for webhook",
+        ),
+        (
+            {"url": "https://example.com:1234/hook"},
+            "bad webhook: webhook can be set up only on ports 80, 88, 443 or 8443",
+        ),
+        (
+            {"url": "https://example.com/hook", "secret_token": "a b"},
+            "secret token contains unallowed characters",
+        ),
+        (
+            {"url": "https://example.com/hook", "secret_token": "s+/="},
+            "secret token contains unallowed characters",
+        ),
+        (
+            {"url": "https://example.com/hook", "secret_token": "s" * 257},
+            "secret token is too long",
+        ),
+        (
+            {"url": "https://example.com/hook", "max_connections": 0},
+            "max_connections must be between 1 and 100",
+        ),
+        (
+            {"url": "https://example.com/hook", "max_connections": 101},
+            "max_connections must be between 1 and 100",
+        ),
+    ]
+    for kwargs, description in refused:
+        with pytest.raises(BadRequest, match=said(description)):
+            await bot.set_webhook(**kwargs)  # type: ignore[arg-type]
+        assert (await bot.get_webhook_info()).url == ""
+    secret = "A-z_0-9" + "s" * 249  # 256 characters
+    assert await bot.set_webhook(
+        "https://example.com:8443/hook", secret_token=secret, max_connections=100
+    )
+    info = await bot.get_webhook_info()
+    assert (info.url, info.max_connections) == ("https://example.com:8443/hook", 100)
+    assert await bot.set_webhook("")  # an empty url removes it
+    assert (await bot.get_webhook_info()).url == ""
+
+
+class WebhookReceiver:
+    """A bot's webhook endpoint for tests: answers with the statuses it is told to."""
+
+    def __init__(self, statuses: list[int]) -> None:
+        self.statuses = statuses
+        self.received: list[tuple[dict[str, Any], str | None]] = []
+        self.runner: web.AppRunner | None = None
+        self.url = ""
+
+    async def handle(self, request: web.Request) -> web.Response:
+        self.received.append((await request.json(), request.headers.get(SECRET_HEADER)))
+        return web.Response(status=self.statuses.pop(0) if self.statuses else 200)
+
+    async def __aenter__(self) -> WebhookReceiver:
+        app = web.Application()
+        app.router.add_post("/telegram", self.handle)
+        self.runner = web.AppRunner(app)
+        await self.runner.setup()
+        await web.TCPSite(self.runner, "127.0.0.1", 0).start()
+        self.url = f"http://127.0.0.1:{self.runner.addresses[0][1]}/telegram"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.runner is not None
+        await self.runner.cleanup()
+
+
+FAST_RETRY = WebhookRetry(attempts=3, first_delay=0.01)
+
+
+async def test_a_webhook_gets_every_update_by_post_with_the_secret_and_retries() -> None:
+    async with (
+        WebhookReceiver([500, 502]) as receiver,
+        StandIn(webhook_retry=FAST_RETRY) as standin,
+        connect(standin) as bot,
+    ):
+        standin.inject_message(CHAT, text="queued before the webhook")
+        assert await bot.set_webhook(receiver.url, secret_token="s3cret_-")
+        standin.inject_message(CHAT, text="after")
+        await standin.wait_for(
+            lambda: len(receiver.received) == 4 and not standin.pending_updates()
+        )
+        texts = [update["message"]["text"] for update, _ in receiver.received]
+        assert texts == ["queued before the webhook"] * 3 + ["after"]  # 500, 502, then 200
+        assert {secret for _, secret in receiver.received} == {"s3cret_-"}
+        assert [d.status for d in standin.webhook_deliveries()] == [500, 502, 200, 200]
+        info = await bot.get_webhook_info()
+        assert info.last_error_message == "Wrong response from the webhook: 502 Bad Gateway"
+        assert info.pending_update_count == 0
+        with pytest.raises(Conflict, match="webhook is active"):
+            await bot.get_updates()
+
+        assert await bot.delete_webhook()
+        standin.inject_message(CHAT, text="kept for getUpdates")
+        (update,) = await bot.get_updates()
+        assert update.message is not None and update.message.text == "kept for getUpdates"
+        assert len(receiver.received) == 4  # nothing was posted after deleteWebhook
+
+
+async def test_a_webhook_that_keeps_failing_loses_the_update_after_bounded_retries() -> None:
+    async with (
+        WebhookReceiver([500] * 3) as receiver,
+        StandIn(webhook_retry=FAST_RETRY) as standin,
+        connect(standin) as bot,
+    ):
+        await bot.set_webhook(receiver.url)
+        standin.inject_message(CHAT, text="lost")
+        standin.inject_message(CHAT, text="next")
+        await standin.wait_for(lambda: len(receiver.received) == 4)
+        assert [u["message"]["text"] for u, _ in receiver.received] == ["lost"] * 3 + ["next"]
+        assert receiver.received[0][1] is None  # no secret, no header
+    async with StandIn(webhook_retry=FAST_RETRY) as standin, connect(standin) as bot:
+        await bot.set_webhook("http://127.0.0.1:9/telegram")  # nothing listens there
+        standin.inject_message(CHAT, text="refused")
+        await standin.wait_for(lambda: len(standin.webhook_deliveries()) == 3)
+        assert (await bot.get_webhook_info()).last_error_message == "Connection refused"
+
+
+async def test_a_ptb_application_in_webhook_mode_round_trip(standin: StandIn) -> None:
+    async def echo(update: Update, context: Any) -> None:
+        assert update.effective_chat is not None and update.effective_message is not None
+        await context.bot.send_message(
+            update.effective_chat.id, f"got {update.effective_message.text}"
+        )
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    app: Application[Any, Any, Any, Any, Any, Any] = (
+        ApplicationBuilder()
+        .token(DEFAULT_TOKEN)
+        .base_url(standin.base_url)
+        .base_file_url(standin.base_file_url)
+        .build()
+    )
+    app.add_handler(CommandHandler("start", echo))
+    async with app:
+        await app.start()
+        assert app.updater is not None
+        await app.updater.start_webhook(
+            listen="127.0.0.1",
+            port=port,
+            url_path="telegram",
+            webhook_url=f"http://127.0.0.1:{port}/telegram",
+            secret_token="s3cret",
+        )
+        standin.inject_message(CHAT, text="/start")
+        (answer,) = await standin.wait_for_bot_messages(CHAT, timeout=8)
+        await app.updater.stop()
+        await app.stop()
+    assert answer.text == "got /start"
+    assert standin.webhook_deliveries()[0].ok
 
 
 # ----- the test-side HTTP API ---------------------------------------------------------------

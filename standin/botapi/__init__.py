@@ -22,6 +22,9 @@ type is not `String`; and since Telegram reads every top-level parameter as text
 is a valid top-level `String`. Values inside JSON objects are typed strictly, as Telegram's
 JSON parser types them. Each problem is a `Problem` (structured, so the stand-in can word it
 as Telegram does); `check_*` return them as one line each, [] when all conforms.
+
+One idea at a little over 400 lines: the spec's type system (scalars, arrays, objects,
+unions, closed string sets) as one recursive checker; its parts mean nothing apart.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ stand-in cannot drift from Telegram without the suite noticing.
 
 from __future__ import annotations
 
-import json
 import weakref
+from dataclasses import dataclass, field
 from typing import Any
 
 from standin import StandIn
@@ -43,48 +43,59 @@ __all__ = [
     "version",
 ]
 
-# How far each stand-in's call log and webhook deliveries have been checked, so a harness
-# stop and the fixture's teardown never report the same thing twice.
-_checked: weakref.WeakKeyDictionary[StandIn, tuple[int, int]] = weakref.WeakKeyDictionary()
+
+@dataclass
+class _Progress:
+    """How far one stand-in has been checked, so a harness stop and the fixture's teardown
+    never report the same thing twice."""
+
+    calls: int = 0
+    deliveries: int = 0
+    updates: set[int] = field(default_factory=set)  # update_ids already checked
+
+
+_checked: weakref.WeakKeyDictionary[StandIn, _Progress] = weakref.WeakKeyDictionary()
 
 
 def spec_problems(standin: StandIn, *, requests: bool = True) -> list[str]:
-    """Problems in the calls and deliveries since the last check of this stand-in.
+    """Problems in the calls, updates and deliveries since the last check of this stand-in.
 
-    `requests=False` checks only what the stand-in answered and delivered (for tests that
-    send malformed requests on purpose).
+    Every update is checked once: whether long-polled (getUpdates results), posted to a
+    webhook, or still queued. `requests=False` checks only what the stand-in answered and
+    delivered (for tests that send malformed requests on purpose).
     """
+    progress = _checked.setdefault(standin, _Progress())
     calls, deliveries = standin.state.calls, standin.webhook_deliveries()
-    call_start, delivery_start = _checked.get(standin, (0, 0))
-    finished = 0  # check up to the first call still in flight; the rest waits for next time
-    while call_start + finished < len(calls) and calls[call_start + finished].status is not None:
-        finished += 1
-    _checked[standin] = (call_start + finished, len(deliveries))
+    start = progress.calls
+    while progress.calls < len(calls) and calls[progress.calls].status is not None:
+        progress.calls += 1  # up to the first call still in flight; the rest waits
     problems: list[str] = []
-    seen: set[str] = set()
-    for record in calls[call_start : call_start + finished]:
+    for record in calls[start : progress.calls]:
         label = f"call #{record.seq} {record.method}"
         if requests:
             problems += [f"{label}: {p}" for p in check_call(record.method, record.params)]
         if not record.ok:
             continue
         if record.method.lower() == "getupdates" and isinstance(record.result, list):
-            problems += _updates(label, record.result, seen)
+            problems += _updates(label, record.result, progress)
         else:
             problems += [f"{label}: {p}" for p in check_result(record.method, record.result)]
-    for delivery in deliveries[delivery_start:]:
-        problems += _updates("webhook delivery", [delivery.update], seen)
+    for delivery in deliveries[progress.deliveries :]:
+        problems += _updates("webhook delivery", [delivery.update], progress)
+    progress.deliveries = len(deliveries)
+    problems += _updates("queued update", standin.pending_updates(), progress)
     return problems
 
 
-def _updates(label: str, updates: list[Any], seen: set[str]) -> list[str]:
+def _updates(label: str, updates: list[Any], progress: _Progress) -> list[str]:
     """Each update once, however often it was re-sent before being confirmed."""
     problems: list[str] = []
     for update in updates:
-        key = json.dumps(update, sort_keys=True)
-        if key in seen:
-            continue
-        seen.add(key)
+        update_id = update.get("update_id") if isinstance(update, dict) else None
+        if isinstance(update_id, int):
+            if update_id in progress.updates:
+                continue
+            progress.updates.add(update_id)
         problems += [f"{label}: {p}" for p in check_object("Update", update)]
     return problems
 
