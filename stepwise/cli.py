@@ -97,7 +97,12 @@ def build_parser() -> argparse.ArgumentParser:
     standin.add_argument("--host", default="127.0.0.1")
     standin.add_argument("--port", type=int, default=8081, help="0 picks a free port")
     standin.add_argument("--token", default=None, help="default: the stand-in's test token")
-    standin.add_argument("--per-chat-limit", type=int, default=20, help="messages/edits per second")
+    standin.add_argument(
+        "--per-chat-limit",
+        type=int,
+        default=3,
+        help="messages/edits a chat may burst, then one per second (Telegram: about 3)",
+    )
     standin.add_argument("--group-limit", type=int, default=20, help="messages per minute")
     standin.add_argument("--global-limit", type=int, default=30, help="messages per second")
     standin.add_argument(

@@ -24,10 +24,11 @@ import pytest
 
 from agent_core.models import Language
 from bot.progress import Typing
+from bot.ratelimit import CHAT_BURST, CHAT_INTERVAL_S, counts_as_message
 from bot.texts import decision_labels, say
 from console.auth import SESSION_COOKIE
 from console.server import serve_console
-from standin import DEFAULT_TOKEN, CallRecord, StandIn
+from standin import DEFAULT_TOKEN, CallRecord, FloodLimits, StandIn
 from standin.formatting import MAX_TEXT_LENGTH, utf16_len
 from stepwise.serve import start_recovery
 from storage.runs import SqliteRunStore
@@ -688,3 +689,30 @@ async def test_8_a_prompt_shown_before_the_upgrade_is_offered_again_and_bound(
         await standin.wait_for(lambda: cancellations(second) == 1)
     finally:
         await second.stop()
+
+
+async def test_15_a_fast_run_in_one_chat_stays_under_telegrams_per_chat_limit(
+    bot: BotHarness,
+) -> None:
+    """The stand-in's realistic limit (a burst of 3, then about 1/s per chat): four quick
+    questions and a cancellation in one chat, every message delivered, not one 429."""
+    assert bot.standin.state.limits == FloodLimits()  # the realistic defaults
+    for order in ("A1001", "A1002", "A1004", "A1005"):
+        bot.standin.inject_message(DEMO, DEMO, f"where is order {order}")
+    bot.standin.inject_message(DEMO, DEMO, "cancel order A1003")
+    prompt = await bot.buttons_message(DEMO, within=30)
+    press(bot.standin, DEMO, prompt, approve=True, user=DEMO)
+    await bot.standin.wait_for(
+        lambda: bot.query("SELECT count(*) FROM runs WHERE status = 'completed'") == [(5,)],
+        timeout=30,
+    )
+    answers = [a for (a,) in bot.query("SELECT answer FROM runs ORDER BY created_at")]
+    await bot.standin.wait_for(lambda: all(a in bot.bot_texts(DEMO) for a in answers), timeout=30)
+    sent = [c for c in bot.standin.calls(chat_id=DEMO) if counts_as_message(c.method)]
+    assert len(sent) >= 16  # plans, steps, prompt, answers and the decision's edits
+    assert bot.standin.flood_refusals(DEMO) == 0 and bot.standin.served_429 == 0
+
+
+def test_15_the_bots_pace_is_the_stand_ins_realistic_limit() -> None:
+    limits = FloodLimits()
+    assert (limits.per_chat, limits.per_chat_interval) == (CHAT_BURST, CHAT_INTERVAL_S)

@@ -14,9 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from standin import FloodLimits, StandIn
+from standin import StandIn
 
 from .conftest import (
     DEMO,
@@ -43,9 +41,6 @@ def _toast(standin: StandIn, query_id: str) -> str:
     return answers[0].text or "" if answers else ""
 
 
-# Not a flood test: until the bot paces itself per chat (issue 11, bot side), the realistic
-# default (a burst of 3, then 1/s per chat) only slows it into a timeout. Remove then.
-@pytest.mark.standin(flood=FloodLimits(per_chat=1000))
 async def test_no_customer_can_touch_another_customers_run(
     standin: StandIn, tmp_path: Path
 ) -> None:
@@ -156,9 +151,6 @@ async def test_no_customer_can_touch_another_customers_run(
         await bot.stop()
 
 
-# Not a flood test: until the bot paces itself per chat (issue 11, bot side), the realistic
-# default (a burst of 3, then 1/s per chat) only slows it into a timeout. Remove then.
-@pytest.mark.standin(flood=FloodLimits(per_chat=1000))
 async def test_staff_commands_and_paging_refuse_non_staff(standin: StandIn, tmp_path: Path) -> None:
     bot = await start_bot(standin, tmp_path / "bot.db")
     try:
