@@ -28,7 +28,7 @@ from bot.ratelimit import CHAT_BURST, CHAT_INTERVAL_S, counts_as_message
 from bot.texts import decision_labels, say
 from console.auth import SESSION_COOKIE
 from console.server import serve_console
-from standin import DEFAULT_TOKEN, CallRecord, FloodLimits, StandIn
+from standin import DEFAULT_TOKEN, CallRecord, FloodLimits, ShownMessage, StandIn
 from standin.formatting import MAX_TEXT_LENGTH, utf16_len
 from stepwise.serve import start_recovery
 from storage.runs import SqliteRunStore
@@ -716,3 +716,40 @@ async def test_15_a_fast_run_in_one_chat_stays_under_telegrams_per_chat_limit(
 def test_15_the_bots_pace_is_the_stand_ins_realistic_limit() -> None:
     limits = FloodLimits()
     assert (limits.per_chat, limits.per_chat_interval) == (CHAT_BURST, CHAT_INTERVAL_S)
+
+
+async def test_7_webhook_mode_end_to_end_the_stand_in_posting_with_the_generated_secret(
+    standin: StandIn, tmp_path: Path
+) -> None:
+    port = free_port()
+    env = {
+        "TELEGRAM_BOT_TOKEN": standin.token,
+        "TELEGRAM_API_BASE_URL": standin.base_url,
+        "STEPWISE_DB": str(tmp_path / "bot.db"),
+    }
+    url = f"http://127.0.0.1:{port}"  # Telegram allows plain http to loopback only
+    process = stepwise_process(
+        tmp_path, "serve", "--webhook-url", url, "--port", str(port), "--staff-port", "0",
+        env=env,
+    )  # fmt: skip
+    try:
+        await standin.wait_for_call("setWebhook", timeout=20)
+        standin.inject_channel_post(-1_000_000_000_077, "not for the bot")  # not asked for
+        standin.inject_message(DEMO, DEMO, "cancel order A1003")
+        prompt = await first_buttons(standin, DEMO)
+        press(standin, DEMO, prompt, approve=True, user=DEMO)
+        db = tmp_path / "bot.db"
+        await until(lambda: query(db, "SELECT status FROM runs") == [("completed",)], within=30)
+        (answer,) = query(db, "SELECT answer FROM runs")[0]
+        await standin.wait_for(lambda: answer in bot_texts(standin, DEMO), timeout=20)
+        assert query(db, "SELECT count(*) FROM shop_cancellations") == [(1,)]
+        assert standin.calls("getUpdates") == []  # every update came by POST
+        assert bot_texts(standin, -1_000_000_000_077) == []
+    finally:
+        code, _, err = await stop_process(process)
+    assert code == 0, err
+
+
+async def first_buttons(standin: StandIn, chat_id: int) -> ShownMessage:
+    await standin.wait_for(lambda: any(m.buttons for m in standin.bot_messages(chat_id)), 20)
+    return next(m for m in standin.bot_messages(chat_id) if m.buttons)
