@@ -73,15 +73,12 @@ def command_menus(staff_ids: frozenset[int]) -> list[CommandMenu]:
 # and webhook alike): channel posts, reactions, membership changes… are never delivered.
 ALLOWED_UPDATES = [Update.MESSAGE, Update.EDITED_MESSAGE, Update.CALLBACK_QUERY]
 
+# A person writing, not a channel: a channel's post that Telegram forwards into its
+# discussion group, or a message sent on behalf of a chat, is nobody asking the bot.
+PEOPLE = ~filters.SenderChat.ALL & ~filters.IS_AUTOMATIC_FORWARD
 # Something a customer sent that is not text (a sticker, a photo, a voice note): answered
-# "text only". Service messages ("X joined", a new title, a pin, a topic created) and
-# messages a channel posts into its discussion group are nobody talking to the bot.
-CUSTOMER_CONTENT = (
-    ~filters.COMMAND
-    & ~filters.StatusUpdate.ALL
-    & ~filters.SenderChat.ALL
-    & ~filters.IS_AUTOMATIC_FORWARD
-)
+# "text only". Service messages ("X joined", a new title, a pin, a topic created) are not.
+CUSTOMER_CONTENT = PEOPLE & ~filters.COMMAND & ~filters.StatusUpdate.ALL
 
 
 @dataclass(frozen=True)
@@ -154,7 +151,9 @@ def build_application(
     application.add_handler(CommandHandler("runs", bot.runs, filters=new))
     application.add_handler(CommandHandler("run", bot.run_timeline, filters=new))
     application.add_handler(CommandHandler("stats", bot.stats, filters=new))
-    application.add_handler(MessageHandler(new & filters.TEXT & ~filters.COMMAND, bot.text))
+    application.add_handler(
+        MessageHandler(new & PEOPLE & filters.TEXT & ~filters.COMMAND, bot.text)
+    )
     application.add_handler(MessageHandler(new & CUSTOMER_CONTENT & ~filters.TEXT, bot.not_text))
     application.add_handler(MessageHandler(filters.UpdateType.EDITED_MESSAGE, bot.edited))
     application.add_handler(CallbackQueryHandler(bot.button))

@@ -432,6 +432,19 @@ async def test_2_service_messages_and_channel_posts_get_no_reply(bot: BotHarness
     bot.standin.inject_service_message(group, "left_chat_member", user_id=OTHER)
     bot.standin.inject_channel_post(channel, "where is order A1001")
     bot.standin.inject_channel_post(channel, photo=True)
+    # The channel's post, forwarded by Telegram into its discussion group (this group).
+    bot.standin.inject_update(
+        "message",
+        {
+            "message_id": 900,
+            "date": 1_800_000_000,
+            "from": {"id": 777000, "is_bot": False, "first_name": "Telegram"},
+            "chat": {"id": group, "type": "group", "title": "Shop"},
+            "sender_chat": {"id": channel, "type": "channel", "title": "Shop news"},
+            "is_automatic_forward": True,
+            "text": "where is order A1005",
+        },
+    )
     # A sticker after them is answered: everything before it was seen and ignored.
     bot.standin.inject_message(group, DEMO, sticker=True)
     await bot.until_text(group, say("text_only", EN))
