@@ -39,12 +39,12 @@ from storage.shop import (
     DEFAULT_SEED_PATH,
     SEEDED_KEY,
     ShopUnavailable,
-    _canonical,
     _matches,
     _now,
-    _order,
     load_seed,
 )
+from storage.shop_ledger import canonical as _canonical
+from storage.shop_ledger import order_from_row as _order
 
 T = TypeVar("T")
 SHOP_POOL_SIZE = 4
