@@ -2,9 +2,12 @@
 
 Usage: python tests/mutation/hand_mutants.py [name ...]   (from the repository root)
 
-mutmut cannot make some of these (a dropped table entry, a changed SQL literal), so they
-are kept here as text edits. Each mutant edits a source file in place and restores it with
-`git checkout`; a file with uncommitted changes is refused so no work is lost.
+mutmut cannot make some of these (a dropped table entry, a changed SQL literal, a catalog
+template), so they are kept here as text edits at the place the code has them now. Each
+mutant is one or more exact edits; every edit's text must occur exactly once in its file,
+otherwise the script stops with exit 1 before touching anything: a mutant that cannot be
+applied is a list to update, never a silent pass. Files are restored with `git checkout`;
+a file with uncommitted changes is refused so no work is lost.
 Prints KILLED or SURVIVED per mutant and exits 1 if any survived.
 """
 
@@ -13,108 +16,242 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from typing import NamedTuple
 
 PYTHON = sys.executable
 TESTS = "tests/test_regressions_issue16.py"
 
-# (name, file, old text, new text); see the numbered list in issue 16.
-MUTANTS: list[tuple[str, str, str, str]] = [
-    (
+
+class Edit(NamedTuple):
+    path: str
+    old: str
+    new: str
+
+
+class Mutant(NamedTuple):
+    name: str
+    regression: str  # the issue's wording of what a customer or staff member would see
+    edits: tuple[Edit, ...]
+
+
+_ALREADY_CANCELLED_RULE = """\
+        rule(
+            "already_cancelled",
+            after=STATUS,
+            field="status",
+            values={"cancelled"},
+            skip_tag=StepTag.CANCEL,
+            reason=Texts(
+                zh="订单 {order_id} 已经是取消状态，无需再次取消。",
+                en="Order {order_id} is already cancelled; nothing more to do.",
+            ),
+        ),
+"""
+_ETA_ONLY_WHEN_SHIPPING = 'when={"status": ("shipping",)},'
+_ETA_UNLESS_PENDING = 'when={"status": ("shipping", "delivered", "cancelled")},'
+_ABSENT_READS_AS_ABSENT = "if raw is None or isinstance(raw, dict | list):"
+_ABSENT_READS_AS_NONE = "if isinstance(raw, dict | list):"
+
+# See the numbered list in issue 16; the letters are variants of the same regression.
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
         "1a",
-        "agent_core/executor.py",
-        "if later.status is StepStatus.PENDING:",
-        "if later.status is not StepStatus.PENDING:",
+        "after a decline the done status step is turned into 'not done'",
+        (
+            Edit(
+                "agent_core/transitions.py",
+                "        if later.status is StepStatus.PENDING:\n"
+                "            later.status = StepStatus.CANCELLED",
+                "        if later.status is not StepStatus.PENDING:\n"
+                "            later.status = StepStatus.CANCELLED",
+            ),
+        ),
     ),
-    ("1b", "agent_core/executor.py", "if later.status is StepStatus.PENDING:", "if True:"),
-    ("2", "agent_core/catalog.py", "", ""),  # drops the whole already_cancelled rule
-    (
+    Mutant(
+        "1b",
+        "after a decline every step, done or not, is cancelled",
+        (
+            Edit(
+                "agent_core/transitions.py",
+                "        if later.status is StepStatus.PENDING:\n"
+                "            later.status = StepStatus.CANCELLED",
+                "        if True:\n            later.status = StepStatus.CANCELLED",
+            ),
+        ),
+    ),
+    Mutant(
+        "2",
+        "the already_cancelled rule dropped: Confirm/Cancel to cancel a cancelled order",
+        (Edit("agent_core/catalog.py", _ALREADY_CANCELLED_RULE, ""),),
+    ),
+    Mutant(
         "3a",
-        "agent_core/answers.py",
-        'f", expected {eta}." if eta and data["status"] == "shipping"',
-        'f", expected {eta}." if eta or data["status"] != "shipping"',
+        "a missing eta is quoted: 'Order A1001 is on its way, expected None.'",
+        (Edit("agent_core/render.py", _ABSENT_READS_AS_ABSENT, _ABSENT_READS_AS_NONE),),
     ),
-    (
+    Mutant(
         "3b",
-        "agent_core/answers.py",
-        'f", expected {eta}." if eta and data["status"] == "shipping"',
-        'f", expected {eta}." if data["status"] != "pending"',
+        "the eta is quoted for any status but pending: 'is delivered, expected 2026-11-28.'",
+        (Edit("agent_core/catalog.py", _ETA_ONLY_WHEN_SHIPPING, _ETA_UNLESS_PENDING),),
     ),
-    ("4", "agent_core/answers.py", "            text += (", "            text = ("),
-    (
+    Mutant(
+        "3c",
+        "the issue's exact text: 'Order A1001 is delivered, expected None.'",
+        (
+            Edit("agent_core/catalog.py", _ETA_ONLY_WHEN_SHIPPING, _ETA_UNLESS_PENDING),
+            Edit("agent_core/render.py", _ABSENT_READS_AS_ABSENT, _ABSENT_READS_AS_NONE),
+        ),
+    ),
+    Mutant(
+        "4",
+        "a retried lookup answers only ' (succeeded after 1 retry)' (`+=` → `=`)",
+        (Edit("agent_core/answers.py", "            text += (", "            text = ("),),
+    ),
+    Mutant(
         "5",
-        "agent_core/answers.py",
-        'return REFUSALS.get(run.refusal, REFUSALS["unsupported"])[lang]',
-        'return REFUSALS["unsupported"][lang]',
+        "the refusal kind ignored: 'tell me your order number' → the generic help",
+        (
+            Edit(
+                "agent_core/answers.py",
+                'refusal = REFUSALS.get(run.refusal, REFUSALS["unsupported"])[lang]',
+                'refusal = REFUSALS["unsupported"][lang]',
+            ),
+        ),
     ),
-    (
+    Mutant(
         "6",
-        "agent_core/answers.py",
-        'if error is ErrorType.INVALID_ARGUMENTS and step.tool == "cancel_order":',
-        'if error is ErrorType.INVALID_ARGUMENTS or step.tool == "cancel_order":',
+        "an internal error on an approved cancel told as 'can no longer be cancelled'",
+        (
+            Edit(
+                "agent_core/answers.py",
+                "    if error is ErrorType.INVALID_ARGUMENTS:\n",
+                "    if error is ErrorType.INVALID_ARGUMENTS or (spec is not None and spec.refusals):\n",
+            ),
+        ),
     ),
-    (
+    Mutant(
         "7",
-        "agent_core/answers.py",
-        "if status in (StepStatus.PENDING, StepStatus.RUNNING) and run.is_terminal:",
-        "if status in (StepStatus.PENDING, StepStatus.RUNNING) or run.is_terminal:",
+        "while paused, a later step reported 'not done, because an earlier step ...'",
+        (
+            Edit(
+                "agent_core/answers.py",
+                "if status in (StepStatus.PENDING, StepStatus.RUNNING) and run.is_terminal:",
+                "if status in (StepStatus.PENDING, StepStatus.RUNNING) or run.is_terminal:",
+            ),
+        ),
     ),
-    (
+    Mutant(
         "8",
-        "agent_core/answers.py",
-        'NEXT_STEP_AFTER_FAILURE.get(run.stop_reason or "", DEFAULT_NEXT_STEP)[lang]',
-        "DEFAULT_NEXT_STEP[lang]",
+        "the not-found / not-yours hints replaced by 'contact a human agent'",
+        (
+            Edit(
+                "agent_core/answers.py",
+                'return NEXT_STEP_AFTER_FAILURE.get(run.stop_reason or "", DEFAULT_NEXT_STEP)[lang]',
+                "return DEFAULT_NEXT_STEP[lang]",
+            ),
+        ),
     ),
-    (
+    Mutant(
         "9",
-        "agent_core/answers.py",
-        '            if step.retry_count\n            else ("完成"',
-        '            if step.retry_count >= 0\n            else ("完成"',
+        "every progress line says 'done after 0 retries'",
+        (
+            Edit(
+                "agent_core/answers.py",
+                '            if step.retry_count\n            else ("完成"',
+                '            if step.retry_count >= 0\n            else ("完成"',
+            ),
+        ),
     ),
-    (
+    Mutant(
         "10a",
-        "storage/runs.py",
-        "        if event.step_id is None:\n            whole = True",
-        "        if event.step_id is None:\n            whole = False",
+        "run_finished no longer saves steps changed without their own event",
+        (
+            Edit(
+                "storage/journal.py",
+                "        if event.step_id is None:\n            whole = True",
+                "        if event.step_id is None:\n            whole = False",
+            ),
+        ),
     ),
-    ("10b", "storage/runs.py", "        error.type.value if error else None,", "        None,"),
-    ("10c", "storage/runs.py", '"approved" if approved else "declined",', '"approved",'),
-]
+    Mutant(
+        "10b",
+        "a step's error is never saved",
+        (
+            Edit(
+                "storage/tables.py",
+                '"error_type": error.type.value if error else None,\n        "error_message"',
+                '"error_type": None,\n        "error_message"',
+            ),
+        ),
+    ),
+    Mutant(
+        "10c",
+        "a decline logged as 'approved' in the staff timeline",
+        (
+            Edit(
+                "storage/runs.py",
+                '"approved" if approved else "declined",',
+                '"approved",',
+            ),
+        ),
+    ),
+)
 
 
-def _mutate(name: str, src: str, old: str, new: str) -> str:
-    if name == "2":
-        start = src.index('        rule(\n            "already_cancelled",')
-        end = src.index("        ),\n    ),\n)", start) + len("        ),\n")
-        return src[:start] + src[end:]
-    if src.count(old) != 1:
-        raise SystemExit(f"mutant {name}: the text to mutate is gone; update this list")
-    return src.replace(old, new)
+def mutated_sources(mutant: Mutant) -> dict[str, str]:
+    """Each file the mutant touches, with its edits applied; exit 1 if an edit's text is
+    not in its file exactly once (the code moved: update MUTANTS)."""
+    sources: dict[str, str] = {}
+    for edit in mutant.edits:
+        if edit.path not in sources:
+            with open(edit.path, encoding="utf-8") as f:
+                sources[edit.path] = f.read()
+        found = sources[edit.path].count(edit.old)
+        if found != 1:
+            raise SystemExit(
+                f"mutant {mutant.name}: the text to mutate occurs {found} times in "
+                f"{edit.path} (needs exactly 1); update MUTANTS:\n{edit.old}"
+            )
+        sources[edit.path] = sources[edit.path].replace(edit.old, edit.new)
+    return sources
+
+
+def run_mutant(mutant: Mutant, sources: dict[str, str]) -> bool:
+    """Whether the regression tests fail (the mutant is killed) with `sources` in place."""
+    try:
+        for path, text in sources.items():
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        result = subprocess.run(
+            [PYTHON, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", TESTS],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "PYTHONPATH": os.getcwd()},
+        )
+    finally:
+        subprocess.run(["git", "checkout", "--", *sources], check=True)
+    return result.returncode != 0
 
 
 def main(only: list[str]) -> int:
+    unknown = set(only) - {m.name for m in MUTANTS}
+    if unknown:
+        raise SystemExit(f"no such mutant: {', '.join(sorted(unknown))}")
+    selected = [m for m in MUTANTS if not only or m.name in only]
+    paths = sorted({e.path for m in selected for e in m.edits})
+    if subprocess.run(["git", "diff", "--quiet", "--", *paths], check=False).returncode:
+        raise SystemExit(f"uncommitted changes in {' '.join(paths)}; commit or stash them first")
+    # Every mutant must apply before any is run: a stale one stops the whole check.
+    planned = [(m, mutated_sources(m)) for m in selected]
     survived = 0
-    for name, path, old, new in MUTANTS:
-        if only and name not in only:
-            continue
-        if subprocess.run(["git", "diff", "--quiet", "--", path], check=False).returncode:
-            raise SystemExit(f"{path} has uncommitted changes; commit or stash them first")
-        with open(path, encoding="utf-8") as f:
-            src = f.read()
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(_mutate(name, src, old, new))
-        try:
-            result = subprocess.run(
-                [PYTHON, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", TESTS],
-                capture_output=True,
-                text=True,
-                check=False,
-                env={**os.environ, "PYTHONPATH": os.getcwd()},
-            )
-        finally:
-            subprocess.run(["git", "checkout", "--", path], check=True)
-        killed = result.returncode != 0
+    for mutant, sources in planned:
+        killed = run_mutant(mutant, sources)
         survived += not killed
-        print(f"{name:>4} {'KILLED' if killed else 'SURVIVED'}  {path}")
+        files = " + ".join(sorted(sources))
+        print(
+            f"{mutant.name:>4} {'KILLED' if killed else 'SURVIVED':<8} {files}  ({mutant.regression})"
+        )
     return 1 if survived else 0
 
 
