@@ -188,7 +188,35 @@ class PgRunStore:
                 "approved": int(approved),
                 "kind": EventKind.DECISION_CLAIMED.value,
                 "decision": "approved" if approved else "declined",
-                "message": f"{'confirmed' if approved else 'cancelled'} by user {user_id}",
+                "message": f"{'confirmed' if approved else 'declined'} by user {user_id}",
+            },
+        )
+        result, row, step_rows = await self._writes.submit(claim)
+        return result, run_from_rows(row, step_rows) if row is not None else None
+
+    async def claim_clarification(
+        self,
+        run_id: str,
+        *,
+        user_id: int,
+        nonce: str | None,
+        choice: str,
+        now: datetime,
+        expires_before: datetime,
+    ) -> tuple[ClaimResult, Run | None]:
+        """As `SqliteRunStore.claim_clarification`: one conditional UPDATE … RETURNING
+        (which also writes the `clarify_answered` event) decides, so one press continues
+        the conversation however often, and through however many processes, it arrives."""
+        claim = partial(
+            _claim_clarification,
+            params={
+                "run_id": run_id,
+                "user_id": user_id,
+                "nonce": nonce,
+                "now": ts(now),
+                "expires_before": ts(expires_before),
+                "kind": EventKind.CLARIFY_ANSWERED.value,
+                "message": f"user {user_id} chose: {choice}",
             },
         )
         result, row, step_rows = await self._writes.submit(claim)
@@ -277,3 +305,46 @@ async def _explain_loss(conn: AsyncConnection[Any], params: dict[str, Any]) -> C
         return ClaimResult.STALE
     await conn.execute(_EXPIRE, {"now": params["now"], "run_id": params["run_id"]})
     return ClaimResult.EXPIRED
+
+
+_CLAIM_CLARIFY = """
+WITH claimed AS (
+    UPDATE runs SET clarify_nonce = NULL, updated_at = %(now)s
+    WHERE id = %(run_id)s AND status = 'needs_clarification' AND user_id = %(user_id)s
+    AND clarify_nonce IS NOT NULL AND clarify_nonce = coalesce(%(nonce)s, clarify_nonce)
+    AND finished_at >= %(expires_before)s
+    RETURNING id, trace_id
+), answered AS (
+    INSERT INTO events (run_id, trace_id, kind, message, at)
+    SELECT id, trace_id, %(kind)s, %(message)s, %(now)s FROM claimed
+)
+SELECT id FROM claimed
+"""
+_CLARIFY_STATE = "SELECT user_id, status, clarify_nonce FROM runs WHERE id = %s"
+
+
+async def _claim_clarification(conn: AsyncConnection[Any], *, params: dict[str, Any]) -> ClaimRows:
+    """The claim, then the run as it leaves it, pipelined: one round trip when it wins.
+
+    A lost claim reads the run's state to say why; the run comes back to its own customer
+    whatever the result (as on SQLite), never to anyone else.
+    """
+    run_id = params["run_id"]
+    claimed = await conn.cursor().execute(_CLAIM_CLARIFY, params)
+    run, step_rows = await _read_run(conn, run_id=run_id)
+    if await claimed.fetchone() is not None:
+        return ClaimResult.OK, run, step_rows
+    cur = await conn.execute(_CLARIFY_STATE, (run_id,))
+    row = await cur.fetchone()
+    if row is None:
+        return ClaimResult.NOT_FOUND, None, []
+    user_id, status, clarify_nonce = row
+    if int(user_id) != params["user_id"]:
+        return ClaimResult.NOT_ALLOWED, None, []
+    if status != RunStatus.NEEDS_CLARIFICATION.value or clarify_nonce is None:
+        result = ClaimResult.ALREADY_HANDLED
+    elif params["nonce"] is not None and clarify_nonce != params["nonce"]:
+        result = ClaimResult.STALE
+    else:
+        result = ClaimResult.EXPIRED
+    return result, run, step_rows
