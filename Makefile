@@ -20,9 +20,11 @@ $(DEV_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@ $(STAMP)
 
-# With a token: the real bot. Without one: the same bot against a local Bot API, in a browser.
+# With a token (environment or .env): the real bot. Without one: the same bot against a
+# local Bot API, in a browser. `stepwise run` decides from the settings the app reads.
+# Flags go in ARGS, e.g. make run ARGS="--chat-port 9000 --staff-port 9001".
 run: $(STAMP)
-	@if [ -n "$$TELEGRAM_BOT_TOKEN" ]; then $(BIN)/stepwise serve; else $(BIN)/stepwise demo; fi
+	$(BIN)/stepwise run $(ARGS)
 
 test: $(DEV_STAMP)
 	$(BIN)/ruff check .

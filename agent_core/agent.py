@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from agent_core.executor import Executor, Journal
-from agent_core.models import ClaimResult, PlanStep, Run, utcnow
+from agent_core.models import ClaimResult, PlanStep, PromptRef, Run, utcnow
 from agent_core.planner import Planner, PlanRequest
 
 log = logging.getLogger(__name__)
@@ -42,13 +42,15 @@ class RunStore(Journal, Protocol):
         nonce: str | None,
         now: datetime,
         expires_before: datetime,
+        prompt: PromptRef | None = None,
     ) -> tuple[ClaimResult, Run | None]:
         """Atomically write the customer's decision on the paused step; one caller wins.
 
         Returns the outcome and the run as it is right after the claim (None when there is
         no such run or it is not this user's). `nonce=None` accepts the current pause
         whatever its nonce (the CLI, where the customer types the run id); buttons always
-        carry the nonce they were sent with.
+        carry the nonce they were sent with. `prompt` is the message a button was pressed
+        on: it must be the one recorded for the pause (`STALE` otherwise).
         """
         ...
 
@@ -208,12 +210,18 @@ class Agent:
         return outcome
 
     async def claim(
-        self, run_id: str, *, user_id: int, approved: bool, nonce: str | None = None
+        self,
+        run_id: str,
+        *,
+        user_id: int,
+        approved: bool,
+        nonce: str | None = None,
+        prompt: PromptRef | None = None,
     ) -> DecisionOutcome:
         """Record the decision on the paused step. At most one press ever wins.
 
         Adapters that want to show the decision before the step runs (the bot edits the
-        message) call this, then `proceed`.
+        message) call this, then `proceed`. A button press passes the message it was on.
         """
         now = self._clock()
         result, run = await self.store.claim_pause(
@@ -223,6 +231,7 @@ class Agent:
             nonce=nonce,
             now=now,
             expires_before=now - self.approval_ttl,
+            prompt=prompt,
         )
         if result in (ClaimResult.NOT_FOUND, ClaimResult.NOT_ALLOWED):
             return DecisionOutcome(result)

@@ -185,6 +185,15 @@ class PlanStep(BaseModel):
         return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+class PromptRef(BaseModel):
+    """The message that shows a pause's buttons (an adapter's chat and message ids)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chat_id: int
+    message_id: int
+
+
 class Pause(BaseModel):
     """What an open confirmation is bound to. The nonce goes into the buttons."""
 
@@ -194,6 +203,9 @@ class Pause(BaseModel):
     tool: str
     args_hash: str
     paused_at: datetime
+    # The prompt message that was delivered for it (set by the adapter once shown): a
+    # press counts only on that message, not when its data is replayed onto another one.
+    prompt: PromptRef | None = None
 
 
 class Run(BaseModel):

@@ -9,7 +9,10 @@ Two arrival patterns: `burst` (every customer writes at the same instant, as the
 asks) and `paced` (customers arrive at a steady rate the 30 msg/s budget can absorb), so
 the first-visible-message latency can be read both at saturation and below it. The goal
 "first visible message p95 < 150 ms when not rate-limited" is judged on `paced`; the
-burst's figure is printed as information (Telegram's 30 msg/s sets its floor).
+burst's figure is printed as information (Telegram's 30 msg/s sets its floor). A third,
+`one chat`, has one customer ask several things at once, so every message goes to one
+chat: the bot's per-chat pacing must keep it under Telegram's per-chat limit (a burst of
+3, then about one a second) with zero 429s.
 
 The customers are driven by one watcher that reads the stand-in's append-only call log
 incrementally; per-customer `wait_for` predicates would rescan every chat on every change
@@ -337,6 +340,96 @@ def _paced_goals(
     _lost_or_duplicated(report, outcome, n, tag, intact)
 
 
+# -- one chat, a fast run: the bot's per-chat pacing against Telegram's per-chat limit --
+
+ONE_CHAT_QUESTIONS = 4  # three messages each (plan, step, answer): 12 in one chat
+
+
+@dataclass(frozen=True)
+class ChatPacing:
+    messages: list[CallRecord]  # the chat's sends and edits, in order
+    refused: int  # 429s the stand-in served to this chat
+    runs_completed: int
+
+
+async def play_one_chat(workdir: Path, questions: int, timeout_s: float) -> ChatPacing:
+    """One customer asks `questions` things at once: every message of every run goes to
+    one chat, against the stand-in's realistic flood limits (its `FloodLimits` defaults:
+    a burst of 3, then about one per second per chat)."""
+    from stepwise.runtime import open_runtime
+    from stepwise.serve import bot_application
+    from stepwise.settings import Settings
+
+    db, seed = workdir / "bot-one-chat.db", workdir / "seed-one-chat.json"
+    remove_db(db)
+    write_seed(seed, [FIRST_CUSTOMER])
+    uid = FIRST_CUSTOMER
+    async with StandIn() as standin:
+        settings = Settings.model_validate(
+            {
+                "TELEGRAM_BOT_TOKEN": DEFAULT_TOKEN,
+                "TELEGRAM_API_BASE_URL": standin.base_url,
+                "STEPWISE_DB": str(db),
+                "STEPWISE_SHOP_SEED": str(seed),
+            }
+        )
+        runtime = await open_runtime(settings)
+        app = bot_application(runtime)
+        try:
+            await app.initialize()
+            await app.start()
+            assert app.updater is not None
+            await app.updater.start_polling(poll_interval=0, timeout=1)
+            await standin.wait_for(lambda: standin.active_polls > 0, timeout=10)
+            for _ in range(questions):
+                standin.inject_message(uid, uid, f"where is order {order_of(uid)}")
+
+            def answered() -> bool:
+                done = [c for c in standin.calls("sendMessage", uid) if c.ok]
+                return len(done) >= 3 * questions
+
+            await standin.wait_for(answered, timeout=timeout_s)
+            messages = [
+                c
+                for c in standin.calls(chat_id=uid)
+                if c.method.lower() in MESSAGE_METHODS and c.ok
+            ]
+            refused = standin.flood_refusals(uid)
+        finally:
+            if app.updater is not None and app.updater.running:
+                await app.updater.stop()
+            if app.running:
+                await app.stop()
+            await app.shutdown()
+            await runtime.close()
+    with sqlite3.connect(db) as conn:
+        completed = int(
+            conn.execute("SELECT count(*) FROM runs WHERE status = 'completed'").fetchone()[0]
+        )
+    return ChatPacing(messages, refused, completed)
+
+
+def _report_one_chat(report: Report, pacing: ChatPacing, questions: int) -> None:
+    labels = {"scenario": "one chat", "questions": str(questions)}
+    times = [c.started for c in pacing.messages]
+    n = len(times)
+    span = times[-1] - times[0] if n > 1 else 0.0
+    burst = 3
+    after_burst = (n - burst) / (times[-1] - times[burst - 1]) if n > burst else 0.0
+    report.add(SECTION, "one chat: messages", n, "", labels)
+    report.add(SECTION, "one chat: span", span, "s", labels)
+    report.add(SECTION, "one chat: rate after the burst", after_burst, "msg/s", labels)
+    report.add(SECTION, "one chat: 429s", pacing.refused, "", labels)
+    report.goal(
+        "bot path one chat: per-chat pacing",
+        "0 x 429, <= 1 msg/s after a burst of 3",
+        f"{pacing.refused} x 429, {n} messages in {span:.1f} s"
+        f" ({after_burst:.2f} msg/s after the burst),"
+        f" {pacing.runs_completed}/{questions} runs completed",
+        pacing.refused == 0 and after_burst <= 1.0 and pacing.runs_completed == questions,
+    )
+
+
 async def run_bot(
     report: Report, workdir: Path, customers: int, paced_customers: int, rate: float
 ) -> None:
@@ -347,3 +440,5 @@ async def run_bot(
     if paced_customers > 0:
         outcome = await play(workdir, paced_customers, rate, timeout + paced_customers / rate)
         _report(report, outcome, "paced", rate)
+    pacing = await play_one_chat(workdir, ONE_CHAT_QUESTIONS, 60)
+    _report_one_chat(report, pacing, ONE_CHAT_QUESTIONS)

@@ -7,10 +7,14 @@ stand-in used by tests and the demo) is used exactly like Telegram.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+import re
+import secrets
+from dataclasses import dataclass, field
 from typing import Any
 
-from telegram import BotCommand, Update
+from telegram import BotCommand, BotCommandScope, BotCommandScopeChat, Update
+from telegram.error import BadRequest
 from telegram.ext import (
     Application,
     ApplicationBuilder,
@@ -21,20 +25,60 @@ from telegram.ext import (
 )
 
 from agent_core.agent import Agent
+from agent_core.models import Language
 from bot.handlers import StepwiseBot
-from bot.progress import TelegramProgress
+from bot.progress import DEFAULT_TYPING, TelegramProgress, Typing
 from bot.ratelimit import SlidingWindowRateLimiter
 from bot.redact import redact_in_logs
+from bot.texts import say
 from storage.store import RunStore
+
+log = logging.getLogger(__name__)
 
 TelegramApplication = Application[Any, Any, Any, Any, Any, Any]
 
-BOT_COMMANDS = [
-    BotCommand("help", "What I can do"),
-    BotCommand("runs", "Staff: recent runs"),
-    BotCommand("run", "Staff: one run's timeline"),
-    BotCommand("stats", "Staff: runs and failures"),
-]
+# Staff commands, offered only in each staff member's private chat (English: staff views
+# are English whatever the customer's language).
+STAFF_COMMANDS = (
+    ("runs", "Staff: recent runs"),
+    ("run", "Staff: one run's timeline"),
+    ("stats", "Staff: runs and failures"),
+)
+
+
+@dataclass(frozen=True)
+class CommandMenu:
+    """One `setMyCommands` call: a list for a scope (None: default) and language."""
+
+    commands: tuple[BotCommand, ...]
+    scope: BotCommandScope | None = None
+    language_code: str | None = None
+
+
+def command_menus(staff_ids: frozenset[int]) -> list[CommandMenu]:
+    """What each kind of user is offered: customers /help in their language (Chinese for
+    `language_code` zh, English otherwise); staff also their commands, in the private-chat
+    scope of each staff member only (Telegram picks the most specific scope)."""
+    menus = [
+        CommandMenu((BotCommand("help", say("command_help", Language.EN)),)),
+        CommandMenu((BotCommand("help", say("command_help", Language.ZH)),), None, "zh"),
+    ]
+    help_en = BotCommand("help", say("command_help", Language.EN))
+    staff = (help_en, *(BotCommand(name, text) for name, text in STAFF_COMMANDS))
+    menus += [CommandMenu(staff, BotCommandScopeChat(staff_id)) for staff_id in sorted(staff_ids)]
+    return menus
+
+
+# The update types the bot handles, and so the only ones it asks Telegram for (polling
+# and webhook alike): channel posts, reactions, membership changes… are never delivered.
+ALLOWED_UPDATES = [Update.MESSAGE, Update.EDITED_MESSAGE, Update.CALLBACK_QUERY]
+
+# A person writing, not a channel: a channel's post that Telegram forwards into its
+# discussion group, or a message sent on behalf of a chat, is nobody asking the bot.
+PEOPLE = ~filters.SenderChat.ALL & ~filters.IS_AUTOMATIC_FORWARD
+# Something a customer sent that is not text (a sticker, a photo, a voice note): answered
+# "text only". Service messages ("X joined", a new title, a pin, a topic created) are not.
+CUSTOMER_CONTENT = PEOPLE & ~filters.COMMAND & ~filters.StatusUpdate.ALL
 
 
 @dataclass(frozen=True)
@@ -46,18 +90,42 @@ class BotConfig:
     staff_ids: frozenset[int] = frozenset()
 
 
+# Telegram's rule for `secret_token`; it sends the value back in every webhook POST.
+WEBHOOK_SECRET_SHAPE = re.compile(r"[A-Za-z0-9_-]{1,256}")
+WEBHOOK_SECRET_RULE = "1-256 characters of A-Z a-z 0-9 _ -"
+
+
+def new_webhook_secret() -> str:
+    """A secret for a webhook started without one: 43 characters of Telegram's alphabet."""
+    return secrets.token_urlsafe(32)
+
+
 @dataclass(frozen=True)
 class Webhook:
-    """Where Telegram posts updates (`stepwise serve --webhook-url`); None: long polling."""
+    """Where Telegram posts updates (`stepwise serve --webhook-url`); None: long polling.
+
+    There is always a secret: without one, anyone who finds the URL could post updates
+    (press anyone's Confirm). Given ones are checked here, so a bad one stops the start
+    with one line instead of failing later inside Telegram's setWebhook.
+    """
 
     url: str
     listen: str = "127.0.0.1"
     port: int = 8443
-    secret: str | None = None
+    secret: str = field(default_factory=new_webhook_secret, repr=False)
+
+    def __post_init__(self) -> None:
+        if not WEBHOOK_SECRET_SHAPE.fullmatch(self.secret):
+            raise ValueError(f"the webhook secret must be {WEBHOOK_SECRET_RULE}")
 
 
 def build_application(
-    agent: Agent, store: RunStore, config: BotConfig, *, show_after_s: float = 0.5
+    agent: Agent,
+    store: RunStore,
+    config: BotConfig,
+    *,
+    show_after_s: float = 0.5,
+    typing: Typing = DEFAULT_TYPING,
 ) -> TelegramApplication:
     """The PTB application around `agent`. Production and tests share it.
 
@@ -75,15 +143,19 @@ def build_application(
         .rate_limiter(SlidingWindowRateLimiter(max_retries=3))
         .build()
     )
-    progress = TelegramProgress(application.bot, store.add_event, show_after_s=show_after_s)
+    progress = TelegramProgress(application.bot, store, show_after_s=show_after_s, typing=typing)
     bot = StepwiseBot(agent, store, progress, staff_ids=config.staff_ids)
     application.bot_data["stepwise"] = bot
-    application.add_handler(CommandHandler(["start", "help"], bot.help))
-    application.add_handler(CommandHandler("runs", bot.runs))
-    application.add_handler(CommandHandler("run", bot.run_timeline))
-    application.add_handler(CommandHandler("stats", bot.stats))
-    application.add_handler(MessageHandler(filters.TEXT & ~filters.COMMAND, bot.text))
-    application.add_handler(MessageHandler(~filters.TEXT & ~filters.COMMAND, bot.not_text))
+    new = filters.UpdateType.MESSAGE  # commands and questions: new messages only
+    application.add_handler(CommandHandler(["start", "help"], bot.help, filters=new))
+    application.add_handler(CommandHandler("runs", bot.runs, filters=new))
+    application.add_handler(CommandHandler("run", bot.run_timeline, filters=new))
+    application.add_handler(CommandHandler("stats", bot.stats, filters=new))
+    application.add_handler(
+        MessageHandler(new & PEOPLE & filters.TEXT & ~filters.COMMAND, bot.text)
+    )
+    application.add_handler(MessageHandler(new & CUSTOMER_CONTENT & ~filters.TEXT, bot.not_text))
+    application.add_handler(MessageHandler(filters.UpdateType.EDITED_MESSAGE, bot.edited))
     application.add_handler(CallbackQueryHandler(bot.button))
     application.add_error_handler(bot.on_error)
     return application
@@ -104,7 +176,7 @@ async def start_application(
 
     `application` must be initialized; `stop_application` undoes whatever this started.
     """
-    await application.bot.set_my_commands(BOT_COMMANDS)
+    await set_command_menus(application)
     await application.start()
     assert application.updater is not None
     if webhook is not None:
@@ -114,13 +186,28 @@ async def start_application(
             url_path="telegram",
             webhook_url=webhook.url.rstrip("/") + "/telegram",
             secret_token=webhook.secret,
+            allowed_updates=ALLOWED_UPDATES,
         )
     elif poll_timeout_s is not None:
         await application.updater.start_polling(
-            allowed_updates=Update.ALL_TYPES, timeout=poll_timeout_s
+            allowed_updates=ALLOWED_UPDATES, timeout=poll_timeout_s
         )
     else:
-        await application.updater.start_polling(allowed_updates=Update.ALL_TYPES)
+        await application.updater.start_polling(allowed_updates=ALLOWED_UPDATES)
+
+
+async def set_command_menus(application: TelegramApplication) -> None:
+    """Set every command menu; a staff member's fails ("chat not found") until they have
+    written to the bot once, which is logged and leaves the other menus in place."""
+    for menu in command_menus(bot_of(application).staff_ids):
+        try:
+            await application.bot.set_my_commands(
+                list(menu.commands), scope=menu.scope, language_code=menu.language_code
+            )
+        except BadRequest as exc:
+            if menu.scope is None:
+                raise
+            log.warning("staff command menu not set (%s): %s", menu.scope.type, exc)
 
 
 async def stop_application(application: TelegramApplication) -> None:

@@ -10,20 +10,37 @@ import asyncio
 import html
 import logging
 from collections.abc import Coroutine
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Message, Update
-from telegram.constants import ParseMode
+from telegram import (
+    Bot,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    MaybeInaccessibleMessage,
+    Message,
+    Update,
+)
+from telegram.constants import ChatType, ParseMode
 from telegram.error import BadRequest, TelegramError
 from telegram.ext import ContextTypes
 
 from agent_core.agent import MAX_REQUEST_CHARS, Agent
-from agent_core.models import ClaimResult, Language, Run, RunStatus, StepStatus, utcnow
+from agent_core.models import (
+    ClaimResult,
+    Language,
+    PromptRef,
+    Run,
+    RunStatus,
+    StepStatus,
+    utcnow,
+)
 from bot.callbacks import ChoiceData, DecisionData, PageData, page_data, parse_callback
-from bot.progress import TelegramProgress, decision_text, split_message
+from bot.progress import TOPIC, TelegramProgress, decision_text
 from bot.staff import format_runs_page, format_stats, format_timeline
 from bot.texts import language_of, say
+from bot.textsplit import split_message
 from storage.db import StorageUnavailable
 from storage.store import RunStore
 
@@ -95,11 +112,19 @@ class StepwiseBot:
         )
 
     async def _ask(self, message: Message, user_id: int, text: str, hint: str | None) -> None:
+        TOPIC.set(message.message_thread_id if message.is_topic_message else None)
         try:
             await self.agent.ask(text, user_id=user_id, chat_id=message.chat_id, language_hint=hint)
         except StorageUnavailable:
             log.exception("storage unavailable while asking")
             await self._reply_quietly(message, say("busy", language_of(text, hint)))
+
+    async def edited(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """An edited message never starts (or changes) anything: a polite note to send it as
+        a new message, under the edited one."""
+        message = update.edited_message
+        if message is not None and message.from_user is not None:
+            await self._reply_quietly(message, say("edited", self._language(update)), quote=True)
 
     async def not_text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Stickers, photos, voice…: a polite note that only text is understood."""
@@ -111,7 +136,9 @@ class StepwiseBot:
         """Confirm / Cancel, or staff paging. Always answers the press with a short toast.
 
         The decision is claimed here and shown on the message at once (buttons removed);
-        the rest of the run continues in the background, in the chat's order.
+        the rest of the run continues in the background, in the chat's order. A decision
+        counts only when pressed on the prompt it was issued for: the claim is given the
+        pressed message, and the data replayed onto any other message is stale.
         """
         query, user = update.callback_query, update.effective_user
         if query is None or user is None:
@@ -124,18 +151,25 @@ class StepwiseBot:
         if isinstance(parsed, ChoiceData):
             await self._choice(update, context, parsed)
             return
-        if not isinstance(parsed, DecisionData) or not isinstance(query.message, Message):
+        pressed = query.message  # may be inaccessible (older than 48 h): ids only
+        if not isinstance(parsed, DecisionData) or pressed is None:
             await self._answer_quietly(query, say("toast_invalid", language))
             return
+        where = Where.of(pressed)
         try:
+            await self.progress.prompt_settled(parsed.run_id)
             outcome = await self.agent.claim(
-                parsed.run_id, user_id=user.id, approved=parsed.approved, nonce=parsed.nonce
+                parsed.run_id,
+                user_id=user.id,
+                approved=parsed.approved,
+                nonce=parsed.nonce,
+                prompt=where.prompt,
             )
         except StorageUnavailable:
             log.exception("storage unavailable on a button press")
             await self._answer_quietly(query, say("toast_busy", language))
             return
-        run, message = outcome.run, query.message
+        run = outcome.run
         if run is not None:
             language = run.language
         toast = {
@@ -150,17 +184,18 @@ class StepwiseBot:
         if run is None or outcome.result not in (ClaimResult.OK, ClaimResult.EXPIRED):
             return
         step_id = paused_step_id(run)
+        bot = context.bot
         if outcome.result is ClaimResult.EXPIRED:
             if step_id:
-                await self._edit_quietly(message, decision_text(run, step_id, "expired"))
-            await self._reply_quietly(message, run.answer or "")
+                await _edit_quietly(bot, where, decision_text(run, step_id, "expired"))
+            await _send_quietly(bot, where, run.answer or "")
             return
         if step_id:
             key = "you_confirmed" if parsed.approved else "you_cancelled"
-            await self._edit_quietly(message, decision_text(run, step_id, key))
-            self.progress.adopt(run, step_id, message.message_id)
+            await _edit_quietly(bot, where, decision_text(run, step_id, key))
+            self.progress.adopt(run, step_id, where.message_id, where.thread_id)
         context.application.create_task(
-            self.chats.run(message.chat_id, self._proceed(message, run)), update=update
+            self.chats.run(where.chat_id, self._proceed(bot, where, run)), update=update
         )
 
     async def _choice(
@@ -193,8 +228,10 @@ class StepwiseBot:
             return
         if isinstance(query.message, Message) and run.clarify is not None:
             chosen = run.clarify.options[data.option].label
-            await self._edit_quietly(
-                query.message, html.escape(f"{run.clarify.question}\n→ {chosen}")
+            await _edit_quietly(
+                context.bot,
+                Where.of(query.message),
+                html.escape(f"{run.clarify.question}\n→ {chosen}"),
             )
             message = query.message
             context.application.create_task(
@@ -202,12 +239,13 @@ class StepwiseBot:
                 update=update,
             )
 
-    async def _proceed(self, message: Message, run: Run) -> None:
+    async def _proceed(self, bot: Bot, where: Where, run: Run) -> None:
+        TOPIC.set(where.thread_id)
         try:
             await self.agent.proceed(run)
         except StorageUnavailable:
             log.exception("storage unavailable while resuming", extra={"trace_id": run.trace_id})
-            await self._reply_quietly(message, say("busy_resume", run.language))
+            await _send_quietly(bot, where, say("busy_resume", run.language))
 
     # -- staff ---------------------------------------------------------------------------
 
@@ -229,17 +267,33 @@ class StepwiseBot:
     async def _page(self, update: Update, data: PageData) -> None:
         query = update.callback_query
         assert query is not None
-        if not self._is_staff(update):
-            await query.answer(say("not_authorised", self._language(update)))
+        refusal = self._staff_refusal(update)
+        if refusal is not None:
+            await self._answer_quietly(query, say(refusal, self._language(update)))
             return
         text, markup = await self._runs_page(data.status, data.offset)
         await self._answer_quietly(query, None)
-        if isinstance(query.message, Message):
-            try:
-                await query.message.edit_text(text, parse_mode=ParseMode.HTML, reply_markup=markup)
-            except BadRequest as exc:
-                if "not modified" not in str(exc):
-                    raise
+        pressed, bot = query.message, query.get_bot()
+        if pressed is None:
+            return
+        # A message the bot can no longer see (older than 48 h, or deleted) arrives with
+        # date 0 and only its ids: the page it asked for comes as a new message instead.
+        if not pressed.is_accessible:
+            await bot.send_message(
+                pressed.chat.id, text, parse_mode=ParseMode.HTML, reply_markup=markup
+            )
+            return
+        try:
+            await bot.edit_message_text(
+                text,
+                chat_id=pressed.chat.id,
+                message_id=pressed.message_id,
+                parse_mode=ParseMode.HTML,
+                reply_markup=markup,
+            )
+        except BadRequest as exc:
+            if "not modified" not in str(exc):
+                raise
 
     async def _runs_page(
         self, status: RunStatus | None, offset: int
@@ -292,14 +346,25 @@ class StepwiseBot:
             )
         await self._reply(update, format_stats(periods))
 
-    def _is_staff(self, update: Update) -> bool:
-        user = update.effective_user
-        return user is not None and user.id in self.staff_ids
+    def _staff_refusal(self, update: Update) -> str | None:
+        """None when staff views may be shown here, else the key of the refusal.
+
+        Who asks is not enough: staff views list every customer's ids and requests, so
+        they are shown only in a private chat with a staff member, never in a group the
+        staff member happens to be in.
+        """
+        user, chat = update.effective_user, update.effective_chat
+        if user is None or user.id not in self.staff_ids:
+            return "not_authorised"
+        if chat is None or chat.type != ChatType.PRIVATE or chat.id != user.id:
+            return "staff_private_only"
+        return None
 
     async def _staff_only(self, update: Update) -> bool:
-        if self._is_staff(update):
+        refusal = self._staff_refusal(update)
+        if refusal is None:
             return True
-        await self._reply(update, html.escape(say("not_authorised", self._language(update))))
+        await self._reply(update, html.escape(say(refusal, self._language(update))))
         return False
 
     # -- plumbing ------------------------------------------------------------------------
@@ -325,9 +390,9 @@ class StepwiseBot:
             await message.reply_text(text, parse_mode=ParseMode.HTML, reply_markup=markup)
 
     @staticmethod
-    async def _reply_quietly(message: Message, text: str) -> None:
+    async def _reply_quietly(message: Message, text: str, *, quote: bool | None = None) -> None:
         try:
-            await message.reply_text(text)
+            await message.reply_text(text, do_quote=quote)
         except TelegramError as exc:
             log.warning("could not reply: %s", exc)
 
@@ -338,13 +403,43 @@ class StepwiseBot:
         except TelegramError as exc:  # a query answered too late is harmless
             log.info("callback answer failed: %s", exc)
 
-    @staticmethod
-    async def _edit_quietly(message: Message, text: str) -> None:
-        """Replace a message's text; an edit without reply_markup also removes its buttons."""
-        try:
-            await message.edit_text(text, parse_mode=ParseMode.HTML)
-        except TelegramError as exc:
-            log.info("edit failed: %s", exc)
+
+@dataclass(frozen=True)
+class Where:
+    """A message a button was pressed on, by ids: all an inaccessible message still has."""
+
+    chat_id: int
+    message_id: int
+    thread_id: int | None = None
+
+    @classmethod
+    def of(cls, message: MaybeInaccessibleMessage) -> Where:
+        thread = None
+        if isinstance(message, Message) and message.is_accessible and message.is_topic_message:
+            thread = message.message_thread_id
+        return cls(message.chat.id, message.message_id, thread)
+
+    @property
+    def prompt(self) -> PromptRef:
+        return PromptRef(chat_id=self.chat_id, message_id=self.message_id)
+
+
+async def _edit_quietly(bot: Bot, where: Where, text: str) -> None:
+    """Replace a message's text; an edit without reply_markup also removes its buttons."""
+    try:
+        await bot.edit_message_text(
+            text, chat_id=where.chat_id, message_id=where.message_id, parse_mode=ParseMode.HTML
+        )
+    except TelegramError as exc:
+        log.info("edit failed: %s", exc)
+
+
+async def _send_quietly(bot: Bot, where: Where, text: str) -> None:
+    """A new message (plain text) next to the pressed one, in its forum topic if any."""
+    try:
+        await bot.send_message(where.chat_id, text, message_thread_id=where.thread_id)
+    except TelegramError as exc:
+        log.warning("could not send: %s", exc)
 
 
 def paused_step_id(run: Run) -> str | None:

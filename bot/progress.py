@@ -13,23 +13,26 @@ that reached the customer is recorded as a `prompt_shown` event, so a restart kn
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message
-from telegram.constants import ParseMode
+from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
 
 from agent_core.answers import plan_text, step_progress
-from agent_core.models import EventKind, Run, RunEvent, RunStatus, StepStatus
+from agent_core.models import EventKind, PromptRef, Run, RunEvent, RunStatus, StepStatus
 from bot.callbacks import choice_data, decision_data
-from bot.texts import say
+from bot.texts import decision_labels, say
+from bot.textsplit import clip_message, split_message
 
 log = logging.getLogger(__name__)
 
-MAX_MESSAGE_CHARS = 4096
 ANSWER_DELIVERY_ATTEMPTS = 4
 # Messages of the events written on a run's history (staff see them in /run). On start the
 # bot looks for `prompt_shown` and `customer_blocked` events, never for these texts.
@@ -63,35 +66,16 @@ def clarify_buttons(run: Run) -> InlineKeyboardMarkup | None:
     )
 
 
-def split_message(text: str, limit: int = MAX_MESSAGE_CHARS) -> list[str]:
-    """Split on line boundaries so each part fits Telegram's limit (hard-cut huge lines)."""
-    parts: list[str] = []
-    current = ""
-    for line in text.split("\n"):
-        while len(line) > limit:
-            if current:
-                parts.append(current)
-                current = ""
-            cut = _safe_cut(line, limit)
-            parts.append(line[:cut])
-            line = line[cut:]
-        candidate = f"{current}\n{line}" if current else line
-        if len(candidate) > limit:
-            parts.append(current)
-            current = line
-        else:
-            current = candidate
-    if current or not parts:
-        parts.append(current)
-    return parts
+@dataclass(frozen=True)
+class Typing:
+    """When a working step shows "typing…": after `after_s`, then every `every_s` (Telegram
+    shows the action for about five seconds, or until the bot's next message)."""
+
+    after_s: float = 1.0
+    every_s: float = 4.0
 
 
-def _safe_cut(line: str, limit: int) -> int:
-    """Cut at `limit`, but never inside an HTML entity such as `&lt;`."""
-    amp = line.rfind("&", max(0, limit - 10), limit)
-    if amp > 0 and ";" not in line[amp:limit]:
-        return amp
-    return limit
+DEFAULT_TYPING = Typing()
 
 
 @dataclass
@@ -99,55 +83,104 @@ class _StepView:
     message_id: int | None = None
     shown_text: str | None = None
     timer: asyncio.Task[None] | None = None
+    typing: asyncio.Task[None] | None = None
+
+    def stop_typing(self) -> None:
+        if self.typing is not None and self.typing is not asyncio.current_task():
+            self.typing.cancel()
+        self.typing = None
+
+
+# The forum topic (`message_thread_id`) the customer wrote in, for the task that asks or
+# resumes a run: the executor calls its listeners in that task, so the run's plan, steps,
+# prompt and answer all go to that topic (None: no topic, or General).
+TOPIC: ContextVar[int | None] = ContextVar("stepwise_topic", default=None)
 
 
 @dataclass
 class _RunView:
     chat_id: int
+    thread_id: int | None = None
     steps: dict[str, _StepView] = field(default_factory=dict)
     # Telegram calls of one run go out one at a time, so messages arrive in plan order.
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     blocked: bool = False
 
 
-# The store's `add_event(run_id, kind, message)`: a fact on the run, its state untouched.
-EventWriter = Callable[[str, EventKind, str | None], Awaitable[None]]
+class ProgressStore(Protocol):
+    """What progress writes on a run (`storage.runs.SqliteRunStore`): facts learnt after
+    a transition, the run's state untouched."""
+
+    async def add_event(self, run_id: str, kind: EventKind, message: str | None = None) -> None:
+        """A fact on the run (the customer blocked the bot)."""
+
+    async def bind_prompt(
+        self, run_id: str, nonce: str, prompt: PromptRef, message: str | None = None
+    ) -> None:
+        """The pause's prompt was delivered as `prompt` (also records `prompt_shown`)."""
 
 
 class TelegramProgress:
-    def __init__(self, bot: Bot, add_event: EventWriter, *, show_after_s: float = 0.5) -> None:
+    def __init__(
+        self,
+        bot: Bot,
+        store: ProgressStore,
+        *,
+        show_after_s: float = 0.5,
+        typing: Typing = DEFAULT_TYPING,
+    ) -> None:
         self._bot = bot
-        self._add_event = add_event
+        self._store = store
         self._show_after_s = show_after_s
+        self._typing = typing
         self._views: dict[str, _RunView] = {}
+        # Runs whose prompt is being delivered by this process and not yet bound to its
+        # message: a press on it waits for the binding instead of finding none (stale).
+        self._binding: dict[str, asyncio.Event] = {}
 
-    def adopt(self, run: Run, step_id: str, message_id: int) -> None:
+    def adopt(self, run: Run, step_id: str, message_id: int, thread_id: int | None = None) -> None:
         """Continue a run whose paused step's message already exists (a button press)."""
-        view = self._views.setdefault(run.id, _RunView(chat_id=run.chat_id))
+        view = self._views.setdefault(run.id, _RunView(run.chat_id, thread_id))
         view.steps[step_id] = _StepView(message_id=message_id)
 
     @property
     def open_views(self) -> int:
         return len(self._views)
 
+    async def prompt_settled(self, run_id: str, within_s: float = 5.0) -> None:
+        """Return once a prompt this process is delivering for `run_id` is bound to its
+        message (at once when there is none): a press can arrive between Telegram
+        showing the buttons and the binding's commit."""
+        binding = self._binding.get(run_id)
+        if binding is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(binding.wait(), within_s)
+
     async def __call__(self, run: Run, event: RunEvent) -> None:
         kind = event.kind
         if kind is EventKind.RUN_FINISHED and run.status is RunStatus.EXPIRED:
             return  # the button handler answers an expired pause on its own message
-        view = self._views.setdefault(run.id, _RunView(chat_id=run.chat_id))
+        view = self._views.get(run.id)
+        if view is None:
+            view = self._views[run.id] = _RunView(run.chat_id, TOPIC.get())
         if kind is EventKind.RUN_PLANNED:
             if run.steps:
-                await self._send_text(run, view, plan_text(run))
+                await self._send_text(
+                    run, view, clip_message(html.escape(plan_text(run))), silent=True
+                )
         elif kind is EventKind.STEP_STARTED and event.step_id:
             # Shown only if it is still running a moment later; fast steps appear once, done.
             step_view = view.steps.setdefault(event.step_id, _StepView())
             if step_view.timer is None:
                 step_view.timer = asyncio.create_task(self._show_later(run, view, event.step_id))
+            step_view.stop_typing()
+            step_view.typing = asyncio.create_task(self._type_while_working(run, view))
         elif kind in (EventKind.DECISION_CLAIMED, EventKind.STEP_APPROVED):
             return  # the button handler already showed the decision on the message
         elif kind is EventKind.RUN_FINISHED:
             await self._finish(run, view)
         elif event.step_id:
+            view.steps.setdefault(event.step_id, _StepView()).stop_typing()
             await self._show(run, view, event.step_id)
             if kind is EventKind.STEP_PAUSED:
                 self._drop(run.id)  # a paused run lives in the database, not here
@@ -157,6 +190,17 @@ class TelegramProgress:
         step_view = view.steps[step_id]
         step_view.timer = None
         await self._show(run, view, step_id)
+
+    async def _type_while_working(self, run: Run, view: _RunView) -> None:
+        """ "typing…" while a step works longer than `Typing.after_s` (cancelled when the
+        step's next event arrives)."""
+        await asyncio.sleep(self._typing.after_s)
+        while not view.blocked:
+            action = self._bot.send_chat_action(
+                view.chat_id, ChatAction.TYPING, message_thread_id=view.thread_id
+            )
+            await self._call(run, view, action, quiet=True)
+            await asyncio.sleep(self._typing.every_s)
 
     async def _show(self, run: Run, view: _RunView, step_id: str) -> None:
         step_view = view.steps.setdefault(step_id, _StepView())
@@ -169,14 +213,39 @@ class TelegramProgress:
         if step.status is StepStatus.PAUSED and step.approval is None and run.pause:
             text += "\n\n" + html.escape(run.answer or "")
             markup = self._buttons(run)
+        text = clip_message(text)
         # Without its buttons a paused run can never go on: deliver them like an answer.
         attempts = ANSWER_DELIVERY_ATTEMPTS if markup is not None else 1
+        if markup is None:
+            await self._deliver(run, view, step_view, text, None, attempts)
+            return
+        binding = self._binding.setdefault(run.id, asyncio.Event())
+        try:
+            if await self._deliver(run, view, step_view, text, markup, attempts):
+                await self._bind(run, view.chat_id, step_view.message_id)
+        finally:
+            binding.set()
+            if self._binding.get(run.id) is binding:
+                del self._binding[run.id]
+
+    async def _deliver(
+        self,
+        run: Run,
+        view: _RunView,
+        step_view: _StepView,
+        text: str,
+        markup: InlineKeyboardMarkup | None,
+        attempts: int,
+    ) -> bool:
+        """Send or edit the step's message; True once it shows `text` (and `markup`)."""
         async with view.lock:
             if text == step_view.shown_text and markup is None:
-                return
+                return False
             for attempt in range(1, attempts + 1):
                 if step_view.message_id is None:
-                    result = await self._call(run, view, self._send(view.chat_id, text, markup))
+                    result = await self._call(
+                        run, view, self._send(view, text, markup, silent=markup is None)
+                    )
                     if isinstance(result, Message):
                         step_view.message_id = result.message_id
                 else:
@@ -196,10 +265,19 @@ class TelegramProgress:
                 if attempt < attempts:
                     await asyncio.sleep(0.5 * 2 ** (attempt - 1))
             if result is None:
-                return  # not shown: a later state of the step (or _finish) tries again
+                return False  # not shown: a later state of the step (or _finish) tries again
             step_view.shown_text = text
-        if markup is not None:
-            await self._write_event(run, EventKind.PROMPT_SHOWN, PROMPT_SHOWN_NOTE)
+            return True
+
+    async def _bind(self, run: Run, chat_id: int, message_id: int | None) -> None:
+        """Record that the prompt reached the customer, on which message (see `reoffer`)."""
+        if run.pause is None or run.pause.nonce is None or message_id is None:
+            return
+        prompt = PromptRef(chat_id=chat_id, message_id=message_id)
+        try:
+            await self._store.bind_prompt(run.id, run.pause.nonce, prompt, PROMPT_SHOWN_NOTE)
+        except Exception:
+            log.exception("could not record the prompt", extra={"trace_id": run.trace_id})
 
     async def reoffer(self, run: Run) -> bool:
         """Show a paused run's confirmation prompt again, as a new message.
@@ -216,16 +294,15 @@ class TelegramProgress:
     def _buttons(self, run: Run) -> InlineKeyboardMarkup:
         assert run.pause is not None and run.pause.nonce is not None
         nonce = run.pause.nonce
+        yes, no = decision_labels(run.step(run.pause.step_id).goal, run.language)
         return InlineKeyboardMarkup(
             [
                 [
                     InlineKeyboardButton(
-                        say("confirm", run.language),
-                        callback_data=decision_data(run.id, nonce, approved=True),
+                        yes, callback_data=decision_data(run.id, nonce, approved=True)
                     ),
                     InlineKeyboardButton(
-                        say("cancel", run.language),
-                        callback_data=decision_data(run.id, nonce, approved=False),
+                        no, callback_data=decision_data(run.id, nonce, approved=False)
                     ),
                 ]
             ]
@@ -238,11 +315,13 @@ class TelegramProgress:
             if step_view is not None and (step_view.timer or step_view.message_id):
                 await self._show(run, view, step.id)
         self._drop(run.id)
-        parts = split_message(run.answer or "")
+        parts = split_message(html.escape(run.answer or ""))
         for number, part in enumerate(parts, start=1):
             # A clarifying question offers its options as buttons under its last part.
             markup = clarify_buttons(run) if number == len(parts) else None
-            await self._send_text(run, view, part, attempts=ANSWER_DELIVERY_ATTEMPTS, markup=markup)
+            await self._send_text(
+                run, view, part, silent=False, attempts=ANSWER_DELIVERY_ATTEMPTS, markup=markup
+            )
 
     async def _send_text(
         self,
@@ -250,14 +329,15 @@ class TelegramProgress:
         view: _RunView,
         text: str,
         *,
+        silent: bool,
         attempts: int = 1,
         markup: InlineKeyboardMarkup | None = None,
     ) -> None:
+        """Send `text` (HTML) as a new message of the run."""
         async with view.lock:
             for attempt in range(1, attempts + 1):
-                sent = await self._call(
-                    run, view, self._send(view.chat_id, html.escape(text), markup), quiet=True
-                )
+                send = self._send(view, text, markup, silent=silent)
+                sent = await self._call(run, view, send, quiet=True)
                 if sent is not None or view.blocked:
                     return
                 if attempt < attempts:
@@ -265,9 +345,18 @@ class TelegramProgress:
             log.error("could not deliver a message", extra={"trace_id": run.trace_id})
 
     def _send(
-        self, chat_id: int, text: str, markup: InlineKeyboardMarkup | None
+        self, view: _RunView, text: str, markup: InlineKeyboardMarkup | None, *, silent: bool
     ) -> Awaitable[Message]:
-        return self._bot.send_message(chat_id, text, parse_mode=ParseMode.HTML, reply_markup=markup)
+        """A new message. `silent` ones (the plan, a step's progress) make no sound: a
+        question buzzes the phone only for what needs the customer (the prompt, the answer)."""
+        return self._bot.send_message(
+            view.chat_id,
+            text,
+            parse_mode=ParseMode.HTML,
+            reply_markup=markup,
+            message_thread_id=view.thread_id,
+            disable_notification=silent,
+        )
 
     async def _call(
         self, run: Run, view: _RunView, call: Awaitable[Message | bool], *, quiet: bool = False
@@ -300,7 +389,7 @@ class TelegramProgress:
 
     async def _write_event(self, run: Run, kind: EventKind, message: str) -> None:
         try:
-            await self._add_event(run.id, kind, message)
+            await self._store.add_event(run.id, kind, message)
         except Exception:
             log.exception("could not note %r on the run", message, extra={"trace_id": run.trace_id})
 
@@ -309,5 +398,6 @@ class TelegramProgress:
         if view is None:
             return
         for step_view in view.steps.values():
+            step_view.stop_typing()
             if step_view.timer is not None and step_view.timer is not asyncio.current_task():
                 step_view.timer.cancel()

@@ -4,9 +4,11 @@ PTB's `AIORateLimiter` uses a leaky bucket, which lets a burst of up to twice th
 through in one second; Telegram (and our stand-in) count in a sliding window and answer
 such bursts with 429. This limiter counts the same way: at most `overall_max_rate`
 chat-bound calls in any `overall_period` (with a small safety margin for network jitter),
-at most `group_max_rate` per group chat per `group_period`, each call counted from when its
-answer arrived. A 429 that still happens
-pauses *all* calls for `retry_after`, then the call is retried.
+at most `group_max_rate` messages per group chat per `group_period`, each call counted from
+when its answer arrived. Per chat (private chats too) it follows Telegram's "about one
+message per second, short bursts tolerated": a burst of `chat_burst` messages, then one
+per `chat_interval` (`ChatPacer`). Chat actions ("typing…") count only overall. A 429
+that still happens pauses *all* calls for `retry_after`, then the call is retried.
 """
 
 from __future__ import annotations
@@ -79,6 +81,56 @@ class SlidingWindow:
         return not self._lock.locked() and all(now - s.end >= self.period for s in self._slots)
 
 
+class ChatPacer:
+    """One chat's budget, kept from the bot's side: `burst` messages at once, then one per
+    `interval` seconds — a token bucket, in its GCRA form (`tat`: when the bucket is full).
+
+    The server counts a call when it arrives, somewhere between sending and the answer, so
+    a call is charged at its *answer* (the latest the server can have counted it) and the
+    next one waits until the server's bucket must have a token again, even if this call
+    reached it late. Calls to one chat go one at a time (the one in flight holds the
+    pacer), so the server sees them in the order they were charged.
+    """
+
+    def __init__(self, burst: int, interval: float, clock: Callable[[], float]) -> None:
+        self.burst = burst
+        self.interval = interval
+        self._clock = clock
+        self._tat = -math.inf  # theoretical arrival time: the bucket is full from here on
+        self._lock = asyncio.Lock()
+
+    async def acquire(self) -> None:
+        await self._lock.acquire()
+        wait = self._tat - (self.burst - 1) * self.interval - self._clock()
+        if wait > 0:
+            await asyncio.sleep(wait)
+
+    def release(self) -> None:
+        self._tat = max(self._clock(), self._tat) + self.interval
+        self._lock.release()
+
+    @property
+    def idle(self) -> bool:
+        """Nothing in flight and the bucket full again: forgetting it changes nothing."""
+        return not self._lock.locked() and self._clock() >= self._tat
+
+
+# Telegram's per-chat guidance as numbers (the stand-in's `FloodLimits` defaults): a burst
+# of 3, then one message per second.
+CHAT_BURST = 3
+CHAT_INTERVAL_S = 1.0
+# What a chat's budget is spent on: new messages and edits, not "typing…" or answers.
+_MESSAGE_PREFIXES = ("send", "edit", "copy", "forward")
+_NOT_MESSAGES = frozenset({"sendchataction"})
+_FIRST_SWEEP = 64  # idle chats are forgotten when the table doubles (amortised O(1))
+
+
+def counts_as_message(endpoint: str) -> bool:
+    """Does a call to `endpoint` spend a chat's message budget (sendMessage, editMessage…)?"""
+    name = endpoint.lower()
+    return name.startswith(_MESSAGE_PREFIXES) and name not in _NOT_MESSAGES
+
+
 class SlidingWindowRateLimiter(BaseRateLimiter[int]):
     def __init__(
         self,
@@ -86,6 +138,8 @@ class SlidingWindowRateLimiter(BaseRateLimiter[int]):
         overall_period: float = 1.0,
         group_max_rate: int = 20,
         group_period: float = 60.0,
+        chat_burst: int = CHAT_BURST,
+        chat_interval: float = CHAT_INTERVAL_S,
         max_retries: int = 3,
         margin: float = 0.02,
         clock: Callable[[], float] = time.monotonic,
@@ -95,6 +149,10 @@ class SlidingWindowRateLimiter(BaseRateLimiter[int]):
         self._group_limit = group_max_rate
         self._group_period = group_period * (1 + margin)
         self._groups: dict[int | str, SlidingWindow] = {}
+        self._chat_burst = chat_burst
+        self._chat_interval = chat_interval * (1 + margin)
+        self._chats: dict[int | str, ChatPacer] = {}
+        self._sweep_at = _FIRST_SWEEP
         self._max_retries = max_retries
         self._resume_at = 0.0
 
@@ -115,16 +173,21 @@ class SlidingWindowRateLimiter(BaseRateLimiter[int]):
     ) -> JSONResult:
         max_retries = rate_limit_args if rate_limit_args is not None else self._max_retries
         chat_id = data.get("chat_id")
+        message = chat_id is not None and counts_as_message(endpoint)
         for attempt in range(max_retries + 1):
             await self._wait_for_resume()
             held: list[tuple[SlidingWindow, _Slot]] = []
-            if chat_id is not None:
-                group = _group_key(chat_id)
-                if group is not None:
-                    window = self._group(group)
-                    held.append((window, await window.acquire()))
-                held.append((self._overall, await self._overall.acquire()))
+            pacer = self._pacer(chat_id) if message else None
+            if pacer is not None:
+                await pacer.acquire()
             try:
+                if message:
+                    group = _group_key(chat_id)
+                    if group is not None:
+                        window = self._group(group)
+                        held.append((window, await window.acquire()))
+                if chat_id is not None:
+                    held.append((self._overall, await self._overall.acquire()))
                 return await callback(*args, **kwargs)
             except RetryAfter as exc:
                 if attempt == max_retries:
@@ -135,7 +198,20 @@ class SlidingWindowRateLimiter(BaseRateLimiter[int]):
             finally:
                 for window, slot in held:
                     window.release(slot)
+                if pacer is not None:
+                    pacer.release()
         raise AssertionError("unreachable")
+
+    def _pacer(self, chat_id: Any) -> ChatPacer:
+        key = chat_id if isinstance(chat_id, int | str) else str(chat_id)
+        pacer = self._chats.get(key)
+        if pacer is None:
+            if len(self._chats) >= self._sweep_at:  # keep memory flat with many chats
+                for stale in [k for k, p in self._chats.items() if p.idle]:
+                    del self._chats[stale]
+                self._sweep_at = max(_FIRST_SWEEP, 2 * len(self._chats))
+            pacer = self._chats[key] = ChatPacer(self._chat_burst, self._chat_interval, self._clock)
+        return pacer
 
     async def _wait_for_resume(self) -> None:
         delay = self._resume_at - self._clock()

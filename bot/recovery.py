@@ -46,8 +46,9 @@ async def reoffer_lost_prompts(
 
     A crash between recording a pause and sending its buttons (or Telegram failing every
     attempt) would otherwise leave the run waiting for a press nobody can make. Delivered
-    prompts are recorded on the run (`prompt_shown`); only pauses young enough to be
-    confirmed are looked at.
+    prompts are recorded on the run (`prompt_shown`) and bound to their message; a prompt
+    shown but never bound (before migration 4) is offered again too, since a press counts
+    only on the bound message. Only pauses young enough to be confirmed are looked at.
     """
     shown, cursor = 0, None
     since = utcnow() - approval_ttl
@@ -56,14 +57,23 @@ async def reoffer_lost_prompts(
             status=RunStatus.PAUSED, since=since, before=cursor, limit=200
         )
         for item in page.items:
-            if not prompt_lost(await store.history.timeline(item.id)):
-                continue
+            timeline = await store.history.timeline(item.id)
             run = await store.load_run(item.id)
-            if run is not None and await progress.reoffer(run):
+            if run is None or run.pause is None:
+                continue
+            unbound = run.pause.prompt is None and not customer_blocked(timeline)
+            if (prompt_lost(timeline) or unbound) and await progress.reoffer(run):
                 shown += 1
         if page.next_cursor is None:
             return shown
         cursor = page.next_cursor
+
+
+def customer_blocked(timeline: list[TimelineEntry]) -> bool:
+    """Since the last pause, the customer blocked the bot (a prompt would be refused)."""
+    paused = [n for n, entry in enumerate(timeline) if entry.kind is EventKind.STEP_PAUSED]
+    after = timeline[paused[-1] + 1 :] if paused else timeline
+    return any(e.kind is EventKind.CUSTOMER_BLOCKED for e in after)
 
 
 def prompt_lost(timeline: list[TimelineEntry]) -> bool:

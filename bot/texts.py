@@ -31,9 +31,17 @@ TEXTS: dict[str, dict[Language, str]] = {
             "• What is your refund policy?"
         ),
     },
+    # The command menu (setMyCommands): customers see only /help, in their language.
+    "command_help": {ZH: "我能做什么", EN: "What I can do"},
     "text_only": {
         ZH: "抱歉，我只能看懂文字消息。请用文字告诉我订单号和你的问题。",
         EN: "Sorry, I can only read text messages. Please type your order number and question.",
+    },
+    # An edited message is never a new request (editing "where is A1001" into "cancel
+    # A1003" must not cancel anything): the customer is asked to send it anew.
+    "edited": {
+        ZH: "我只处理新消息，这次修改没有执行任何操作。如有需要，请把它作为一条新消息发送。",
+        EN: "I only act on new messages, so nothing was done for this edit. If you need it, please send it as a new message.",
     },
     "too_long": {
         ZH: "这条消息太长了（超过 4096 个字符），请简短描述你的问题。",
@@ -56,12 +64,20 @@ TEXTS: dict[str, dict[Language, str]] = {
             "a few minutes."
         ),
     },
+    # Staff views list other customers' ids and requests: never in a group's view.
+    "staff_private_only": {
+        ZH: "员工命令只能在和我的私聊中使用。",
+        EN: "Staff commands work only in a private chat with me.",
+    },
     "not_authorised": {
         ZH: "抱歉，你没有权限使用这个命令。",
         EN: "Sorry, you are not authorised to use this command.",
     },
-    "confirm": {ZH: "确认", EN: "Confirm"},
-    "cancel": {ZH: "取消", EN: "Cancel"},
+    # The two buttons under a Confirm prompt say what pressing them does (see
+    # `decision_labels`): the yes-button names the step's own goal, the no-button that
+    # nothing changes. "{goal}" is the paused step's goal ("en": first letter lower-cased).
+    "confirm": {ZH: "确认{goal}", EN: "Yes, {goal}"},
+    "decline": {ZH: "不，保持不变", EN: "No, keep it"},
     "toast_confirmed": {ZH: "已确认，正在执行。", EN: "Confirmed, working on it."},
     "toast_chosen": {ZH: "好的，正在处理。", EN: "Got it, working on it."},
     "toast_cancelled": {ZH: "已取消，不做任何改动。", EN: "Cancelled, nothing will change."},
@@ -81,6 +97,19 @@ TEXTS: dict[str, dict[Language, str]] = {
 
 def say(key: str, language: Language) -> str:
     return TEXTS[key][language]
+
+
+def decision_labels(goal: str, language: Language) -> tuple[str, str]:
+    """The Confirm prompt's (yes, no) button labels for a step with this goal.
+
+    Labelled by outcome, not "Confirm"/"Cancel" (under "Cancel order A1003", a button
+    called "Cancel" meant *keep* the order). The wording comes from the step's goal, which
+    the planner writes from the tool's catalog entry, so every tool's prompt names its own
+    action ("Yes, request a refund …") and no tool is special-cased here.
+    """
+    if language is EN and goal:
+        goal = goal[0].lower() + goal[1:]
+    return say("confirm", language).format(goal=goal), say("decline", language)
 
 
 def language_of(text: str | None, language_code: str | None) -> Language:

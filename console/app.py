@@ -42,7 +42,7 @@ HERE = Path(__file__).parent
 def create_app(store: RunStore, *, staff_token: str) -> Starlette:
     """The console for `store`, open to holders of `staff_token` (ValueError if weak)."""
     token = check_staff_token(staff_token)
-    sessions = Sessions(token)
+    sessions = Sessions(token, revocations=store.revocations)
     templates = Jinja2Templates(env=_environment())
     views = Views(store, templates)
     login = _Login(token, sessions, templates)
@@ -132,7 +132,7 @@ class _Login:
         form = await request.form()
         if session is None or not self.sessions.form_token_ok(session, str(form.get("csrf", ""))):
             return PlainTextResponse("Bad sign-out request.", status_code=403)
-        self.sessions.revoke(session)
+        await self.sessions.revoke(session)
         response = RedirectResponse("/login", 303)
         response.delete_cookie(SESSION_COOKIE, path="/")
         return response

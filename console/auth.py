@@ -19,12 +19,15 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 from urllib.parse import quote
 
 from starlette.datastructures import MutableHeaders
 from starlette.requests import HTTPConnection
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from storage.db import StorageUnavailable
 
 SESSION_COOKIE = "stepwise_staff"
 LOGIN_CSRF_COOKIE = "stepwise_login_csrf"
@@ -61,17 +64,30 @@ class Session:
     expires: int
 
 
+class RevocationStore(Protocol):
+    """Where signed-out sessions are kept (`storage.revocations.Revocations`: with the
+    runs, so a sign-out survives a restart)."""
+
+    async def revoke(self, nonce: str, expires_at: int, now: int) -> None: ...
+
+    async def is_revoked(self, nonce: str, now: int) -> bool: ...
+
+
 @dataclass
 class Sessions:
     """Issues and checks signed session cookies: `v1.<expires>.<nonce>.<signature>`.
 
     Stateless apart from the nonces of signed-out sessions, kept until they would have
     expired anyway, so signing out really ends a session even if its cookie was copied.
+    They are written to `revocations` (the database) and checked there on every request
+    (`check`), so a restart does not bring a signed-out cookie back; `verify` alone
+    knows only this process's sign-outs.
     """
 
     staff_token: str
     ttl_s: int = SESSION_TTL_S
     clock: Callable[[], float] = time.time
+    revocations: RevocationStore | None = None
     _revoked: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -101,8 +117,20 @@ class Sessions:
             return None
         return session
 
-    def revoke(self, session: Session) -> None:
+    async def check(self, cookie: str | None) -> Session | None:
+        """`verify`, and the session was not signed out by any process, ever."""
+        session = self.verify(cookie)
+        if session is None or self.revocations is None:
+            return session
+        if await self.revocations.is_revoked(session.nonce, int(self.clock())):
+            return None
+        return session
+
+    async def revoke(self, session: Session) -> None:
+        """Sign `session` out: durably first (raises StorageUnavailable if it cannot be)."""
         now = self.clock()
+        if self.revocations is not None:
+            await self.revocations.revoke(session.nonce, session.expires, int(now))
         self._revoked = {n: exp for n, exp in self._revoked.items() if exp > now}
         self._revoked[session.nonce] = session.expires
 
@@ -163,7 +191,12 @@ class RequireStaff:
             await self.app(scope, receive, send)
             return
         conn = HTTPConnection(scope)
-        session = self.sessions.verify(conn.cookies.get(SESSION_COOKIE))
+        try:
+            session = await self.sessions.check(conn.cookies.get(SESSION_COOKIE))
+        except StorageUnavailable:
+            busy = PlainTextResponse("The run database is busy right now; reload in a moment.", 503)
+            await busy(scope, receive, send)
+            return
         if session is not None:
             scope.setdefault("state", {})["staff_session"] = session
             await self.app(scope, receive, send)

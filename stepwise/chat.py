@@ -1,13 +1,16 @@
 """`stepwise chat`: the agent in a terminal, as the demo customer.
 
 The plan and each step's progress are printed as they happen, like the bot's messages;
-Confirm/Cancel buttons become a [y/N] prompt.
+Confirm/Cancel buttons become a [y/N] prompt. On start it finishes runs an earlier Ctrl-C
+or crash left running (as `serve` does); Ctrl-C ends it at once, even at the prompt.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import threading
 from collections.abc import Callable
 
 from agent_core.agent import MAX_REQUEST_CHARS
@@ -35,9 +38,14 @@ class TerminalProgress:
 async def cmd_chat(settings: Settings, args: argparse.Namespace) -> int:
     """Chat as the demo customer. Buttons become a [y/N] prompt."""
     user = args.user if args.user is not None else settings.demo_user_id
-    progress = TerminalProgress(lambda line: print(line, flush=True))
-    rt = await open_runtime(settings, listeners=[progress])
+    rt = await open_runtime(settings)
     try:
+        # Runs a Ctrl-C (or a crash) left `running` are finished first, quietly: the
+        # terminal shows only this customer's conversation.
+        recovered = await rt.agent.recover()
+        if recovered:
+            print(f"stepwise chat: finished {len(recovered)} interrupted run(s)", flush=True)
+        rt.add_listener(TerminalProgress(lambda line: print(line, flush=True)))
         print(
             f"stepwise chat — you are customer {user}. Try: 订单 A1001 到哪了 / "
             "cancel order A1003 / what is your refund policy. Ctrl-D to quit.",
@@ -102,10 +110,25 @@ async def _choose(rt: Runtime, run: Run, user: int) -> None:
 
 
 async def _read_line(prompt: str) -> str | None:
-    def read() -> str | None:
-        try:
-            return input(prompt)
-        except EOFError:
-            return None
+    """One line from the terminal (None at end of input), read in a daemon thread.
 
-    return await asyncio.to_thread(read)
+    Not `asyncio.to_thread`: on Ctrl-C asyncio.run waits for its executor's threads, and
+    the one blocked in input() would hold the chat open until the next Enter.
+    """
+    loop = asyncio.get_running_loop()
+    line: asyncio.Future[str | None] = loop.create_future()
+
+    def deliver(value: str | None) -> None:
+        if not line.done():
+            line.set_result(value)
+
+    def read() -> None:
+        try:
+            value: str | None = input(prompt)
+        except (EOFError, OSError, ValueError):
+            value = None
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
+            loop.call_soon_threadsafe(deliver, value)
+
+    threading.Thread(target=read, name="stepwise-chat-input", daemon=True).start()
+    return await line

@@ -1,8 +1,9 @@
 """`stepwise`: the command line, the entry point of every way to run the product.
 
-Exit codes: 0 success, 1 the run failed or stopped, 2 bad usage, 3 not found or not
-allowed, 4 storage unavailable right now (locked, read-only, full). Errors go to stderr as
-one line.
+Exit codes: 0 success, 1 the run failed or stopped, 2 bad usage or configuration (a
+bad setting, a STEPWISE_DB that can never be a database), 3 not found or not allowed,
+4 unavailable right now (storage locked, read-only or full; Telegram unreachable at
+start). Errors go to stderr as one line.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import asyncio
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from pydantic import ValidationError
 
@@ -26,10 +28,12 @@ from stepwise.commands import (
     cmd_migrate,
     cmd_tools,
 )
+from stepwise.dbpath import db_path_problem
 from stepwise.evaluate import EvalError, run_eval
 from stepwise.runtime import open_runtime
 from stepwise.settings import Settings
 from storage.db import StorageUnavailable
+from storage.store import is_postgres_url
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,31 +93,63 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--user", type=int)
 
     serve = sub.add_parser("serve", help="run the Telegram bot (long polling or --webhook-url)")
-    serve.add_argument("--webhook-url", help="public https URL Telegram should post updates to")
-    serve.add_argument("--webhook-secret", help="secret token Telegram sends with each update")
-    serve.add_argument("--listen", default="127.0.0.1", help="webhook listen address")
-    serve.add_argument("--port", type=int, default=8443, help="webhook listen port")
+    _serve_flags(serve)
     serve.add_argument(
         "--staff-port", type=int, default=8080, help="staff console port (0: no console)"
     )
-    serve.add_argument("--staff-listen", default="127.0.0.1", help="staff console address")
 
     demo = sub.add_parser("demo", help="try the real bot in a browser, no Telegram token needed")
-    demo.add_argument("--chat-port", type=int, default=8090, help="chat page port (0: any free)")
+    _demo_flags(demo)
     demo.add_argument("--staff-port", type=int, default=8080, help="staff console port")
-    demo.add_argument("--bot-api-port", type=int, default=0, help="local Bot API port (0: any)")
+
+    run = sub.add_parser(
+        "run",
+        help="`make run`: serve with a TELEGRAM_BOT_TOKEN (environment or .env), else demo",
+    )
+    _serve_flags(run)
+    _demo_flags(run)
+    run.add_argument("--staff-port", type=int, default=8080, help="staff console port")
 
     standin = sub.add_parser("standin", help="serve the local Bot API stand-in (tests, demos)")
     standin.add_argument("--host", default="127.0.0.1")
     standin.add_argument("--port", type=int, default=8081, help="0 picks a free port")
     standin.add_argument("--token", default=None, help="default: the stand-in's test token")
-    standin.add_argument("--per-chat-limit", type=int, default=20, help="messages/edits per second")
+    standin.add_argument(
+        "--per-chat-limit",
+        type=int,
+        default=3,
+        help="messages/edits a chat may burst, then one per second (Telegram: about 3)",
+    )
     standin.add_argument("--group-limit", type=int, default=20, help="messages per minute")
     standin.add_argument("--global-limit", type=int, default=30, help="messages per second")
     standin.add_argument(
         "--callback-query-ttl", type=float, default=None, help="seconds to answer a button"
     )
     return parser
+
+
+def _serve_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--webhook-url", help="public https URL Telegram should post updates to")
+    parser.add_argument(
+        "--webhook-secret",
+        help="secret Telegram sends with each update (1-256 of A-Z a-z 0-9 _ -; default: random)",
+    )
+    parser.add_argument("--listen", default="127.0.0.1", help="webhook listen address")
+    parser.add_argument("--port", type=int, default=8443, help="webhook listen port")
+    parser.add_argument("--staff-listen", default="127.0.0.1", help="staff console address")
+
+
+def _demo_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--chat-port", type=int, default=8090, help="chat page port (0: any)")
+    parser.add_argument("--bot-api-port", type=int, default=0, help="local Bot API port (0: any)")
+
+
+def chosen_command(settings: Settings, command: str) -> str:
+    """What `run` (`make run`) means: `serve` when the settings the app reads (the
+    environment or `.env`) have a Telegram token, else the browser `demo`."""
+    if command != "run":
+        return command
+    return "serve" if settings.token() else "demo"
 
 
 async def _serve_or_demo(settings: Settings, args: argparse.Namespace) -> int:
@@ -123,7 +159,7 @@ async def _serve_or_demo(settings: Settings, args: argparse.Namespace) -> int:
     every one-shot command (`ask`, `confirm`, `runs`, ...) would otherwise load PTB,
     Starlette, uvicorn and aiohttp first, which doubles its start-up (0.45 s → 0.9 s idle).
     """
-    if args.command == "demo":
+    if chosen_command(settings, args.command) == "demo":
         from stepwise.demo import run_demo
 
         return await run_demo(
@@ -175,7 +211,7 @@ async def dispatch(settings: Settings, args: argparse.Namespace) -> int:
         return await cmd_migrate(settings, args)
     if args.command == "eval":
         return await run_eval(settings, args)
-    if args.command in ("demo", "serve"):
+    if args.command in ("demo", "serve", "run"):
         return await _serve_or_demo(settings, args)
     rt = await open_runtime(settings)
     try:
@@ -198,6 +234,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = ".".join(str(p) for p in first["loc"])
         print(f"stepwise: bad setting {where}: {first['msg']}", file=sys.stderr)
         return EXIT_USAGE
+    if args.command != "tools" and not is_postgres_url(settings.db_path):
+        # Every other command opens the database; a SQLite path can be checked up front.
+        problem = db_path_problem(Path(settings.db_path))
+        if problem is not None:
+            print(f"stepwise: {problem}", file=sys.stderr)
+            return EXIT_USAGE
     try:
         return asyncio.run(dispatch(settings, args))
     except CliError as exc:

@@ -25,6 +25,7 @@ from console.auth import new_staff_token
 from console.server import ConsoleServer, serve_console
 from standin import DEFAULT_TOKEN, StandIn
 from standin.webchat import WebChat
+from stepwise.output import say
 from stepwise.runtime import Runtime, open_runtime
 from stepwise.serve import bot_application, start_recovery
 from stepwise.settings import Settings, configured_staff_token
@@ -158,18 +159,19 @@ async def run_demo(
         print(f"stepwise: {exc}", file=sys.stderr)
         return EXIT_USAGE
     token_note = "generated for this run" if demo.token_generated else "from STEPWISE_STAFF_TOKEN"
-    print(
-        "stepwise demo — the real bot, with a local stand-in for Telegram.\n"
-        f"  Chat with the bot:  {demo.chat_url}\n"
-        f"  Staff console:      {demo.console_url}\n"
-        f"  Staff token:        {demo.staff_token}  ({token_note})\n"
-        "Press Ctrl-C to stop.",
-        flush=True,
-    )
     with stop_signals() as stopped:
         try:
+            say(
+                "stepwise demo — the real bot, with a local stand-in for Telegram.\n"
+                f"  Chat with the bot:  {demo.chat_url}\n"
+                f"  Staff console:      {demo.console_url}\n"
+                f"  Staff token:        {demo.staff_token}  ({token_note})\n"
+                "Press Ctrl-C to stop."
+            )
             await stopped.wait()
         finally:
-            print("stepwise demo: stopping…", flush=True)
+            # The reader may be gone (`| tee` killed by the same Ctrl-C): say never raises,
+            # so the stop below always runs and the ports are freed.
+            say("stepwise demo: stopping…")
             await demo.stop()
     return EXIT_OK

@@ -123,9 +123,11 @@ async def open_runtime(
         await store.close()
         raise
     hub = Listeners(listeners)
-    executor = Executor(ToolRegistry(tools), journal=store, listeners=[hub], policy=policy)
+    registry = ToolRegistry(tools)
+    executor = Executor(registry, journal=store, listeners=[hub], policy=policy)
     agent = Agent(
-        build_planner(settings),
+        # The catalog in use: a tool declared only in STEPWISE_TOOLS is planned from its phrases.
+        build_planner(settings, registry.catalog()),
         executor,
         store,
         approval_ttl=settings.approval_ttl,

@@ -6,13 +6,16 @@ together: the demo, the tests and the benchmarks build the bot through it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from telegram.error import Forbidden, InvalidToken
+from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError
 
 from bot.application import (
+    WEBHOOK_SECRET_RULE,
     BotConfig,
     TelegramApplication,
     Webhook,
@@ -21,6 +24,7 @@ from bot.application import (
     start_application,
     stop_application,
 )
+from bot.progress import DEFAULT_TYPING, Typing
 from bot.recovery import recover
 from bot.redact import redact_in_logs
 from console.server import serve_staff_console
@@ -30,7 +34,11 @@ from stepwise.signals import stop_signals
 
 log = logging.getLogger(__name__)
 
-EXIT_OK, EXIT_USAGE = 0, 2
+EXIT_OK, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 2, 4
+# Telegram unreachable at start (network down, a wrong TELEGRAM_API_BASE_URL): try again
+# after each of these pauses, one line each, then give up with one line (exit 4). Bounded,
+# so a service manager sees the failure and applies its own restart policy.
+START_RETRY_DELAYS_S = (1.0, 2.0, 4.0)
 
 
 @dataclass(frozen=True)
@@ -44,14 +52,22 @@ class ServeOptions:
     staff_port: int = 8080
     staff_listen: str = "127.0.0.1"
 
-    @property
     def webhook(self) -> Webhook | None:
+        """The webhook to serve (with `webhook_secret`, or a generated secret); None for
+        long polling. ValueError (one line, naming the flag) for a secret Telegram refuses."""
         if not self.webhook_url:
             return None
-        return Webhook(self.webhook_url, self.listen, self.port, self.webhook_secret)
+        if self.webhook_secret is None:
+            return Webhook(self.webhook_url, self.listen, self.port)
+        try:
+            return Webhook(self.webhook_url, self.listen, self.port, self.webhook_secret)
+        except ValueError:
+            raise ValueError(f"--webhook-secret must be {WEBHOOK_SECRET_RULE}") from None
 
 
-def bot_application(runtime: Runtime, *, show_after_s: float = 0.5) -> TelegramApplication:
+def bot_application(
+    runtime: Runtime, *, show_after_s: float = 0.5, typing: Typing = DEFAULT_TYPING
+) -> TelegramApplication:
     """The bot's PTB application on `runtime`, its progress messages attached to the agent."""
     token = runtime.settings.token()
     if token is None:
@@ -61,7 +77,9 @@ def bot_application(runtime: Runtime, *, show_after_s: float = 0.5) -> TelegramA
         api_base_url=runtime.settings.telegram_api_base_url,
         staff_ids=runtime.settings.staff_ids,
     )
-    application = build_application(runtime.agent, runtime.store, config, show_after_s=show_after_s)
+    application = build_application(
+        runtime.agent, runtime.store, config, show_after_s=show_after_s, typing=typing
+    )
     runtime.add_listener(bot_of(application).progress)
     return application
 
@@ -78,6 +96,43 @@ def start_recovery(runtime: Runtime, application: TelegramApplication, *, reoffe
     application.create_task(work)
 
 
+async def reach_telegram(
+    application: TelegramApplication,
+    base_url: str,
+    token: str,
+    *,
+    delays: Sequence[float] = START_RETRY_DELAYS_S,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> bool:
+    """Initialize the application (its first call to Telegram), retrying network errors
+    after each of `delays`; one line on stderr per failure. False once it gave up."""
+    attempts = len(delays) + 1
+    for attempt in range(1, attempts + 1):
+        try:
+            await application.initialize()
+            return True
+        except BadRequest:
+            raise
+        except NetworkError as exc:  # connection refused, DNS, timeouts, 5xx
+            reason = str(exc).replace(token, "[REDACTED]")
+            if attempt == attempts:
+                print(
+                    f"stepwise: Telegram unreachable at {base_url} after {attempts} attempts"
+                    f" ({reason}); giving up — check the network and TELEGRAM_API_BASE_URL",
+                    file=sys.stderr,
+                )
+                return False
+            delay = delays[attempt - 1]
+            print(
+                f"stepwise: cannot reach Telegram at {base_url} ({reason}); retrying in"
+                f" {delay:g} s (attempt {attempt}/{attempts})",
+                file=sys.stderr,
+                flush=True,
+            )
+            await sleep(delay)
+    return False
+
+
 async def serve(settings: Settings, options: ServeOptions) -> int:
     """Run the bot until SIGINT/SIGTERM; returns the process exit code."""
     token = settings.token()
@@ -90,7 +145,13 @@ async def serve(settings: Settings, options: ServeOptions) -> int:
     if not TOKEN_SHAPE.match(token):
         print("stepwise: TELEGRAM_BOT_TOKEN is malformed (expected 123456:ABC...)", file=sys.stderr)
         return EXIT_USAGE
-    redact_in_logs(options.webhook_secret)
+    try:
+        webhook = options.webhook()
+    except ValueError as exc:
+        print(f"stepwise: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if webhook is not None:
+        redact_in_logs(webhook.secret)
     runtime = await open_runtime(settings)
     console = None
     try:
@@ -107,13 +168,15 @@ async def serve(settings: Settings, options: ServeOptions) -> int:
             return EXIT_USAGE
         application = bot_application(runtime)
         try:
-            await application.initialize()
+            reached = await reach_telegram(application, settings.telegram_api_base_url, token)
         except InvalidToken:
             print("stepwise: Telegram rejected TELEGRAM_BOT_TOKEN", file=sys.stderr)
             return EXIT_USAGE
+        if not reached:
+            return EXIT_UNAVAILABLE
         with stop_signals() as stop:
             try:
-                await start_application(application, webhook=options.webhook)
+                await start_application(application, webhook=webhook)
                 start_recovery(runtime, application, reoffer=True)
                 log.warning("stepwise bot @%s is running", application.bot.username)
                 await stop.wait()

@@ -245,6 +245,21 @@ MIGRATIONS: list[str] = [
     ALTER TABLE runs ADD COLUMN clarify_nonce TEXT;
     CREATE INDEX runs_unsupported ON runs(created_at DESC, id DESC) WHERE unsupported = 1;
     """,
+    # 8: the message a pause's buttons were delivered on (chat id, message id), written
+    # when the prompt is shown: a press counts only on that message (issue 11 #8). Older
+    # paused runs have none; their prompt is re-offered and bound on the next start.
+    """
+    ALTER TABLE runs ADD COLUMN prompt_chat_id INTEGER;
+    ALTER TABLE runs ADD COLUMN prompt_message_id INTEGER;
+    """,
+    # 9: signed-out console sessions (their nonces), until their cookies expire: a
+    # sign-out survives a restart (issue 11 #12). Read by primary key on every request.
+    """
+    CREATE TABLE revoked_sessions (
+        nonce TEXT PRIMARY KEY,
+        expires_at INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    """,
 ]
 
 

@@ -27,7 +27,15 @@ from pathlib import Path
 
 import aiosqlite
 
-from agent_core.models import ClaimResult, EventKind, Run, RunEvent, RunStatus, utcnow
+from agent_core.models import (
+    ClaimResult,
+    EventKind,
+    PromptRef,
+    Run,
+    RunEvent,
+    RunStatus,
+    utcnow,
+)
 from storage.db import (
     DEFAULT_BUSY_TIMEOUT_S,
     Statements,
@@ -38,9 +46,11 @@ from storage.db import (
 )
 from storage.history import History
 from storage.journal import JournalSql, transition_statements
+from storage.revocations import Revocations
 from storage.tables import (
     EVENT_COLUMNS,
     RUN_COLUMNS,
+    RUN_READ_COLUMNS,
     RUN_STATE_COLUMNS,
     STEP_COLUMNS,
     STEP_STATE_COLUMNS,
@@ -75,7 +85,12 @@ _JOURNAL = JournalSql(
     update_step=_UPDATE_STEP,
     insert_event=_INSERT_EVENT,
 )
-_SELECT_RUN = f"SELECT {columns(RUN_COLUMNS)} FROM runs WHERE id = ?"
+_SELECT_RUN = f"SELECT {columns(RUN_READ_COLUMNS)} FROM runs WHERE id = ?"
+# The prompt of the pause with this nonce was delivered on this message.
+_BIND_PROMPT = (
+    "UPDATE runs SET prompt_chat_id = :chat_id, prompt_message_id = :message_id"
+    " WHERE id = :run_id AND status = 'paused' AND pause_nonce = :nonce"
+)
 _SELECT_STEPS = f"SELECT {columns(STEP_COLUMNS)} FROM steps WHERE run_id = ? ORDER BY position"
 
 
@@ -86,6 +101,7 @@ class SqliteRunStore:
         self._conn = conn
         self._writes = WriteQueue(partial(run_transaction, conn))
         self.history = History(partial(fetch, conn))
+        self.revocations = Revocations(conn, self._write)
 
     @classmethod
     async def open(
@@ -124,6 +140,29 @@ class SqliteRunStore:
         """
         params = {"kind": kind.value, "message": message, "at": ts(utcnow()), "run_id": run_id}
         await self._write([(_APPEND_EVENT, params)])
+
+    async def bind_prompt(
+        self, run_id: str, nonce: str, prompt: PromptRef, message: str | None = None
+    ) -> None:
+        """The prompt of the pause with `nonce` was delivered as `prompt`: bind the pause to
+        that message (a press elsewhere is stale) and record `prompt_shown`, in one commit.
+
+        A prompt shown again (after a restart) binds the pause to the new message. Nothing
+        is bound when the pause has moved on (claimed, re-paused with another nonce).
+        """
+        bind = {
+            "chat_id": prompt.chat_id,
+            "message_id": prompt.message_id,
+            "run_id": run_id,
+            "nonce": nonce,
+        }
+        shown = {
+            "kind": EventKind.PROMPT_SHOWN.value,
+            "message": message,
+            "at": ts(utcnow()),
+            "run_id": run_id,
+        }
+        await self._write([(_BIND_PROMPT, bind), (_APPEND_EVENT, shown)])
 
     async def _write(self, statements: Statements) -> None:
         await self._writes.submit(partial(execute_statements, statements))
@@ -167,15 +206,19 @@ class SqliteRunStore:
         nonce: str | None,
         now: datetime,
         expires_before: datetime,
+        prompt: PromptRef | None = None,
     ) -> tuple[ClaimResult, Run | None]:
         """One conditional UPDATE decides; the claimed run is read back in the same
-        transaction (None when not found or not the caller's run): one round trip."""
+        transaction (None when not found or not the caller's run): one round trip.
+
+        With `prompt` (a button press) the pause must be bound to exactly that message."""
         claim = partial(
             _claim_in_transaction,
             run_id=run_id,
             user_id=user_id,
             approved=approved,
             nonce=nonce,
+            prompt=prompt,
             now=ts(now),
             expires_before=ts(expires_before),
         )
@@ -274,6 +317,8 @@ _CLAIM = (
     "UPDATE runs SET status = 'running', pause_nonce = NULL, updated_at = :now"
     " WHERE id = :run_id AND status = 'paused' AND user_id = :user_id"
     " AND pause_nonce IS NOT NULL AND pause_nonce = coalesce(:nonce, pause_nonce)"
+    " AND (:message_id IS NULL"
+    "      OR (prompt_chat_id = :chat_id AND prompt_message_id = :message_id))"
     " AND paused_at >= :expires_before"
 )
 _CLAIM_APPROVAL = (
@@ -300,6 +345,7 @@ def _claim_in_transaction(
     user_id: int,
     approved: bool,
     nonce: str | None,
+    prompt: PromptRef | None,
     now: str | None,
     expires_before: str | None,
 ) -> ClaimRows:
@@ -308,7 +354,7 @@ def _claim_in_transaction(
     Also reads the run as the claim left it (for the run's own customer only), so the
     caller needs no second round trip.
     """
-    result = _decide_claim(conn, run_id, user_id, approved, nonce, now, expires_before)
+    result = _decide_claim(conn, run_id, user_id, approved, nonce, prompt, now, expires_before)
     if result in (ClaimResult.NOT_FOUND, ClaimResult.NOT_ALLOWED):
         return result, None, []
     row = conn.execute(_SELECT_RUN, (run_id,)).fetchone()
@@ -322,6 +368,7 @@ def _decide_claim(
     user_id: int,
     approved: bool,
     nonce: str | None,
+    prompt: PromptRef | None,
     now: str | None,
     expires_before: str | None,
 ) -> ClaimResult:
@@ -330,6 +377,8 @@ def _decide_claim(
         "run_id": run_id,
         "user_id": user_id,
         "nonce": nonce,
+        "chat_id": prompt.chat_id if prompt else None,
+        "message_id": prompt.message_id if prompt else None,
         "expires_before": expires_before,
     }
     if conn.execute(_CLAIM, claim).rowcount == 1:
@@ -349,7 +398,9 @@ def _decide_claim(
         )
         return ClaimResult.OK
     row = conn.execute(
-        "SELECT user_id, status, pause_nonce FROM runs WHERE id = ?", (run_id,)
+        "SELECT user_id, status, pause_nonce, prompt_chat_id, prompt_message_id"
+        " FROM runs WHERE id = ?",
+        (run_id,),
     ).fetchone()
     if row is None:
         return ClaimResult.NOT_FOUND
@@ -359,5 +410,7 @@ def _decide_claim(
         return ClaimResult.ALREADY_HANDLED
     if nonce is not None and row[2] != nonce:
         return ClaimResult.STALE
+    if prompt is not None and (row[3], row[4]) != (prompt.chat_id, prompt.message_id):
+        return ClaimResult.STALE  # its data replayed onto another message: expire nothing
     conn.execute(_EXPIRE, {"now": now, "run_id": run_id})
     return ClaimResult.EXPIRED

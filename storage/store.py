@@ -22,7 +22,7 @@ from typing import Protocol
 import aiosqlite
 
 from agent_core.agent import RunStore as AgentRunStore
-from agent_core.models import EventKind
+from agent_core.models import EventKind, PromptRef
 from agent_core.shop import ShopBackend
 from storage.db import DEFAULT_BUSY_TIMEOUT_S, MIGRATIONS, StorageUnavailable, connect
 from storage.history import History
@@ -30,13 +30,29 @@ from storage.runs import SqliteRunStore
 from storage.shop import SqliteShop
 
 
+class SessionRevocations(Protocol):
+    """Signed-out console sessions, kept with the runs so a sign-out survives a restart."""
+
+    async def revoke(self, nonce: str, expires_at: int, now: int) -> None: ...
+
+    async def is_revoked(self, nonce: str, now: int) -> bool: ...
+
+
 class RunStore(AgentRunStore, Protocol):
     """What the agent needs (`agent_core.agent.RunStore`), plus what the adapters use:
-    staff reads (`history`), facts learned after a transition, and closing."""
+    staff reads (`history`), facts learned after a transition, the message a prompt was
+    delivered on, console sign-outs, and closing."""
 
     history: History
 
+    @property
+    def revocations(self) -> SessionRevocations: ...
+
     async def add_event(self, run_id: str, kind: EventKind, message: str | None = None) -> None: ...
+
+    async def bind_prompt(
+        self, run_id: str, nonce: str, prompt: PromptRef, message: str | None = None
+    ) -> None: ...
 
     async def close(self) -> None: ...
 

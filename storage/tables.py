@@ -27,6 +27,7 @@ from agent_core.models import (
     Language,
     Pause,
     PlanStep,
+    PromptRef,
     Run,
     RunEvent,
     RunStatus,
@@ -69,6 +70,10 @@ RUN_STATE_COLUMNS = (
     "finished_at",
 )
 RUN_COLUMNS = RUN_FIXED_COLUMNS + RUN_STATE_COLUMNS
+# Written only when a pause's prompt is delivered (`bind_prompt`), never by a transition:
+# the executor's copy of a run does not know which message shows its buttons.
+RUN_PROMPT_COLUMNS = ("prompt_chat_id", "prompt_message_id")
+RUN_READ_COLUMNS = RUN_COLUMNS + RUN_PROMPT_COLUMNS
 
 # What a step is (written once, with the plan) and then what it has become.
 STEP_FIXED_COLUMNS = ("run_id", "position", "id", "goal", "tool", "args", "tag", "max_retries")
@@ -337,15 +342,19 @@ class NamedRow(Protocol):
 
 
 def run_from_rows(row: NamedRow, step_rows: Iterable[NamedRow]) -> Run:
-    """A run from its `RUN_COLUMNS` row and its `STEP_COLUMNS` rows in plan order."""
+    """A run from its `RUN_READ_COLUMNS` row and its `STEP_COLUMNS` rows in plan order."""
     pause = None
     if row["pause_step_id"] is not None:
+        prompt = None
+        if row["prompt_message_id"] is not None:
+            prompt = PromptRef(chat_id=row["prompt_chat_id"], message_id=row["prompt_message_id"])
         pause = Pause(
             step_id=row["pause_step_id"],
             nonce=row["pause_nonce"],
             tool=row["pause_tool"],
             args_hash=row["pause_args_hash"],
             paused_at=required_ts(row["paused_at"]),
+            prompt=prompt,
         )
     return Run(
         id=row["id"],

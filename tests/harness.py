@@ -23,6 +23,8 @@ from typing import Any
 
 from agent_core.policy import Backoff, FailurePolicy
 from agent_core.tools import Tool
+from bot.application import start_application
+from bot.progress import DEFAULT_TYPING, Typing
 from standin import DEFAULT_TOKEN, ShownMessage, StandIn
 from stepwise.runtime import Runtime, open_runtime
 from stepwise.serve import bot_application
@@ -152,6 +154,7 @@ async def start_bot(
     *,
     tools: Sequence[Tool] | None = None,
     show_after_s: float = 0.5,
+    typing: Typing = DEFAULT_TYPING,
     **env: str,
 ) -> BotHarness:
     """The production application polling `standin`, with a short retry backoff."""
@@ -166,8 +169,7 @@ async def start_bot(
     )
     policy = FailurePolicy(backoff=Backoff(base_s=0.05, cap_s=0.2))
     runtime = await open_runtime(settings, tools=tools, policy=policy)
-    app = bot_application(runtime, show_after_s=show_after_s)
+    app = bot_application(runtime, show_after_s=show_after_s, typing=typing)
     await app.initialize()
-    await app.start()
-    await app.updater.start_polling(poll_interval=0, timeout=1)
+    await start_application(app, poll_timeout_s=1)  # as `stepwise serve` starts it
     return BotHarness(standin, runtime, app, db)

@@ -27,9 +27,10 @@ from bot.callbacks import (
     parse_callback,
 )
 from bot.handlers import paused_step_id
-from bot.progress import BLOCKED_NOTE, PROMPT_SHOWN_NOTE, split_message
-from bot.ratelimit import SlidingWindow
+from bot.progress import BLOCKED_NOTE, PROMPT_SHOWN_NOTE
+from bot.ratelimit import ChatPacer, SlidingWindow, counts_as_message
 from bot.recovery import prompt_lost
+from bot.textsplit import clip_message, split_message, utf16_units, visible_units
 from storage.records import TimelineEntry, format_timeline_entry
 
 
@@ -41,11 +42,27 @@ def test_split_message_keeps_every_part_under_the_limit_and_loses_nothing() -> N
 
 
 def test_split_message_hard_cuts_a_huge_line_but_not_inside_an_entity() -> None:
-    line = "a" * 997 + "&lt;tag&gt;" + "b" * 1500  # "&lt;" straddles position 1000
+    line = "a" * 999 + "&lt;&gt;" + "b" * 1500  # the second entity is unit 1001
     parts = split_message(line, limit=1000)
-    assert all(len(p) <= 1000 for p in parts)
+    assert all(visible_units(p) <= 1000 for p in parts)
     assert "".join(parts) == line
-    assert parts[0].endswith("a") and parts[1].startswith("&lt;")
+    assert parts[0].endswith("&lt;") and parts[1].startswith("&gt;")
+
+
+def test_split_message_counts_utf16_units_of_the_visible_text() -> None:
+    emoji = "😀" * 3000  # 6000 units in 3000 characters
+    parts = split_message(emoji)
+    assert [utf16_units(p) for p in parts] == [4096, 1904]
+    tags = "<b>" + "&lt;" * 5000 + "</b>"  # 20,007 characters, 5000 visible
+    parts = split_message(tags)
+    assert [visible_units(p) for p in parts] == [4096, 904]
+    assert parts[0].endswith("</b>") and parts[1].startswith("<b>")  # each part parses
+
+
+def test_clip_message_keeps_one_message_and_marks_the_cut() -> None:
+    assert clip_message("short") == "short"
+    clipped = clip_message("😀" * 2100)
+    assert visible_units(clipped) <= 4096 and clipped.endswith("…")
 
 
 def test_split_message_of_empty_text_is_one_empty_part() -> None:
@@ -219,3 +236,55 @@ def test_one_timeline_line_for_the_cli_and_the_staff_command() -> None:
         "00:00:00.000 step_retrying s1 attempt 1 tool=get_order error=timeout"
         " decision=retry backoff=0.25s — boom"
     )
+
+
+# -- per-chat pacing (issue 11 #15) --------------------------------------------------------
+
+
+async def test_chat_pacer_lets_a_burst_through_then_one_per_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = [0.0]
+    real_sleep = asyncio.sleep
+
+    async def fake_sleep(seconds: float) -> None:
+        now[0] += seconds
+        await real_sleep(0)
+
+    monkeypatch.setattr("bot.ratelimit.asyncio.sleep", fake_sleep)
+    pacer = ChatPacer(burst=3, interval=1.0, clock=lambda: now[0])
+    sent: list[float] = []
+    for _ in range(6):
+        await pacer.acquire()
+        sent.append(now[0])
+        pacer.release()  # answered at once
+    assert sent == [0.0, 0.0, 0.0, 1.0, 2.0, 3.0]
+    now[0] = 10.0
+    assert pacer.idle  # the bucket is full again
+
+
+async def test_chat_pacer_charges_a_call_when_its_answer_arrives(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A call that took long may have reached the server late: the next waits for that."""
+    now = [0.0]
+    real_sleep = asyncio.sleep
+
+    async def fake_sleep(seconds: float) -> None:
+        now[0] += seconds
+        await real_sleep(0)
+
+    monkeypatch.setattr("bot.ratelimit.asyncio.sleep", fake_sleep)
+    pacer = ChatPacer(burst=1, interval=1.0, clock=lambda: now[0])
+    await pacer.acquire()
+    now[0] = 0.8  # the answer comes 0.8 s later: the server counted it at most then
+    pacer.release()
+    await pacer.acquire()
+    assert now[0] == pytest.approx(1.8)
+    pacer.release()
+
+
+def test_only_messages_spend_a_chats_budget_and_the_numbers_are_telegrams() -> None:
+    assert counts_as_message("sendMessage") and counts_as_message("editMessageText")
+    assert not counts_as_message("sendChatAction") and not counts_as_message("answerCallbackQuery")
+    assert not counts_as_message("getUpdates") and not counts_as_message("setMyCommands")

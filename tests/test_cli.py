@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from stepwise.serve import START_RETRY_DELAYS_S
 from tests.harness import query, until_sync
 
 DEMO_USER = "10001"
@@ -261,3 +263,83 @@ def test_runs_show_and_export(db: Path) -> None:
     shown = stepwise(db, "show", listed[0]["id"])
     assert "error=not_found" in shown.stdout and "decision=stop" in shown.stdout
     assert stepwise(db, "show", "nope").returncode == 3
+
+
+# -- start-up failures: one line, the right exit code, no traceback (issue 11 #18) ----------
+
+TOKEN_ENV = {
+    "TELEGRAM_BOT_TOKEN": "123456789:AAStandInTokenForLocalTests_0123456789",
+    "TELEGRAM_API_BASE_URL": "http://127.0.0.1:9/bot",  # nothing listens on the discard port
+}
+
+
+@pytest.mark.parametrize(
+    "kind", ["missing directory", "a directory", "/proc", "in /proc", "not sqlite"]
+)
+def test_18_a_bad_stepwise_db_is_a_configuration_mistake(tmp_path: Path, kind: str) -> None:
+    bad = {
+        "missing directory": tmp_path / "no" / "such" / "dir" / "stepwise.db",
+        "a directory": tmp_path,
+        "/proc": Path("/proc"),
+        "in /proc": Path("/proc/stepwise.db"),
+        "not sqlite": tmp_path / "notes.txt",
+    }[kind]
+    if kind == "not sqlite":
+        bad.write_text("these are my notes, not a database\n")
+    for args in (
+        ("runs",),
+        ("ask", "where is A1001", "--user", DEMO_USER),
+        ("recover",),
+        ("serve",),
+    ):
+        proc = stepwise(bad, *args, **TOKEN_ENV)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert proc.stderr.count("\n") == 1 and "STEPWISE_DB" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr and "try again" not in proc.stderr
+    assert not (tmp_path / "no").exists()
+
+
+def test_18_telegram_unreachable_at_start_retries_a_few_times_then_exits_with_one_line(
+    db: Path,
+) -> None:
+    proc = stepwise(db, "serve", "--staff-port", "0", **TOKEN_ENV)
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 4, proc.stderr
+    assert "Traceback" not in proc.stderr
+    retries, final = lines[:-1], lines[-1]
+    assert len(retries) == len(START_RETRY_DELAYS_S) and len(lines) == len(set(lines))
+    assert all("cannot reach Telegram" in line and "retrying in" in line for line in retries)
+    assert (
+        "Telegram" in final
+        and "giving up" in final
+        and TOKEN_ENV["TELEGRAM_BOT_TOKEN"] not in proc.stderr
+    )
+
+
+# -- the README a new user follows (issue 11 #20) -------------------------------------------
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+
+
+def _example_lines() -> list[str]:
+    """The README's command examples: every line of its fenced code blocks."""
+    fenced = re.findall(r"```[a-z]*\n(.*?)```", README, re.S)
+    return [line.strip() for block in fenced for line in block.splitlines()]
+
+
+def test_20_every_cli_example_runs_from_a_path_that_exists_after_make_run() -> None:
+    commands = [line for line in _example_lines() if re.match(r"(\S*/)?stepwise \w", line)]
+    assert len(commands) >= 12
+    assert [c for c in commands if not c.startswith(".venv/bin/stepwise ")] == []
+    webhook = re.search(r"`([^`]*--webhook-url[^`]*)`", README)
+    assert webhook is not None and webhook[1].startswith(".venv/bin/stepwise serve ")
+
+
+def test_20_readme_answers_a_new_users_questions() -> None:
+    # Where STEPWISE_STAFF_IDS comes from: your numeric Telegram user id, found two ways.
+    staff = README[README.index("Your Telegram user id") :][:1200]
+    assert "@userinfobot" in staff and ".venv/bin/stepwise runs" in staff
+    # How make run takes the demo's and the bot's flags.
+    assert 'make run ARGS="--chat-port 9000 --staff-port 9001"' in README
+    # Fonts a headless browser needs to show Chinese and emoji.
+    assert "fonts-noto-cjk" in README and "fonts-noto-color-emoji" in README

@@ -32,6 +32,8 @@ from agent_core.planner import PlanDraft, PlanRequest, RuleBasedPlanner, StepDra
 from agent_core.spec import ToolSpec
 from agent_core.tools import ToolRegistry
 from console.app import create_app
+from stepwise.runtime import open_runtime
+from stepwise.settings import Settings
 from storage.runs import SqliteRunStore
 from tests.fakes import RecordingSleep
 
@@ -347,3 +349,34 @@ def test_a_catalog_tool_cannot_be_redeclared(tmp_path: Path) -> None:
         "only its request belongs here"
     ]
     assert Language.EN  # the catalog's wording stays the one the answers use
+
+
+async def test_the_production_runtime_plans_it_from_the_files_phrases(
+    billing: Billing, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No test planner: `open_runtime` gives the rule planner the catalog in use."""
+    tools_file = tmp_path / "tools.toml"
+    tools_file.write_text(TOOLS_TOML.replace("@BASE@", billing.base), encoding="utf-8")
+    monkeypatch.setenv("INVOICE_KEY", SECRET)
+    settings = Settings.model_validate(
+        {"STEPWISE_DB": str(tmp_path / "runs.db"), "STEPWISE_TOOLS": str(tools_file)}
+    )
+    runtime = await open_runtime(settings)
+    try:
+        run = await runtime.agent.ask(
+            "please send me an invoice for A1001", user_id=CUSTOMER, chat_id=CUSTOMER
+        )
+        assert [(s.tool, s.args.get("order_id")) for s in run.steps] == [
+            ("get_order_status", "A1001"),
+            ("request_invoice", "A1001"),
+        ]
+        assert run.status is RunStatus.PAUSED and run.pause is not None
+        assert billing.posts == []  # high risk: nothing is sent before the customer confirms
+        outcome = await runtime.agent.decide(
+            run.id, user_id=CUSTOMER, approved=True, nonce=run.pause.nonce
+        )
+        assert outcome.run is not None and outcome.run.status is RunStatus.COMPLETED
+        assert len(billing.posts) == 1
+        assert billing.posts[0]["Idempotency-Key"] == f"{run.id}:s2"
+    finally:
+        await runtime.close()

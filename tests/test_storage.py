@@ -561,7 +561,7 @@ async def test_a_version_1_database_is_upgraded_in_place(
         last_seq = conn.execute("SELECT max(seq) FROM events").fetchone()[0]
     monkeypatch.undo()
 
-    store = await SqliteRunStore.open(path)  # migrations 2 and 3 run here
+    store = await SqliteRunStore.open(path)  # migrations 2 onwards run here
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
         events_sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'events'").fetchone()

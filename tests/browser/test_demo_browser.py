@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from agent_core.models import Language
+from bot.texts import decision_labels
 from stepwise.demo import Demo
 from stepwise.settings import Settings
 from tests.browser.support import missing_browser, screenshot_path
@@ -48,9 +50,10 @@ async def test_customer_cancels_an_order_and_staff_see_the_confirmation(
     await bubble(page, "Here is my plan:").wait_for()
     plan = await bubble(page, "Here is my plan:").inner_text()
     assert "1. Check the status of order A1003" in plan and "2. Cancel order A1003" in plan
-    confirm = page.locator(".keyboard button", has_text="Confirm")
+    yes, no = decision_labels("Cancel order A1003", Language.EN)
+    confirm = page.locator(".keyboard button", has_text=yes)
     await confirm.wait_for()
-    assert await page.locator(".keyboard button", has_text="Cancel").count() == 1
+    assert await page.locator(".keyboard button", has_text=no).count() == 1
     # The slow first step was shown working, then edited in place to done.
     checked = page.locator(".msg.theirs", has_text="Check the status of order A1003 — done")
     assert "edited" in await checked.inner_text()

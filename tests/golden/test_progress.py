@@ -15,7 +15,7 @@ from inline_snapshot import snapshot
 from agent_core.answers import plan_text, step_progress
 from agent_core.models import ErrorType, Language, PlanStep, RunStatus, StepStatus
 from bot.progress import decision_text
-from bot.texts import say
+from bot.texts import decision_labels, say
 from tests.golden._support import EN, ZH, plan, run_of, run_to_answer, step
 
 GOAL = {ZH: "查询订单 A1001 的物流状态", EN: "Check the status of order A1001"}
@@ -225,7 +225,7 @@ async def test_confirm_prompt_and_what_the_buttons_leave_behind() -> None:
         out[lang.value] = {
             # The message with the buttons: the step's line, then the answer so far.
             "prompt": step_progress(paused, run) + "\n\n" + (run.answer or ""),
-            "buttons": [say("confirm", lang), say("cancel", lang)],
+            "buttons": list(decision_labels(paused.goal, lang)),
             "after_confirm": decision_text(run, paused.id, "you_confirmed"),
             "after_cancel": decision_text(run, paused.id, "you_cancelled"),
             "after_expiry": decision_text(run, paused.id, "expired"),
@@ -253,7 +253,7 @@ async def test_confirm_prompt_and_what_the_buttons_leave_behind() -> None:
 取消订单 A1001：这一步会修改你的订单，需要你确认后才会执行。
 请点击下方的“确认取消”或“不取消”。\
 """,
-                "buttons": ["确认", "取消"],
+                "buttons": ["确认取消订单 A1001", "不，保持不变"],
                 "after_confirm": "✅ 取消订单 A1001 — 你已确认",
                 "after_cancel": "🚫 取消订单 A1001 — 你选择了取消",
                 "after_expiry": "🚫 取消订单 A1001 — 确认已过期",
@@ -276,7 +276,7 @@ Order A1001 is on its way, expected 2026-12-03.
 Cancel order A1001: this changes your order, so I need your confirmation first.
 Please press "Yes, cancel A1001" or "No, keep it" below.\
 """,
-                "buttons": ["Confirm", "Cancel"],
+                "buttons": ["Yes, cancel order A1001", "No, keep it"],
                 "after_confirm": "✅ Cancel order A1001 — you confirmed",
                 "after_cancel": "🚫 Cancel order A1001 — you cancelled",
                 "after_expiry": "🚫 Cancel order A1001 — confirmation expired",
@@ -296,7 +296,15 @@ Please press "Yes, cancel A1001" or "No, keep it" below.\
 
 
 def test_the_bots_own_texts() -> None:
-    keys = ("help", "text_only", "too_long", "empty", "busy", "not_authorised")
+    keys = (
+        "help",
+        "text_only",
+        "too_long",
+        "empty",
+        "busy",
+        "not_authorised",
+        "staff_private_only",
+    )
     assert {key: {lang.value: say(key, lang) for lang in (ZH, EN)} for key in keys} == snapshot(
         {
             "help": {
@@ -338,6 +346,10 @@ Try:
             "not_authorised": {
                 "zh": "抱歉，你没有权限使用这个命令。",
                 "en": "Sorry, you are not authorised to use this command.",
+            },
+            "staff_private_only": {
+                "zh": "员工命令只能在和我的私聊中使用。",
+                "en": "Staff commands work only in a private chat with me.",
             },
         }
     )
