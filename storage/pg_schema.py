@@ -182,4 +182,13 @@ PG_MIGRATIONS: list[str] = [
         ADD COLUMN clarify_nonce {T};
     CREATE INDEX runs_unsupported ON runs (created_at DESC, id DESC) WHERE unsupported = 1;
     """,
+    # 3: SQLite's 8–9: the message a pause's buttons were delivered on (a press counts only
+    # there), and signed-out console sessions until their cookies expire.
+    """
+    ALTER TABLE runs ADD COLUMN prompt_chat_id BIGINT, ADD COLUMN prompt_message_id BIGINT;
+    CREATE TABLE revoked_sessions (
+        nonce TEXT COLLATE "C" PRIMARY KEY,
+        expires_at BIGINT NOT NULL
+    );
+    """,
 ]
