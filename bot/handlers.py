@@ -2,6 +2,11 @@
 
 Handlers return at once; each request runs as a background task, ordered per chat (a
 chat's runs never overtake each other) and never blocking other chats.
+
+One idea, the bot's side of the conversation: one small handler per kind of update it
+accepts (text, edits, other messages, Confirm/Cancel, clarifying options, staff commands
+and paging), which is why it is long; wiring is in `bot.application`, texts in `bot.texts`,
+staff formatting in `bot.staff`.
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@ the wrong column.
 
 Timestamps are stored as fixed-width UTC text (`ts`), so text order is time order in the
 indexes.
+
+One idea (the schema's columns and their mapping to the models, both ways); it is long
+because runs, steps and events each have a column list, a writer and a reader here.
 """
 
 from __future__ import annotations

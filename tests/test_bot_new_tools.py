@@ -36,17 +36,17 @@ class CommandPlanner(RuleBasedPlanner):
     """`refund A1002 59`, `return A1002`, `address A1007 <text>`, `track A1005`: the order's
     status, then the tool; anything else as the rule planner plans it."""
 
-    def plan(self, request: PlanRequest) -> PlanDraft:
+    async def plan(self, request: PlanRequest) -> PlanDraft:
         found = COMMANDS.fullmatch(request.text.strip())
         if found is None:
-            return super().plan(request)
+            return super().draft(request)
         spec = CATALOG[TOOLS[found["tool"]]]
         args: dict[str, str] = {"order_id": found["order"]}
         if found["tool"] == "refund":
             args["amount"] = found["rest"] or ""
         if found["tool"] == "address":
             args["address"] = found["rest"] or ""
-        language = super().plan(request).language
+        language = super().draft(request).language
         status = StepDraft(
             goal=GET_ORDER_STATUS.goal_for(language, order_id=found["order"]),
             tool=GET_ORDER_STATUS.name,

@@ -137,8 +137,8 @@ class PhrasePlanner:
         self._catalog = catalog
         self._rules = RuleBasedPlanner()
 
-    def plan(self, request: PlanRequest) -> PlanDraft:
-        fallback = self._rules.plan(request)
+    async def plan(self, request: PlanRequest) -> PlanDraft:
+        fallback = self._rules.draft(request)
         ids = self._rules.find_order_ids(request.text)
         text = request.text.casefold()
         for spec in self._catalog.values():
@@ -243,7 +243,7 @@ async def test_a_bad_argument_from_the_plan_is_explained_and_never_sent(
     agent: tuple[Agent, SqliteRunStore], billing: Billing
 ) -> None:
     ask, _ = agent
-    run = ask.plan("invoice for A1001", user_id=CUSTOMER, chat_id=1)
+    run = await ask.plan("invoice for A1001", user_id=CUSTOMER, chat_id=1)
     run.steps[1].args["title"] = "x" * 61
     finished = await ask.executor.start(run)
     assert finished.status is RunStatus.FAILED and billing.posts == []

@@ -21,8 +21,8 @@ REFUND = re.compile(r"refund (\d+(?:\.\d+)?) for order ([A-Z]\d+)")
 
 
 class RefundPlanner(RuleBasedPlanner):
-    def plan(self, request: PlanRequest) -> PlanDraft:
-        draft = super().plan(request)
+    async def plan(self, request: PlanRequest) -> PlanDraft:
+        draft = super().draft(request)
         found = REFUND.search(request.text)
         if found is None:
             return draft
