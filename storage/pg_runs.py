@@ -29,7 +29,15 @@ from typing import Any
 import psycopg
 from psycopg import AsyncConnection
 
-from agent_core.models import ClaimResult, EventKind, Run, RunEvent, RunStatus, utcnow
+from agent_core.models import (
+    ClaimResult,
+    EventKind,
+    PromptRef,
+    Run,
+    RunEvent,
+    RunStatus,
+    utcnow,
+)
 from storage.history import POSTGRES, History
 from storage.journal import JournalSql, transition_statements
 from storage.pg import (
@@ -46,9 +54,11 @@ from storage.pg import (
     run_transaction,
     unavailable,
 )
+from storage.pg_revocations import PgRevocations
 from storage.tables import (
     EVENT_COLUMNS,
     RUN_COLUMNS,
+    RUN_READ_COLUMNS,
     RUN_STATE_COLUMNS,
     STEP_COLUMNS,
     STEP_STATE_COLUMNS,
@@ -84,7 +94,12 @@ _APPEND_EVENT = pg_sql(
     "INSERT INTO events (run_id, trace_id, kind, message, at)"
     " SELECT id, trace_id, :kind, :message, :at FROM runs WHERE id = :run_id"
 )
-_SELECT_RUN = f"SELECT {columns(RUN_COLUMNS)} FROM runs WHERE id = %s"
+_SELECT_RUN = f"SELECT {columns(RUN_READ_COLUMNS)} FROM runs WHERE id = %s"
+# The prompt of the pause with this nonce was delivered on this message.
+_BIND_PROMPT = pg_sql(
+    "UPDATE runs SET prompt_chat_id = :chat_id, prompt_message_id = :message_id"
+    " WHERE id = :run_id AND status = 'paused' AND pause_nonce = :nonce"
+)
 _SELECT_STEPS = f"SELECT {columns(STEP_COLUMNS)} FROM steps WHERE run_id = %s ORDER BY position"
 _LAST_ORDER_ID = (
     "SELECT s.args::jsonb ->> 'order_id' AS order_id"
@@ -108,6 +123,7 @@ class PgRunStore:
         self._pool = pool
         self._writes = WriteQueue(partial(run_transaction, pool), PG_FAULTS)
         self.history = History(partial(fetch, pool), POSTGRES)
+        self.revocations = PgRevocations(partial(fetch, pool), self._writes.submit)
 
     @classmethod
     async def open(
@@ -144,6 +160,27 @@ class PgRunStore:
         params = {"kind": kind.value, "message": message, "at": ts(utcnow()), "run_id": run_id}
         await self._writes.submit(execute_statements([(_APPEND_EVENT, params)]))
 
+    async def bind_prompt(
+        self, run_id: str, nonce: str, prompt: PromptRef, message: str | None = None
+    ) -> None:
+        """As `SqliteRunStore.bind_prompt`: bind the pause with `nonce` to the message its
+        prompt was delivered on and record `prompt_shown`, in one commit."""
+        bind = {
+            "chat_id": prompt.chat_id,
+            "message_id": prompt.message_id,
+            "run_id": run_id,
+            "nonce": nonce,
+        }
+        shown = {
+            "kind": EventKind.PROMPT_SHOWN.value,
+            "message": message,
+            "at": ts(utcnow()),
+            "run_id": run_id,
+        }
+        await self._writes.submit(
+            execute_statements([(_BIND_PROMPT, bind), (_APPEND_EVENT, shown)])
+        )
+
     # -- what the agent reads ------------------------------------------------------------
 
     async def load_run(self, run_id: str) -> Run | None:
@@ -175,20 +212,53 @@ class PgRunStore:
         nonce: str | None,
         now: datetime,
         expires_before: datetime,
+        prompt: PromptRef | None = None,
     ) -> tuple[ClaimResult, Run | None]:
-        """One conditional UPDATE … RETURNING decides and hands back the claimed run."""
+        """One conditional UPDATE … RETURNING decides and hands back the claimed run.
+
+        With `prompt` (a button press) the pause must be bound to exactly that message."""
         claim = partial(
             _claim_in_transaction,
             params={
                 "run_id": run_id,
                 "user_id": user_id,
                 "nonce": nonce,
+                "chat_id": prompt.chat_id if prompt else None,
+                "message_id": prompt.message_id if prompt else None,
                 "now": ts(now),
                 "expires_before": ts(expires_before),
                 "approved": int(approved),
                 "kind": EventKind.DECISION_CLAIMED.value,
                 "decision": "approved" if approved else "declined",
-                "message": f"{'confirmed' if approved else 'cancelled'} by user {user_id}",
+                "message": f"{'confirmed' if approved else 'declined'} by user {user_id}",
+            },
+        )
+        result, row, step_rows = await self._writes.submit(claim)
+        return result, run_from_rows(row, step_rows) if row is not None else None
+
+    async def claim_clarification(
+        self,
+        run_id: str,
+        *,
+        user_id: int,
+        nonce: str | None,
+        choice: str,
+        now: datetime,
+        expires_before: datetime,
+    ) -> tuple[ClaimResult, Run | None]:
+        """As `SqliteRunStore.claim_clarification`: one conditional UPDATE … RETURNING
+        (which also writes the `clarify_answered` event) decides, so one press continues
+        the conversation however often, and through however many processes, it arrives."""
+        claim = partial(
+            _claim_clarification,
+            params={
+                "run_id": run_id,
+                "user_id": user_id,
+                "nonce": nonce,
+                "now": ts(now),
+                "expires_before": ts(expires_before),
+                "kind": EventKind.CLARIFY_ANSWERED.value,
+                "message": f"user {user_id} chose: {choice}",
             },
         )
         result, row, step_rows = await self._writes.submit(claim)
@@ -218,8 +288,10 @@ WITH claimed AS (
     UPDATE runs SET status = 'running', pause_nonce = NULL, updated_at = %(now)s
     WHERE id = %(run_id)s AND status = 'paused' AND user_id = %(user_id)s
     AND pause_nonce IS NOT NULL AND pause_nonce = coalesce(%(nonce)s, pause_nonce)
+    AND (%(message_id)s::bigint IS NULL
+         OR (prompt_chat_id = %(chat_id)s AND prompt_message_id = %(message_id)s))
     AND paused_at >= %(expires_before)s
-    RETURNING {columns(RUN_COLUMNS)}
+    RETURNING {columns(RUN_READ_COLUMNS)}
 ), approval AS (
     UPDATE steps s
     SET approval_approved = %(approved)s, approval_by = %(user_id)s, approval_at = %(now)s
@@ -230,9 +302,11 @@ WITH claimed AS (
         %(message)s, %(now)s
     FROM claimed
 )
-SELECT {columns(RUN_COLUMNS)} FROM claimed
+SELECT {columns(RUN_READ_COLUMNS)} FROM claimed
 """
-_CLAIM_STATE = "SELECT user_id, status, pause_nonce FROM runs WHERE id = %s"
+_CLAIM_STATE = (
+    "SELECT user_id, status, pause_nonce, prompt_chat_id, prompt_message_id FROM runs WHERE id = %s"
+)
 _EXPIRE = (
     "UPDATE runs SET status = 'expired', pause_nonce = NULL, updated_at = %(now)s"
     " WHERE id = %(run_id)s AND status = 'paused'"
@@ -268,12 +342,60 @@ async def _explain_loss(conn: AsyncConnection[Any], params: dict[str, Any]) -> C
     row = await cur.fetchone()
     if row is None:
         return ClaimResult.NOT_FOUND
-    user_id, status, pause_nonce = row
+    user_id, status, pause_nonce, chat_id, message_id = row
     if int(user_id) != params["user_id"]:
         return ClaimResult.NOT_ALLOWED
     if status != RunStatus.PAUSED.value or pause_nonce is None:
         return ClaimResult.ALREADY_HANDLED
     if params["nonce"] is not None and pause_nonce != params["nonce"]:
         return ClaimResult.STALE
+    if params["message_id"] is not None and (chat_id, message_id) != (
+        params["chat_id"],
+        params["message_id"],
+    ):
+        return ClaimResult.STALE  # its data replayed onto another message: expire nothing
     await conn.execute(_EXPIRE, {"now": params["now"], "run_id": params["run_id"]})
     return ClaimResult.EXPIRED
+
+
+_CLAIM_CLARIFY = """
+WITH claimed AS (
+    UPDATE runs SET clarify_nonce = NULL, updated_at = %(now)s
+    WHERE id = %(run_id)s AND status = 'needs_clarification' AND user_id = %(user_id)s
+    AND clarify_nonce IS NOT NULL AND clarify_nonce = coalesce(%(nonce)s, clarify_nonce)
+    AND finished_at >= %(expires_before)s
+    RETURNING id, trace_id
+), answered AS (
+    INSERT INTO events (run_id, trace_id, kind, message, at)
+    SELECT id, trace_id, %(kind)s, %(message)s, %(now)s FROM claimed
+)
+SELECT id FROM claimed
+"""
+_CLARIFY_STATE = "SELECT user_id, status, clarify_nonce FROM runs WHERE id = %s"
+
+
+async def _claim_clarification(conn: AsyncConnection[Any], *, params: dict[str, Any]) -> ClaimRows:
+    """The claim, then the run as it leaves it, pipelined: one round trip when it wins.
+
+    A lost claim reads the run's state to say why; the run comes back to its own customer
+    whatever the result (as on SQLite), never to anyone else.
+    """
+    run_id = params["run_id"]
+    claimed = await conn.cursor().execute(_CLAIM_CLARIFY, params)
+    run, step_rows = await _read_run(conn, run_id=run_id)
+    if await claimed.fetchone() is not None:
+        return ClaimResult.OK, run, step_rows
+    cur = await conn.execute(_CLARIFY_STATE, (run_id,))
+    row = await cur.fetchone()
+    if row is None:
+        return ClaimResult.NOT_FOUND, None, []
+    user_id, status, clarify_nonce = row
+    if int(user_id) != params["user_id"]:
+        return ClaimResult.NOT_ALLOWED, None, []
+    if status != RunStatus.NEEDS_CLARIFICATION.value or clarify_nonce is None:
+        result = ClaimResult.ALREADY_HANDLED
+    elif params["nonce"] is not None and clarify_nonce != params["nonce"]:
+        result = ClaimResult.STALE
+    else:
+        result = ClaimResult.EXPIRED
+    return result, run, step_rows

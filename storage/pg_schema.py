@@ -1,7 +1,7 @@
 """The PostgreSQL schema: ONE list of migrations, mirroring SQLite's tables column for column.
 
-Append-only, like `storage.db.MIGRATIONS`, and numbered separately (PostgreSQL starts at
-SQLite's current shape: migration 1 here is SQLite's 1–3 as they stand now). A column added
+Append-only, like `storage.db.MIGRATIONS`, and numbered separately (PostgreSQL started at
+SQLite's shape of the time: migration 1 here is SQLite's 1–3, migration 2 is SQLite's 4–7). A column added
 to a SQLite table is added here too, in a new migration at the end; the conformance suite
 (`tests/test_storage.py::test_postgres_schema_mirrors_sqlite`) fails until it is.
 
@@ -123,5 +123,72 @@ PG_MIGRATIONS: list[str] = [
         at {T} NOT NULL
     );
     CREATE TABLE shop_meta (key {T} PRIMARY KEY, value {T} NOT NULL);
+    """,
+    # 2: SQLite's 4–7 in one step (see storage/db.py for why each exists): a failed step's
+    # reason code; declined runs rewritten from `cancelled`; the demo shop's one ledger of
+    # changes (`shop_cancellations` becomes its view), the new order columns, returns and
+    # refunds; what the planner understood, the unsupported flag (partial index) and the
+    # clarifying question's nonce.
+    f"""
+    ALTER TABLE steps ADD COLUMN error_code {T};
+
+    UPDATE runs SET status = 'declined'
+        WHERE status = 'cancelled' AND EXISTS (
+            SELECT 1 FROM steps s WHERE s.run_id = runs.id AND s.approval_approved = 0
+        );
+    UPDATE events SET status = 'declined'
+        WHERE kind = 'run_finished' AND status = 'cancelled'
+        AND run_id IN (SELECT id FROM runs WHERE status = 'declined');
+
+    CREATE TABLE shop_ledger (
+        idempotency_key {T} PRIMARY KEY,
+        tool {T} NOT NULL,
+        order_id {T} NOT NULL,
+        user_id BIGINT NOT NULL,
+        result {T} NOT NULL,
+        at {T} NOT NULL
+    );
+    INSERT INTO shop_ledger (idempotency_key, tool, order_id, user_id, result, at)
+        SELECT idempotency_key, 'cancel_order', order_id, user_id, result, at
+        FROM shop_cancellations;
+    DROP TABLE shop_cancellations;
+    CREATE VIEW shop_cancellations AS
+        SELECT idempotency_key, order_id, user_id, result, at FROM shop_ledger
+        WHERE tool = 'cancel_order';
+    ALTER TABLE shop_orders
+        ADD COLUMN amount_paid {T},
+        ADD COLUMN delivered_at {T},
+        ADD COLUMN address {T},
+        ADD COLUMN tracking {T};
+    CREATE TABLE shop_returns (
+        id {T} PRIMARY KEY,
+        order_id {T} NOT NULL,
+        reason {T},
+        at {T} NOT NULL
+    );
+    CREATE INDEX shop_returns_by_order ON shop_returns (order_id);
+    CREATE TABLE shop_refunds (
+        id {T} PRIMARY KEY,
+        order_id {T} NOT NULL,
+        amount_cents BIGINT NOT NULL,
+        reason {T},
+        at {T} NOT NULL
+    );
+    CREATE INDEX shop_refunds_by_order ON shop_refunds (order_id);
+
+    ALTER TABLE runs
+        ADD COLUMN interpretation {T},
+        ADD COLUMN unsupported INTEGER NOT NULL DEFAULT 0,
+        ADD COLUMN clarify_nonce {T};
+    CREATE INDEX runs_unsupported ON runs (created_at DESC, id DESC) WHERE unsupported = 1;
+    """,
+    # 3: SQLite's 8–9: the message a pause's buttons were delivered on (a press counts only
+    # there), and signed-out console sessions until their cookies expire.
+    """
+    ALTER TABLE runs ADD COLUMN prompt_chat_id BIGINT, ADD COLUMN prompt_message_id BIGINT;
+    CREATE TABLE revoked_sessions (
+        nonce TEXT COLLATE "C" PRIMARY KEY,
+        expires_at BIGINT NOT NULL
+    );
     """,
 ]

@@ -159,8 +159,8 @@ ORDER_COLUMNS = (
 def seed_statements(
     seed: ShopSeed, source: Path, now: datetime
 ) -> list[tuple[str, list[tuple[Any, ...]]]]:
-    """What seeding writes (for `executemany`): orders, policies, and the `seeded` marker,
-    which also keeps the shop's return window."""
+    """What seeding writes (for `executemany`, `?` placeholders, valid on both backends):
+    orders, policies, and the `seeded` marker, which also keeps the shop's return window."""
     marker = {
         "seed": str(source),
         "orders": len(seed.orders),
@@ -169,10 +169,13 @@ def seed_statements(
         "at": now.isoformat(),
     }
     columns = ", ".join(ORDER_COLUMNS)
+    # An upsert both backends spell alike: an order already there takes the seed's values.
+    replace = ", ".join(f"{c} = excluded.{c}" for c in ORDER_COLUMNS if c != "id")
     return [
         (
-            f"INSERT OR REPLACE INTO shop_orders ({columns}) "
-            f"VALUES ({', '.join('?' * len(ORDER_COLUMNS))})",
+            f"INSERT INTO shop_orders ({columns}) "
+            f"VALUES ({', '.join('?' * len(ORDER_COLUMNS))}) "
+            f"ON CONFLICT (id) DO UPDATE SET {replace}",
             order_rows(seed, now),
         ),
         (

@@ -49,7 +49,9 @@ _TABLES = (
     "events",
     "shop_orders",
     "shop_policies",
-    "shop_cancellations",
+    "shop_ledger",
+    "shop_returns",
+    "shop_refunds",
     "shop_meta",
 )
 
