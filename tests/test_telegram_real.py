@@ -604,8 +604,11 @@ async def test_17_run_without_a_token_is_the_demo_and_takes_its_ports(tmp_path: 
 
 def test_17_make_run_calls_stepwise_run_with_the_args() -> None:
     dry = subprocess.run(
-        ["make", "-n", "run", 'ARGS=--chat-port 9000 --staff-port 9001'],
+        ["make", "--no-print-directory", "-n", "run", 'ARGS=--chat-port 9000 --staff-port 9001'],
         cwd=ROOT, capture_output=True, text=True, timeout=30, check=True,
+        # Under `make test` this is a sub-make: without the parent's flags it prints only
+        # the recipe, as it does from a shell.
+        env={k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")},
     )  # fmt: skip
     assert (
         dry.stdout.strip().splitlines()[-1]
