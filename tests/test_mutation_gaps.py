@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from agent_core import transitions
+from agent_core.answers import MAX_ANSWER_UNITS
 from agent_core.catalog import CANCEL_ORDER, GET_ORDER_STATUS
 from agent_core.models import (
     Approval,
@@ -24,11 +26,13 @@ from agent_core.models import (
     RunEvent,
     RunStatus,
     StepStatus,
+    ToolError,
 )
 from agent_core.results import bound
 from agent_core.spec import ResultView, Template, Texts
 from agent_core.tools import Tool, ToolRegistry
 from tests.fakes import (
+    CANCEL,
     COMPENSATION,
     STATUS,
     OrderArgs,
@@ -344,3 +348,79 @@ async def test_a_run_answered_without_steps_has_no_stop_reason() -> None:
     assert run.status is RunStatus.COMPLETED
     assert run.stop_reason is None
     assert run.answer == "请告诉我订单号（例如 A1001），我就能帮你处理。"
+
+
+# --- transitions: what each one stamps on the run -------------------------------------
+
+LATER = datetime(2026, 12, 1, 9, 5, tzinfo=UTC)
+
+
+def test_a_step_keeps_its_first_start_time_across_retries_and_finishes_when_it_succeeds() -> None:
+    run = make_run([STATUS])
+    step = run.steps[0]
+    transitions.start_step(run, step, now=NOW)
+    assert step.started_at == NOW
+    transitions.retry(
+        run,
+        step,
+        ToolError(error_type=ErrorType.TIMEOUT, message="slow"),
+        attempt=1,
+        delay_s=0.5,
+        now=NOW,
+    )
+    transitions.start_step(run, step, now=LATER)
+    assert step.started_at == NOW
+    transitions.succeed(
+        run, step, {"order_id": "A1001", "status": "shipping"}, attempt=2, now=LATER
+    )
+    assert step.finished_at == LATER
+
+
+def test_a_step_that_falls_back_or_fails_is_finished_at_that_time() -> None:
+    run = make_run([COMPENSATION, STATUS])
+    error = ToolError(error_type=ErrorType.EMPTY_RESULT, message="nothing")
+    transitions.fall_back(run, run.steps[0], error, attempt=1, now=NOW)
+    assert run.steps[0].finished_at == NOW
+    internal = ToolError(error_type=ErrorType.INTERNAL, message="boom")
+    transitions.fail_step(run, run.steps[1], internal, attempt=1, now=LATER)
+    assert run.steps[1].finished_at == LATER
+    assert run.finished_at == LATER
+
+
+def test_a_decision_ends_the_pause_and_a_decline_finishes_the_step() -> None:
+    run = make_run([CANCEL])
+    step = run.steps[0]
+    transitions.pause(run, step, reason="high_risk", nonce="n1", now=NOW)
+    step.approval = Approval(approved=True, by_user_id=10001, at=NOW)
+    [approved] = transitions.apply_decision(run, step, now=LATER)
+    assert run.pause is None
+    assert approved.kind is EventKind.STEP_APPROVED
+
+    run = make_run([CANCEL])
+    step = run.steps[0]
+    transitions.pause(run, step, reason="high_risk", nonce="n1", now=NOW)
+    step.approval = Approval(approved=False, by_user_id=10001, at=NOW)
+    transitions.apply_decision(run, step, now=LATER)
+    assert run.pause is None
+    assert step.finished_at == LATER
+
+
+def test_an_expired_pause_finishes_its_step() -> None:
+    run = make_run([CANCEL])
+    step = run.steps[0]
+    transitions.pause(run, step, reason="high_risk", nonce="n1", now=NOW)
+    transitions.expire(run, now=LATER)
+    assert step.status is StepStatus.CANCELLED
+    assert step.finished_at == LATER
+
+
+def test_a_clipped_answer_is_noted_on_the_finish_event_unless_it_has_its_own_message() -> None:
+    run = make_run([STATUS])
+    run.steps[0].status = StepStatus.SKIPPED
+    run.steps[0].skip_reason = "x" * (MAX_ANSWER_UNITS + 10)
+    finished = transitions.finish(run, RunStatus.COMPLETED, now=NOW)
+    assert finished.message == "answer clipped to fit two Telegram messages"
+    expired = transitions.finish(run, RunStatus.EXPIRED, now=NOW, message="approval expired")
+    assert expired.message == "approval expired"
+    run.steps[0].skip_reason = "short"
+    assert transitions.finish(run, RunStatus.COMPLETED, now=NOW).message is None
