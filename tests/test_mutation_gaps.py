@@ -15,13 +15,21 @@ from typing import Any
 import pytest
 
 from agent_core import transitions
-from agent_core.answers import MAX_ANSWER_UNITS
+from agent_core.answers import (
+    MAX_ANSWER_UNITS,
+    _clip_units,
+    compose_answer,
+    decision_labels,
+    fit_answer,
+    utf16_units,
+)
 from agent_core.catalog import CANCEL_ORDER, GET_ORDER_STATUS
 from agent_core.models import (
     Approval,
     ErrorType,
     EventKind,
     Language,
+    PlanStep,
     Run,
     RunEvent,
     RunStatus,
@@ -424,3 +432,115 @@ def test_a_clipped_answer_is_noted_on_the_finish_event_unless_it_has_its_own_mes
     assert expired.message == "approval expired"
     run.steps[0].skip_reason = "short"
     assert transitions.finish(run, RunStatus.COMPLETED, now=NOW).message is None
+
+
+# --- answers: clipping to two Telegram messages, superseded states, generic words -------
+
+
+def test_utf16_units_counts_whole_units() -> None:
+    assert utf16_units("a😀") == 3
+    assert type(utf16_units("ab")) is int
+
+
+def test_clip_units_cuts_by_telegram_units_and_ends_with_an_ellipsis() -> None:
+    assert _clip_units("abcdef", 6) == "abcdef"
+    assert _clip_units("abcdefg", 4) == "abc…"
+    assert _clip_units("a😀b😀", 4) == "a😀…"
+    assert _clip_units("\uffff" * 5, 4) == "\uffff" * 3 + "…"  # one unit, the last of the BMP
+    assert _clip_units("\U00010000" * 3, 4) == "\U00010000…"  # two units, the first beyond it
+
+
+def test_fit_answer_keeps_a_short_answer_and_clips_long_lines_then_the_whole() -> None:
+    short = "x" * 1000
+    assert fit_answer(short) == (short, False)
+    assert fit_answer(short).clipped is False
+    long_line = "a" * 2500 + "\n" + "b" * 10
+    assert fit_answer(long_line) == ("a" * 1999 + "…\n" + "b" * 10, True)
+    many = "\n".join(["c" * 1900] * 4)
+    fitted = fit_answer(many)
+    assert fitted == (many[:5999] + "…", True)
+    fine = "d" * 1500
+    assert fit_answer(fine) == (fine, False)
+
+
+def answer_run(steps: list[PlanStep], *, language: Language = Language.EN) -> Run:
+    return Run(
+        id="r",
+        trace_id="t",
+        user_id=1,
+        chat_id=1,
+        request_text="x",
+        language=language,
+        status=RunStatus.COMPLETED,
+        steps=steps,
+    )
+
+
+def done(step_id: str, tool: str, order_id: str, observation: Any, goal: str = "goal") -> PlanStep:
+    return PlanStep(
+        id=step_id,
+        goal=goal,
+        tool=tool,
+        args={"order_id": order_id},
+        status=StepStatus.DONE,
+        observation=observation,
+    )
+
+
+def test_a_cancel_after_a_status_in_a_two_step_plan_states_the_order_once() -> None:
+    run = answer_run(
+        [
+            done("s1", "get_order_status", "A1001", {"order_id": "A1001", "status": "shipping"}),
+            done("s2", "cancel_order", "A1001", {"order_id": "A1001", "status": "cancelled"}),
+        ]
+    )
+    assert compose_answer(run) == "Order A1001 has been cancelled."
+
+
+def test_superseding_looks_past_steps_without_a_state_and_keys_by_the_observed_order() -> None:
+    run = answer_run(
+        [
+            PlanStep(id="s0", goal="Look up the refund policy", tool="search_policy",
+                     args={"query": "refund"}, status=StepStatus.DONE,
+                     observation=[{"title": "Refunds", "text": "30 days."}]),
+            PlanStep(id="s1", goal="g", tool="search_policy", args={"query": "x"},
+                     status=StepStatus.FALLBACK),
+            done("s2", "get_order_status", "a1001", {"order_id": "A1001", "status": "shipping"}),
+            done("s3", "cancel_order", "A1001", {"order_id": "A1001", "status": "cancelled"}),
+        ]
+    )  # fmt: skip
+    assert compose_answer(run).splitlines()[:3] == [
+        "Refunds: 30 days.",
+        "I found no clear policy about \"x\", so I can't confirm it and won't guess.",
+        "Order A1001 has been cancelled.",
+    ]
+
+
+def test_orders_told_apart_by_their_arguments_when_the_observation_has_no_order_id() -> None:
+    run = answer_run(
+        [
+            done("s1", "get_order_status", "A1001", {"status": "shipping"}),
+            done("s2", "cancel_order", "A1002", {"status": "cancelled"}),
+        ]
+    )
+    assert compose_answer(run) == "Order A1001 is on its way.\nOrder A1002 has been cancelled."
+
+
+def test_a_tool_outside_the_catalog_pauses_with_generic_words_in_both_languages() -> None:
+    for language, labels in ((Language.EN, ("Confirm", "Cancel")), (Language.ZH, ("确认", "取消"))):
+        run = make_run([("ship_gift", {"order_id": "G1"}, None)], language=language)
+        transitions.pause(run, run.steps[0], reason="high_risk", nonce="n1", now=NOW)
+        assert decision_labels(run) == labels
+
+
+def test_generic_lines_of_a_tool_outside_the_catalog_in_chinese() -> None:
+    skipped = PlanStep(id="s1", goal="包礼物", tool="wrap_gift", args={}, status=StepStatus.SKIPPED)
+    finished = done("s2", "wrap_gift", "G1", {"ok": True}, goal="寄礼物")
+    run = answer_run([skipped, finished], language=Language.ZH)
+    assert compose_answer(run) == "包礼物：已跳过。\n寄礼物：已完成。"
+
+
+def test_a_plan_refused_for_invalid_arguments_points_to_a_human_in_chinese() -> None:
+    run = answer_run([], language=Language.ZH)
+    run.refusal = "invalid_arguments"
+    assert compose_answer(run) == "如需帮助，请联系人工客服。"
