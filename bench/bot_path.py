@@ -22,11 +22,13 @@ and cost more CPU than the bot itself.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
 import sqlite3
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -136,6 +138,42 @@ class Watcher:
             self.step()
 
 
+@contextlib.asynccontextmanager
+async def running_bot(standin: StandIn, db: Path, seed: Path) -> AsyncIterator[None]:
+    """The production bot (`bot_application`) long-polling `standin` until the block ends.
+
+    The composition root is imported here, as the bench did before, so other sections never
+    load PTB."""
+    from stepwise.runtime import open_runtime
+    from stepwise.serve import bot_application
+    from stepwise.settings import Settings
+
+    settings = Settings.model_validate(
+        {
+            "TELEGRAM_BOT_TOKEN": DEFAULT_TOKEN,
+            "TELEGRAM_API_BASE_URL": standin.base_url,
+            "STEPWISE_DB": str(db),
+            "STEPWISE_SHOP_SEED": str(seed),
+        }
+    )
+    runtime = await open_runtime(settings)
+    app = bot_application(runtime)
+    try:
+        await app.initialize()
+        await app.start()
+        assert app.updater is not None
+        await app.updater.start_polling(poll_interval=0, timeout=1)
+        await standin.wait_for(lambda: standin.active_polls > 0, timeout=10)
+        yield
+    finally:
+        if app.updater is not None and app.updater.running:
+            await app.updater.stop()
+        if app.running:
+            await app.stop()
+        await app.shutdown()
+        await runtime.close()
+
+
 async def _inject(standin: StandIn, customers: list[Customer], rate: float | None) -> None:
     """Every customer writes once: all at the same instant, or `rate` per second."""
     started = time.monotonic()
@@ -161,9 +199,6 @@ class Outcome:
 
 async def play(workdir: Path, count: int, rate: float | None, timeout_s: float) -> Outcome:
     """Start stand-in and bot, play `count` customers, stop everything, read the database."""
-    from stepwise.runtime import open_runtime
-    from stepwise.serve import bot_application
-    from stepwise.settings import Settings
 
     tag = "burst" if rate is None else "paced"
     db = workdir / f"bot-{tag}.db"
@@ -173,43 +208,20 @@ async def play(workdir: Path, count: int, rate: float | None, timeout_s: float) 
     write_seed(seed, uids)
     customers = {uid: Customer(uid) for uid in uids}
 
-    async with StandIn() as standin:
-        settings = Settings.model_validate(
-            {
-                "TELEGRAM_BOT_TOKEN": DEFAULT_TOKEN,
-                "TELEGRAM_API_BASE_URL": standin.base_url,
-                "STEPWISE_DB": str(db),
-                "STEPWISE_SHOP_SEED": str(seed),
-            }
-        )
-        runtime = await open_runtime(settings)
-        app = bot_application(runtime)
-        try:
-            await app.initialize()
-            await app.start()
-            assert app.updater is not None
-            await app.updater.start_polling(poll_interval=0, timeout=1)
-            await standin.wait_for(lambda: standin.active_polls > 0, timeout=10)
-            first_call = len(standin.state.calls)
-            served_before = standin.served_429
-            watcher = Watcher(standin, customers, cursor=first_call)
-            started = time.monotonic()
-            deadline = started + timeout_s
-            watching = asyncio.create_task(watcher.run(deadline))
-            await _inject(standin, list(customers.values()), rate)
-            await watching
-            wall = time.monotonic() - started
-            # Let trailing calls (the last callback answers) finish before counting.
-            await asyncio.sleep(0.2)
-            calls = standin.state.calls[first_call:]
-            served = standin.served_429 - served_before
-        finally:
-            if app.updater is not None and app.updater.running:
-                await app.updater.stop()
-            if app.running:
-                await app.stop()
-            await app.shutdown()
-            await runtime.close()
+    async with StandIn() as standin, running_bot(standin, db, seed):
+        first_call = len(standin.state.calls)
+        served_before = standin.served_429
+        watcher = Watcher(standin, customers, cursor=first_call)
+        started = time.monotonic()
+        deadline = started + timeout_s
+        watching = asyncio.create_task(watcher.run(deadline))
+        await _inject(standin, list(customers.values()), rate)
+        await watching
+        wall = time.monotonic() - started
+        # Let trailing calls (the last callback answers) finish before counting.
+        await asyncio.sleep(0.2)
+        calls = standin.state.calls[first_call:]
+        served = standin.served_429 - served_before
 
     with sqlite3.connect(db) as conn:
         runs = {
@@ -356,52 +368,24 @@ async def play_one_chat(workdir: Path, questions: int, timeout_s: float) -> Chat
     """One customer asks `questions` things at once: every message of every run goes to
     one chat, against the stand-in's realistic flood limits (its `FloodLimits` defaults:
     a burst of 3, then about one per second per chat)."""
-    from stepwise.runtime import open_runtime
-    from stepwise.serve import bot_application
-    from stepwise.settings import Settings
 
     db, seed = workdir / "bot-one-chat.db", workdir / "seed-one-chat.json"
     remove_db(db)
     write_seed(seed, [FIRST_CUSTOMER])
     uid = FIRST_CUSTOMER
-    async with StandIn() as standin:
-        settings = Settings.model_validate(
-            {
-                "TELEGRAM_BOT_TOKEN": DEFAULT_TOKEN,
-                "TELEGRAM_API_BASE_URL": standin.base_url,
-                "STEPWISE_DB": str(db),
-                "STEPWISE_SHOP_SEED": str(seed),
-            }
-        )
-        runtime = await open_runtime(settings)
-        app = bot_application(runtime)
-        try:
-            await app.initialize()
-            await app.start()
-            assert app.updater is not None
-            await app.updater.start_polling(poll_interval=0, timeout=1)
-            await standin.wait_for(lambda: standin.active_polls > 0, timeout=10)
-            for _ in range(questions):
-                standin.inject_message(uid, uid, f"where is order {order_of(uid)}")
+    async with StandIn() as standin, running_bot(standin, db, seed):
+        for _ in range(questions):
+            standin.inject_message(uid, uid, f"where is order {order_of(uid)}")
 
-            def answered() -> bool:
-                done = [c for c in standin.calls("sendMessage", uid) if c.ok]
-                return len(done) >= 3 * questions
+        def answered() -> bool:
+            done = [c for c in standin.calls("sendMessage", uid) if c.ok]
+            return len(done) >= 3 * questions
 
-            await standin.wait_for(answered, timeout=timeout_s)
-            messages = [
-                c
-                for c in standin.calls(chat_id=uid)
-                if c.method.lower() in MESSAGE_METHODS and c.ok
-            ]
-            refused = standin.flood_refusals(uid)
-        finally:
-            if app.updater is not None and app.updater.running:
-                await app.updater.stop()
-            if app.running:
-                await app.stop()
-            await app.shutdown()
-            await runtime.close()
+        await standin.wait_for(answered, timeout=timeout_s)
+        messages = [
+            c for c in standin.calls(chat_id=uid) if c.method.lower() in MESSAGE_METHODS and c.ok
+        ]
+        refused = standin.flood_refusals(uid)
     with sqlite3.connect(db) as conn:
         completed = int(
             conn.execute("SELECT count(*) FROM runs WHERE status = 'completed'").fetchone()[0]
