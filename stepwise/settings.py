@@ -38,6 +38,9 @@ class Settings(BaseSettings):
     approval_ttl: timedelta = Field(
         timedelta(hours=24), validation_alias=_env("STEPWISE_APPROVAL_TTL")
     )
+    # How long a process's claim on a run lasts without renewal (storage/leases.py): after a
+    # crash on another machine its runs are taken over this long after its last renewal.
+    lease: timedelta = Field(timedelta(seconds=30), validation_alias=_env("STEPWISE_LEASE"))
     tools_path: Path | None = Field(None, validation_alias=_env("STEPWISE_TOOLS"))
     shop_seed: Path | None = Field(None, validation_alias=_env("STEPWISE_SHOP_SEED"))
     shop_latency_ms: int = Field(0, ge=0, validation_alias=_env("STEPWISE_SHOP_LATENCY_MS"))
@@ -59,7 +62,7 @@ class Settings(BaseSettings):
             return frozenset({value})
         return value
 
-    @field_validator("approval_ttl", mode="before")
+    @field_validator("approval_ttl", "lease", mode="before")
     @classmethod
     def _parse_duration(cls, value: object) -> object:
         """Seconds, or a number with s/m/h/d ("24h", "90m")."""
