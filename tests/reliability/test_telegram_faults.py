@@ -241,14 +241,6 @@ def _acked_now(standin: StandIn, update_id: int) -> bool:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "bot/progress.py: the final answer is sent after the run is recorded finished; a "
-        "crash in between loses it (recovery only drives unfinished runs). Needs a durable "
-        "'answer delivered' mark (storage) and a re-send on start."
-    ),
-)
 async def test_an_answer_interrupted_by_a_crash_is_delivered_after_restart(
     standin: StandIn, tmp_path: Path
 ) -> None:
@@ -285,6 +277,17 @@ async def test_an_answer_interrupted_by_a_crash_is_delivered_after_restart(
             within=5,
             what="the final answer after the restart",
         )
+        await until(
+            lambda: (
+                query(db, "SELECT count(*) FROM events WHERE kind = 'answer_delivered'") == [(1,)]
+            ),
+            what="the answer marked delivered",
+        )
+        answers = [
+            t for t in bot_texts(standin, user) if t.startswith(f"Order {customer.shipping[0]}")
+        ]
+        assert len(answers) == 1
+        assert query(db, "SELECT lease_owner FROM runs") == [(None,)]  # nothing owed any more
     finally:
         await serve.stop()
 
