@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -282,9 +282,10 @@ class Agent:
         with self.working.holding(run.id):
             return await self.executor.drive(run)
 
-    async def recover(self) -> list[Run]:
+    async def recover(self, before: Callable[[Run], Awaitable[None]] | None = None) -> list[Run]:
         """Finish the runs a crash left `running` and no live process drives; paused runs
-        keep waiting for their customer.
+        keep waiting for their customer. `before` sees each run just before it is driven
+        (the bot shows a plan the crash kept from the customer).
 
         Every taken run is held from the start (its lease renewed), not only while it is
         driven: they are driven one after another, and one that waits its turn must not
@@ -298,5 +299,7 @@ class Agent:
                 if run is None:
                     continue
                 log.info("recovering run %s", run_id, extra={"trace_id": run.trace_id})
+                if before is not None:
+                    await before(run)
                 recovered.append(await self.executor.drive(run))
         return recovered

@@ -179,10 +179,7 @@ class TelegramProgress:
         if view is None:
             view = self._views[run.id] = _RunView(run.chat_id, TOPIC.get())
         if kind is EventKind.RUN_PLANNED:
-            if run.steps:
-                plan = clip_message(html.escape(plan_text(run)))
-                if await self._send_text(run, view, plan, silent=True):
-                    await self._write_event(run, EventKind.PLAN_SHOWN, PLAN_SHOWN_NOTE)
+            await self._plan(run, view)
         elif kind is EventKind.STEP_STARTED and event.step_id:
             # Shown only if it is still running a moment later; fast steps appear once, done.
             step_view = view.steps.setdefault(event.step_id, _StepView())
@@ -199,6 +196,21 @@ class TelegramProgress:
             await self._show(run, view, event.step_id)
             if kind is EventKind.STEP_PAUSED:
                 self._drop(run.id)  # a paused run lives in the database, not here
+
+    async def _plan(self, run: Run, view: _RunView) -> None:
+        """Show the plan (a run with steps) and mark it shown."""
+        if run.steps:
+            plan = clip_message(html.escape(plan_text(run)))
+            if await self._send_text(run, view, plan, silent=True):
+                await self._write_event(run, EventKind.PLAN_SHOWN, PLAN_SHOWN_NOTE)
+
+    async def show_plan(self, run: Run) -> None:
+        """Show the plan of a run recovered after a crash that kept it from the customer;
+        the run's next messages follow it (same view)."""
+        view = self._views.get(run.id)
+        if view is None:
+            view = self._views[run.id] = _RunView(run.chat_id)
+        await self._plan(run, view)
 
     async def _show_later(self, run: Run, view: _RunView, step_id: str) -> None:
         await asyncio.sleep(self._show_after_s)

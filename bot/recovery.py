@@ -7,7 +7,8 @@ whose drive died on a storage error is finished without waiting for a restart.
 
 One pass:
 
-1. `Agent.recover`: take and drive the running runs whose lease lapsed.
+1. `Agent.recover`: take and drive the running runs whose lease lapsed, first showing
+   their plan if it never reached the customer (`show_lost_plan`).
 2. `deliver_owed`: take the runs whose prompt or answer was committed but never delivered
    (their lease, kept for the delivery, lapsed) and send it once: a paused run's
    Confirm/Cancel prompt again (`TelegramProgress.reoffer`), a finished run's answer
@@ -26,9 +27,10 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
+from functools import partial
 
 from agent_core.agent import Agent
-from agent_core.models import EventKind, RunStatus, utcnow
+from agent_core.models import EventKind, Run, RunStatus, utcnow
 from bot.progress import TelegramProgress
 from storage.db import StorageUnavailable
 from storage.leases import other_process_line
@@ -88,7 +90,7 @@ async def recover(
     passes, and the browser demo).
     """
     try:
-        runs = await agent.recover()
+        runs = await agent.recover(before=partial(show_lost_plan, store, progress))
         delivered = await deliver_owed(agent, store, progress, approval_ttl, clock=clock)
         prompts = (
             await reoffer_lost_prompts(store, progress, approval_ttl, clock=clock) if reoffer else 0
@@ -102,6 +104,16 @@ async def recover(
         log.warning("delivered %d undelivered answer(s) or prompt(s)", delivered)
     if prompts:
         log.warning("showed %d lost confirmation prompt(s) again", prompts)
+
+
+async def show_lost_plan(store: RunStore, progress: TelegramProgress, run: Run) -> None:
+    """Before a recovered run goes on: show its plan if it never reached the customer (no
+    `plan_shown`: the crash came between the run's first commit and the plan's message)."""
+    if not run.steps:
+        return
+    timeline = await store.history.timeline(run.id)
+    if not any(entry.kind is EventKind.PLAN_SHOWN for entry in timeline):
+        await progress.show_plan(run)
 
 
 async def deliver_owed(
