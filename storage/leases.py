@@ -115,13 +115,12 @@ class Lease:
         """`owner` is another incarnation on this host whose process is gone."""
         host, _, rest = owner.partition(":")
         me_host, _, me_rest = self.owner.partition(":")
-        pid_text = rest.partition(":")[0]
+        pid_text, my_pid = rest.partition(":")[0], me_rest.partition(":")[0]
         if host != me_host or not pid_text.isdigit() or owner == self.owner:
             return False
-        pid = int(pid_text)
-        if pid == int(me_rest.partition(":")[0] or -1):
+        if pid_text == my_pid:
             return True  # our pid, another random part: a predecessor (a container's pid 1)
-        return not self.pid_alive(pid)
+        return not self.pid_alive(int(pid_text))
 
 
 @dataclass(frozen=True)
@@ -223,6 +222,8 @@ class LeaseKeeper:
             await self._store.renew_leases(self._held())
         except StorageUnavailable:
             log.warning("could not renew run leases (storage unavailable); retrying")
+        except Exception:  # never end the loop: a lapsed lease means another process drives
+            log.exception("could not renew run leases; retrying")
 
     async def run(self) -> None:
         while True:

@@ -247,7 +247,8 @@ class PgRunStore:
         updated = [str(r["updated_at"]) for r in found]
         stamp = ts(since)
         takes = to_take(rows_of(found), self.lease, since=stamp, updated=updated)
-        await self._writes.submit(execute_statements([(pg_sql(GIVE_UP), {"since": stamp})]))
+        if stamp is not None and any(u < stamp for u in updated):
+            await self._writes.submit(execute_statements([(pg_sql(GIVE_UP), {"since": stamp})]))
         return await self._take(takes)
 
     async def _take(self, takes: Sequence[dict[str, str | None]]) -> list[str]:
