@@ -20,6 +20,7 @@ from telegram.constants import ChatMemberStatus
 from telegram.error import BadRequest, Forbidden
 
 from standin import FloodLimits, StandIn
+from standin.webchat import StaffDesk, WebChat, prepare_staff_group
 
 pytestmark = pytest.mark.timeout(15)
 
@@ -404,3 +405,40 @@ async def test_forum_controls_over_the_test_api(bot: Bot, standin: StandIn) -> N
         FORUM, CUSTOMER, document["message_id"], message_thread_id=thread
     )
     assert standin.chat_messages(FORUM)[-1].message_id == copied.message_id
+
+
+# ----- the demo page's staff panel (the browser test drives the page itself) ----------------
+
+
+async def test_the_staff_panel_api_writes_as_the_staff_member(bot: Bot, standin: StandIn) -> None:
+    desk = StaffDesk(chat_id=FORUM, user_id=STAFF, first_name="Sam")
+    prepare_staff_group(standin, desk)
+    prepare_staff_group(standin, desk)  # idempotent: an existing group is kept
+    page = WebChat(standin, user_id=CUSTOMER, staff=desk)
+    await page.start()
+    try:
+        thread = (await bot.create_forum_topic(FORUM, "Ana")).message_thread_id
+        async with aiohttp.ClientSession() as http:
+
+            async def post(path: str, body: dict[str, Any]) -> tuple[int, Any]:
+                async with http.post(page.url + path, json=body) as response:
+                    return response.status, await response.json()
+
+            assert await post("api/staff/send", {"topic": thread, "text": " hello "}) == (
+                200,
+                {"ok": True, "message_id": thread + 1},
+            )
+            status, _ = await post("api/staff/send", {"topic": "x", "text": "hi"})
+            assert status == 400
+            await bot.delete_forum_topic(FORUM, thread)
+            status, answer = await post("api/staff/send", {"topic": thread, "text": "hi"})
+            assert status == 400 and "deleted" in answer["description"]
+            async with http.get(page.url + "api/state") as response:
+                state = await response.json()
+        assert state["staff"]["topics"] == [{"id": 0, "name": "General", "closed": False}]
+        assert state["staff"]["messages"] == []  # the topic went with its messages
+        sent = [u["message"] for u in standin.pending_updates() if "message" in u]
+        staff_said = [m for m in sent if m["from"]["id"] == STAFF]
+        assert [(m["text"], m["message_thread_id"]) for m in staff_said] == [("hello", thread)]
+    finally:
+        await page.stop()
