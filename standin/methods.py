@@ -40,6 +40,7 @@ from .formatting import (
 from .forum import ForumApi
 from .lookups import chat_of, require_chat_id, thread_of, writable_chat
 from .markup import inline_keyboard, parse_reply_markup
+from .members import bot_member, has_right
 from .params import Params
 from .records import CallbackAnswer, Chat, StoredMessage
 from .state import BotState
@@ -338,7 +339,8 @@ class BotApi:
         return self.state.message_json(message)
 
     async def delete_message(self, params: Params) -> bool:
-        """Delete a message; in groups the (non-admin) bot may delete only its own."""
+        """Delete a message; in groups the bot may delete others' messages only as an
+        administrator with `can_delete_messages`, its own always."""
         require_chat_id(params)
         message_id = params.integer("message_id")
         if not message_id:
@@ -347,7 +349,8 @@ class BotApi:
         message = self.state.find_message(chat.id, message_id)
         if message is None:
             raise bad_request("message to delete not found")
-        if chat.is_group and not message.from_bot:
+        may_delete = has_right(bot_member(chat), "can_delete_messages")
+        if chat.is_group and not message.from_bot and not may_delete:
             raise bad_request("message can't be deleted")
         message.deleted = True
         return True

@@ -373,6 +373,12 @@ async def test_staff_write_edit_and_join_in_the_staff_group(bot: Bot, standin: S
     assert edited.message_thread_id == thread and edited.message_id == message.message_id
     assert joined is not None and [u.id for u in joined.new_chat_members] == [OTHER_STAFF]
     assert (await bot.get_chat_member(FORUM, OTHER_STAFF)).status == ChatMemberStatus.MEMBER
+    standin.set_bot_rights(FORUM, can_manage_topics=True, can_delete_messages=False)
+    with pytest.raises(BadRequest, match=said("message can't be deleted")):
+        await bot.delete_message(FORUM, sent["message_id"])
+    standin.set_bot_rights(FORUM, can_delete_messages=True)  # an admin may delete others'
+    assert await bot.delete_message(FORUM, sent["message_id"])
+    assert sent["message_id"] not in [m.message_id for m in standin.chat_messages(FORUM)]
 
 
 async def test_forum_controls_over_the_test_api(bot: Bot, standin: StandIn) -> None:
