@@ -335,6 +335,30 @@ async def test_copy_replaces_or_removes_a_caption_and_takes_markup(
     assert standin.chat_messages(CUSTOMER)[-1].text == "plain"  # text has no caption
 
 
+@pytest.mark.standin(flood=ROOMY)
+async def test_a_copied_caption_can_be_edited_like_telegram_edits_it(
+    bot: Bot, standin: StandIn
+) -> None:
+    photo = standin.inject_message(CUSTOMER, text="first", photo=True)
+    copied = await bot.copy_message(CUSTOMER, CUSTOMER, photo["message_id"])
+    edited = await bot.edit_message_caption(
+        CUSTOMER, copied.message_id, caption="<i>second</i>", parse_mode="HTML"
+    )
+    assert not isinstance(edited, bool) and edited.caption == "second"
+    assert edited.edit_date is not None and edited.photo
+    with pytest.raises(BadRequest, match=said("message is not modified")):
+        await bot.edit_message_caption(
+            CUSTOMER, copied.message_id, caption="<i>second</i>", parse_mode="HTML"
+        )
+    removed = await bot.edit_message_caption(CUSTOMER, copied.message_id)
+    assert not isinstance(removed, bool) and removed.caption is None
+    text = await bot.send_message(CUSTOMER, "plain")
+    with pytest.raises(BadRequest, match=said("there is no caption in the message to edit")):
+        await bot.edit_message_caption(CUSTOMER, text.message_id, caption="x")
+    with pytest.raises(BadRequest, match=said("message can't be edited")):
+        await bot.edit_message_caption(CUSTOMER, photo["message_id"], caption="x")
+
+
 async def test_copy_refusals(bot: Bot, standin: StandIn) -> None:
     staff_forum(standin, can_manage_topics=True)
     standin.inject_message(CUSTOMER, text="hi")
