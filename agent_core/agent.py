@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -56,9 +56,10 @@ class RunStore(Journal, Protocol):
         """
         ...
 
-    async def runs_to_recover(self) -> list[str]:
+    async def runs_to_recover(self, abandoned: Collection[str] = ()) -> list[str]:
         """Take the runs a crash (or a stalled process) left `running` and that no live
-        process drives: ids of runs now this process's to drive (storage's leases)."""
+        process drives: ids of runs now this process's to drive (storage's leases).
+        `abandoned`: runs of this process whose drive failed, taken back at once."""
         ...
 
     async def claim_clarification(
@@ -81,17 +82,24 @@ class Working:
     run whose drive died on an exception is not kept: its lease lapses and it is recovered.
 
     Counted, not a set: the same run can be held twice at once (a press arriving while its
-    answer is still being delivered).
+    answer is still being delivered). A hold that ends in an exception (a storage error
+    mid-run) leaves its runs `abandoned`: this process's next recovery takes them back at
+    once instead of waiting for its own lease to lapse.
     """
 
     def __init__(self) -> None:
         self._count: Counter[str] = Counter()
+        self._abandoned: set[str] = set()
 
     @contextmanager
     def holding(self, *run_ids: str) -> Iterator[None]:
         self._count.update(run_ids)
+        self._abandoned.difference_update(run_ids)
         try:
             yield
+        except BaseException:
+            self._abandoned.update(run_ids)
+            raise
         finally:
             self._count.subtract(run_ids)
             for run_id in run_ids:
@@ -100,6 +108,10 @@ class Working:
 
     def ids(self) -> list[str]:
         return list(self._count)
+
+    def abandoned(self) -> list[str]:
+        """Runs whose drive here failed and that nothing here holds now."""
+        return [run_id for run_id in self._abandoned if run_id not in self._count]
 
 
 @dataclass(frozen=True)
@@ -292,7 +304,7 @@ class Agent:
         lapse and be taken by another process meanwhile.
         """
         recovered = []
-        taken = await self.store.runs_to_recover()
+        taken = await self.store.runs_to_recover(self.working.abandoned())
         with self.working.holding(*taken):
             for run_id in taken:
                 run = await self.store.load_run(run_id)

@@ -96,6 +96,8 @@ def start_recovery(runtime: Runtime, application: TelegramApplication, *, reoffe
         reoffer=reoffer,
         every_s=runtime.settings.lease.total_seconds() / 2,
     )
+    if runtime.keeper is not None:
+        runtime.keeper.start_heartbeat()  # a long-lived process: others may look for it
     runtime.start_background(work)  # not PTB's create_task: stop() would wait for it forever
 
 

@@ -133,18 +133,26 @@ class LeaseRow:
     until: str | None
 
 
-def takeable(row: LeaseRow, lease: Lease, now: str) -> bool:
+def takeable(row: LeaseRow, lease: Lease, now: str, abandoned: Collection[str] = ()) -> bool:
     """May `lease`'s process take this run? Running runs without a lease (written before
-    leases), expired leases, and leases of a dead process on this host."""
+    leases), expired leases, leases of a dead process on this host, and this process's own
+    leases on runs whose drive here failed (`abandoned`)."""
     if row.owner is None:
         return row.status == RunStatus.RUNNING.value
     if row.until is None or row.until <= now:
         return True
+    if row.owner == lease.owner:
+        return row.run_id in abandoned
     return lease.owner_dead(row.owner)
 
 
 def to_take(
-    rows: Sequence[LeaseRow], lease: Lease, *, since: str | None = None, updated: Sequence[str] = ()
+    rows: Sequence[LeaseRow],
+    lease: Lease,
+    *,
+    since: str | None = None,
+    updated: Sequence[str] = (),
+    abandoned: Collection[str] = (),
 ) -> list[dict[str, str | None]]:
     """The compare-and-set parameters for the rows `lease`'s process may take (`takeable`);
     with `since`, only rows whose `updated` stamp (same order as `rows`) is that recent."""
@@ -152,7 +160,7 @@ def to_take(
     return [
         take_params(row, lease)
         for n, row in enumerate(rows)
-        if takeable(row, lease, now) and (since is None or updated[n] >= since)
+        if takeable(row, lease, now, abandoned) and (since is None or updated[n] >= since)
     ]
 
 
@@ -190,7 +198,7 @@ class LeaseStore(Protocol):
 
     lease: Lease
 
-    async def renew_leases(self, run_ids: Collection[str]) -> None: ...
+    async def renew_leases(self, run_ids: Collection[str], *, heartbeat: bool = True) -> None: ...
 
 
 class LeaseKeeper:
@@ -198,7 +206,8 @@ class LeaseKeeper:
 
     `held` names the runs to renew (the agent's `Working`); a renewal that fails (storage
     trouble) is logged and tried again at the next tick: a lease of 30 s survives two
-    failed renewals.
+    failed renewals. `heartbeat` is for processes that stay up (the bot, set when it
+    starts recovering): a one-shot CLI command writes nothing while it holds no run.
     """
 
     def __init__(
@@ -212,14 +221,19 @@ class LeaseKeeper:
         self._held = held
         self._sleep = sleep
         self._task: asyncio.Task[None] | None = None
+        self._beat: asyncio.Task[None] | None = None
+        self.heartbeat = False
 
     @property
     def every_s(self) -> float:
         return self._store.lease.length.total_seconds() / 3
 
     async def tick(self) -> None:
+        held = self._held()
+        if not held and not self.heartbeat:
+            return
         try:
-            await self._store.renew_leases(self._held())
+            await self._store.renew_leases(held, heartbeat=self.heartbeat)
         except StorageUnavailable:
             log.warning("could not renew run leases (storage unavailable); retrying")
         except Exception:  # never end the loop: a lapsed lease means another process drives
@@ -232,6 +246,12 @@ class LeaseKeeper:
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self.run())
+
+    def start_heartbeat(self) -> None:
+        """From now on, write the heartbeat every tick, and once at once (other processes
+        starting now look for it)."""
+        self.heartbeat = True
+        self._beat = asyncio.get_running_loop().create_task(self.tick())
 
     async def stop(self) -> None:
         if self._task is not None:

@@ -236,10 +236,10 @@ class PgRunStore:
         rows = await fetch(self._pool, _LAST_ORDER_ID, (chat_id, user_id))
         return str(rows[0]["order_id"]) if rows else None
 
-    async def runs_to_recover(self) -> list[str]:
+    async def runs_to_recover(self, abandoned: Collection[str] = ()) -> list[str]:
         """As `SqliteRunStore.runs_to_recover`: take the running runs whose lease lapsed."""
         rows = rows_of(await fetch(self._pool, SELECT_RUNNING))
-        return await self._take(to_take(rows, self.lease))
+        return await self._take(to_take(rows, self.lease, abandoned=abandoned))
 
     async def owed_deliveries(self, since: datetime) -> list[str]:
         """As `SqliteRunStore.owed_deliveries`: take the undelivered runs whose lease lapsed."""
@@ -257,20 +257,20 @@ class PgRunStore:
         taken: list[str] = await self._writes.submit(partial(_take_leases, takes=takes))
         return taken
 
-    async def renew_leases(self, run_ids: Collection[str]) -> None:
-        """Extend this process's leases on `run_ids` and its heartbeat: one commit."""
+    async def renew_leases(self, run_ids: Collection[str], *, heartbeat: bool = True) -> None:
+        """Extend this process's leases on `run_ids` (and its heartbeat): one commit."""
         params: dict[str, Any] = {
             "me": self.lease.owner,
             "until": self.lease.until(),
             "now": self.lease.now(),
         }
-        statements: list[tuple[str, Any]] = [
-            (pg_sql(HEARTBEAT), params),
-            (pg_sql(FORGET_DEAD), params),
-        ]
+        statements: list[tuple[str, Any]] = []
+        if heartbeat:
+            statements += [(pg_sql(HEARTBEAT), params), (pg_sql(FORGET_DEAD), params)]
         if run_ids:
             statements.append((_RENEW, {**params, "ids": sorted(run_ids)}))
-        await self._writes.submit(execute_statements(statements))
+        if statements:
+            await self._writes.submit(execute_statements(statements))
 
     async def live_owners(self) -> list[str]:
         """Other processes whose heartbeat says they are live on this database."""

@@ -246,12 +246,12 @@ class SqliteRunStore:
         )
         return str(rows[0]["order_id"]) if rows else None
 
-    async def runs_to_recover(self) -> list[str]:
+    async def runs_to_recover(self, abandoned: Collection[str] = ()) -> list[str]:
         """Take the running runs whose lease this process may take (`storage.leases`):
         one conditional UPDATE per run, so of two recovering processes one gets each run.
         The runs come back leased to this process, in the order they were created."""
         rows = rows_of(await fetch(self._conn, SELECT_RUNNING))
-        return await self._take(to_take(rows, self.lease))
+        return await self._take(to_take(rows, self.lease, abandoned=abandoned))
 
     async def owed_deliveries(self, since: datetime) -> list[str]:
         """Take the runs whose answer or prompt was committed but never delivered and whose
@@ -271,14 +271,17 @@ class SqliteRunStore:
         taken: list[str] = await self._writes.submit(partial(_take_leases, takes))
         return taken
 
-    async def renew_leases(self, run_ids: Collection[str]) -> None:
-        """Extend this process's leases on `run_ids` and its heartbeat: one commit."""
+    async def renew_leases(self, run_ids: Collection[str], *, heartbeat: bool = True) -> None:
+        """Extend this process's leases on `run_ids` (and its heartbeat): one commit."""
         params = {"me": self.lease.owner, "until": self.lease.until(), "now": self.lease.now()}
-        statements: list[tuple[str, Any]] = [(HEARTBEAT, params), (FORGET_DEAD, params)]
+        statements: list[tuple[str, Any]] = []
+        if heartbeat:
+            statements += [(HEARTBEAT, params), (FORGET_DEAD, params)]
         if run_ids:
             renew = {**params, "ids": json.dumps(sorted(run_ids))}
             statements.append((_RENEW, renew))
-        await self._write(statements)
+        if statements:
+            await self._write(statements)
 
     async def live_owners(self) -> list[str]:
         """Other processes whose heartbeat says they are live on this database."""

@@ -58,7 +58,7 @@ class RunStore(AgentRunStore, Protocol):
         lease, kept for the delivery, lapsed), changed after `since`."""
         ...
 
-    async def renew_leases(self, run_ids: Collection[str]) -> None:
+    async def renew_leases(self, run_ids: Collection[str], *, heartbeat: bool = True) -> None:
         """Extend this process's leases on `run_ids`, and its heartbeat."""
         ...
 

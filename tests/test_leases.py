@@ -260,18 +260,26 @@ def test_takeable_decisions() -> None:
     assert takeable(LeaseRow("r", "running", "h:9:a", live), me, now)  # pid 9 gone
     assert takeable(LeaseRow("r", "running", "h:1:old", live), me, now)  # our pid, before us
     assert not takeable(LeaseRow("r", "running", "h:1:me", live), me, now)  # ours, live
+    assert takeable(LeaseRow("r", "running", "h:1:me", live), me, now, abandoned=["r"])
     at_now = Lease("h:1:me", clock=lambda: parse_ts(now), pid_alive=lambda pid: pid != 9)
     seen = [("h:1:me", live), ("x:2:a", live), ("y:3:b", gone), ("h:9:z", live)]
     assert live_others(seen, at_now) == ["x:2:a"]  # not us, not lapsed, not dead here
 
 
-def test_working_counts_nested_holds() -> None:
+def test_working_counts_nested_holds_and_remembers_failed_drives() -> None:
     working = Working()
     with working.holding("a", "b"):
         with working.holding("a"):
             assert sorted(working.ids()) == ["a", "b"]
         assert sorted(working.ids()) == ["a", "b"]
-    assert working.ids() == []
+    assert working.ids() == [] and working.abandoned() == []
+    with pytest.raises(RuntimeError), working.holding("c"):
+        assert working.abandoned() == []
+        raise RuntimeError("storage error mid-run")
+    assert working.abandoned() == ["c"]
+    with working.holding("c"):  # recovered: held again, no longer abandoned
+        assert working.abandoned() == []
+    assert working.abandoned() == []
 
 
 def _planner() -> Any:
