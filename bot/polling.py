@@ -137,6 +137,9 @@ class Poller:
             # A process of this machine that is gone: take its lease now, not at expiry.
             with contextlib.suppress(StorageUnavailable):
                 await self.inbox.release_lease(POLLER, lease.owner)
+                self._waiting_for = self._waiting_for or lease.owner
+                await self._keep_lease()
+                return
         if self._held.is_set():
             log.warning("poller: %s holds long polling now; this process stops polling", holder)
             self._stop_polling()

@@ -47,7 +47,10 @@ _CLAIM_STALE = pg_sql(
     " ORDER BY update_id FOR UPDATE SKIP LOCKED)"
     " RETURNING update_id, body"
 )
-_PRUNE = pg_sql("DELETE FROM inbox WHERE processed_at IS NOT NULL AND processed_at < :before")
+_PRUNE = pg_sql(
+    "DELETE FROM inbox WHERE processed_at IS NOT NULL AND processed_at < :before"
+    " RETURNING update_id"
+)
 _TAKE_LEASE = pg_sql(
     "INSERT INTO leases (name, owner, expires_at) VALUES (:name, :owner, :until)"
     " ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at"
@@ -67,9 +70,8 @@ async def _store_rows(rows: list[dict[str, Any]], conn: AsyncConnection[Any]) ->
     return new
 
 
-async def _changes(sql: str, params: dict[str, Any], conn: AsyncConnection[Any]) -> int:
-    cur = await conn.execute(sql, params)
-    return cur.rowcount
+async def _execute(sql: str, params: dict[str, Any], conn: AsyncConnection[Any]) -> None:
+    await conn.execute(sql, params)  # pipelined: its row count is not known yet
 
 
 async def _returning(sql: str, params: dict[str, Any], conn: AsyncConnection[Any]) -> list[Any]:
@@ -104,11 +106,11 @@ class PgInbox:
 
     async def processed(self, update_id: int, now: float) -> None:
         await self._writes.submit(
-            partial(_changes, _PROCESSED, {"update_id": update_id, "now": now})
+            partial(_execute, _PROCESSED, {"update_id": update_id, "now": now})
         )
 
     async def renew(self, owner: str, until: float) -> None:
-        await self._writes.submit(partial(_changes, _RENEW, {"owner": owner, "until": until}))
+        await self._writes.submit(partial(_execute, _RENEW, {"owner": owner, "until": until}))
 
     async def pending_owners(self) -> list[tuple[str | None, float | None]]:
         rows = await fetch(self._pool, _PENDING_OWNERS)
@@ -122,8 +124,7 @@ class PgInbox:
         return sorted((Received(int(r[0]), str(r[1])) for r in rows), key=lambda r: r.update_id)
 
     async def prune(self, before: float) -> int:
-        pruned: int = await self._writes.submit(partial(_changes, _PRUNE, {"before": before}))
-        return pruned
+        return len(await self._writes.submit(partial(_returning, _PRUNE, {"before": before})))
 
     async def take_lease(self, name: str, owner: str, now: float, until: float) -> bool:
         params = {"name": name, "owner": owner, "now": now, "until": until}
@@ -137,4 +138,4 @@ class PgInbox:
         return Lease(str(rows[0]["name"]), str(rows[0]["owner"]), float(rows[0]["expires_at"]))
 
     async def release_lease(self, name: str, owner: str) -> None:
-        await self._writes.submit(partial(_changes, _RELEASE_LEASE, {"name": name, "owner": owner}))
+        await self._writes.submit(partial(_execute, _RELEASE_LEASE, {"name": name, "owner": owner}))
