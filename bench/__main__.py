@@ -27,7 +27,7 @@ from pathlib import Path
 from bench.measure import machine
 from bench.report import Report
 
-SECTIONS = ("executor", "langgraph", "limit", "paused", "bot", "staff")
+SECTIONS = ("executor", "langgraph", "limit", "paused", "bot", "staff", "failover")
 THROUGHPUT = {"executor": "stepwise", "langgraph": "langgraph", "limit": "aiosqlite-limit"}
 
 
@@ -51,6 +51,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--bot-rate", type=float, default=4.0, help="paced arrivals per second (4)")
     parser.add_argument("--staff-runs", type=int, help="stored runs for staff queries (100000)")
     parser.add_argument("--staff-samples", type=int, help="timed calls per staff query (200)")
+    parser.add_argument("--kills", type=int, help="SIGKILLs of the poller per placement (20)")
     parser.add_argument("--workdir", type=Path, help="where database files go (a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the database files")
     parser.add_argument(
@@ -65,6 +66,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         "bot_paced": (200, 16),
         "staff_runs": (100_000, 10_000),
         "staff_samples": (200, 50),
+        "kills": (20, 3),
     }
     for name, (full, quick) in sizes.items():
         if getattr(args, name) is None:
@@ -107,6 +109,10 @@ async def _main(args: argparse.Namespace, report: Report, workdir: Path) -> None
         from bench.staff import run_staff
 
         await run_staff(report, workdir, args.staff_runs, args.staff_samples)
+    if "failover" in args.sections:
+        from bench.failover import run_failover
+
+        await run_failover(report, workdir, args.kills)
     if args.profile is not None:
         from bench.profiling import profile
 

@@ -65,18 +65,29 @@ DEFAULT_KEEP_S = 24 * 3600.0  # Telegram keeps an unacknowledged update for a da
 PRUNE_EVERY_S = 600.0
 
 
+def machine() -> str:
+    """Where this process's pid means something: the host name and, on Linux, the pid
+    namespace (two containers may share a host name, never a pid namespace)."""
+    try:
+        namespace = f"/{os.stat('/proc/self/ns/pid').st_ino}"
+    except OSError:
+        namespace = ""
+    return f"{socket.gethostname()}{namespace}"
+
+
 def new_owner() -> str:
-    """This process's name in leases and claims: host, pid (a restart on the same machine
-    sees at once that a holder's process is gone) and a random part (pids are reused)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+    """This process's name in leases and claims: its machine and pid (a restart on the same
+    machine sees at once that a holder's process is gone) and a random part (pids are
+    reused)."""
+    return f"{machine()}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
-def owner_is_dead(owner: str, host: str | None = None) -> bool:
+def owner_is_dead(owner: str, here: str | None = None) -> bool:
     """True only when `owner` certainly names a process that no longer exists: one of this
-    machine's pids that is gone. Another machine's owner is never judged here (its lease
-    expiry is the only evidence)."""
+    machine's pids (same pid namespace) that is gone. Another machine's owner is never
+    judged here: its lease expiry is the only evidence."""
     parts = owner.rsplit(":", 2)
-    if len(parts) != 3 or parts[0] != (host or socket.gethostname()) or not parts[1].isdigit():
+    if len(parts) != 3 or parts[0] != (here or machine()) or not parts[1].isdigit():
         return False
     try:
         os.kill(int(parts[1]), 0)

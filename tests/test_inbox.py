@@ -161,10 +161,10 @@ def test_only_a_gone_process_of_this_machine_is_judged_dead() -> None:
     if gone == 0:
         os._exit(0)
     os.waitpid(gone, 0)
-    assert owner_is_dead(f"host-a:{gone}:abc", host="host-a")
-    assert not owner_is_dead(f"host-a:{os.getpid()}:abc", host="host-a")
-    assert not owner_is_dead(f"host-b:{gone}:abc", host="host-a")  # another machine's
-    assert not owner_is_dead("something else", host="host-a")
+    assert owner_is_dead(f"host-a:{gone}:abc", here="host-a")
+    assert not owner_is_dead(f"host-a:{os.getpid()}:abc", here="host-a")
+    assert not owner_is_dead(f"host-b:{gone}:abc", here="host-a")  # another machine's
+    assert not owner_is_dead("something else", here="host-a")
 
 
 # -- the run an update starts --------------------------------------------------------------
