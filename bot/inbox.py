@@ -153,6 +153,7 @@ class Intake:
         self.lease_s = lease_s
         self.clock = clock
         self._unstored: dict[int, asyncio.Task[None]] = {}  # handled in memory only
+        self._handling: set[int] = set()  # stored updates being handled (claims to renew)
         self._working: set[asyncio.Task[None]] = set()
 
     @property
@@ -174,27 +175,35 @@ class Intake:
             log.warning("inbox: %d update(s) not stored, not acknowledged: %s", len(updates), exc)
             for update in updates:
                 if update.update_id not in self._unstored:
-                    self._unstored[update.update_id] = self._spawn(self._handle(update, False))
+                    handling = self._handle(update, stored=False, check=False)
+                    self._unstored[update.update_id] = self._spawn(handling)
             return False
         for update in updates:
             if update.update_id in new:
-                self._spawn(self._handle(update, True))
+                self._start(update, check=update.update_id in self._unstored)
         return True
 
     async def replay(self, bodies: Sequence[Received]) -> None:
-        """Process updates claimed from the inbox (stored earlier, never marked)."""
+        """Process updates claimed from the inbox (stored earlier, never marked), but not
+        those this process is still handling."""
         for body in bodies:
-            update = Update.de_json(json.loads(body.body), self.bot)
-            self._spawn(self._handle(update, True))
+            if body.update_id not in self._handling:
+                self._start(Update.de_json(json.loads(body.body), self.bot), check=True)
 
-    def working(self) -> bool:
-        """Whether some stored update is still being handled (its claim needs renewing)."""
-        return bool(self._working)
+    def handling(self) -> list[int]:
+        """The stored updates being handled: their claims need renewing."""
+        return sorted(self._handling)
 
     async def drain(self) -> None:
         """Wait for every handling in progress (their marks written or failed)."""
         while self._working:
             await asyncio.gather(*self._working, return_exceptions=True)
+
+    def _start(self, update: Update, *, check: bool) -> None:
+        update_id = update.update_id
+        self._handling.add(update_id)
+        task = self._spawn(self._handle(update, stored=True, check=check))
+        task.add_done_callback(lambda _: self._handling.discard(update_id))
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.ensure_future(work)
@@ -202,7 +211,10 @@ class Intake:
         task.add_done_callback(self._working.discard)
         return task
 
-    async def _handle(self, update: Update, stored: bool) -> None:
+    async def _handle(self, update: Update, *, stored: bool, check: bool) -> None:
+        """Handle `update`; `check`: it may have been handled before (replayed, or handled
+        in memory while it could not be stored), so first look for the run it started.
+        A first delivery goes straight to the handlers, in arrival order."""
         update_id = update.update_id
         if stored:
             earlier = self._unstored.pop(update_id, None)
@@ -210,7 +222,7 @@ class Intake:
                 await asyncio.gather(earlier, return_exceptions=True)
         run_id = run_id_for_update(self.bot.id, update_id)
         try:
-            if stored and await self.store.load_run(run_id) is not None:
+            if check and await self.store.load_run(run_id) is not None:
                 log.info("update %d already started run %s: marked processed", update_id, run_id)
             else:
                 await self._process(update, run_id)
@@ -268,11 +280,11 @@ class Keeper:
         intake, inbox = self.intake, self.intake.inbox
         now = intake.clock()
         until = now + intake.lease_s
-        if intake.working():
-            await inbox.renew(intake.owner, until)
+        if handling := intake.handling():
+            await inbox.renew(intake.owner, handling, until)
         owners = await inbox.pending_owners()
         dead = sorted({o for o, _ in owners if o and o != intake.owner and owner_is_dead(o)})
-        if any(o != intake.owner and (o in dead or (u or 0) < now) for o, u in owners):
+        if any(o is None or o in dead or (u or 0) < now for o, u in owners):
             claimed = await inbox.claim_stale(intake.owner, now, until, dead)
             if claimed:
                 log.warning("inbox: processing %d update(s) a stopped process left", len(claimed))

@@ -422,10 +422,15 @@ async def heal(conn: aiosqlite.Connection, seen_generation: int | None = None) -
             return True
         if not await asyncio.to_thread(writable, opened.path):
             return False
-        alive = [(c, o) for c, o in list(file.connections.items()) if c._connection is not None]
+        alive = [(c, o) for c, o in list(file.connections.items()) if _open(c)]
         barrier = threading.Barrier(len(alive), timeout=_SWAP_TIMEOUT_S)
         swaps = [c._execute(partial(_swap, c, o, barrier)) for c, o in alive]  # type: ignore[no-untyped-call]
-        results = await asyncio.gather(*swaps, return_exceptions=True)
+        try:
+            results = await asyncio.wait_for(
+                asyncio.gather(*swaps, return_exceptions=True), _SWAP_TIMEOUT_S * 2
+            )
+        except TimeoutError as exc:
+            results = [exc]
         file.generation += 1
         failed = [r for r in results if isinstance(r, BaseException)]
         if failed:
@@ -435,6 +440,12 @@ async def heal(conn: aiosqlite.Connection, seen_generation: int | None = None) -
             "reopened %d connection(s) to %s: it is writable again", len(alive), opened.path
         )
         return True
+
+
+def _open(conn: aiosqlite.Connection) -> bool:
+    """Open, with its thread serving it (a connection left unclosed by a finished event
+    loop has neither: it must not hold up the others)."""
+    return conn._running and conn._connection is not None and conn._thread.is_alive()
 
 
 def generation(conn: aiosqlite.Connection) -> int:

@@ -64,8 +64,8 @@ class Inbox(Protocol):
         """The update's handling has finished: never process it again."""
         ...
 
-    async def renew(self, owner: str, until: float) -> None:
-        """Extend `owner`'s claim on every update it has not finished."""
+    async def renew(self, owner: str, update_ids: Sequence[int], until: float) -> None:
+        """Extend `owner`'s claim on the updates it is handling."""
         ...
 
     async def pending_owners(self) -> list[tuple[str | None, float | None]]:
@@ -76,7 +76,9 @@ class Inbox(Protocol):
         self, owner: str, now: float, until: float, dead: Sequence[str] = ()
     ) -> list[Received]:
         """Take the unprocessed updates whose claim ran out (or whose owner is known dead),
-        atomically: two processes never take the same one. Oldest first."""
+        atomically: two processes never take the same one. Oldest first. `owner`'s own
+        are included: an update whose mark failed is taken up again once its claim ran
+        out (the caller skips those it is still handling)."""
         ...
 
     async def prune(self, before: float) -> int:
@@ -136,11 +138,14 @@ _PROCESSED = (
     "UPDATE inbox SET processed_at = :now, owner = NULL, lease_until = NULL"
     " WHERE update_id = :update_id"
 )
-_RENEW = "UPDATE inbox SET lease_until = :until WHERE owner = :owner AND processed_at IS NULL"
+_RENEW = (
+    "UPDATE inbox SET lease_until = :until WHERE owner = :owner AND processed_at IS NULL"
+    " AND update_id IN (SELECT value FROM json_each(:ids))"
+)
 _PENDING_OWNERS = "SELECT DISTINCT owner, lease_until FROM inbox WHERE processed_at IS NULL"
 _CLAIM_STALE = (
     "UPDATE inbox SET owner = :owner, lease_until = :until"
-    " WHERE processed_at IS NULL AND owner IS NOT :owner AND (owner IS NULL"
+    " WHERE processed_at IS NULL AND (owner IS NULL"
     " OR lease_until IS NULL OR lease_until < :now"
     " OR owner IN (SELECT value FROM json_each(:dead)))"
     " RETURNING update_id, body"
@@ -203,8 +208,9 @@ class SqliteInbox:
             partial(_changes, _PROCESSED, {"update_id": update_id, "now": now})
         )
 
-    async def renew(self, owner: str, until: float) -> None:
-        await self._writes.submit(partial(_changes, _RENEW, {"owner": owner, "until": until}))
+    async def renew(self, owner: str, update_ids: Sequence[int], until: float) -> None:
+        params = {"owner": owner, "until": until, "ids": json.dumps(list(update_ids))}
+        await self._writes.submit(partial(_changes, _RENEW, params))
 
     async def pending_owners(self) -> list[tuple[str | None, float | None]]:
         rows = await fetch(self._conn, _PENDING_OWNERS)

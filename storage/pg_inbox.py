@@ -37,12 +37,13 @@ _PROCESSED = pg_sql(
 )
 _RENEW = pg_sql(
     "UPDATE inbox SET lease_until = :until WHERE owner = :owner AND processed_at IS NULL"
+    " AND update_id = ANY(:ids)"
 )
 _PENDING_OWNERS = "SELECT DISTINCT owner, lease_until FROM inbox WHERE processed_at IS NULL"
 _CLAIM_STALE = pg_sql(
     "UPDATE inbox SET owner = :owner, lease_until = :until WHERE update_id IN ("
     " SELECT update_id FROM inbox WHERE processed_at IS NULL"
-    " AND owner IS DISTINCT FROM :owner AND (owner IS NULL OR lease_until IS NULL"
+    " AND (owner IS NULL OR lease_until IS NULL"
     " OR lease_until < :now OR owner = ANY(:dead))"
     " ORDER BY update_id FOR UPDATE SKIP LOCKED)"
     " RETURNING update_id, body"
@@ -109,8 +110,9 @@ class PgInbox:
             partial(_execute, _PROCESSED, {"update_id": update_id, "now": now})
         )
 
-    async def renew(self, owner: str, until: float) -> None:
-        await self._writes.submit(partial(_execute, _RENEW, {"owner": owner, "until": until}))
+    async def renew(self, owner: str, update_ids: Sequence[int], until: float) -> None:
+        params = {"owner": owner, "until": until, "ids": list(update_ids)}
+        await self._writes.submit(partial(_execute, _RENEW, params))
 
     async def pending_owners(self) -> list[tuple[str | None, float | None]]:
         rows = await fetch(self._pool, _PENDING_OWNERS)

@@ -62,12 +62,13 @@ async def test_only_unprocessed_updates_whose_claim_ran_out_are_taken_over(inbox
     await inbox.store(_updates(1, 2, 3), "a", 100.0, 103.0)
     await inbox.processed(2, 101.0)
     assert await inbox.claim_stale("b", 102.0, 105.0) == []  # a's claim still runs
-    assert await inbox.claim_stale("a", 104.0, 107.0) == []  # never one's own
     taken = await inbox.claim_stale("b", 104.0, 107.0)
     assert [r.update_id for r in taken] == [1, 3]
     assert taken[0].body == '{"update_id": 1}'
     assert await inbox.claim_stale("c", 106.0, 109.0) == []  # b holds them now
     assert sorted(await inbox.pending_owners()) == [("b", 107.0)]
+    # One's own, once its claim ran out (a mark that failed): taken up again.
+    assert [r.update_id for r in await inbox.claim_stale("b", 108.0, 111.0)] == [1, 3]
 
 
 async def test_a_dead_owner_s_updates_are_taken_before_its_claim_runs_out(inbox: Inbox) -> None:
@@ -77,12 +78,14 @@ async def test_a_dead_owner_s_updates_are_taken_before_its_claim_runs_out(inbox:
     assert [r.update_id for r in taken] == [1]
 
 
-async def test_renewing_keeps_one_s_unfinished_updates(inbox: Inbox) -> None:
-    await inbox.store(_updates(1, 2), "a", 100.0, 103.0)
+async def test_renewing_keeps_the_updates_one_is_handling(inbox: Inbox) -> None:
+    await inbox.store(_updates(1, 2, 3), "a", 100.0, 103.0)
     await inbox.processed(1, 101.0)
-    await inbox.renew("a", 110.0)
-    assert await inbox.claim_stale("b", 105.0, 108.0) == []
-    assert [r.update_id for r in await inbox.claim_stale("b", 111.0, 114.0)] == [2]
+    await inbox.renew("a", [1, 2], 110.0)
+    await inbox.renew("b", [3], 110.0)  # not b's to renew
+    assert [r.update_id for r in await inbox.claim_stale("b", 105.0, 108.0)] == [3]
+    assert [r.update_id for r in await inbox.claim_stale("c", 111.0, 114.0)] == [2, 3]
+    await inbox.renew("a", [], 120.0)  # nothing in hand: a no-op
 
 
 async def test_two_processes_sweeping_at_once_never_take_the_same_update(
