@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -65,6 +66,7 @@ DEFAULT_KEEP_S = 24 * 3600.0  # Telegram keeps an unacknowledged update for a da
 PRUNE_EVERY_S = 600.0
 
 
+@functools.cache
 def machine() -> str:
     """Where this process's pid means something: the host name and, on Linux, the pid
     namespace (two containers may share a host name, never a pid namespace)."""

@@ -11,9 +11,10 @@ cannot show a renewal younger than the lease, before anybody else may take it.
 The offset is ours, not PTB's Updater's: `getUpdates(offset=…)` acknowledges everything
 below the offset, so it only ever moves past updates `Intake.receive` stored. While the
 database refuses writes, the holder keeps polling without acknowledging (the customer
-hears "busy" once per update, `bot.inbox`), pausing `retry_s` between tries; it may also
-start polling then, if the lease row it can still read is free, expired or its own —
-"degraded": nothing is stored, so nothing is acknowledged, whoever polls.
+hears "busy" once per update, `bot.inbox`), pausing `RETRY_S` between tries, as long as it
+can read that the lease is free, expired or its own (`may_poll_degraded`; a process can
+also start polling so, on a read-only disk): nothing is stored, so nothing is
+acknowledged, whoever polls. A process that cannot even read the database stops polling.
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ class Poller:
         self._poll = asyncio.ensure_future(self._polling())
         try:
             while True:
+                started = self.monotonic()
                 # A renewal stuck behind a locked database must not let a long poll outlive
                 # the lease: bounded, and the deadline is checked whatever happened.
                 with contextlib.suppress(TimeoutError):
@@ -93,7 +95,7 @@ class Poller:
                 if self._held.is_set() and self.monotonic() >= self._held_until:
                     log.warning("poller: lease not renewed in time; this process stops polling")
                     self._stop_polling()
-                await self.sleep(self.lease_s / 3)
+                await self.sleep(max(0.0, started + self.lease_s / 3 - self.monotonic()))
         finally:
             self._poll.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -148,21 +150,22 @@ class Poller:
             self._waiting_for = holder
 
     async def _degraded(self, now: float, started: float, exc: StorageUnavailable) -> None:
+        """The lease cannot be written. Poll anyway only if the lease row can be read and
+        nobody else holds it (a read-only disk at start: every process is in the same
+        boat, and nothing is acknowledged). Unreadable (cut off from the database): no
+        renewal, so polling stops at the deadline (`run`), before a standby may take over."""
         try:
-            lease: Lease | None = await self.inbox.lease(POLLER)
-            readable = True
+            lease = await self.inbox.lease(POLLER)
         except StorageUnavailable:
-            lease, readable = None, False
-        dead = lease is not None and owner_is_dead(lease.owner)
-        if (readable and may_poll_degraded(lease, self.owner, now, dead)) or (
-            not readable and self._held.is_set()
-        ):
-            if not self._held.is_set():
-                log.warning("poller: polling without a lease, storage unavailable: %s", exc)
-            self._held_until = started + self.lease_s * 2 / 3
-            self._held.set()
+            log.debug("poller: lease neither renewed nor readable: %s", exc)
             return
-        log.debug("poller: lease not renewed: %s", exc)
+        dead = lease is not None and owner_is_dead(lease.owner)
+        if not may_poll_degraded(lease, self.owner, now, dead):
+            return
+        if not self._held.is_set():
+            log.warning("poller: polling without a lease, storage unavailable: %s", exc)
+        self._held_until = started + self.lease_s * 2 / 3
+        self._held.set()
 
     def _stop_polling(self) -> None:
         self._held.clear()

@@ -144,6 +144,15 @@ class BotHarness:
     def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         return query(self.db, sql, *params)
 
+    def query_write(self, sql: str, *params: Any) -> None:
+        """One write to the database from outside the bot (a crash made by hand)."""
+        conn = sqlite3.connect(self.db, timeout=10)
+        try:
+            with conn:
+                conn.execute(sql, params)
+        finally:
+            conn.close()
+
 
 async def start_bot(
     standin: StandIn,
