@@ -125,9 +125,19 @@ class Poller:
         if not self._held.is_set():
             if self._waiting_for is not None:
                 log.warning("poller: took over long polling from %s", self._waiting_for)
+            if self.takeovers == 0:
+                await self._delete_webhook()
             self.takeovers += 1
             self._waiting_for = None
             self._held.set()
+
+    async def _delete_webhook(self) -> None:
+        """As PTB's Updater does before polling: a webhook left set by an earlier
+        `serve --webhook-url` would make every getUpdates fail with 409."""
+        try:
+            await self.bot.delete_webhook(drop_pending_updates=False)
+        except TelegramError as exc:
+            log.warning("poller: deleteWebhook failed (%s); polling anyway", exc)
 
     async def _lost_or_waiting(self, now: float) -> None:
         try:
