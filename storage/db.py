@@ -13,6 +13,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -365,11 +366,15 @@ class _File:
     )
     generation: int = 0  # bumped by every heal: a failure seen before one is retried at once
     lock: asyncio.Lock | None = None
+    healed_at: float | None = None  # monotonic: at most one reopening per `_HEAL_EVERY_S`
 
 
 _FILES: dict[str, _File] = {}
 _HEALING_CODES = frozenset({sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN})
 _SWAP_TIMEOUT_S = 30.0
+# A file that stays read-only to a writable-looking disk (a root process, a chmod) is not
+# reopened on every write: once a second at most.
+_HEAL_EVERY_S = 1.0
 
 
 def _file_key(path: str) -> str:
@@ -420,8 +425,12 @@ async def heal(conn: aiosqlite.Connection, seen_generation: int | None = None) -
     async with file.lock:
         if seen_generation is not None and file.generation != seen_generation:
             return True
+        now = time.monotonic()
+        if file.healed_at is not None and now - file.healed_at < _HEAL_EVERY_S:
+            return False
         if not await asyncio.to_thread(writable, opened.path):
             return False
+        file.healed_at = now
         alive = [(c, o) for c, o in list(file.connections.items()) if _open(c)]
         barrier = threading.Barrier(len(alive), timeout=_SWAP_TIMEOUT_S)
         swaps = [c._execute(partial(_swap, c, o, barrier)) for c, o in alive]  # type: ignore[no-untyped-call]
