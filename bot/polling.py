@@ -90,8 +90,11 @@ class Poller:
                 started = self.monotonic()
                 # A renewal stuck behind a locked database must not let a long poll outlive
                 # the lease: bounded, and the deadline is checked whatever happened.
+                # (`asyncio.timeout`, not `wait_for`: on 3.11 `wait_for` can swallow the
+                # cancellation that stops this loop when both happen at once.)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._keep_lease(), self.lease_s / 3)
+                    async with asyncio.timeout(self.lease_s / 3):
+                        await self._keep_lease()
                 if self._held.is_set() and self.monotonic() >= self._held_until:
                     log.warning("poller: lease not renewed in time; this process stops polling")
                     self._stop_polling()

@@ -435,9 +435,8 @@ async def heal(conn: aiosqlite.Connection, seen_generation: int | None = None) -
         barrier = threading.Barrier(len(alive), timeout=_SWAP_TIMEOUT_S)
         swaps = [c._execute(partial(_swap, c, o, barrier)) for c, o in alive]  # type: ignore[no-untyped-call]
         try:
-            results = await asyncio.wait_for(
-                asyncio.gather(*swaps, return_exceptions=True), _SWAP_TIMEOUT_S * 2
-            )
+            async with asyncio.timeout(_SWAP_TIMEOUT_S * 2):
+                results = await asyncio.gather(*swaps, return_exceptions=True)
         except TimeoutError as exc:
             results = [exc]
         file.generation += 1
