@@ -400,8 +400,8 @@ async def connect(
 # bot started during the fault would answer "busy" until restarted.
 #
 # Healing: every connection `connect` opens is registered with its file. A write that fails
-# because the database is read-only (or was moved or deleted under it: a vanished file),
-# on a file system that is writable now, reopens EVERY registered connection to that file:
+# because the connection is read-only (or its file can no longer be opened, CANTOPEN), on
+# a file system that is writable now, reopens EVERY registered connection to that file:
 # each closes its raw connection on its own thread, they all wait at a barrier until the
 # last one has closed (only then is the stale shared state gone), and each opens a new one
 # with the same pragmas. Work queued on a connection waits behind its swap; the write that
@@ -427,6 +427,9 @@ class _File:
 
 
 _FILES: dict[str, _File] = {}
+_FILE_OF: weakref.WeakKeyDictionary[aiosqlite.Connection, tuple[_File, _Opened]] = (
+    weakref.WeakKeyDictionary()
+)
 _HEALING_CODES = frozenset({sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN})
 _SWAP_TIMEOUT_S = 30.0
 # A file that stays read-only to a writable-looking disk (a root process, a chmod) is not
@@ -439,15 +442,15 @@ def _file_key(path: str) -> str:
 
 
 def _register(conn: aiosqlite.Connection, opened: _Opened) -> None:
-    _FILES.setdefault(_file_key(opened.path), _File()).connections[conn] = opened
+    for key in [k for k, f in _FILES.items() if not f.connections]:
+        del _FILES[key]  # files whose connections are all gone
+    file = _FILES.setdefault(_file_key(opened.path), _File())
+    file.connections[conn] = opened
+    _FILE_OF[conn] = (file, opened)
 
 
 def _file_of(conn: aiosqlite.Connection) -> tuple[_File, _Opened] | None:
-    for file in _FILES.values():
-        opened = file.connections.get(conn)
-        if opened is not None:
-            return file, opened
-    return None
+    return _FILE_OF.get(conn)
 
 
 def needs_reopening(exc: BaseException) -> bool:
@@ -489,6 +492,8 @@ async def heal(conn: aiosqlite.Connection, seen_generation: int | None = None) -
             return False
         file.healed_at = now
         alive = [(c, o) for c, o in list(file.connections.items()) if _open(c)]
+        if not alive:
+            return False
         barrier = threading.Barrier(len(alive), timeout=_SWAP_TIMEOUT_S)
         swaps = [c._execute(partial(_swap, c, o, barrier)) for c, o in alive]  # type: ignore[no-untyped-call]
         try:
