@@ -241,7 +241,7 @@ class Intake:
                     await self.inbox.processed(update_id, self.clock())
 
     async def _process(self, update: Update, run_id: str) -> None:
-        RUN_ID_FOR_UPDATE.set(run_id)
+        RUN_ID_FOR_UPDATE.set([run_id])
         tracked: set[asyncio.Task[Any]] = set()
         _TRACKED.set(tracked)
         application = self.application

@@ -106,10 +106,13 @@ class Inbox(Protocol):
 # derived from that update (`run_id_for_update`), and an update is only (re)processed after
 # checking that no run with that id exists. The run's first commit (`run_planned`) is the
 # durable hand-over: from then on the run is recovery's to finish, never the inbox's to
-# start again. The handler sets `RUN_ID_FOR_UPDATE` in its context; the runtime gives the
-# agent `new_run_id`, which takes it (once) or, anywhere else, draws a random id.
+# start again. The handling puts the id in `RUN_ID_FOR_UPDATE` (a one-slot list: tasks the
+# handlers start copy the context, not the list, so the id is taken once across all of
+# them); the runtime gives the agent `new_run_id`, which takes it or draws a random id.
 
-RUN_ID_FOR_UPDATE: ContextVar[str | None] = ContextVar("stepwise_run_id_for_update", default=None)
+RUN_ID_FOR_UPDATE: ContextVar[list[str] | None] = ContextVar(
+    "stepwise_run_id_for_update", default=None
+)
 
 
 def run_id_for_update(bot_id: int, update_id: int) -> str:
@@ -120,11 +123,10 @@ def run_id_for_update(bot_id: int, update_id: int) -> str:
 
 
 def new_run_id() -> str:
-    """The run id for the update being handled (once), else a random one."""
-    derived = RUN_ID_FOR_UPDATE.get()
-    if derived is not None:
-        RUN_ID_FOR_UPDATE.set(None)  # a second run in the same handling gets its own id
-        return derived
+    """The run id for the update being handled (the first run it starts), else random."""
+    slot = RUN_ID_FOR_UPDATE.get()
+    if slot:
+        return slot.pop()  # a second run of the same handling gets a random id
     return secrets.token_hex(6)
 
 

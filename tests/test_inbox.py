@@ -4,6 +4,7 @@ SQLite connection that heals when its file vanished or went read-only (item 5)."
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import sqlite3
 from collections.abc import AsyncIterator
@@ -179,10 +180,10 @@ def test_a_run_started_for_an_update_has_an_id_derived_from_it_once() -> None:
     assert derived != run_id_for_update(123456789, 43) != run_id_for_update(987654321, 42)
 
     def handling() -> list[str]:
-        RUN_ID_FOR_UPDATE.set(derived)
-        return [new_run_id(), new_run_id()]
-
-    import contextvars
+        RUN_ID_FOR_UPDATE.set([derived])
+        # Two tasks started by the handling (each with a copy of its context): one run
+        # gets the derived id, the other a random one.
+        return [contextvars.copy_context().run(new_run_id) for _ in range(2)]
 
     first, second = contextvars.copy_context().run(handling)
     assert first == derived
