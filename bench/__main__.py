@@ -27,7 +27,7 @@ from pathlib import Path
 from bench.measure import machine
 from bench.report import Report
 
-SECTIONS = ("executor", "langgraph", "limit", "paused", "bot", "staff", "pg")
+SECTIONS = ("executor", "langgraph", "limit", "paused", "bot", "staff", "pg", "failover")
 THROUGHPUT = {"executor": "stepwise", "langgraph": "langgraph", "limit": "aiosqlite-limit"}
 
 
@@ -55,6 +55,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--staff-samples", type=int, help="timed calls per staff query (200)")
     parser.add_argument("--pg-runs", type=int, help="runs per system and mode on PostgreSQL (1000)")
+    parser.add_argument("--kills", type=int, help="SIGKILLs of the poller per placement (20)")
     parser.add_argument("--workdir", type=Path, help="where database files go (a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the database files")
     parser.add_argument(
@@ -70,6 +71,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         "staff_runs": ("10000,100000,1000000", "10000"),
         "staff_samples": (200, 50),
         "pg_runs": (1000, 100),
+        "kills": (20, 3),
     }
     for name, (full, quick) in sizes.items():
         if getattr(args, name) is None:
@@ -123,6 +125,10 @@ async def _main(args: argparse.Namespace, report: Report, workdir: Path) -> None
         await run_pg(
             report, PgPlan(runs=args.pg_runs, concurrency=args.concurrency, chunks=args.chunks)
         )
+    if "failover" in args.sections:
+        from bench.failover import run_failover
+
+        await run_failover(report, workdir, args.kills)
     if args.profile is not None:
         from bench.profiling import profile
 

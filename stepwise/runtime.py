@@ -11,6 +11,7 @@ import asyncio
 import logging
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -27,6 +28,7 @@ from agent_core.policy import FailurePolicy
 from agent_core.shop import shop_tools
 from agent_core.tools import Tool, ToolRegistry
 from stepwise.settings import Settings
+from storage.inbox import new_run_id
 from storage.leases import Lease, LeaseKeeper, process_owner
 from storage.store import DemoShop, RunStore, open_shop, open_store
 
@@ -127,7 +129,7 @@ async def open_runtime(
     """
     # A bad tools file fails before anything is opened (ToolsConfigError: one clear line).
     http_config = load_tools_config(settings.tools_path) if settings.tools_path else None
-    lease = Lease(process_owner(), length=settings.lease)
+    lease = Lease(process_owner(), length=timedelta(seconds=settings.lease_s))
     store = await open_store(settings.db_path, busy_timeout_s=settings.db_timeout_s, lease=lease)
     shop: DemoShop | None = None
     http: httpx.AsyncClient | None = None
@@ -154,6 +156,7 @@ async def open_runtime(
         executor,
         store,
         approval_ttl=settings.approval_ttl,
+        new_id=new_run_id,  # a run started for a Telegram update: its id says which
     )
     keeper = LeaseKeeper(store, agent.working.ids)
     keeper.start()

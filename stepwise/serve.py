@@ -17,6 +17,7 @@ from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError
 from bot.application import (
     WEBHOOK_SECRET_RULE,
     BotConfig,
+    Receiving,
     TelegramApplication,
     Webhook,
     bot_of,
@@ -24,6 +25,7 @@ from bot.application import (
     start_application,
     stop_application,
 )
+from bot.inbox import new_owner
 from bot.progress import DEFAULT_TYPING, Typing
 from bot.recovery import keep_recovering
 from bot.redact import redact_in_logs
@@ -31,6 +33,7 @@ from console.server import serve_staff_console
 from stepwise.runtime import Runtime, open_runtime
 from stepwise.settings import TOKEN_SHAPE, Settings, configured_staff_token
 from stepwise.signals import stop_signals
+from storage.store import open_inbox
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +88,15 @@ def bot_application(
     return application
 
 
+async def open_receiving(runtime: Runtime) -> Receiving:
+    """The durable inbox on the runtime's database, and this process's name in it."""
+    settings = runtime.settings
+    inbox = await open_inbox(settings.db_path, busy_timeout_s=settings.db_timeout_s)
+    return Receiving(
+        inbox, new_owner(), lease_s=settings.lease_s, keep_s=settings.inbox_keep.total_seconds()
+    )
+
+
 def start_recovery(runtime: Runtime, application: TelegramApplication, *, reoffer: bool) -> None:
     """Finish interrupted runs and deliver what never arrived, in the background: at start,
     then every half lease (`bot.recovery.keep_recovering`)."""
@@ -94,7 +106,7 @@ def start_recovery(runtime: Runtime, application: TelegramApplication, *, reoffe
         bot_of(application).progress,
         approval_ttl=runtime.settings.approval_ttl,
         reoffer=reoffer,
-        every_s=runtime.settings.lease.total_seconds() / 2,
+        every_s=runtime.settings.lease_s / 2,
     )
     if runtime.keeper is not None:
         runtime.keeper.start_heartbeat()  # a long-lived process: others may look for it
@@ -181,7 +193,7 @@ async def serve(settings: Settings, options: ServeOptions) -> int:
             return EXIT_UNAVAILABLE
         with stop_signals() as stop:
             try:
-                await start_application(application, webhook=webhook)
+                await start_application(application, await open_receiving(runtime), webhook=webhook)
                 start_recovery(runtime, application, reoffer=True)
                 log.warning("stepwise bot @%s is running", application.bot.username)
                 await stop.wait()

@@ -38,9 +38,6 @@ class Settings(BaseSettings):
     approval_ttl: timedelta = Field(
         timedelta(hours=24), validation_alias=_env("STEPWISE_APPROVAL_TTL")
     )
-    # How long a process's claim on a run lasts without renewal (storage/leases.py): after a
-    # crash on another machine its runs are taken over this long after its last renewal.
-    lease: timedelta = Field(timedelta(seconds=30), validation_alias=_env("STEPWISE_LEASE"))
     tools_path: Path | None = Field(None, validation_alias=_env("STEPWISE_TOOLS"))
     shop_seed: Path | None = Field(None, validation_alias=_env("STEPWISE_SHOP_SEED"))
     shop_latency_ms: int = Field(0, ge=0, validation_alias=_env("STEPWISE_SHOP_LATENCY_MS"))
@@ -52,6 +49,12 @@ class Settings(BaseSettings):
     llm_model: str | None = Field(None, validation_alias=_env("STEPWISE_LLM_MODEL"))
     llm_api_key: SecretStr | None = Field(None, validation_alias=_env("STEPWISE_LLM_API_KEY"))
     llm_timeout_s: float = Field(20.0, gt=0, validation_alias=_env("STEPWISE_LLM_TIMEOUT"))
+    # Issue 15: how long the poller lease (one process long-polls Telegram), a claim on a
+    # stored update and a process's lease on a run it drives (storage/leases.py) last without
+    # renewal (renewed every third of it); another process takes over within about this long
+    # after the holder dies. How long processed updates are kept.
+    lease_s: float = Field(3.0, ge=0.3, le=60, validation_alias=_env("STEPWISE_LEASE"))
+    inbox_keep: timedelta = Field(timedelta(hours=24), validation_alias=_env("STEPWISE_INBOX_KEEP"))
 
     @field_validator("staff_ids", mode="before")
     @classmethod
@@ -62,7 +65,7 @@ class Settings(BaseSettings):
             return frozenset({value})
         return value
 
-    @field_validator("approval_ttl", "lease", mode="before")
+    @field_validator("approval_ttl", "inbox_keep", mode="before")
     @classmethod
     def _parse_duration(cls, value: object) -> object:
         """Seconds, or a number with s/m/h/d ("24h", "90m")."""

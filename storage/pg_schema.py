@@ -255,7 +255,25 @@ PG_MIGRATIONS: list[str] = [
     CREATE TRIGGER events_uncount_failure AFTER DELETE ON events
         FOR EACH ROW WHEN (OLD.error_type IS NOT NULL) EXECUTE FUNCTION count_failure();
     """,
-    # 5: SQLite's 11 (issue 15 #1, #4; see storage/db.py): who drives a run or owes
+    # 5: SQLite's 11: the durable inbox (`storage.inbox`) and named leases (`poller`).
+    f"""
+    CREATE TABLE inbox (
+        update_id BIGINT PRIMARY KEY,
+        body {T} NOT NULL,
+        received_at DOUBLE PRECISION NOT NULL,
+        owner {T},
+        lease_until DOUBLE PRECISION,
+        processed_at DOUBLE PRECISION
+    );
+    CREATE INDEX inbox_pending ON inbox (update_id) WHERE processed_at IS NULL;
+    CREATE INDEX inbox_processed ON inbox (processed_at) WHERE processed_at IS NOT NULL;
+    CREATE TABLE leases (
+        name {T} PRIMARY KEY,
+        owner {T} NOT NULL,
+        expires_at DOUBLE PRECISION NOT NULL
+    );
+    """,
+    # 6: SQLite's 12 (issue 15 #1, #4; see storage/db.py): who drives a run or owes
     # its delivery, until when; a partial index of the leased runs; process heartbeats.
     f"""
     ALTER TABLE runs ADD COLUMN lease_owner {T}, ADD COLUMN lease_until {T};
