@@ -57,6 +57,8 @@ from storage.tables import ts
 
 log = logging.getLogger(__name__)
 
+# A store opened without a `Lease` (tests, tools); the runtime passes `STEPWISE_LEASE`
+# (`Settings.lease_s`, 3 s by default, shared with the poller's and the inbox's leases).
 DEFAULT_LEASE = timedelta(seconds=30)
 # Marks that end a delivery owed on a run that is no longer running (see the module doc).
 DELIVERY_ENDS = frozenset({EventKind.ANSWER_DELIVERED, EventKind.CUSTOMER_BLOCKED})
@@ -205,7 +207,7 @@ class LeaseKeeper:
     """Renews this process's leases (and its heartbeat) every `length / 3`.
 
     `held` names the runs to renew (the agent's `Working`); a renewal that fails (storage
-    trouble) is logged and tried again at the next tick: a lease of 30 s survives two
+    trouble) is logged and tried again at the next tick: a lease survives two
     failed renewals. `heartbeat` is for processes that stay up (the bot, set when it
     starts recovering): a one-shot CLI command writes nothing while it holds no run.
     """
