@@ -38,6 +38,7 @@ from agent_core.models import (
     RunStatus,
     utcnow,
 )
+from storage.handoffs import Handoffs, pg_writer
 from storage.history import POSTGRES, History
 from storage.journal import JournalSql, transition_statements
 from storage.pg import (
@@ -124,6 +125,7 @@ class PgRunStore:
         self._writes = WriteQueue(partial(run_transaction, pool), PG_FAULTS)
         self.history = History(partial(fetch, pool), POSTGRES)
         self.revocations = PgRevocations(partial(fetch, pool), self._writes.submit)
+        self.handoffs = Handoffs(partial(fetch, pool), pg_writer(self._writes.submit))
 
     @classmethod
     async def open(

@@ -44,6 +44,7 @@ from storage.db import (
     fetch,
     run_transaction,
 )
+from storage.handoffs import Handoffs
 from storage.history import History
 from storage.journal import JournalSql, transition_statements
 from storage.revocations import Revocations
@@ -102,6 +103,7 @@ class SqliteRunStore:
         self._writes = WriteQueue(partial(run_transaction, conn))
         self.history = History(partial(fetch, conn))
         self.revocations = Revocations(conn, self._write)
+        self.handoffs = Handoffs(partial(fetch, conn), self._write)
 
     @classmethod
     async def open(
