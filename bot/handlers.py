@@ -41,12 +41,30 @@ from agent_core.models import (
     StepStatus,
     utcnow,
 )
-from bot.callbacks import ChoiceData, DecisionData, PageData, page_data, parse_callback
+from bot.callbacks import (
+    ChoiceData,
+    CloseHandoffData,
+    DecisionData,
+    PageData,
+    PersonData,
+    page_data,
+    parse_callback,
+)
+from bot.handoff import (
+    CUSTOMER,
+    Customer,
+    HandoffDesk,
+    Opened,
+    is_handoff_request,
+    offers_person,
+    person_button,
+)
 from bot.progress import TOPIC, TelegramProgress, decision_text
 from bot.staff import format_runs_page, format_stats, format_timeline
 from bot.texts import language_of, say
 from bot.textsplit import split_message
 from storage.db import StorageUnavailable
+from storage.handoffs import Trigger
 from storage.store import RunStore
 
 log = logging.getLogger(__name__)
@@ -82,12 +100,17 @@ class StepwiseBot:
         progress: TelegramProgress,
         *,
         staff_ids: frozenset[int] = frozenset(),
+        handoff: HandoffDesk | None = None,
     ) -> None:
         self.agent = agent
         self.store = store
         self.progress = progress
         self.staff_ids = staff_ids
         self.chats = ChatQueues()
+        # Human handoff (issue 14); without a desk (no bot to talk to staff) none opens.
+        self.handoff = handoff
+        if handoff is not None:
+            progress.answer_hook = self._answer_hook
 
     # -- customers -----------------------------------------------------------------------
 
@@ -105,19 +128,47 @@ class StepwiseBot:
             return
         text = (message.text or "").strip()
         language = self._language(update)
-        if not text:
-            await message.reply_text(say("empty", language))
-            return
-        if len(text) > MAX_REQUEST_CHARS:
-            await message.reply_text(say("too_long", language))
-            return
+        customer = Customer(message.chat_id, user.id, user.full_name, language)
         context.application.create_task(
-            self.chats.run(message.chat_id, self._ask(message, user.id, text, user.language_code)),
+            self.chats.run(message.chat_id, self._customer_text(message, customer, text)),
             update=update,
         )
 
-    async def _ask(self, message: Message, user_id: int, text: str, hint: str | None) -> None:
+    async def _customer_text(self, message: Message, customer: Customer, text: str) -> None:
+        """In the chat's order: relayed to staff while a handoff is open (the agent stays
+        silent), else asked."""
+        if await self._relayed(message):
+            return
+        if not text:
+            await self._reply_quietly(message, say("empty", customer.language))
+            return
+        if len(text) > MAX_REQUEST_CHARS:
+            await self._reply_quietly(message, say("too_long", customer.language))
+            return
+        hint = message.from_user.language_code if message.from_user else None
+        await self._ask(message, customer.user_id, text, hint, customer)
+
+    async def _relayed(self, message: Message, *, edited: bool = False) -> bool:
+        if self.handoff is None:
+            return False
+        try:
+            return await self.handoff.from_customer(message, edited=edited)
+        except StorageUnavailable:
+            log.exception("storage unavailable while relaying to staff")
+            await self._reply_quietly(message, say("busy", language_of(message.text, None)))
+            return True
+
+    async def _ask(
+        self,
+        message: Message,
+        user_id: int,
+        text: str,
+        hint: str | None,
+        customer: Customer | None = None,
+    ) -> None:
         TOPIC.set(message.message_thread_id if message.is_topic_message else None)
+        if customer is not None:
+            CUSTOMER.set(customer)
         try:
             await self.agent.ask(text, user_id=user_id, chat_id=message.chat_id, language_hint=hint)
         except StorageUnavailable:
@@ -129,13 +180,23 @@ class StepwiseBot:
         a new message, under the edited one."""
         message = update.edited_message
         if message is not None and message.from_user is not None:
+            if await self._relayed(message, edited=True):  # shown to staff, marked edited
+                return
             await self._reply_quietly(message, say("edited", self._language(update)), quote=True)
 
     async def not_text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """Stickers, photos, voice…: a polite note that only text is understood."""
+        """Stickers, photos, voice…: a polite note that only text is understood (copied to
+        staff instead while a handoff is open)."""
         message = update.effective_message
-        if message is not None:
-            await message.reply_text(say("text_only", self._language(update)))
+        if message is None:
+            return
+        language = self._language(update)
+
+        async def work() -> None:
+            if not await self._relayed(message):
+                await self._reply_quietly(message, say("text_only", language))
+
+        context.application.create_task(self.chats.run(message.chat_id, work()), update=update)
 
     async def button(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Confirm / Cancel, or staff paging. Always answers the press with a short toast.
@@ -155,6 +216,12 @@ class StepwiseBot:
             return
         if isinstance(parsed, ChoiceData):
             await self._choice(update, context, parsed)
+            return
+        if isinstance(parsed, PersonData):
+            await self._person(update, context, parsed)
+            return
+        if isinstance(parsed, CloseHandoffData):
+            await self._close_pressed(update, parsed)
             return
         pressed = query.message  # may be inaccessible (older than 48 h): ids only
         if not isinstance(parsed, DecisionData) or pressed is None:
@@ -243,6 +310,132 @@ class StepwiseBot:
                 self.chats.run(message.chat_id, self._ask(message, user.id, text, language)),
                 update=update,
             )
+
+    # -- a person takes over (issue 14) ---------------------------------------------------
+
+    async def _answer_hook(self, run: Run) -> tuple[str | None, InlineKeyboardMarkup | None]:
+        """Before a run's answer is sent: a handoff request opens the handoff and its reply
+        replaces the agent's; an answer that stopped or degraded offers a person."""
+        assert self.handoff is not None
+        if is_handoff_request(run):
+            customer = CUSTOMER.get()
+            if customer is None or customer.chat_id != run.chat_id:
+                customer = Customer(run.chat_id, run.user_id, f"user {run.user_id}", run.language)
+            opened = await self.handoff.open(customer, Trigger.INTENT, run)
+            return opened_text(opened, run.language), None
+        previous = None
+        if run.status is RunStatus.NEEDS_CLARIFICATION:
+            page = await self.store.history.list_runs(chat_id=run.chat_id, limit=2)
+            earlier = [item for item in page.items if item.id != run.id]
+            previous = earlier[0].status if earlier else None
+        if offers_person(run, previous):
+            return None, person_button(run.id, run.language)
+        return None, None
+
+    async def handoff_start(self) -> None:
+        """On start: check the staff group, re-send relays a crash interrupted."""
+        if self.handoff is not None:
+            await self.handoff.on_start()
+
+    async def human(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """/human: hand the conversation to a person, with the chat's last run for context."""
+        message, user = update.effective_message, update.effective_user
+        if message is None or user is None or self.handoff is None:
+            return
+        customer = Customer(message.chat_id, user.id, user.full_name, self._language(update))
+        desk = self.handoff
+
+        async def work() -> None:
+            page = await self.store.history.list_runs(
+                chat_id=customer.chat_id, user_id=customer.user_id, limit=1
+            )
+            run = await self.store.load_run(page.items[0].id) if page.items else None
+            opened = await desk.open(customer, Trigger.COMMAND, run)
+            await self._reply_quietly(message, opened_text(opened, customer.language))
+
+        context.application.create_task(self.chats.run(message.chat_id, work()), update=update)
+
+    async def _person(
+        self, update: Update, context: ContextTypes.DEFAULT_TYPE, data: PersonData
+    ) -> None:
+        """ "Talk to a person" under an answer: only the run's own customer may press it."""
+        query, user = update.callback_query, update.effective_user
+        assert query is not None and user is not None
+        language = self._language(update)
+        run = await self.store.load_run(data.run_id)
+        pressed = query.message
+        if self.handoff is None or run is None or pressed is None:
+            await self._answer_quietly(query, say("toast_invalid", language))
+            return
+        if run.user_id != user.id or run.chat_id != pressed.chat.id:
+            await self._answer_quietly(query, say("toast_not_yours", language))
+            return
+        await self._answer_quietly(query, say("toast_person", run.language))
+        customer = Customer(run.chat_id, user.id, user.full_name, run.language)
+        desk, bot = self.handoff, context.bot
+
+        async def work() -> None:
+            opened = await desk.open(customer, Trigger.BUTTON, run)
+            try:
+                await bot.edit_message_reply_markup(pressed.chat.id, pressed.message_id)
+            except TelegramError as exc:
+                log.info("person button not removed: %s", exc)
+            await _send_quietly(bot, Where.of(pressed), opened_text(opened, run.language))
+
+        context.application.create_task(self.chats.run(run.chat_id, work()), update=update)
+
+    async def _close_pressed(self, update: Update, data: CloseHandoffData) -> None:
+        """Close on a handoff's header in the staff group: staff members only."""
+        query, user = update.callback_query, update.effective_user
+        assert query is not None and user is not None
+        if self.handoff is None or not self.handoff.is_staff(user.id):
+            await self._answer_quietly(query, say("toast_staff_only", self._language(update)))
+            return
+        closed = await self.handoff.close(data.handoff_id, by=user.id)
+        await self._answer_quietly(
+            query, say("toast_closed" if closed else "toast_handled", Language.EN)
+        )
+        pressed = query.message
+        if closed is not None and pressed is not None:
+            try:
+                await query.get_bot().edit_message_reply_markup(pressed.chat.id, pressed.message_id)
+            except TelegramError as exc:
+                log.info("close button not removed: %s", exc)
+
+    async def staff_group(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Anything in the staff group: a staff member's message in a customer's topic goes
+        to that customer; everything else is ignored (never answered by the agent)."""
+        message = update.effective_message
+        if message is None or self.handoff is None:
+            return
+        desk, edited = self.handoff, update.edited_message is not None
+
+        async def work() -> None:
+            ignored = await desk.from_staff(message, edited=edited)
+            if ignored is not None:
+                log.debug("staff group message not relayed: %s", ignored.value)
+
+        context.application.create_task(self.chats.run(message.chat_id, work()), update=update)
+
+    async def close_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """/close in a customer's topic (staff only)."""
+        topic, user = self._staff_topic(update)
+        if topic is not None and user is not None and self.handoff is not None:
+            await self.handoff.close_topic(topic, by=user)
+
+    async def reopen_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """/reopen in a customer's topic (staff only): hand the customer over again."""
+        topic, user = self._staff_topic(update)
+        if topic is not None and user is not None and self.handoff is not None:
+            await self.handoff.reopen(topic, by=user)
+
+    def _staff_topic(self, update: Update) -> tuple[int | None, int | None]:
+        message, user = update.effective_message, update.effective_user
+        if message is None or user is None or self.handoff is None:
+            return None, None
+        if not self.handoff.is_staff(user.id) or not message.is_topic_message:
+            return None, None
+        return message.message_thread_id, user.id
 
     async def _proceed(self, bot: Bot, where: Where, run: Run) -> None:
         TOPIC.set(where.thread_id)
@@ -445,6 +638,13 @@ async def _send_quietly(bot: Bot, where: Where, text: str) -> None:
         await bot.send_message(where.chat_id, text, message_thread_id=where.thread_id)
     except TelegramError as exc:
         log.warning("could not send: %s", exc)
+
+
+def opened_text(opened: Opened, language: Language) -> str:
+    """What the customer is told when they asked for a person: the truth about who replies."""
+    if not opened.staffed:
+        return say("handoff_unstaffed", language)
+    return say("handoff_opened" if opened.new else "handoff_already", language)
 
 
 def paused_step_id(run: Run) -> str | None:

@@ -35,6 +35,10 @@ class Settings(BaseSettings):
     db_timeout_s: float = Field(5.0, gt=0, validation_alias=_env("STEPWISE_DB_TIMEOUT"))
     staff_token: SecretStr | None = Field(None, validation_alias=_env("STEPWISE_STAFF_TOKEN"))
     staff_ids: frozenset[int] = Field(frozenset(), validation_alias=_env("STEPWISE_STAFF_IDS"))
+    # Human handoff (issue 14): the forum supergroup where staff answer customers (its id,
+    # -100…), and the staff console's public URL for links to runs in topic headers.
+    staff_chat_id: int | None = Field(None, validation_alias=_env("STEPWISE_STAFF_CHAT_ID"))
+    console_url: str | None = Field(None, validation_alias=_env("STEPWISE_CONSOLE_URL"))
     approval_ttl: timedelta = Field(
         timedelta(hours=24), validation_alias=_env("STEPWISE_APPROVAL_TTL")
     )

@@ -216,9 +216,18 @@ class Handoffs:
     async def set_topic(self, handoff_id: str, topic_id: int) -> None:
         await self._write([(_SET_TOPIC, {"id": handoff_id, "topic_id": topic_id})])
 
-    async def close(self, handoff_id: str, *, by: int, at: datetime) -> Handoff | None:
+    async def of_customer(self, customer_chat_id: int) -> list[Handoff]:
+        """A customer's handoffs, oldest first."""
+        rows = await self._read(
+            f"SELECT {_HANDOFF_COLUMNS} FROM handoffs WHERE customer_chat_id = ? ORDER BY opened_at",
+            (customer_chat_id,),
+        )
+        return [_handoff(r) for r in rows]
+
+    async def close(self, handoff_id: str, *, by: int | None, at: datetime) -> Handoff | None:
         """Close the handoff if it is open; returns it as closed by THIS call, else None
-        (already closed: a second /close or Close press changes nothing)."""
+        (already closed: a second /close or Close press changes nothing). `by` None: nobody
+        could take it (no staff chat), closed as it was recorded."""
         await self._write([(_CLOSE, {"id": handoff_id, "by": by, "at": ts(at)})])
         closed = await self.get(handoff_id)
         if closed is None or closed.closed_at != at or closed.closed_by != by:
