@@ -20,6 +20,7 @@ recorded before its copy and marked after (`Handoffs.record_relay` / `mark_copie
 
 from __future__ import annotations
 
+import asyncio
 import html
 import logging
 import secrets
@@ -243,7 +244,9 @@ def close_button(handoff_id: str) -> InlineKeyboardMarkup:
 def is_thread_gone(exc: TelegramError) -> bool:
     """Telegram's answer when a topic was deleted ("message thread not found")."""
     text = str(exc).lower()
-    return isinstance(exc, BadRequest) and ("thread not found" in text or "topic_deleted" in text)
+    return isinstance(exc, BadRequest) and (
+        "thread not found" in text or "topic_id_invalid" in text or "topic_deleted" in text
+    )
 
 
 # -- the desk ----------------------------------------------------------------------------
@@ -286,6 +289,7 @@ class HandoffDesk:
         self.console_url = console_url
         self._clock = clock
         self._new_id = new_id
+        self._copying: dict[tuple[int, int, int], asyncio.Lock] = {}
 
     @property
     def handoffs(self) -> Handoffs:
@@ -334,7 +338,7 @@ class HandoffDesk:
         copied = 0
         for relay in await self.handoffs.pending_relays():
             handoff = await self.handoffs.get(relay.handoff_id)
-            if handoff is not None and await self._copy(relay, handoff):
+            if handoff is not None and await self._copy_once(relay, handoff):
                 copied += 1
         return copied
 
@@ -482,9 +486,24 @@ class HandoffDesk:
     async def _relay(self, relay: Relay, handoff: Handoff) -> None:
         """Record, copy, mark. A message recorded before (delivered again) is copied only if
         it was never marked."""
-        stored = await self.handoffs.record_relay(relay)
-        if stored.copied_at is None:
-            await self._copy(stored, handoff)
+        await self.handoffs.record_relay(relay)
+        await self._copy_once(relay, handoff)
+
+    async def _copy_once(self, relay: Relay, handoff: Handoff) -> bool:
+        """Copy a recorded relay unless it was copied already. One copy at a time per
+        message in this process: on start the re-send of an unmarked row and Telegram's
+        redelivery of the same update meet here, and the second finds the row marked."""
+        key = (relay.from_chat_id, relay.message_id, relay.variant)
+        lock = self._copying.setdefault(key, asyncio.Lock())
+        try:
+            async with lock:
+                current = await self.handoffs.relay_of(*key)
+                if current is None or current.copied_at is not None:
+                    return False
+                return await self._copy(current, handoff)
+        finally:
+            if not lock.locked() and self._copying.get(key) is lock:
+                del self._copying[key]
 
     async def _copy(self, relay: Relay, handoff: Handoff) -> bool:
         """Make the copy a relay row asks for, then mark it. False when Telegram refused

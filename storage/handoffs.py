@@ -280,12 +280,17 @@ class Handoffs:
             "received_at": ts(relay.received_at),
         }
         await self._write([(_RECORD_RELAY, params)])
+        stored = await self.relay_of(relay.from_chat_id, relay.message_id, relay.variant)
+        assert stored is not None, "a recorded relay cannot vanish (nothing deletes)"
+        return stored
+
+    async def relay_of(self, from_chat_id: int, message_id: int, variant: int) -> Relay | None:
         rows = await self._read(
             f"SELECT {_RELAY_COLUMNS} FROM handoff_relays"
             " WHERE from_chat_id = ? AND message_id = ? AND variant = ?",
-            (relay.from_chat_id, relay.message_id, relay.variant),
+            (from_chat_id, message_id, variant),
         )
-        return _relay(rows[0])
+        return _relay(rows[0]) if rows else None
 
     async def mark_copied(self, relay: Relay, at: datetime) -> None:
         """The copy was made: mark the row and count it on its handoff (once)."""

@@ -1,0 +1,226 @@
+"""Human handoff end to end (issue 14): the production bot long-polling the stand-in over
+HTTP, a forum supergroup as the staff group.
+
+Handoff by the planner's intent, by the "Talk to a person" button and by /human; relays of
+text and photos both ways; a non-staff member and the bot's own messages never reach the
+customer; /close and the agent answers again; a restart keeps relaying and re-sends what a
+crash left uncopied; without a staff group the customer is told the truth.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from agent_core.models import Language
+from bot.application import bot_of
+from bot.texts import TEXTS
+from standin import ShownMessage, StandIn
+from tests.harness import DEMO, STAFF, BotHarness, start_bot, until
+
+pytestmark = pytest.mark.timeout(60)
+
+FORUM = -1005555555555
+STRANGER = 779  # in the staff group, not a staff member
+EN, ZH = Language.EN, Language.ZH
+
+
+def staff_forum(standin: StandIn) -> None:
+    standin.add_chat(FORUM, STAFF, title="Support staff", is_forum=True, first_name="Sam")
+    standin.set_bot_rights(FORUM, can_manage_topics=True)
+
+
+async def staffed(standin: StandIn, db: Path) -> BotHarness:
+    return await start_bot(
+        standin,
+        db,
+        STEPWISE_STAFF_CHAT_ID=str(FORUM),
+        STEPWISE_CONSOLE_URL="https://staff.example",
+    )
+
+
+@pytest.fixture
+async def bot(standin: StandIn, tmp_path: Path) -> AsyncIterator[BotHarness]:
+    staff_forum(standin)
+    harness = await staffed(standin, tmp_path / "handoff.db")
+    try:
+        yield harness
+    finally:
+        await harness.stop()
+
+
+def in_topic(standin: StandIn, thread: int) -> list[ShownMessage]:
+    return [m for m in standin.chat_messages(FORUM) if m.message_thread_id == thread]
+
+
+async def customer_topic(h: BotHarness) -> int:
+    """The customer's topic, once the bot made it and posted the header in it."""
+    topics = await until(lambda: h.standin.topics(FORUM), what="a topic")
+    thread = int(topics[0]["message_thread_id"])
+    await until(
+        lambda: any("Handoff" in (m.text or "") for m in in_topic(h.standin, thread)),
+        what="the header",
+    )
+    return thread
+
+
+def texts(h: BotHarness, chat: int) -> list[str]:
+    return [m.text or m.caption or f"<{m.kind}>" for m in h.standin.bot_messages(chat)]
+
+
+async def test_handoff_by_intent_relays_both_ways_then_close(bot: BotHarness) -> None:
+    h = bot
+    h.standin.inject_message(DEMO, DEMO, "我要转人工", first_name="Ada", language_code="zh")
+    await h.until_text(DEMO, TEXTS["handoff_opened"][ZH])
+    thread = await customer_topic(h)
+    (topic,) = h.standin.topics(FORUM)
+    assert topic["name"] == f"Ada · {DEMO}"
+    header = next(m for m in in_topic(h.standin, thread) if "Handoff" in (m.text or ""))
+    assert "intent" in (header.text or "") and "我要转人工" in (header.text or "")
+    assert any(d.startswith("sw:hc:") for d in header.callback_data)
+    # The agent's own "someone will follow up" was replaced by the handoff's reply.
+    assert texts(h, DEMO) == [TEXTS["handoff_opened"][ZH]]
+
+    asked = h.standin.inject_message(DEMO, DEMO, "where is A1001, it is late")
+    await until(
+        lambda: any(m.text == "where is A1001, it is late" for m in in_topic(h.standin, thread)),
+        what="the customer's message in the topic",
+    )
+    h.standin.inject_message(FORUM, STAFF, "Checking it for you now", message_thread_id=thread)
+    await h.until_text(DEMO, "Checking it for you now")
+    # The agent stayed silent: no plan, no answer for the relayed question.
+    assert texts(h, DEMO) == [TEXTS["handoff_opened"][ZH], "Checking it for you now"]
+    assert h.query("SELECT count(*) FROM runs WHERE request_text = ?", asked["text"]) == [(0,)]
+
+    h.standin.inject_message(FORUM, STAFF, "/close", message_thread_id=thread)
+    await h.until_text(DEMO, TEXTS["handoff_closed"][ZH])
+    counted = "SELECT trigger, closed_by, to_staff, to_customer FROM handoffs"
+    await until(lambda: h.query(counted) == [("intent", STAFF, 1, 1)], what="closed, counted")
+    assert h.query("SELECT first_staff_reply_at IS NOT NULL FROM handoffs") == [(1,)]
+
+    h.standin.inject_message(DEMO, DEMO, "where is A1001")
+    await h.until_text(DEMO, "A1001")  # the agent answers again
+    await until(
+        lambda: h.query("SELECT count(*) FROM runs WHERE request_text = ?", "where is A1001")
+    )
+    assert not any(m.text == "where is A1001" for m in in_topic(h.standin, thread))
+
+
+async def test_handoff_by_button_relays_photos_and_ignores_strangers(bot: BotHarness) -> None:
+    h = bot
+    h.standin.inject_message(DEMO, DEMO, "where is order Z9999", first_name="Ada")
+    answer = await h.buttons_message(DEMO)
+    assert answer.buttons[-1][0].text == TEXTS["talk_to_person"][EN]
+    query_id = h.standin.press_button(
+        DEMO, answer.message_id, answer.buttons[-1][0].callback_data or "", DEMO
+    )
+    await h.until_text(DEMO, TEXTS["handoff_opened"][EN])
+    assert query_id
+    thread = await customer_topic(h)
+    header = next(m for m in in_topic(h.standin, thread) if "Handoff" in (m.text or ""))
+    assert "button" in (header.text or "") and "Z9999" in (header.text or "")
+    assert "https://staff.example/runs/" in str(header.entities) + (header.text or "")
+
+    h.standin.inject_message(DEMO, DEMO, "the label", photo=True)
+    await until(
+        lambda: any(m.kind == "photo" for m in in_topic(h.standin, thread)), what="photo in topic"
+    )
+    h.standin.inject_message(FORUM, STRANGER, "I am not staff", message_thread_id=thread)
+    h.standin.inject_message(FORUM, STAFF, "this one?", photo=True, message_thread_id=thread)
+    await until(lambda: any(m.kind == "photo" for m in h.standin.bot_messages(DEMO)))
+    photo = next(m for m in h.standin.bot_messages(DEMO) if m.kind == "photo")
+    assert photo.caption == "this one?"
+    assert not any("I am not staff" in t for t in texts(h, DEMO))
+    counted = "SELECT to_staff, to_customer, trigger FROM handoffs"
+    await until(lambda: h.query(counted) == [(1, 1, "button")], what="counted once each way")
+
+
+async def test_a_customer_cannot_press_another_customers_person_button(bot: BotHarness) -> None:
+    h = bot
+    h.standin.inject_message(DEMO, DEMO, "where is order Z9999")
+    answer = await h.buttons_message(DEMO)
+    data = answer.buttons[-1][0].callback_data or ""
+    query_id = h.standin.press_button(DEMO, answer.message_id, data, 20002, forge=True)
+    (toast,) = await until(lambda: h.standin.callback_answers(query_id), what="the toast")
+    assert toast.text == TEXTS["toast_not_yours"][EN]
+    assert h.query("SELECT count(*) FROM handoffs") == [(0,)]
+
+
+async def test_handoff_by_command_never_echoes_the_bot_or_service_messages(
+    bot: BotHarness,
+) -> None:
+    h = bot
+    h.standin.inject_message(DEMO, DEMO, "/human", first_name="Ada")
+    await h.until_text(DEMO, TEXTS["handoff_opened"][EN])
+    thread = await customer_topic(h)
+    h.standin.inject_message(DEMO, DEMO, "/human")
+    await h.until_text(DEMO, TEXTS["handoff_already"][EN])
+    # The header and the topic's service message are the bot's own: never relayed.
+    h.standin.inject_message(FORUM, STAFF, "hello from staff", message_thread_id=thread)
+    await h.until_text(DEMO, "hello from staff")
+    assert texts(h, DEMO) == [
+        TEXTS["handoff_opened"][EN],
+        TEXTS["handoff_already"][EN],
+        "hello from staff",
+    ]
+    counted = "SELECT trigger, to_customer FROM handoffs"
+    await until(lambda: h.query(counted) == [("command", 1)], what="the reply counted")
+
+
+async def test_restart_keeps_relaying_and_resends_what_a_crash_left(
+    standin: StandIn, tmp_path: Path
+) -> None:
+    staff_forum(standin)
+    db = tmp_path / "restart.db"
+    first = await staffed(standin, db)
+    standin.inject_message(DEMO, DEMO, "talk to a person please", first_name="Ada")
+    await first.until_text(DEMO, TEXTS["handoff_opened"][EN])
+    thread = await customer_topic(first)
+    await first.stop()
+
+    # A crash between recording a relay and copying it: the row is there, unmarked.
+    lost = standin.inject_message(FORUM, STAFF, "sent before the crash", message_thread_id=thread)
+    second = await staffed(standin, db)
+    try:
+        (hid,) = second.query("SELECT id FROM handoffs")[0]
+        with sqlite3.connect(db) as conn:
+            conn.execute(
+                "INSERT INTO handoff_relays (handoff_id, direction, from_chat_id, message_id,"
+                " variant, to_chat_id, to_topic_id, text, received_at, copied_at)"
+                " VALUES (?, 'to_customer', ?, ?, 0, ?, NULL, NULL,"
+                " '2026-12-01T09:00:00.000000Z', NULL)",
+                (hid, FORUM, lost["message_id"], DEMO),
+            )
+        await bot_of(second.app).handoff_start()
+        # Delivered once: the update polled after the restart finds the row marked.
+        await second.until_text(DEMO, "sent before the crash")
+        standin.inject_message(DEMO, DEMO, "still there?")
+        await until(lambda: any(m.text == "still there?" for m in in_topic(standin, thread)))
+        standin.inject_message(FORUM, STAFF, "yes", message_thread_id=thread)
+        await second.until_text(DEMO, "yes")
+        assert [t for t in texts(second, DEMO) if t == "sent before the crash"] == [
+            "sent before the crash"
+        ]
+        pending = "SELECT count(*) FROM handoff_relays WHERE copied_at IS NULL"
+        await until(lambda: second.query(pending) == [(0,)], what="every relay marked")
+    finally:
+        await second.stop()
+
+
+async def test_without_a_staff_group_the_customer_is_told_the_truth(
+    standin: StandIn, tmp_path: Path
+) -> None:
+    h = await start_bot(standin, tmp_path / "alone.db")
+    try:
+        standin.inject_message(DEMO, DEMO, "I want a real person")
+        await h.until_text(DEMO, TEXTS["handoff_unstaffed"][EN])
+        assert not any("follow up with you here" in t for t in texts(h, DEMO))
+        (row,) = h.query("SELECT trigger, closed_at IS NOT NULL, closed_by FROM handoffs")
+        assert row == ("intent", 1, None)
+        standin.inject_message(DEMO, DEMO, "where is A1001")
+        await h.until_text(DEMO, "A1001")
+    finally:
+        await h.stop()
