@@ -60,7 +60,7 @@ from bot.handoff import (
     person_button,
 )
 from bot.progress import TOPIC, TelegramProgress, decision_text
-from bot.staff import format_runs_page, format_stats, format_timeline
+from bot.staff import format_handoff_stats, format_runs_page, format_stats, format_timeline
 from bot.texts import language_of, say
 from bot.textsplit import split_message
 from storage.db import StorageUnavailable
@@ -525,7 +525,8 @@ class StepwiseBot:
             await self._reply(update, part)
 
     async def stats(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """/stats: runs by status and failures by type and tool, last 24 h and 7 days."""
+        """/stats: runs by status and failures by type and tool, last 24 h and 7 days; handoffs
+        to a person per day and the median time to the first staff reply."""
         if not await self._staff_only(update):
             return
         now = utcnow()
@@ -542,7 +543,12 @@ class StepwiseBot:
                     await self.store.history.failure_counts(since),
                 )
             )
-        await self._reply(update, format_stats(periods))
+        week = now - timedelta(days=7)
+        handoffs = format_handoff_stats(
+            await self.store.history.handoffs_per_day(week),
+            await self.store.history.median_first_reply_s(week),
+        )
+        await self._reply(update, format_stats(periods) + "\n\n" + handoffs)
 
     def _staff_refusal(self, update: Update) -> str | None:
         """None when staff views may be shown here, else the key of the refusal.

@@ -21,10 +21,9 @@ Every write is one transaction through the store's write queue; nothing here del
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -98,12 +97,6 @@ class Relay:
     text: str | None  # an edit's new text, sent marked as an edit (None: copy the message)
     received_at: datetime
     copied_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class HandoffDay:
-    day: date
-    opened: int
 
 
 _HANDOFF_COLUMNS = (
@@ -312,34 +305,6 @@ class Handoffs:
             (),
         )
         return [_relay(r) for r in rows]
-
-    # -- staff figures -----------------------------------------------------------------------
-
-    async def per_day(self, since: datetime) -> list[HandoffDay]:
-        """Handoffs opened per UTC day since `since`, oldest day first."""
-        rows = await self._read(
-            "SELECT substr(opened_at, 1, 10) AS day, count(*) AS n FROM handoffs"
-            " WHERE opened_at >= ? GROUP BY substr(opened_at, 1, 10) ORDER BY day",
-            (ts(since),),
-        )
-        return [HandoffDay(date.fromisoformat(str(r[0])), int(r[1])) for r in rows]
-
-    async def median_first_reply_s(self, since: datetime) -> float | None:
-        """The median time from opening to the first staff message that reached the customer,
-        over handoffs opened since `since` that got one (None: none did)."""
-        rows = await self._read(
-            "SELECT opened_at, first_staff_reply_at FROM handoffs"
-            " WHERE opened_at >= ? AND first_staff_reply_at IS NOT NULL",
-            (ts(since),),
-        )
-        waits = [_seconds_between(r[0], r[1]) for r in rows]
-        return statistics.median(waits) if waits else None
-
-
-def _seconds_between(start: str, end: str) -> float:
-    opened, replied = parse_ts(start), parse_ts(end)
-    assert opened is not None and replied is not None
-    return (replied - opened).total_seconds()
 
 
 def _handoff(row: ReadRow) -> Handoff:

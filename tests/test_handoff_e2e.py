@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.models import Language
+from agent_core.models import Language, utcnow
 from bot.application import bot_of
 from bot.texts import TEXTS
 from standin import ShownMessage, StandIn
@@ -100,6 +100,11 @@ async def test_handoff_by_intent_relays_both_ways_then_close(bot: BotHarness) ->
     counted = "SELECT trigger, closed_by, to_staff, to_customer FROM handoffs"
     await until(lambda: h.query(counted) == [("intent", STAFF, 1, 1)], what="closed, counted")
     assert h.query("SELECT first_staff_reply_at IS NOT NULL FROM handoffs") == [(1,)]
+
+    h.standin.inject_message(STAFF, STAFF, "/stats")  # a staff member's private chat
+    stats = (await h.until_text(STAFF, "Handoffs to a person")).text or ""
+    assert f"{utcnow().date().isoformat()}: 1" in stats
+    assert "median time to first staff reply: " in stats and "no staff reply yet" not in stats
 
     h.standin.inject_message(DEMO, DEMO, "where is A1001")
     await h.until_text(DEMO, "A1001")  # the agent answers again

@@ -127,8 +127,8 @@ async def test_per_day_and_median_first_reply(store: RunStore) -> None:
         )
         await store.handoffs.mark_copied(row, opened + timedelta(seconds=wait))
     await store.handoffs.open(handoff("d", chat=700, at=day_two))  # no reply yet
-    days = await store.handoffs.per_day(T0 - timedelta(days=1))
+    days = await store.history.handoffs_per_day(T0 - timedelta(days=1))
     assert [(d.day, d.opened) for d in days] == [(date(2026, 12, 1), 1), (date(2026, 12, 2), 3)]
-    assert await store.handoffs.median_first_reply_s(T0 - timedelta(days=1)) == 120
-    assert await store.handoffs.median_first_reply_s(day_two) == 360  # b and c
-    assert await store.handoffs.median_first_reply_s(day_two + timedelta(days=1)) is None
+    assert await store.history.median_first_reply_s(T0 - timedelta(days=1)) == 120
+    assert await store.history.median_first_reply_s(day_two) == 360  # b and c
+    assert await store.history.median_first_reply_s(day_two + timedelta(days=1)) is None

@@ -4,7 +4,7 @@ name and header, and the buttons' data."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 import pytest
 
@@ -41,8 +41,10 @@ from bot.handoff import (
     staff_relay_decision,
     topic_name,
 )
+from bot.staff import format_handoff_stats
 from bot.texts import TEXTS
 from storage.handoffs import Handoff, Trigger
+from storage.history import HandoffDay
 
 STAFF_CHAT = -1001
 BOT = 42
@@ -248,6 +250,18 @@ def test_the_customer_is_told_the_truth_about_who_replies() -> None:
         opened_text(Opened(h, False, staffed=True), Language.EN)
         == TEXTS["handoff_already"][Language.EN]
     )
+
+
+def test_handoff_stats_lines() -> None:
+    days = [HandoffDay(date(2026, 12, 1), 3), HandoffDay(date(2026, 12, 2), 1)]
+    text = format_handoff_stats(days, 125.4)
+    assert "2026-12-01: 3" in text and "2026-12-02: 1" in text
+    assert text.endswith("median time to first staff reply: 2 min 5 s")
+    assert format_handoff_stats([], None).splitlines()[1:] == [
+        "none",
+        "median time to first staff reply: no staff reply yet",
+    ]
+    assert format_handoff_stats(days, 3 * 3600 + 120).endswith("3 h 2 min")
 
 
 def test_every_handoff_text_has_both_languages() -> None:
