@@ -252,6 +252,32 @@ def is_thread_gone(exc: TelegramError) -> bool:
 # -- the desk ----------------------------------------------------------------------------
 
 
+async def record_handoff(
+    handoffs: Handoffs,
+    customer: Customer,
+    trigger: Trigger,
+    run: Run | None,
+    *,
+    now: datetime,
+    handoff_id: str,
+) -> tuple[Handoff, bool]:
+    """Record a handoff (or find the customer's open one): the bot's desk and the terminal
+    chat open them the same way. The terminal chat's stays open without a topic; the bot
+    gives it one on its next start or when the customer next writes in Telegram."""
+    return await handoffs.open(
+        Handoff(
+            id=handoff_id,
+            customer_chat_id=customer.chat_id,
+            customer_user_id=customer.user_id,
+            customer_name=customer.name,
+            language=customer.language.value,
+            trigger=trigger,
+            run_id=run.id if run is not None else None,
+            opened_at=now,
+        )
+    )
+
+
 @dataclass(frozen=True)
 class Opened:
     handoff: Handoff
@@ -325,9 +351,15 @@ class HandoffDesk:
         )
 
     async def on_start(self) -> None:
-        """The start-up work: the staff group check, then the copies a crash left unmade."""
+        """The start-up work: the staff group check, a topic for every open handoff that has
+        none (recorded by the terminal chat, or while the staff group was unreachable), then
+        the copies a crash left unmade."""
         try:
             await self.check_staff_chat()
+            if self.staff_chat_id is not None:
+                for handoff in await self.handoffs.all_open():
+                    if handoff.topic_id is None:
+                        await self._post_header(handoff, await self._run_of(handoff))
             await self.resend_pending()
         except Exception:
             log.exception("human handoff: start-up work failed")
@@ -349,17 +381,8 @@ class HandoffDesk:
         the staff group. Without a staff group it is recorded and closed at once, so the
         agent keeps answering and the customer is not left waiting for nobody."""
         now = self._clock()
-        handoff, new = await self.handoffs.open(
-            Handoff(
-                id=self._new_id(),
-                customer_chat_id=customer.chat_id,
-                customer_user_id=customer.user_id,
-                customer_name=customer.name,
-                language=customer.language.value,
-                trigger=trigger,
-                run_id=run.id if run is not None else None,
-                opened_at=now,
-            )
+        handoff, new = await record_handoff(
+            self.handoffs, customer, trigger, run, now=now, handoff_id=self._new_id()
         )
         if self.staff_chat_id is None:
             if new:
@@ -512,6 +535,8 @@ class HandoffDesk:
         if relay.direction is Direction.TO_STAFF:
             if self.staff_chat_id is None:
                 return False
+            if handoff.topic_id is None:  # recorded without one (see `on_start`)
+                handoff = await self._post_header(handoff, await self._run_of(handoff))
             to_topic = handoff.topic_id
         to_chat = relay.to_chat_id
         if relay.direction is Direction.TO_STAFF:

@@ -17,8 +17,10 @@ import pytest
 
 from agent_core.models import Language, utcnow
 from bot.application import bot_of
+from bot.handoff import Customer, record_handoff
 from bot.texts import TEXTS
 from standin import ShownMessage, StandIn
+from storage.handoffs import Trigger
 from tests.harness import DEMO, STAFF, BotHarness, start_bot, until
 
 pytestmark = pytest.mark.timeout(60)
@@ -213,6 +215,28 @@ async def test_restart_keeps_relaying_and_resends_what_a_crash_left(
         await until(lambda: second.query(pending) == [(0,)], what="every relay marked")
     finally:
         await second.stop()
+
+
+async def test_a_terminal_handoff_gets_its_topic_when_the_bot_starts(
+    standin: StandIn, tmp_path: Path
+) -> None:
+    staff_forum(standin)
+    h = await staffed(standin, tmp_path / "terminal.db")
+    try:
+        customer = Customer(DEMO, DEMO, "customer 10001", EN)
+        now = utcnow()
+        await record_handoff(
+            h.runtime.store.handoffs, customer, Trigger.INTENT, None, now=now, handoff_id="ab12cd"
+        )
+        await bot_of(h.app).handoff_start()
+        thread = await customer_topic(h)
+        assert h.query("SELECT topic_id FROM handoffs") == [(thread,)]
+        standin.inject_message(DEMO, DEMO, "hello? I asked in the terminal")
+        await until(
+            lambda: any("in the terminal" in (m.text or "") for m in in_topic(standin, thread))
+        )
+    finally:
+        await h.stop()
 
 
 async def test_without_a_staff_group_the_customer_is_told_the_truth(
