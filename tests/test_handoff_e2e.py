@@ -253,3 +253,96 @@ async def test_without_a_staff_group_the_customer_is_told_the_truth(
         await h.until_text(DEMO, "A1001")
     finally:
         await h.stop()
+
+
+async def test_close_button_is_for_staff_and_reopen_hands_over_again(bot: BotHarness) -> None:
+    h = bot
+    h.standin.inject_message(DEMO, DEMO, "/human", first_name="Ada")
+    thread = await customer_topic(h)
+    header = next(m for m in in_topic(h.standin, thread) if m.callback_data)
+    close = next(d for d in header.callback_data if d.startswith("sw:hc:"))
+    h.standin.set_member(FORUM, STRANGER, "member", first_name="Sly")
+    refused = h.standin.press_button(FORUM, header.message_id, close, STRANGER)
+    (toast,) = await until(lambda: h.standin.callback_answers(refused), what="a refusal")
+    assert toast.text == TEXTS["toast_staff_only"][EN]
+    assert h.query("SELECT closed_at IS NULL FROM handoffs") == [(1,)]
+
+    pressed = h.standin.press_button(FORUM, header.message_id, close, STAFF)
+    await h.until_text(DEMO, TEXTS["handoff_closed"][EN])
+    (toast,) = await until(lambda: h.standin.callback_answers(pressed), what="the toast")
+    assert toast.text == TEXTS["toast_closed"][EN]
+    assert h.query("SELECT closed_by FROM handoffs") == [(STAFF,)]
+
+    h.standin.inject_message(FORUM, STAFF, "/reopen", message_thread_id=thread)
+    await h.until_text(DEMO, TEXTS["handoff_reopened"][EN])
+    assert h.query("SELECT trigger, closed_at IS NULL FROM handoffs ORDER BY opened_at") == [
+        ("command", 0),
+        ("reopen", 1),
+    ]
+    assert len(h.standin.topics(FORUM)) == 1  # the customer's topic, reused
+    h.standin.inject_message(DEMO, DEMO, "thanks for coming back")
+    await until(
+        lambda: any(m.text == "thanks for coming back" for m in in_topic(h.standin, thread))
+    )
+
+
+async def test_edits_are_relayed_as_marked_new_messages(bot: BotHarness) -> None:
+    h = bot
+    h.standin.inject_message(DEMO, DEMO, "/human")
+    thread = await customer_topic(h)
+    sent = h.standin.inject_message(DEMO, DEMO, "my adress is 1 Main St")
+    await until(
+        lambda: any(m.text == "my adress is 1 Main St" for m in in_topic(h.standin, thread))
+    )
+    h.standin.inject_edited_message(DEMO, DEMO, sent["message_id"], "my address is 1 Main St")
+    await until(
+        lambda: any(
+            m.text == "✏️ edited: my address is 1 Main St" for m in in_topic(h.standin, thread)
+        ),
+        what="the customer's edit in the topic",
+    )
+    reply = h.standin.inject_message(FORUM, STAFF, "noted", message_thread_id=thread)
+    await h.until_text(DEMO, "noted")
+    h.standin.inject_edited_message(FORUM, STAFF, reply["message_id"], "noted, thanks")
+    await h.until_text(DEMO, "✏️ (edited) noted, thanks")
+    # The original copies stay as they were: an edit is a new, marked message.
+    assert "noted" in texts(h, DEMO) and "my adress is 1 Main St" in [
+        m.text for m in in_topic(h.standin, thread)
+    ]
+
+
+async def test_a_deleted_topic_is_recreated(bot: BotHarness) -> None:
+    h = bot
+    h.standin.inject_message(DEMO, DEMO, "/human", first_name="Ada")
+    thread = await customer_topic(h)
+    assert await h.app.bot.delete_forum_topic(FORUM, thread)
+    h.standin.inject_message(DEMO, DEMO, "are you there?")
+    await until(
+        lambda: (
+            len(h.standin.topics(FORUM)) == 1
+            and h.standin.topics(FORUM)[0]["message_thread_id"] != thread
+        ),
+        what="a new topic",
+    )
+    new = int(h.standin.topics(FORUM)[0]["message_thread_id"])
+    await until(lambda: any(m.text == "are you there?" for m in in_topic(h.standin, new)))
+    assert any("Handoff" in (m.text or "") for m in in_topic(h.standin, new))
+    assert h.query("SELECT topic_id FROM handoff_topics") == [(new,)]
+
+
+async def test_staff_group_check_logs_one_line_and_customers_are_still_served(
+    standin: StandIn, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    standin.add_chat(FORUM, STAFF, title="Support staff", is_forum=True, first_name="Sam")
+    h = await staffed(standin, tmp_path / "check.db")  # the bot is no admin there
+    try:
+        with caplog.at_level("WARNING", logger="bot.handoff"):
+            problem = await bot_of(h.app).handoff.check_staff_chat()  # type: ignore[union-attr]
+        assert problem is not None and "not an admin" in problem
+        assert [r.getMessage() for r in caplog.records if r.name == "bot.handoff"] == [problem]
+        standin.set_bot_rights(FORUM, can_manage_topics=True)
+        assert await bot_of(h.app).handoff.check_staff_chat() is None  # type: ignore[union-attr]
+        standin.inject_message(DEMO, DEMO, "where is A1001")
+        await h.until_text(DEMO, "A1001")
+    finally:
+        await h.stop()
