@@ -324,11 +324,12 @@ class StepwiseBot:
             opened = await self.handoff.open(customer, Trigger.INTENT, run)
             return opened_text(opened, run.language), None
         previous = None
-        if run.status is RunStatus.NEEDS_CLARIFICATION:
+        if run.status is RunStatus.NEEDS_CLARIFICATION and self.handoff.staff_chat_id is not None:
             page = await self.store.history.list_runs(chat_id=run.chat_id, limit=2)
             earlier = [item for item in page.items if item.id != run.id]
             previous = earlier[0].status if earlier else None
-        if offers_person(run, previous):
+        # Without a staff group nobody could take it: no button that leads nowhere.
+        if self.handoff.staff_chat_id is not None and offers_person(run, previous):
             return None, person_button(run.id, run.language)
         return None, None
 

@@ -331,7 +331,8 @@ class HandoffDesk:
             facts = await self._facts(self.staff_chat_id)
         problem = staff_chat_problem(self.staff_chat_id, facts)
         if problem is not None:
-            log.warning(problem)
+            # Not configured at all is a choice (info); configured but unusable is a fault.
+            log.log(logging.INFO if self.staff_chat_id is None else logging.WARNING, problem)
         return problem
 
     async def _facts(self, chat_id: int) -> StaffChatFacts:

@@ -249,8 +249,11 @@ async def test_without_a_staff_group_the_customer_is_told_the_truth(
         assert not any("follow up with you here" in t for t in texts(h, DEMO))
         (row,) = h.query("SELECT trigger, closed_at IS NOT NULL, closed_by FROM handoffs")
         assert row == ("intent", 1, None)
-        standin.inject_message(DEMO, DEMO, "where is A1001")
-        await h.until_text(DEMO, "A1001")
+        standin.inject_message(DEMO, DEMO, "where is order Z9999")
+        finished = "SELECT answer FROM runs WHERE status = 'failed'"
+        ((answer,),) = await until(lambda: h.query(finished), what="the failed run")
+        shown = await h.until_text(DEMO, answer.splitlines()[-1])
+        assert not shown.buttons  # no person to offer: no "Talk to a person"
     finally:
         await h.stop()
 
