@@ -37,7 +37,7 @@ from telegram.error import BadRequest, Forbidden, NetworkError, TelegramError
 
 from agent_core.answer_notes import is_flagged
 from agent_core.answers import step_progress
-from agent_core.models import Language, Run, RunStatus, StepStatus, utcnow
+from agent_core.models import EventKind, Language, Run, RunStatus, StepStatus, utcnow
 from bot.callbacks import close_handoff_data, person_data
 from bot.texts import say
 from storage.handoffs import Direction, Handoff, Handoffs, Relay, Topic, Trigger
@@ -293,6 +293,8 @@ class HandoffStore(Protocol):
 
     async def load_run(self, run_id: str) -> Run | None: ...
 
+    async def add_event(self, run_id: str, kind: EventKind, message: str | None = None) -> None: ...
+
 
 class HandoffDesk:
     """The bot's side of handoffs: opening, relaying both ways, closing, the start-up work."""
@@ -385,6 +387,8 @@ class HandoffDesk:
         handoff, new = await record_handoff(
             self.handoffs, customer, trigger, run, now=now, handoff_id=self._new_id()
         )
+        if new and run is not None:
+            await self._note(run.id, f"handed off to a person ({trigger.value}, {handoff.id})")
         if self.staff_chat_id is None:
             if new:
                 await self.handoffs.close(handoff.id, by=None, at=now)
@@ -392,6 +396,13 @@ class HandoffDesk:
         if new:
             handoff = await self._post_header(handoff, run)
         return Opened(handoff, new, staffed=True)
+
+    async def _note(self, run_id: str, message: str) -> None:
+        """The handoff on the run's own timeline (`/run`, the console's notes)."""
+        try:
+            await self.store.add_event(run_id, EventKind.NOTICE, message)
+        except Exception:
+            log.exception("human handoff: not noted on run %s", run_id)
 
     async def _post_header(self, handoff: Handoff, run: Run | None) -> Handoff:
         """Find (or make) the customer's topic and post this handoff's header in it."""
@@ -601,6 +612,8 @@ class HandoffDesk:
         closed = await self.handoffs.close(handoff_id, by=by, at=self._clock())
         if closed is None:
             return None
+        if closed.run_id is not None:
+            await self._note(closed.run_id, f"handoff {closed.id} closed by {by}")
         language = Language(closed.language)
         try:
             await self.bot.send_message(closed.customer_chat_id, say("handoff_closed", language))

@@ -103,6 +103,12 @@ async def test_handoff_by_intent_relays_both_ways_then_close(bot: BotHarness) ->
     await until(lambda: h.query(counted) == [("intent", STAFF, 1, 1)], what="closed, counted")
     assert h.query("SELECT first_staff_reply_at IS NOT NULL FROM handoffs") == [(1,)]
 
+    notes = "SELECT message FROM events WHERE kind = 'notice' ORDER BY seq"
+    await until(lambda: len(h.query(notes)) == 2, what="the handoff on the run's timeline")
+    opened, closed = (row[0] for row in h.query(notes))
+    assert opened.startswith("handed off to a person (intent, ")
+    assert closed.endswith(f"closed by {STAFF}")
+
     h.standin.inject_message(STAFF, STAFF, "/stats")  # a staff member's private chat
     stats = (await h.until_text(STAFF, "Handoffs to a person")).text or ""
     assert f"{utcnow().date().isoformat()}: 1" in stats
