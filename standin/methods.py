@@ -5,8 +5,8 @@ flood control) so the first error a bot sees is the one Telegram would report, a
 then changes state. Methods Telegram has but the stand-in lacks answer 404 like unknown
 methods do, which shows up in the call log rather than passing silently.
 
-One idea at a little over 400 lines: the method table and the message methods (send,
-copy, edit, delete, answer). The lookups every method starts with (chat, topic) are in
+One idea at about 500 lines: the method table and the message methods (send, copy,
+edit, delete, answer). The lookups every method starts with (chat, topic) are in
 lookups.py, shared with the chat-information and forum-topic methods (forum.py), whose
 handlers join this table; the records, parsing, markup and flood rules live elsewhere.
 """
@@ -40,6 +40,7 @@ from .formatting import (
 from .forum import ForumApi
 from .lookups import chat_of, require_chat_id, thread_of, writable_chat
 from .markup import inline_keyboard, parse_reply_markup
+from .members import bot_member, has_right
 from .params import Params
 from .records import CallbackAnswer, Chat, StoredMessage
 from .state import BotState
@@ -87,6 +88,7 @@ class BotApi:
             "deleteMyCommands": self.delete_my_commands,
             "sendMessage": self.send_message,
             "editMessageText": self.edit_message_text,
+            "editMessageCaption": self.edit_message_caption,
             "editMessageReplyMarkup": self.edit_message_reply_markup,
             "answerCallbackQuery": self.answer_callback_query,
             "sendChatAction": self.send_chat_action,
@@ -324,6 +326,26 @@ class BotApi:
         message.parse_mode = params.text("parse_mode")
         return self.state.message_json(message)
 
+    async def edit_message_caption(self, params: Params) -> JSON:
+        """Replace (or, when empty or omitted, remove) a bot media message's caption;
+        omitting reply_markup removes its keyboard, as with editMessageText."""
+        message_id = _message_ref(params)
+        caption = _new_caption(params) or FormattedText("")
+        markup = inline_keyboard(parse_reply_markup(params))
+        chat = writable_chat(self.state, params)
+        message = self._editable(chat, message_id)
+        if not message.media:
+            raise bad_request("there is no caption in the message to edit")
+        current = (message.caption or "", message.entities, inline_keyboard(message.reply_markup))
+        if current == (caption.text, caption.entities, markup):
+            raise bad_request(NOT_MODIFIED)
+        self.state.flood.admit(chat.id, chat.is_group)
+        message.record_edit(self.state.date())
+        message.caption, message.entities = caption.text or None, caption.entities
+        message.reply_markup = markup
+        message.parse_mode = params.text("parse_mode")
+        return self.state.message_json(message)
+
     async def edit_message_reply_markup(self, params: Params) -> JSON:
         """Replace (or, when omitted, remove) a bot message's inline keyboard."""
         message_id = _message_ref(params)
@@ -338,7 +360,8 @@ class BotApi:
         return self.state.message_json(message)
 
     async def delete_message(self, params: Params) -> bool:
-        """Delete a message; in groups the (non-admin) bot may delete only its own."""
+        """Delete a message; in groups the bot may delete others' messages only as an
+        administrator with `can_delete_messages`, its own always."""
         require_chat_id(params)
         message_id = params.integer("message_id")
         if not message_id:
@@ -347,7 +370,8 @@ class BotApi:
         message = self.state.find_message(chat.id, message_id)
         if message is None:
             raise bad_request("message to delete not found")
-        if chat.is_group and not message.from_bot:
+        may_delete = has_right(bot_member(chat), "can_delete_messages")
+        if chat.is_group and not message.from_bot and not may_delete:
             raise bad_request("message can't be deleted")
         message.deleted = True
         return True

@@ -20,6 +20,7 @@ from telegram.constants import ChatMemberStatus
 from telegram.error import BadRequest, Forbidden
 
 from standin import FloodLimits, StandIn
+from standin.webchat import StaffDesk, WebChat, prepare_staff_group
 
 pytestmark = pytest.mark.timeout(15)
 
@@ -334,6 +335,30 @@ async def test_copy_replaces_or_removes_a_caption_and_takes_markup(
     assert standin.chat_messages(CUSTOMER)[-1].text == "plain"  # text has no caption
 
 
+@pytest.mark.standin(flood=ROOMY)
+async def test_a_copied_caption_can_be_edited_like_telegram_edits_it(
+    bot: Bot, standin: StandIn
+) -> None:
+    photo = standin.inject_message(CUSTOMER, text="first", photo=True)
+    copied = await bot.copy_message(CUSTOMER, CUSTOMER, photo["message_id"])
+    edited = await bot.edit_message_caption(
+        CUSTOMER, copied.message_id, caption="<i>second</i>", parse_mode="HTML"
+    )
+    assert not isinstance(edited, bool) and edited.caption == "second"
+    assert edited.edit_date is not None and edited.photo
+    with pytest.raises(BadRequest, match=said("message is not modified")):
+        await bot.edit_message_caption(
+            CUSTOMER, copied.message_id, caption="<i>second</i>", parse_mode="HTML"
+        )
+    removed = await bot.edit_message_caption(CUSTOMER, copied.message_id)
+    assert not isinstance(removed, bool) and removed.caption is None
+    text = await bot.send_message(CUSTOMER, "plain")
+    with pytest.raises(BadRequest, match=said("there is no caption in the message to edit")):
+        await bot.edit_message_caption(CUSTOMER, text.message_id, caption="x")
+    with pytest.raises(BadRequest, match=said("message can't be edited")):
+        await bot.edit_message_caption(CUSTOMER, photo["message_id"], caption="x")
+
+
 async def test_copy_refusals(bot: Bot, standin: StandIn) -> None:
     staff_forum(standin, can_manage_topics=True)
     standin.inject_message(CUSTOMER, text="hi")
@@ -372,6 +397,12 @@ async def test_staff_write_edit_and_join_in_the_staff_group(bot: Bot, standin: S
     assert edited.message_thread_id == thread and edited.message_id == message.message_id
     assert joined is not None and [u.id for u in joined.new_chat_members] == [OTHER_STAFF]
     assert (await bot.get_chat_member(FORUM, OTHER_STAFF)).status == ChatMemberStatus.MEMBER
+    standin.set_bot_rights(FORUM, can_manage_topics=True, can_delete_messages=False)
+    with pytest.raises(BadRequest, match=said("message can't be deleted")):
+        await bot.delete_message(FORUM, sent["message_id"])
+    standin.set_bot_rights(FORUM, can_delete_messages=True)  # an admin may delete others'
+    assert await bot.delete_message(FORUM, sent["message_id"])
+    assert sent["message_id"] not in [m.message_id for m in standin.chat_messages(FORUM)]
 
 
 async def test_forum_controls_over_the_test_api(bot: Bot, standin: StandIn) -> None:
@@ -404,3 +435,40 @@ async def test_forum_controls_over_the_test_api(bot: Bot, standin: StandIn) -> N
         FORUM, CUSTOMER, document["message_id"], message_thread_id=thread
     )
     assert standin.chat_messages(FORUM)[-1].message_id == copied.message_id
+
+
+# ----- the demo page's staff panel (the browser test drives the page itself) ----------------
+
+
+async def test_the_staff_panel_api_writes_as_the_staff_member(bot: Bot, standin: StandIn) -> None:
+    desk = StaffDesk(chat_id=FORUM, user_id=STAFF, first_name="Sam")
+    prepare_staff_group(standin, desk)
+    prepare_staff_group(standin, desk)  # idempotent: an existing group is kept
+    page = WebChat(standin, user_id=CUSTOMER, staff=desk)
+    await page.start()
+    try:
+        thread = (await bot.create_forum_topic(FORUM, "Ana")).message_thread_id
+        async with aiohttp.ClientSession() as http:
+
+            async def post(path: str, body: dict[str, Any]) -> tuple[int, Any]:
+                async with http.post(page.url + path, json=body) as response:
+                    return response.status, await response.json()
+
+            assert await post("api/staff/send", {"topic": thread, "text": " hello "}) == (
+                200,
+                {"ok": True, "message_id": thread + 1},
+            )
+            status, _ = await post("api/staff/send", {"topic": "x", "text": "hi"})
+            assert status == 400
+            await bot.delete_forum_topic(FORUM, thread)
+            status, answer = await post("api/staff/send", {"topic": thread, "text": "hi"})
+            assert status == 400 and "deleted" in answer["description"]
+            async with http.get(page.url + "api/state") as response:
+                state = await response.json()
+        assert state["staff"]["topics"] == [{"id": 0, "name": "General", "closed": False}]
+        assert state["staff"]["messages"] == []  # the topic went with its messages
+        sent = [u["message"] for u in standin.pending_updates() if "message" in u]
+        staff_said = [m for m in sent if m["from"]["id"] == STAFF]
+        assert [(m["text"], m["message_thread_id"]) for m in staff_said] == [("hello", thread)]
+    finally:
+        await page.stop()
