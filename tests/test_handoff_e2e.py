@@ -20,6 +20,8 @@ from bot.application import bot_of
 from bot.handoff import Customer, record_handoff
 from bot.texts import TEXTS
 from standin import ShownMessage, StandIn
+from stepwise.demo import DEMO_STAFF, Demo
+from stepwise.settings import Settings
 from storage.handoffs import Trigger
 from tests.harness import DEMO, STAFF, BotHarness, start_bot, until
 
@@ -355,3 +357,32 @@ async def test_staff_group_check_logs_one_line_and_customers_are_still_served(
         await h.until_text(DEMO, "A1001")
     finally:
         await h.stop()
+
+
+async def test_the_demo_hands_off_into_its_staff_panel(tmp_path: Path) -> None:
+    """`stepwise demo` (no token): the customer asks for a person, the demo's staff group
+    gets the topic with a header linking to the run in the demo's console, and the demo
+    staff member's reply reaches the customer."""
+    settings = Settings.model_validate(
+        {"STEPWISE_DB": str(tmp_path / "demo.db"), "STEPWISE_SHOP_LATENCY_MS": "0"}
+    )
+    demo = Demo(settings, chat_port=0, staff_port=0, poll_timeout_s=1)
+    await demo.start()
+    try:
+        standin = demo.standin
+        forum = DEMO_STAFF.chat_id
+        standin.inject_message(DEMO, DEMO, "I want to talk to a real person", first_name="Ada")
+        topics = await until(lambda: standin.topics(forum), what="the demo's topic")
+        thread = int(topics[0]["message_thread_id"])
+        header = await until(
+            lambda: next(
+                (m for m in standin.chat_messages(forum) if "Handoff" in (m.text or "")), None
+            ),
+            what="the header",
+        )
+        links = [e.get("url", "") for e in header.entities]
+        assert any(url.startswith(demo.console_url.rstrip("/") + "/runs/") for url in links)
+        standin.inject_message(forum, DEMO_STAFF.user_id, "Hi, Sam here", message_thread_id=thread)
+        await until(lambda: any(m.text == "Hi, Sam here" for m in standin.bot_messages(DEMO)))
+    finally:
+        await demo.stop()
