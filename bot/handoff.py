@@ -623,6 +623,11 @@ class HandoffDesk:
             closed.topic_id,
             f"Closed by {by}. The assistant answers this customer again; /reopen to hand over.",
         )
+        if self.staff_chat_id is not None and closed.topic_id is not None:
+            try:  # shown as closed in the group's topic list; reopened by the next handoff
+                await self.bot.close_forum_topic(self.staff_chat_id, closed.topic_id)
+            except TelegramError as exc:
+                log.info("human handoff: topic not closed: %s", exc)
         return closed
 
     async def reopen(self, topic_id: int, by: int) -> Opened | None:

@@ -283,6 +283,7 @@ async def test_close_button_is_for_staff_and_reopen_hands_over_again(bot: BotHar
     (toast,) = await until(lambda: h.standin.callback_answers(pressed), what="the toast")
     assert toast.text == TEXTS["toast_closed"][EN]
     assert h.query("SELECT closed_by FROM handoffs") == [(STAFF,)]
+    await until(lambda: h.standin.topics(FORUM)[0]["closed"], what="the topic closed")
 
     h.standin.inject_message(FORUM, STAFF, "/reopen", message_thread_id=thread)
     await h.until_text(DEMO, TEXTS["handoff_reopened"][EN])
@@ -291,6 +292,7 @@ async def test_close_button_is_for_staff_and_reopen_hands_over_again(bot: BotHar
         ("reopen", 1),
     ]
     assert len(h.standin.topics(FORUM)) == 1  # the customer's topic, reused
+    assert h.standin.topics(FORUM)[0]["closed"] is False  # and reopened
     h.standin.inject_message(DEMO, DEMO, "thanks for coming back")
     await until(
         lambda: any(m.text == "thanks for coming back" for m in in_topic(h.standin, thread))
