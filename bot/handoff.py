@@ -33,7 +33,7 @@ from typing import Protocol
 
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message
 from telegram.constants import ParseMode
-from telegram.error import BadRequest, Forbidden, NetworkError, TelegramError
+from telegram.error import BadRequest, Forbidden, TelegramError
 
 from agent_core.answer_notes import is_flagged
 from agent_core.answers import step_progress
@@ -239,6 +239,12 @@ def close_button(handoff_id: str) -> InlineKeyboardMarkup:
     return InlineKeyboardMarkup(
         [[InlineKeyboardButton("Close", callback_data=close_handoff_data(handoff_id))]]
     )
+
+
+def gives_up(exc: TelegramError) -> bool:
+    """A refusal that will not change by trying again (blocked, message gone, bad request);
+    network errors, flood waits and Telegram's own 5xx are retried on the next start."""
+    return isinstance(exc, BadRequest | Forbidden)
 
 
 def is_thread_gone(exc: TelegramError) -> bool:
@@ -533,7 +539,7 @@ class HandoffDesk:
         try:
             async with lock:
                 current = await self.handoffs.relay_of(*key)
-                if current is None or current.copied_at is not None:
+                if current is None or current.copied_at or current.gave_up_at:
                     return False
                 return await self._copy(current, handoff)
         finally:
@@ -561,11 +567,15 @@ class HandoffDesk:
                     handoff = await self._post_header(handoff, await self._run_of(handoff))
                     to_topic = handoff.topic_id
                     continue
-                level = logging.INFO if isinstance(exc, NetworkError) else logging.WARNING
-                log.log(level, "human handoff: relay not copied: %s", exc)
-                if isinstance(exc, Forbidden) and relay.direction is Direction.TO_CUSTOMER:
+                if not gives_up(exc):  # Telegram unreachable: the next start tries again
+                    log.info("human handoff: relay not copied yet: %s", exc)
+                    return False
+                log.warning("human handoff: relay given up: %s", exc)
+                await self.handoffs.give_up(relay, self._clock(), str(exc))
+                if relay.direction is Direction.TO_CUSTOMER:
+                    why = "the customer blocked the bot" if isinstance(exc, Forbidden) else exc
                     await self._say_in_topic(
-                        to_topic or handoff.topic_id, "Not delivered: the customer blocked the bot."
+                        to_topic or handoff.topic_id, f"Not delivered to the customer: {why}."
                     )
                 return False
             await self.handoffs.mark_copied(relay, self._clock())

@@ -301,9 +301,12 @@ MIGRATIONS: list[str] = [
         text TEXT,
         received_at TEXT NOT NULL,
         copied_at TEXT,
+        gave_up_at TEXT,
+        failure TEXT,
         PRIMARY KEY (from_chat_id, message_id, variant)
     );
-    CREATE INDEX handoff_relays_pending ON handoff_relays(received_at) WHERE copied_at IS NULL;
+    CREATE INDEX handoff_relays_pending ON handoff_relays(received_at)
+        WHERE copied_at IS NULL AND gave_up_at IS NULL;
     """,
 ]
 

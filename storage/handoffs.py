@@ -15,6 +15,8 @@ to read and to write, as `storage.history.History` gets its reader):
   update was not acknowledged before the crash) finds its row and is not copied twice. The
   one window left is a crash after Telegram made the copy and before the mark: that copy
   is made again on start (at least once; a person reads a repeated line, never a lost one).
+  A copy Telegram refuses for good (the customer blocked the bot, the message is gone) is
+  given up with its reason (`give_up`), not retried at every start.
 
 Every write is one transaction through the store's write queue; nothing here deletes.
 """
@@ -97,6 +99,8 @@ class Relay:
     text: str | None  # an edit's new text, sent marked as an edit (None: copy the message)
     received_at: datetime
     copied_at: datetime | None = None
+    gave_up_at: datetime | None = None
+    failure: str | None = None
 
 
 _HANDOFF_COLUMNS = (
@@ -105,7 +109,7 @@ _HANDOFF_COLUMNS = (
 )
 _RELAY_COLUMNS = (
     "handoff_id, direction, from_chat_id, message_id, variant, to_chat_id, to_topic_id,"
-    " text, received_at, copied_at"
+    " text, received_at, copied_at, gave_up_at, failure"
 )
 _OPEN = (
     f"INSERT INTO handoffs ({_HANDOFF_COLUMNS}) VALUES (:id, :customer_chat_id,"
@@ -123,12 +127,17 @@ _MAP_TOPIC = (
 _RECORD_RELAY = (
     f"INSERT INTO handoff_relays ({_RELAY_COLUMNS}) VALUES (:handoff_id, :direction,"
     " :from_chat_id, :message_id, :variant, :to_chat_id, :to_topic_id, :text, :received_at,"
-    " NULL) ON CONFLICT DO NOTHING"
+    " NULL, NULL, NULL) ON CONFLICT DO NOTHING"
 )
 _MARK_RELAY = (
     "UPDATE handoff_relays SET copied_at = :at"
     " WHERE from_chat_id = :from_chat_id AND message_id = :message_id AND variant = :variant"
-    " AND copied_at IS NULL"
+    " AND copied_at IS NULL AND gave_up_at IS NULL"
+)
+_GIVE_UP = (
+    "UPDATE handoff_relays SET gave_up_at = :at, failure = :failure"
+    " WHERE from_chat_id = :from_chat_id AND message_id = :message_id AND variant = :variant"
+    " AND copied_at IS NULL AND gave_up_at IS NULL"
 )
 # Counted in the same transaction as the mark, and only when the mark changed a row: the
 # counts are the copies made, whatever was delivered twice.
@@ -297,10 +306,23 @@ class Handoffs:
         count = _COUNT_TO_STAFF if relay.direction is Direction.TO_STAFF else _COUNT_TO_CUSTOMER
         await self._write([(_MARK_RELAY, params), (count, params)])
 
+    async def give_up(self, relay: Relay, at: datetime, failure: str) -> None:
+        """Telegram refused the copy for good: settle the row without a copy (not counted,
+        never retried), keeping why."""
+        params = {
+            "from_chat_id": relay.from_chat_id,
+            "message_id": relay.message_id,
+            "variant": relay.variant,
+            "at": ts(at),
+            "failure": failure[:300],
+        }
+        await self._write([(_GIVE_UP, params)])
+
     async def pending_relays(self) -> list[Relay]:
         """Recorded and never marked copied: what a crash interrupted, oldest first."""
         rows = await self._read(
-            f"SELECT {_RELAY_COLUMNS} FROM handoff_relays WHERE copied_at IS NULL"
+            f"SELECT {_RELAY_COLUMNS} FROM handoff_relays"
+            " WHERE copied_at IS NULL AND gave_up_at IS NULL"
             " ORDER BY received_at, message_id",
             (),
         )
@@ -351,6 +373,8 @@ def _relay(row: ReadRow) -> Relay:
         text=row["text"],
         received_at=received_at,
         copied_at=parse_ts(row["copied_at"]),
+        gave_up_at=parse_ts(row["gave_up_at"]),
+        failure=row["failure"],
     )
 
 

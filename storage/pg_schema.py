@@ -230,8 +230,11 @@ PG_MIGRATIONS: list[str] = [
         text {T},
         received_at {T} NOT NULL,
         copied_at {T},
+        gave_up_at {T},
+        failure {T},
         PRIMARY KEY (from_chat_id, message_id, variant)
     );
-    CREATE INDEX handoff_relays_pending ON handoff_relays (received_at) WHERE copied_at IS NULL;
+    CREATE INDEX handoff_relays_pending ON handoff_relays (received_at)
+        WHERE copied_at IS NULL AND gave_up_at IS NULL;
     """,
 ]

@@ -299,6 +299,26 @@ async def test_close_button_is_for_staff_and_reopen_hands_over_again(bot: BotHar
     )
 
 
+async def test_a_blocked_customer_is_noted_in_the_topic_and_not_retried(
+    bot: BotHarness,
+) -> None:
+    h = bot
+    h.standin.inject_message(DEMO, DEMO, "/human")
+    thread = await customer_topic(h)
+    h.standin.block_chat(DEMO, notify=False)
+    h.standin.inject_message(FORUM, STAFF, "are you still there?", message_thread_id=thread)
+    await until(
+        lambda: any(
+            "the customer blocked the bot" in (m.text or "") for m in in_topic(h.standin, thread)
+        ),
+        what="the note in the topic",
+    )
+    settled = "SELECT failure IS NOT NULL, gave_up_at IS NOT NULL, copied_at FROM handoff_relays"
+    await until(lambda: h.query(settled) == [(1, 1, None)], what="the relay given up")
+    assert await bot_of(h.app).handoff.resend_pending() == 0  # type: ignore[union-attr]
+    assert h.query("SELECT to_customer FROM handoffs") == [(0,)]
+
+
 async def test_edits_are_relayed_as_marked_new_messages(bot: BotHarness) -> None:
     h = bot
     h.standin.inject_message(DEMO, DEMO, "/human")

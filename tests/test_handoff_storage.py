@@ -104,6 +104,20 @@ async def test_relay_recorded_before_copy_counted_once(store: RunStore) -> None:
     assert current.first_staff_reply_at is None
 
 
+async def test_a_relay_given_up_is_settled_uncounted(store: RunStore) -> None:
+    await store.handoffs.open(handoff("h1"))
+    row = await store.handoffs.record_relay(relay("h1", 31, Direction.TO_CUSTOMER))
+    await store.handoffs.give_up(row, T0, "Forbidden: bot was blocked by the user")
+    assert await store.handoffs.pending_relays() == []
+    settled = await store.handoffs.relay_of(-100, 31, 0)
+    assert settled is not None and settled.gave_up_at == T0 and settled.copied_at is None
+    assert settled.failure == "Forbidden: bot was blocked by the user"
+    await store.handoffs.mark_copied(row, T0)  # a late mark changes nothing
+    current = await store.handoffs.get("h1")
+    assert current is not None and current.to_customer == 0
+    assert current.first_staff_reply_at is None
+
+
 async def test_staff_replies_counted_and_first_reply_kept(store: RunStore) -> None:
     await store.handoffs.open(handoff("h1"))
     for n, seconds in ((21, 30), (22, 90)):
