@@ -5,8 +5,9 @@ chat's runs never overtake each other) and never blocking other chats.
 
 One idea, the bot's side of the conversation: one small handler per kind of update it
 accepts (text, edits, other messages, Confirm/Cancel, clarifying options, staff commands
-and paging), which is why it is long; wiring is in `bot.application`, texts in `bot.texts`,
-staff formatting in `bot.staff`.
+and paging, and the hooks of human handoff: /human, "Talk to a person", the staff group,
+/close and /reopen), which is why it is long; wiring is in `bot.application`, texts in
+`bot.texts`, staff formatting in `bot.staff`, the handoff's own work in `bot.handoff`.
 """
 
 from __future__ import annotations

@@ -79,8 +79,11 @@ class StaffChatFacts:
     error: str | None = None
 
 
-def staff_chat_problem(chat_id: int | None, facts: StaffChatFacts | None) -> str | None:
-    """ONE line saying what keeps handoffs from reaching staff, or None when all is well."""
+def staff_chat_problem(
+    chat_id: int | None, facts: StaffChatFacts | None, *, has_staff: bool = True
+) -> str | None:
+    """ONE line saying what keeps handoffs from reaching staff, or None when all is well
+    (`has_staff`: STEPWISE_STAFF_IDS names someone who may answer in the group)."""
     if chat_id is None:
         return (
             "human handoff: STEPWISE_STAFF_CHAT_ID is not set; handoffs are recorded and "
@@ -103,6 +106,11 @@ def staff_chat_problem(chat_id: int | None, facts: StaffChatFacts | None) -> str
         return (
             f"human handoff: the bot cannot manage topics in staff chat {chat_id}; give it the "
             "Manage Topics right"
+        )
+    if not has_staff:
+        return (
+            "human handoff: STEPWISE_STAFF_IDS is empty, so nobody's replies in the staff chat "
+            "reach customers; add the staff members' user ids"
         )
     return None
 
@@ -337,7 +345,7 @@ class HandoffDesk:
         facts = None
         if self.staff_chat_id is not None:
             facts = await self._facts(self.staff_chat_id)
-        problem = staff_chat_problem(self.staff_chat_id, facts)
+        problem = staff_chat_problem(self.staff_chat_id, facts, has_staff=bool(self.staff_ids))
         if problem is not None:
             # Not configured at all is a choice (info); configured but unusable is a fault.
             log.log(logging.INFO if self.staff_chat_id is None else logging.WARNING, problem)

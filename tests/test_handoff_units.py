@@ -112,6 +112,8 @@ def test_a_forum_where_the_bot_manages_topics_is_fine() -> None:
         found=True, is_forum=True, bot_status="administrator", can_manage_topics=True
     )
     assert staff_chat_problem(STAFF_CHAT, facts) is None
+    nobody = staff_chat_problem(STAFF_CHAT, facts, has_staff=False)
+    assert nobody is not None and "STEPWISE_STAFF_IDS is empty" in nobody
 
 
 # -- who may relay -----------------------------------------------------------------------
