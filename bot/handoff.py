@@ -409,6 +409,9 @@ class HandoffDesk:
             return Opened(handoff, new, staffed=False)
         if new:
             handoff = await self._post_header(handoff, run)
+            if handoff.topic_id is None:  # no topic (rights, Telegram down): nobody sees it
+                await self.handoffs.close(handoff.id, by=None, at=now)
+                return Opened(handoff, new, staffed=False)
         return Opened(handoff, new, staffed=True)
 
     async def _note(self, run_id: str, message: str) -> None:
@@ -563,6 +566,8 @@ class HandoffDesk:
                 return False
             if handoff.topic_id is None:  # recorded without one (see `on_start`)
                 handoff = await self._post_header(handoff, await self._run_of(handoff))
+            if handoff.topic_id is None:
+                return False  # never into General, where replies are not relayed back
             to_topic = handoff.topic_id
         to_chat = relay.to_chat_id
         if relay.direction is Direction.TO_STAFF:

@@ -225,6 +225,23 @@ async def test_restart_keeps_relaying_and_resends_what_a_crash_left(
         await second.stop()
 
 
+async def test_without_topic_rights_the_customer_is_told_the_truth(
+    standin: StandIn, tmp_path: Path
+) -> None:
+    standin.add_chat(FORUM, STAFF, title="Support staff", is_forum=True, first_name="Sam")
+    standin.set_bot_rights(FORUM, can_manage_topics=False)  # an admin, but not of topics
+    h = await staffed(standin, tmp_path / "norights.db")
+    try:
+        standin.inject_message(DEMO, DEMO, "/human")
+        await h.until_text(DEMO, TEXTS["handoff_unstaffed"][EN])
+        assert h.query("SELECT closed_at IS NOT NULL, topic_id FROM handoffs") == [(1, None)]
+        assert standin.chat_messages(FORUM) == []  # nothing posted into General either
+        standin.inject_message(DEMO, DEMO, "where is A1001")
+        await h.until_text(DEMO, "A1001")  # the agent still answers
+    finally:
+        await h.stop()
+
+
 async def test_a_terminal_handoff_gets_its_topic_when_the_bot_starts(
     standin: StandIn, tmp_path: Path
 ) -> None:
