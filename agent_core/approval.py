@@ -116,3 +116,12 @@ def judge_press(
     if distinct >= needed.approvals:
         return Verdict.DECIDE_APPROVE
     return Verdict.RECORD_APPROVAL
+
+
+def may_claim(owner: int, status: str, approver: str | None, *, user_id: int, staff: bool) -> bool:
+    """Whether a lost claim lost because the pause was not the caller's to decide (the
+    store's explanation of a lost claim): a customer's pause is its run's customer's, a
+    staff pause staff's. Staff may learn what became of any other run (status not paused)."""
+    if staff:
+        return (approver or Decider.CUSTOMER) == Decider.STAFF or status != "paused"
+    return int(owner) == user_id and (approver or Decider.CUSTOMER) == Decider.CUSTOMER

@@ -308,6 +308,10 @@ MIGRATIONS: list[str] = [
     CREATE INDEX handoff_relays_pending ON handoff_relays(received_at)
         WHERE copied_at IS NULL AND gave_up_at IS NULL;
     """,
+    # (issue 14, staff approval) who decides a pause: NULL/'customer', or 'staff'.
+    """
+    ALTER TABLE runs ADD COLUMN pause_approver TEXT;
+    """,
 ]
 
 

@@ -237,4 +237,8 @@ PG_MIGRATIONS: list[str] = [
     CREATE INDEX handoff_relays_pending ON handoff_relays (received_at)
         WHERE copied_at IS NULL AND gave_up_at IS NULL;
     """,
+    # (issue 14, staff approval) SQLite's runs.pause_approver.
+    f"""
+    ALTER TABLE runs ADD COLUMN pause_approver {T};
+    """,
 ]
