@@ -112,6 +112,7 @@ class StepwiseBot:
         self.handoff = handoff
         if handoff is not None:
             progress.answer_hook = self._answer_hook
+            progress.staff_prompt_hook = handoff.post_staff_prompt
 
     # -- customers -----------------------------------------------------------------------
 
@@ -229,6 +230,11 @@ class StepwiseBot:
             await self._answer_quietly(query, say("toast_invalid", language))
             return
         where = Where.of(pressed)
+        # A press in the staff group is a staff approval (issue 14): staff members only.
+        staff = self.handoff is not None and where.chat_id == self.handoff.staff_chat_id
+        if staff and (self.handoff is None or not self.handoff.is_staff(user.id)):
+            await self._answer_quietly(query, say("toast_staff_only", language))
+            return
         try:
             await self.progress.prompt_settled(parsed.run_id)
             outcome = await self.agent.claim(
@@ -237,13 +243,14 @@ class StepwiseBot:
                 approved=parsed.approved,
                 nonce=parsed.nonce,
                 prompt=where.prompt,
+                staff=staff,
             )
         except StorageUnavailable:
             log.exception("storage unavailable on a button press")
             await self._answer_quietly(query, say("toast_busy", language))
             return
         run = outcome.run
-        if run is not None:
+        if run is not None and not staff:
             language = run.language
         toast = {
             ClaimResult.OK: "toast_confirmed" if parsed.approved else "toast_cancelled",
@@ -258,6 +265,9 @@ class StepwiseBot:
             return
         step_id = paused_step_id(run)
         bot = context.bot
+        if staff:
+            await self._staff_decided(context, where, run, step_id, parsed.approved, user.id)
+            return
         if outcome.result is ClaimResult.EXPIRED:
             if step_id:
                 await _edit_quietly(bot, where, decision_text(run, step_id, "expired"))
@@ -438,6 +448,33 @@ class StepwiseBot:
         if not self.handoff.is_staff(user.id) or not message.is_topic_message:
             return None, None
         return message.message_thread_id, user.id
+
+    async def _staff_decided(
+        self,
+        context: ContextTypes.DEFAULT_TYPE,
+        where: Where,
+        run: Run,
+        step_id: str | None,
+        approved: bool,
+        staff_id: int,
+    ) -> None:
+        """A staff member's Approve/Reject was claimed (or found expired): the topic's prompt
+        says who decided, the customer is told, and the run goes on in the customer's chat."""
+        bot = context.bot
+        customer = Where(run.chat_id, 0)
+        goal = html.escape(run.step(step_id).goal) if step_id else ""
+        if run.status is RunStatus.EXPIRED:
+            await _edit_quietly(bot, where, f"⌛ {goal} — expired, nothing was done")
+            await _send_quietly(bot, customer, run.answer or "")
+            return
+        verdict = "✅ approved" if approved else "🚫 rejected"
+        await _edit_quietly(bot, where, f"{verdict} by {staff_id}: {goal}")
+        await _send_quietly(
+            bot, customer, say("team_approved" if approved else "team_declined", run.language)
+        )
+        context.application.create_task(
+            self.chats.run(run.chat_id, self._proceed(bot, customer, run))
+        )
 
     async def _proceed(self, bot: Bot, where: Where, run: Run) -> None:
         TOPIC.set(where.thread_id)

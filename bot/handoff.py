@@ -37,8 +37,16 @@ from telegram.error import BadRequest, Forbidden, TelegramError
 
 from agent_core.answer_notes import is_flagged
 from agent_core.answers import step_progress
-from agent_core.models import EventKind, Language, Run, RunStatus, StepStatus, utcnow
-from bot.callbacks import close_handoff_data, person_data
+from agent_core.models import (
+    EventKind,
+    Language,
+    PromptRef,
+    Run,
+    RunStatus,
+    StepStatus,
+    utcnow,
+)
+from bot.callbacks import close_handoff_data, decision_data, person_data
 from bot.texts import say
 from storage.handoffs import Direction, Handoff, Handoffs, Relay, Topic, Trigger
 from storage.history import History
@@ -237,6 +245,23 @@ def _reason(skip: str | None, fallback: str | None, error: object) -> str | None
     return None
 
 
+def staff_prompt_text(run: Run, name: str, console_url: str | None) -> str:
+    """What staff read above Approve/Reject (HTML, English like every staff view)."""
+    assert run.pause is not None
+    step = run.step(run.pause.step_id)
+    esc = html.escape
+    return "\n".join(
+        [
+            "<b>Approval needed</b>",
+            f"Customer: {esc(name)} · id <code>{run.user_id}</code>",
+            f"Step: {esc(step.goal)}",
+            f"Request: {esc(run.request_text)}",
+            f"Run: {run_link(console_url, run.id)}",
+            "Only staff can decide; the customer waits for your answer.",
+        ]
+    )
+
+
 def person_button(run_id: str, language: Language) -> InlineKeyboardMarkup:
     return InlineKeyboardMarkup(
         [[InlineKeyboardButton(say("talk_to_person", language), callback_data=person_data(run_id))]]
@@ -306,6 +331,10 @@ class HandoffStore(Protocol):
     history: History
 
     async def load_run(self, run_id: str) -> Run | None: ...
+
+    async def bind_prompt(
+        self, run_id: str, nonce: str, prompt: PromptRef, message: str | None = None
+    ) -> None: ...
 
     async def add_event(self, run_id: str, kind: EventKind, message: str | None = None) -> None: ...
 
@@ -446,29 +475,82 @@ class HandoffDesk:
         return handoff
 
     async def _topic_for(self, handoff: Handoff, *, fresh: bool = False) -> int | None:
+        return await self._customer_topic(
+            handoff.customer_chat_id, handoff.customer_user_id, handoff.customer_name, fresh=fresh
+        )
+
+    async def _customer_topic(
+        self, chat_id: int, user_id: int, name: str, *, fresh: bool = False
+    ) -> int | None:
         """The customer's topic id: the mapped one (reopened if staff closed it), or a new
         one (`fresh`: the mapped one is gone)."""
         assert self.staff_chat_id is not None
-        mapped = await self.handoffs.topic_of(handoff.customer_chat_id)
+        mapped = await self.handoffs.topic_of(chat_id)
         if mapped is not None and mapped.staff_chat_id == self.staff_chat_id and not fresh:
             try:
                 await self.bot.reopen_forum_topic(self.staff_chat_id, mapped.topic_id)
             except TelegramError as exc:
                 if is_thread_gone(exc):
-                    return await self._topic_for(handoff, fresh=True)
+                    return await self._customer_topic(chat_id, user_id, name, fresh=True)
                 # "TOPIC_NOT_MODIFIED": it is open already.
             return mapped.topic_id
-        name = topic_name(handoff.customer_name, handoff.customer_user_id)
+        title = topic_name(name, user_id)
         try:
-            created = await self.bot.create_forum_topic(self.staff_chat_id, name)
+            created = await self.bot.create_forum_topic(self.staff_chat_id, title)
         except TelegramError as exc:
-            log.warning(
-                "human handoff: no topic for customer %s: %s", handoff.customer_user_id, exc
-            )
+            log.warning("human handoff: no topic for customer %s: %s", user_id, exc)
             return None
-        topic = Topic(handoff.customer_chat_id, self.staff_chat_id, created.message_thread_id, name)
+        topic = Topic(chat_id, self.staff_chat_id, created.message_thread_id, title)
         await self.handoffs.map_topic(topic)
         return topic.topic_id
+
+    # -- staff approval (item 6) -------------------------------------------------------
+
+    async def post_staff_prompt(self, run: Run) -> bool:
+        """A staff pause's Approve/Reject, in the customer's topic (made if needed), bound to
+        that message: a press anywhere else (the customer's chat included) is stale."""
+        pause = run.pause
+        if self.staff_chat_id is None or pause is None or pause.nonce is None:
+            return False
+        customer = CUSTOMER.get()
+        name = customer.name if customer and customer.chat_id == run.chat_id else ""
+        if not name:
+            mapped = await self.handoffs.topic_of(run.chat_id)
+            name = mapped.name.rsplit(" · ", 1)[0] if mapped else f"customer {run.user_id}"
+        approve = decision_data(run.id, pause.nonce, approved=True)
+        reject = decision_data(run.id, pause.nonce, approved=False)
+        buttons = InlineKeyboardMarkup(
+            [
+                [
+                    InlineKeyboardButton("Approve", callback_data=approve),
+                    InlineKeyboardButton("Reject", callback_data=reject),
+                ]
+            ]
+        )
+        text = staff_prompt_text(run, name, self.console_url)
+        for attempt in (1, 2):
+            topic = await self._customer_topic(run.chat_id, run.user_id, name, fresh=attempt == 2)
+            if topic is None:
+                return False
+            try:
+                sent = await self.bot.send_message(
+                    self.staff_chat_id,
+                    text,
+                    message_thread_id=topic,
+                    parse_mode=ParseMode.HTML,
+                    reply_markup=buttons,
+                )
+            except TelegramError as exc:
+                if is_thread_gone(exc) and attempt == 1:
+                    continue
+                log.warning("staff approval: prompt not posted: %s", exc)
+                return False
+            prompt = PromptRef(chat_id=self.staff_chat_id, message_id=sent.message_id)
+            await self.store.bind_prompt(
+                run.id, pause.nonce, prompt, "telegram: staff approval buttons shown"
+            )
+            return True
+        return False
 
     # -- relaying ----------------------------------------------------------------------
 

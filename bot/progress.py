@@ -129,10 +129,15 @@ class ProgressStore(Protocol):
 # returns a text to send instead of the run's answer (None: the answer) and buttons to show
 # under it (None: none). The handoff opens there, so its reply replaces the agent's.
 AnswerHook = Callable[[Run], Awaitable[tuple[str | None, InlineKeyboardMarkup | None]]]
+# Set by the bot (issue 14's staff approval): delivers a staff pause's Approve/Reject to
+# staff (and binds the pause to that message); True once shown. The customer's step message
+# then says they are waiting for our team, without buttons.
+StaffPromptHook = Callable[[Run], Awaitable[bool]]
 
 
 class TelegramProgress:
     answer_hook: AnswerHook | None = None
+    staff_prompt_hook: StaffPromptHook | None = None
 
     def __init__(
         self,
@@ -223,6 +228,13 @@ class TelegramProgress:
         step = run.step(step_id)
         text = html.escape(step_progress(step, run))
         markup = None
+        waiting = step.status is StepStatus.PAUSED and step.approval is None and run.pause
+        if waiting and run.pause is not None and run.pause.approver == "staff":
+            text = clip_message(text + "\n\n" + html.escape(say("waiting_for_team", run.language)))
+            await self._deliver(run, view, step_view, text, None, ANSWER_DELIVERY_ATTEMPTS)
+            if self.staff_prompt_hook is not None:
+                await self.staff_prompt_hook(run)
+            return
         if step.status is StepStatus.PAUSED and step.approval is None and run.pause:
             text += "\n\n" + html.escape(run.answer or "")
             markup = self._buttons(run)

@@ -130,6 +130,19 @@ TEXTS: dict[str, dict[Language, str]] = {
     "toast_person": {ZH: "正在为你转接人工客服。", EN: "Connecting you to a person."},
     "toast_staff_only": {ZH: "只有员工可以操作。", EN: "Only staff can do this."},
     "toast_closed": {ZH: "已结束。", EN: "Closed."},
+    # Staff approval (issue 14 item 6): the customer waits for a staff member's decision.
+    "waiting_for_team": {
+        ZH: "这一步需要我们的同事审核，请稍候，审核结果会在这里通知你。",
+        EN: "This needs approval from our team. Please wait; I'll tell you here what they decide.",
+    },
+    "team_approved": {
+        ZH: "我们的同事已批准，正在处理。",
+        EN: "Our team approved it; working on it now.",
+    },
+    "team_declined": {
+        ZH: "我们的同事没有批准这一步，没有做任何改动。",
+        EN: "Our team did not approve this, so nothing was changed.",
+    },
 }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Literal
 
@@ -39,6 +40,11 @@ class Settings(BaseSettings):
     # -100…), and the staff console's public URL for links to runs in topic headers.
     staff_chat_id: int | None = Field(None, validation_alias=_env("STEPWISE_STAFF_CHAT_ID"))
     console_url: str | None = Field(None, validation_alias=_env("STEPWISE_CONSOLE_URL"))
+    # Staff approval (issue 14 item 6): refunds above this amount wait for a staff member's
+    # Approve in the customer's topic instead of the customer's Confirm (needs the staff chat).
+    staff_approval_above: Decimal | None = Field(
+        None, ge=0, validation_alias=_env("STEPWISE_STAFF_APPROVAL_ABOVE")
+    )
     approval_ttl: timedelta = Field(
         timedelta(hours=24), validation_alias=_env("STEPWISE_APPROVAL_TTL")
     )

@@ -1,6 +1,7 @@
-"""Golden zh/en texts of human handoff (issue 14): the button, the command menu entry, what
-the customer is told when a person takes over (or cannot), closes and reopens, and the
-toasts. A change to any of them shows here as a diff to review."""
+"""Golden zh/en texts of human handoff and staff approval (issue 14): the button, the
+command menu entry, what the customer is told when a person takes over (or cannot), closes
+and reopens, waits for our team and hears its decision, and the toasts. A change to any of
+them shows here as a diff to review."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ KEYS = (
     "toast_person",
     "toast_staff_only",
     "toast_closed",
+    "waiting_for_team",
+    "team_approved",
+    "team_declined",
 )
 
 
@@ -61,5 +65,17 @@ def test_handoff_texts() -> None:
             "toast_person": {"zh": "正在为你转接人工客服。", "en": "Connecting you to a person."},
             "toast_staff_only": {"zh": "只有员工可以操作。", "en": "Only staff can do this."},
             "toast_closed": {"zh": "已结束。", "en": "Closed."},
+            "waiting_for_team": {
+                "zh": "这一步需要我们的同事审核，请稍候，审核结果会在这里通知你。",
+                "en": "This needs approval from our team. Please wait; I'll tell you here what they decide.",
+            },
+            "team_approved": {
+                "zh": "我们的同事已批准，正在处理。",
+                "en": "Our team approved it; working on it now.",
+            },
+            "team_declined": {
+                "zh": "我们的同事没有批准这一步，没有做任何改动。",
+                "en": "Our team did not approve this, so nothing was changed.",
+            },
         }
     )

@@ -1,0 +1,114 @@
+"""Staff approval end to end (issue 14 item 6) over HTTP with the stand-in: a refund above
+STEPWISE_STAFF_APPROVAL_ABOVE waits for our team; the Approve/Reject buttons are posted in
+the customer's topic of the staff group; the customer (even with forged button data) and
+group members who are not staff cannot decide; two staff members pressing at once give
+one refund; a reject tells the customer nothing was changed."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from agent_core.models import Language
+from bot.texts import TEXTS
+from standin import ShownMessage, StandIn
+from tests.harness import DEMO, STAFF, BotHarness, start_bot, until
+
+pytestmark = pytest.mark.timeout(60)
+
+FORUM = -1005555555555
+OTHER_STAFF = 901
+STRANGER = 779
+EN = Language.EN
+
+
+@pytest.fixture
+async def bot(standin: StandIn, tmp_path: Path) -> AsyncIterator[BotHarness]:
+    standin.add_chat(FORUM, STAFF, title="Support staff", is_forum=True, first_name="Sam")
+    standin.set_bot_rights(FORUM, can_manage_topics=True)
+    standin.set_member(FORUM, OTHER_STAFF, "member", first_name="Lee")
+    standin.set_member(FORUM, STRANGER, "member", first_name="Sly")
+    harness = await start_bot(
+        standin,
+        tmp_path / "approval.db",
+        STEPWISE_STAFF_CHAT_ID=str(FORUM),
+        STEPWISE_STAFF_IDS=f"{STAFF},{OTHER_STAFF}",
+        STEPWISE_STAFF_APPROVAL_ABOVE="50",
+    )
+    try:
+        yield harness
+    finally:
+        await harness.stop()
+
+
+async def staff_prompt(h: BotHarness) -> ShownMessage:
+    def found() -> ShownMessage | None:
+        return next(
+            (m for m in h.standin.chat_messages(FORUM) if "Approval needed" in (m.text or "")),
+            None,
+        )
+
+    shown: ShownMessage = await until(found, what="the staff prompt")
+    return shown
+
+
+async def refunds(h: BotHarness) -> int:
+    assert h.runtime.shop is not None
+    return await h.runtime.shop.ledger_count(tool="request_refund")
+
+
+async def test_a_big_refund_waits_for_staff_and_one_approval_refunds_once(
+    bot: BotHarness,
+) -> None:
+    h = bot
+    h.standin.inject_message(DEMO, DEMO, "refund 59 for order A1002", first_name="Ada")
+    waiting = await h.until_text(DEMO, TEXTS["waiting_for_team"][EN])
+    assert not waiting.buttons  # nothing for the customer to press
+    prompt = await staff_prompt(h)
+    assert "Ada" in (prompt.text or "") and "59.00" in (prompt.text or "")
+    approve = next(d for d in prompt.callback_data if d.startswith("sw:c:"))
+
+    # The customer replays the staff button's data in their own chat: not theirs.
+    forged = h.standin.press_button(DEMO, waiting.message_id, approve, DEMO, forge=True)
+    (toast,) = await until(lambda: h.standin.callback_answers(forged), what="refusal")
+    assert toast.text == TEXTS["toast_not_yours"][EN]
+    # A group member who is not staff.
+    stranger = h.standin.press_button(FORUM, prompt.message_id, approve, STRANGER)
+    (toast,) = await until(lambda: h.standin.callback_answers(stranger), what="refusal")
+    assert toast.text == TEXTS["toast_staff_only"][EN]
+    assert await refunds(h) == 0
+
+    # Two staff members press at once: one decision, one refund.
+    first = h.standin.press_button(FORUM, prompt.message_id, approve, STAFF)
+    second = h.standin.press_button(FORUM, prompt.message_id, approve, OTHER_STAFF)
+    await h.until_text(DEMO, TEXTS["team_approved"][EN])
+    await h.until_text(DEMO, "refund number")
+    answers = [
+        (await until(lambda q=q: h.standin.callback_answers(q)))[0].text for q in (first, second)
+    ]
+    assert sorted(answers) == sorted([TEXTS["toast_confirmed"][EN], TEXTS["toast_handled"][EN]])
+    assert await refunds(h) == 1
+    decided = "SELECT message FROM events WHERE kind = 'decision_claimed'"
+    ((message,),) = h.query(decided)
+    assert message in (f"confirmed by staff {STAFF}", f"confirmed by staff {OTHER_STAFF}")
+
+
+async def test_a_staff_reject_changes_nothing_and_the_customer_is_told(bot: BotHarness) -> None:
+    h = bot
+    h.standin.inject_message(DEMO, DEMO, "refund 59 for order A1002")
+    prompt = await staff_prompt(h)
+    reject = next(d for d in prompt.callback_data if d.startswith("sw:x:"))
+    h.standin.press_button(FORUM, prompt.message_id, reject, STAFF)
+    await h.until_text(DEMO, TEXTS["team_declined"][EN])
+    await until(lambda: h.query("SELECT status FROM runs") == [("declined",)], what="declined")
+    assert await refunds(h) == 0
+
+
+async def test_a_small_refund_stays_the_customers_to_confirm(bot: BotHarness) -> None:
+    h = bot
+    h.standin.inject_message(DEMO, DEMO, "refund 20 for order A1002")
+    prompt = await h.buttons_message(DEMO)
+    assert any(d.startswith("sw:c:") for d in prompt.callback_data)
+    assert not any("Approval needed" in (m.text or "") for m in h.standin.chat_messages(FORUM))
