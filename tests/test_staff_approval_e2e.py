@@ -112,3 +112,51 @@ async def test_a_small_refund_stays_the_customers_to_confirm(bot: BotHarness) ->
     prompt = await h.buttons_message(DEMO)
     assert any(d.startswith("sw:c:") for d in prompt.callback_data)
     assert not any("Approval needed" in (m.text or "") for m in h.standin.chat_messages(FORUM))
+
+
+async def test_staff_buttons_work_after_a_restart_and_expire_safely(
+    standin: StandIn, tmp_path: Path
+) -> None:
+    standin.add_chat(FORUM, STAFF, title="Support staff", is_forum=True, first_name="Sam")
+    standin.set_bot_rights(FORUM, can_manage_topics=True)
+    db = tmp_path / "restart.db"
+    env = {
+        "STEPWISE_STAFF_CHAT_ID": str(FORUM),
+        "STEPWISE_STAFF_APPROVAL_ABOVE": "50",
+    }
+    first = await start_bot(standin, db, **env)
+    standin.inject_message(DEMO, DEMO, "refund 59 for order A1002")
+    prompt = await staff_prompt(first)
+    await first.stop()
+
+    # After a restart whose approvals expire at once: pressing does nothing but say so.
+    expiring = await start_bot(standin, db, STEPWISE_APPROVAL_TTL="0", **env)
+    try:
+        approve = next(d for d in prompt.callback_data if d.startswith("sw:c:"))
+        pressed = standin.press_button(FORUM, prompt.message_id, approve, STAFF)
+        (toast,) = await until(lambda: standin.callback_answers(pressed), what="the toast")
+        assert toast.text == TEXTS["toast_expired"][EN]
+        await until(lambda: expiring.query("SELECT status FROM runs") == [("expired",)])
+        await expiring.until_text(DEMO, "expired")
+        assert await refunds(expiring) == 0
+    finally:
+        await expiring.stop()
+
+
+async def test_a_staff_approval_survives_a_restart(standin: StandIn, tmp_path: Path) -> None:
+    standin.add_chat(FORUM, STAFF, title="Support staff", is_forum=True, first_name="Sam")
+    standin.set_bot_rights(FORUM, can_manage_topics=True)
+    db = tmp_path / "restart.db"
+    env = {"STEPWISE_STAFF_CHAT_ID": str(FORUM), "STEPWISE_STAFF_APPROVAL_ABOVE": "50"}
+    first = await start_bot(standin, db, **env)
+    standin.inject_message(DEMO, DEMO, "refund 59 for order A1002")
+    prompt = await staff_prompt(first)
+    await first.stop()
+    second = await start_bot(standin, db, **env)
+    try:
+        approve = next(d for d in prompt.callback_data if d.startswith("sw:c:"))
+        standin.press_button(FORUM, prompt.message_id, approve, STAFF)
+        await second.until_text(DEMO, "refund number")
+        assert await refunds(second) == 1
+    finally:
+        await second.stop()
