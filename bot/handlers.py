@@ -35,6 +35,7 @@ from telegram.ext import ContextTypes
 from agent_core.agent import MAX_REQUEST_CHARS, Agent
 from agent_core.models import (
     ClaimResult,
+    EventKind,
     Language,
     PromptRef,
     Run,
@@ -53,12 +54,14 @@ from bot.callbacks import (
 )
 from bot.handoff import (
     CUSTOMER,
+    REASON_LABELS,
     Customer,
     HandoffDesk,
     Opened,
     is_handoff_request,
     offers_person,
     person_button,
+    reason_buttons,
 )
 from bot.progress import TOPIC, TelegramProgress, decision_text
 from bot.staff import format_handoff_stats, format_runs_page, format_stats, format_timeline
@@ -235,6 +238,18 @@ class StepwiseBot:
         if staff and (self.handoff is None or not self.handoff.is_staff(user.id)):
             await self._answer_quietly(query, say("toast_staff_only", language))
             return
+        if staff and not parsed.approved and parsed.reason is None:
+            # Reject asks why first; the reason's press decides (same message, same nonce).
+            await self._answer_quietly(query, say("toast_pick_reason", language))
+            try:
+                await query.get_bot().edit_message_reply_markup(
+                    where.chat_id,
+                    where.message_id,
+                    reply_markup=reason_buttons(parsed.run_id, parsed.nonce),
+                )
+            except TelegramError as exc:
+                log.info("reason buttons not shown: %s", exc)
+            return
         try:
             await self.progress.prompt_settled(parsed.run_id)
             outcome = await self.agent.claim(
@@ -266,7 +281,7 @@ class StepwiseBot:
         step_id = paused_step_id(run)
         bot = context.bot
         if staff:
-            await self._staff_decided(context, where, run, step_id, parsed.approved, user.id)
+            await self._staff_decided(context, where, run, step_id, parsed, user.id)
             return
         if outcome.result is ClaimResult.EXPIRED:
             if step_id:
@@ -455,7 +470,7 @@ class StepwiseBot:
         where: Where,
         run: Run,
         step_id: str | None,
-        approved: bool,
+        decision: DecisionData,
         staff_id: int,
     ) -> None:
         """A staff member's Approve/Reject was claimed (or found expired): the topic's prompt
@@ -467,11 +482,22 @@ class StepwiseBot:
             await _edit_quietly(bot, where, f"⌛ {goal} — expired, nothing was done")
             await _send_quietly(bot, customer, run.answer or "")
             return
+        approved = decision.approved
+        reason = decision.reason if decision.reason in REASON_LABELS else "n"
         verdict = "✅ approved" if approved else "🚫 rejected"
-        await _edit_quietly(bot, where, f"{verdict} by {staff_id}: {goal}")
-        await _send_quietly(
-            bot, customer, say("team_approved" if approved else "team_declined", run.language)
-        )
+        label = REASON_LABELS[reason] if reason != "n" else ""
+        why = f" ({label})" if label else ""
+        await _edit_quietly(bot, where, f"{verdict} by {staff_id}: {goal}{why}")
+        told = say("team_approved" if approved else "team_declined", run.language)
+        if not approved and label:
+            told += "\n" + say(f"reject_reason_{reason}", run.language)
+            try:  # on the run's timeline next to the claim (`decision_claimed`)
+                await self.store.add_event(
+                    run.id, EventKind.NOTICE, f"rejected by staff {staff_id}: {label}"
+                )
+            except StorageUnavailable:
+                log.exception("reject reason not noted")
+        await _send_quietly(bot, customer, told)
         context.application.create_task(
             self.chats.run(run.chat_id, self._proceed(bot, customer, run))
         )

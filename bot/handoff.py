@@ -46,7 +46,7 @@ from agent_core.models import (
     StepStatus,
     utcnow,
 )
-from bot.callbacks import close_handoff_data, decision_data, person_data
+from bot.callbacks import close_handoff_data, decision_data, person_data, reason_data
 from bot.texts import say
 from storage.handoffs import Direction, Handoff, Handoffs, Relay, Topic, Trigger
 from storage.history import History
@@ -258,6 +258,30 @@ def staff_prompt_text(run: Run, name: str, console_url: str | None) -> str:
             f"Request: {esc(run.request_text)}",
             f"Run: {run_link(console_url, run.id)}",
             "Only staff can decide; the customer waits for your answer.",
+        ]
+    )
+
+
+# What staff read on the preset reject reasons (the customer reads `reject_reason_*`).
+REASON_LABELS = {
+    "l": "Over the limit",
+    "d": "Needs documents",
+    "p": "Against policy",
+    "n": "No reason",
+}
+
+
+def reason_buttons(run_id: str, nonce: str) -> InlineKeyboardMarkup:
+    """A staff Reject asks why first: one button per preset reason (the customer is told
+    it in their language)."""
+    labels = list(REASON_LABELS.items())
+    return InlineKeyboardMarkup(
+        [
+            [
+                InlineKeyboardButton(label, callback_data=reason_data(run_id, nonce, code))
+                for code, label in labels[i : i + 2]
+            ]
+            for i in range(0, len(labels), 2)
         ]
     )
 

@@ -139,6 +139,20 @@ TEXTS: dict[str, dict[Language, str]] = {
         ZH: "我们的同事已批准，正在处理。",
         EN: "Our team approved it; working on it now.",
     },
+    # Why staff rejected (preset reasons, `bot.callbacks.REJECT_REASONS`).
+    "reject_reason_l": {
+        ZH: "原因：金额超出了我们可以批准的范围。",
+        EN: "Reason: the amount is more than we can approve.",
+    },
+    "reject_reason_d": {
+        ZH: "原因：我们需要更多材料（例如照片或凭证）才能处理。",
+        EN: "Reason: we need more documents (for example photos or a receipt) to process it.",
+    },
+    "reject_reason_p": {
+        ZH: "原因：根据我们的售后政策无法办理。",
+        EN: "Reason: our after-sales policy does not allow it.",
+    },
+    "toast_pick_reason": {ZH: "请选择拒绝原因。", EN: "Pick a reason for the customer."},
     "team_declined": {
         ZH: "我们的同事没有批准这一步，没有做任何改动。",
         EN: "Our team did not approve this, so nothing was changed.",

@@ -22,10 +22,12 @@ from agent_core.models import (
 )
 from bot.callbacks import (
     CloseHandoffData,
+    DecisionData,
     PersonData,
     close_handoff_data,
     parse_callback,
     person_data,
+    reason_data,
 )
 from bot.handlers import opened_text
 from bot.handoff import (
@@ -236,6 +238,10 @@ def test_person_and_close_buttons_round_trip_and_reject_junk() -> None:
         assert parse_callback(junk) is None
     with pytest.raises(ValueError):
         person_data("not hex!")
+    assert parse_callback(reason_data("abc123", "n0nce_x", "d")) == DecisionData(
+        "abc123", "n0nce_x", approved=False, reason="d"
+    )
+    assert parse_callback("sw:r:abc123:n0nce_x:z") is None
 
 
 def test_the_customer_is_told_the_truth_about_who_replies() -> None:

@@ -100,10 +100,24 @@ async def test_a_staff_reject_changes_nothing_and_the_customer_is_told(bot: BotH
     h.standin.inject_message(DEMO, DEMO, "refund 59 for order A1002")
     prompt = await staff_prompt(h)
     reject = next(d for d in prompt.callback_data if d.startswith("sw:x:"))
-    h.standin.press_button(FORUM, prompt.message_id, reject, STAFF)
-    await h.until_text(DEMO, TEXTS["team_declined"][EN])
+    asked = h.standin.press_button(FORUM, prompt.message_id, reject, STAFF)
+    (toast,) = await until(lambda: h.standin.callback_answers(asked), what="the toast")
+    assert toast.text == TEXTS["toast_pick_reason"][EN]
+    assert h.query("SELECT status FROM runs") == [("paused",)]  # nothing decided yet
+
+    def with_reasons() -> ShownMessage | None:
+        shown = next(m for m in h.standin.chat_messages(FORUM) if m.message_id == prompt.message_id)
+        return shown if any(d.startswith("sw:r:") for d in shown.callback_data) else None
+
+    reasons = await until(with_reasons, what="the reason buttons")
+    documents = reasons.button("Needs documents").callback_data or ""
+    h.standin.press_button(FORUM, prompt.message_id, documents, STAFF)
+    told = await h.until_text(DEMO, TEXTS["team_declined"][EN])
+    assert TEXTS["reject_reason_d"][EN] in (told.text or "")
     await until(lambda: h.query("SELECT status FROM runs") == [("declined",)], what="declined")
     assert await refunds(h) == 0
+    notes = "SELECT message FROM events WHERE kind = 'notice'"
+    await until(lambda: (f"rejected by staff {STAFF}: Needs documents",) in h.query(notes))
 
 
 async def test_a_small_refund_stays_the_customers_to_confirm(bot: BotHarness) -> None:

@@ -1,6 +1,6 @@
 """Golden zh/en texts of human handoff and staff approval (issue 14): the button, the
 command menu entry, what the customer is told when a person takes over (or cannot), closes
-and reopens, waits for our team and hears its decision, and the toasts. A change to any of
+and reopens, waits for our team and hears its decision (with the reason of a reject), and the toasts. A change to any of
 them shows here as a diff to review."""
 
 from __future__ import annotations
@@ -28,6 +28,10 @@ KEYS = (
     "waiting_for_team",
     "team_approved",
     "team_declined",
+    "reject_reason_l",
+    "reject_reason_d",
+    "reject_reason_p",
+    "toast_pick_reason",
 )
 
 
@@ -76,6 +80,22 @@ def test_handoff_texts() -> None:
             "team_declined": {
                 "zh": "我们的同事没有批准这一步，没有做任何改动。",
                 "en": "Our team did not approve this, so nothing was changed.",
+            },
+            "reject_reason_l": {
+                "zh": "原因：金额超出了我们可以批准的范围。",
+                "en": "Reason: the amount is more than we can approve.",
+            },
+            "reject_reason_d": {
+                "zh": "原因：我们需要更多材料（例如照片或凭证）才能处理。",
+                "en": "Reason: we need more documents (for example photos or a receipt) to process it.",
+            },
+            "reject_reason_p": {
+                "zh": "原因：根据我们的售后政策无法办理。",
+                "en": "Reason: our after-sales policy does not allow it.",
+            },
+            "toast_pick_reason": {
+                "zh": "请选择拒绝原因。",
+                "en": "Pick a reason for the customer.",
             },
         }
     )
