@@ -1,7 +1,7 @@
 """Golden zh/en texts of human handoff and staff approval (issue 14): the button, the
 command menu entry, what the customer is told when a person takes over (or cannot), closes
-and reopens, waits for our team and hears its decision (with the reason of a reject), and the toasts. A change to any of
-them shows here as a diff to review."""
+and reopens, waits for our team and hears its decision (with a reject's reason), and the
+toasts. A change to any of them shows here as a diff to review."""
 
 from __future__ import annotations
 
