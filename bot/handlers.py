@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import html
 import logging
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -359,10 +359,64 @@ class StepwiseBot:
             return None, person_button(run.id, run.language)
         return None, None
 
-    async def handoff_start(self) -> None:
-        """On start: check the staff group, re-send relays a crash interrupted."""
-        if self.handoff is not None:
-            await self.handoff.on_start()
+    async def handoff_start(
+        self,
+        application: Any | None = None,
+        *,
+        every_s: int = 30,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        """On start: check the staff group, re-send relays a crash interrupted; then, while
+        `application` runs, close staff approvals nobody answered in time every `every_s`
+        (checking each second whether the application stops, which waits for this task)."""
+        if self.handoff is None:
+            return
+        await self.handoff.on_start()
+        if self.handoff.staff_chat_id is None:
+            return  # no staff approvals without a staff chat
+        while True:
+            try:
+                await self.sweep_staff_expiries()
+            except Exception:
+                log.exception("staff approval: expiry sweep failed")
+            for _ in range(every_s):
+                if application is None or not application.running:
+                    return
+                await sleep(1)
+
+    async def sweep_staff_expiries(self) -> int:
+        """Staff approvals nobody answered before they expired: each is closed as expired
+        (nothing done), its prompt in the topic says so, and the customer is told. Returns
+        how many. Expired pauses only: the claim can never win one (it is past its time),
+        so this decides nothing."""
+        desk = self.handoff
+        if desk is None or desk.staff_chat_id is None:
+            return 0
+        cutoff = utcnow() - self.agent.approval_ttl
+        page = await self.store.history.list_runs(status=RunStatus.PAUSED, limit=200)
+        closed = 0
+        for item in page.items:
+            run = await self.store.load_run(item.id)
+            pause = run.pause if run is not None else None
+            if run is None or pause is None or pause.approver != "staff":
+                continue
+            if pause.paused_at >= cutoff or pause.nonce is None:
+                continue
+            outcome = await self.agent.claim(
+                run.id, user_id=0, approved=False, nonce=pause.nonce, staff=True
+            )
+            if outcome.result is not ClaimResult.EXPIRED or outcome.run is None:
+                continue
+            closed += 1
+            goal = html.escape(run.step(pause.step_id).goal)
+            if pause.prompt is not None:
+                where = Where(pause.prompt.chat_id, pause.prompt.message_id)
+                note = (
+                    f"⌛ {goal} — nobody decided in time; nothing was done, the customer was told"
+                )
+                await _edit_quietly(desk.bot, where, note)
+            await _send_quietly(desk.bot, Where(run.chat_id, 0), outcome.run.answer or "")
+        return closed
 
     async def human(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """/human: hand the conversation to a person, with the chat's last run for context."""

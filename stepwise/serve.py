@@ -97,7 +97,7 @@ def start_recovery(runtime: Runtime, application: TelegramApplication, *, reoffe
     )
     application.create_task(work)
     # Human handoff: check the staff group (one line if wrong), re-send interrupted relays.
-    application.create_task(bot_of(application).handoff_start())
+    application.create_task(bot_of(application).handoff_start(application))
 
 
 async def reach_telegram(

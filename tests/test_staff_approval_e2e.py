@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from agent_core.models import Language
+from bot.application import bot_of
 from bot.texts import TEXTS
 from standin import ShownMessage, StandIn
 from tests.harness import DEMO, STAFF, BotHarness, start_bot, until
@@ -174,3 +175,35 @@ async def test_a_staff_approval_survives_a_restart(standin: StandIn, tmp_path: P
         assert await refunds(second) == 1
     finally:
         await second.stop()
+
+
+async def test_an_approval_nobody_answers_expires_and_both_sides_are_told(
+    standin: StandIn, tmp_path: Path
+) -> None:
+    standin.add_chat(FORUM, STAFF, title="Support staff", is_forum=True, first_name="Sam")
+    standin.set_bot_rights(FORUM, can_manage_topics=True)
+    h = await start_bot(
+        standin,
+        tmp_path / "expiry.db",
+        STEPWISE_STAFF_CHAT_ID=str(FORUM),
+        STEPWISE_STAFF_APPROVAL_ABOVE="50",
+        STEPWISE_APPROVAL_TTL="0",  # every approval is past its time at once
+    )
+    try:
+        standin.inject_message(DEMO, DEMO, "refund 59 for order A1002")
+        prompt = await staff_prompt(h)
+        assert await bot_of(h.app).sweep_staff_expiries() == 1
+        assert await bot_of(h.app).sweep_staff_expiries() == 0  # once
+        await until(lambda: h.query("SELECT status FROM runs") == [("expired",)])
+        await h.until_text(DEMO, "expired")
+
+        def noted() -> bool:
+            shown = next(
+                m for m in standin.chat_messages(FORUM) if m.message_id == prompt.message_id
+            )
+            return "nobody decided in time" in (shown.text or "") and not shown.buttons
+
+        await until(noted, what="the topic's prompt closed")
+        assert await refunds(h) == 0
+    finally:
+        await h.stop()
