@@ -33,6 +33,7 @@ from telegram.error import BadRequest, TelegramError
 from telegram.ext import ContextTypes
 
 from agent_core.agent import MAX_REQUEST_CHARS, Agent
+from agent_core.approval import Verdict, judge_press, needed_approval
 from agent_core.models import (
     ClaimResult,
     EventKind,
@@ -237,6 +238,8 @@ class StepwiseBot:
         staff = self.handoff is not None and where.chat_id == self.handoff.staff_chat_id
         if staff and (self.handoff is None or not self.handoff.is_staff(user.id)):
             await self._answer_quietly(query, say("toast_staff_only", language))
+            return
+        if staff and parsed.approved and await self._first_of_two(query, where, parsed, user.id):
             return
         if staff and not parsed.approved and parsed.reason is None:
             # Reject asks why first; the reason's press decides (same message, same nonce).
@@ -517,6 +520,52 @@ class StepwiseBot:
         if not self.handoff.is_staff(user.id) or not message.is_topic_message:
             return None, None
         return message.message_thread_id, user.id
+
+    async def _first_of_two(
+        self, query: Any, where: Where, data: DecisionData, staff_id: int
+    ) -> bool:
+        """Four eyes: an approval that needs a second staff member is recorded (who, when)
+        and waits; True when this press was such a first approval (or a repeat by the same
+        person), so nothing is claimed yet. The second distinct approval goes on to the
+        claim, which decides once whatever the number of presses."""
+        assert self.handoff is not None
+        run = await self.store.load_run(data.run_id)
+        pause = run.pause if run is not None else None
+        if run is None or pause is None or pause.nonce != data.nonce:
+            return False  # the claim says why (handled, stale, expired)
+        needed = needed_approval(run.step(pause.step_id).args, self.agent.executor.staff_rule)
+        if needed.approvals < 2:
+            return False
+        handoffs = self.handoff.handoffs
+        if staff_id in await handoffs.approvals_of(run.id, data.nonce):
+            await self._answer_quietly(query, "You approved already; a second staff member must.")
+            return True
+        approvers = await handoffs.approve_once(run.id, data.nonce, staff_id, utcnow())
+        verdict = judge_press(
+            needed,
+            presser=staff_id,
+            customer=run.user_id,
+            staff=self.staff_ids,
+            approve=True,
+            earlier_approvals=[a for a in approvers if a != staff_id],
+        )
+        if verdict is not Verdict.RECORD_APPROVAL:
+            return False
+        await self.store.add_event(run.id, EventKind.NOTICE, f"first approval by staff {staff_id}")
+        await self._answer_quietly(query, "Recorded. A second staff member must approve too.")
+        goal = html.escape(run.step(pause.step_id).goal)
+        try:
+            await query.get_bot().edit_message_text(
+                f"<b>Approval needed</b> (two staff members)\n{goal}\n"
+                f"1 of 2 approvals: by {staff_id}. Another staff member can approve or reject.",
+                chat_id=where.chat_id,
+                message_id=where.message_id,
+                parse_mode=ParseMode.HTML,
+                reply_markup=query.message.reply_markup if query.message else None,
+            )
+        except TelegramError as exc:
+            log.info("four eyes: prompt not updated: %s", exc)
+        return True
 
     async def _staff_decided(
         self,

@@ -97,7 +97,10 @@ def staff_rule(settings: Settings) -> StaffRule | None:
     ever approve, and every such call would wait until it expired."""
     if settings.staff_approval_above is None or settings.staff_chat_id is None:
         return None
-    return StaffRule(staff_above=settings.staff_approval_above)
+    return StaffRule(
+        staff_above=settings.staff_approval_above,
+        four_eyes_above=settings.staff_four_eyes_above,
+    )
 
 
 async def open_runtime(

@@ -45,6 +45,10 @@ class Settings(BaseSettings):
     staff_approval_above: Decimal | None = Field(
         None, ge=0, validation_alias=_env("STEPWISE_STAFF_APPROVAL_ABOVE")
     )
+    # Above this (at least the staff amount), two distinct staff members must approve.
+    staff_four_eyes_above: Decimal | None = Field(
+        None, ge=0, validation_alias=_env("STEPWISE_STAFF_FOUR_EYES_ABOVE")
+    )
     approval_ttl: timedelta = Field(
         timedelta(hours=24), validation_alias=_env("STEPWISE_APPROVAL_TTL")
     )
@@ -87,6 +91,15 @@ class Settings(BaseSettings):
     def _valid_regex(cls, value: str) -> str:
         re.compile(value)
         return value
+
+    @model_validator(mode="after")
+    def _four_eyes_above_staff(self) -> Settings:
+        staff, four = self.staff_approval_above, self.staff_four_eyes_above
+        if staff is not None and four is not None and four < staff:
+            raise ValueError(
+                "STEPWISE_STAFF_FOUR_EYES_ABOVE cannot be below STEPWISE_STAFF_APPROVAL_ABOVE"
+            )
+        return self
 
     @model_validator(mode="after")
     def _model_planner_needs_an_endpoint(self) -> Settings:

@@ -308,9 +308,17 @@ MIGRATIONS: list[str] = [
     CREATE INDEX handoff_relays_pending ON handoff_relays(received_at)
         WHERE copied_at IS NULL AND gave_up_at IS NULL;
     """,
-    # (issue 14, staff approval) who decides a pause: NULL/'customer', or 'staff'.
+    # (issue 14, staff approval) who decides a pause: NULL/'customer', or 'staff'; and the
+    # first approvals of a pause that needs two distinct staff members ("four eyes").
     """
     ALTER TABLE runs ADD COLUMN pause_approver TEXT;
+    CREATE TABLE staff_approvals (
+        run_id TEXT NOT NULL,
+        nonce TEXT NOT NULL,
+        staff_id INTEGER NOT NULL,
+        at TEXT NOT NULL,
+        PRIMARY KEY (run_id, nonce, staff_id)
+    );
     """,
 ]
 

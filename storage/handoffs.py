@@ -155,6 +155,12 @@ _COUNT_TO_CUSTOMER = (
 )
 
 
+_APPROVE = (
+    "INSERT INTO staff_approvals (run_id, nonce, staff_id, at)"
+    " VALUES (:run_id, :nonce, :staff_id, :at) ON CONFLICT DO NOTHING"
+)
+
+
 class Handoffs:
     """Handoffs, topics and relays on the run database (`store.handoffs`, both backends)."""
 
@@ -264,6 +270,25 @@ class Handoffs:
             (staff_chat_id, topic_id),
         )
         return _topic(rows[0]) if rows else None
+
+    # -- four eyes (staff approval) -----------------------------------------------------------
+
+    async def approve_once(self, run_id: str, nonce: str, staff_id: int, at: datetime) -> list[int]:
+        """Record a staff member's approval of the pause `nonce` (once per person) and return
+        every staff member who approved it so far, in order. Written before it is read, so
+        of two approvals at once the later reader sees both (and decides)."""
+        params = {"run_id": run_id, "nonce": nonce, "staff_id": staff_id, "at": ts(at)}
+        await self._write([(_APPROVE, params)])
+        return await self.approvals_of(run_id, nonce)
+
+    async def approvals_of(self, run_id: str, nonce: str) -> list[int]:
+        """The staff members who approved the pause `nonce` so far (four eyes)."""
+        rows = await self._read(
+            "SELECT staff_id FROM staff_approvals WHERE run_id = ? AND nonce = ?"
+            " ORDER BY at, staff_id",
+            (run_id, nonce),
+        )
+        return [int(r[0]) for r in rows]
 
     # -- relays ------------------------------------------------------------------------------
 

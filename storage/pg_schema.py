@@ -237,8 +237,15 @@ PG_MIGRATIONS: list[str] = [
     CREATE INDEX handoff_relays_pending ON handoff_relays (received_at)
         WHERE copied_at IS NULL AND gave_up_at IS NULL;
     """,
-    # (issue 14, staff approval) SQLite's runs.pause_approver.
+    # (issue 14, staff approval) SQLite's runs.pause_approver and staff_approvals.
     f"""
     ALTER TABLE runs ADD COLUMN pause_approver {T};
+    CREATE TABLE staff_approvals (
+        run_id {T} NOT NULL,
+        nonce {T} NOT NULL,
+        staff_id BIGINT NOT NULL,
+        at {T} NOT NULL,
+        PRIMARY KEY (run_id, nonce, staff_id)
+    );
     """,
 ]

@@ -207,3 +207,42 @@ async def test_an_approval_nobody_answers_expires_and_both_sides_are_told(
         assert await refunds(h) == 0
     finally:
         await h.stop()
+
+
+async def test_four_eyes_needs_two_distinct_staff_members(standin: StandIn, tmp_path: Path) -> None:
+    standin.add_chat(FORUM, STAFF, title="Support staff", is_forum=True, first_name="Sam")
+    standin.set_bot_rights(FORUM, can_manage_topics=True)
+    standin.set_member(FORUM, OTHER_STAFF, "member", first_name="Lee")
+    h = await start_bot(
+        standin,
+        tmp_path / "four.db",
+        STEPWISE_STAFF_CHAT_ID=str(FORUM),
+        STEPWISE_STAFF_IDS=f"{STAFF},{OTHER_STAFF}",
+        STEPWISE_STAFF_APPROVAL_ABOVE="10",
+        STEPWISE_STAFF_FOUR_EYES_ABOVE="50",
+    )
+    try:
+        standin.inject_message(DEMO, DEMO, "refund 59 for order A1002")
+        prompt = await staff_prompt(h)
+        approve = next(d for d in prompt.callback_data if d.startswith("sw:c:"))
+
+        first = standin.press_button(FORUM, prompt.message_id, approve, STAFF)
+        (toast,) = await until(lambda: standin.callback_answers(first), what="first toast")
+        assert "second staff member" in (toast.text or "")
+        again = standin.press_button(FORUM, prompt.message_id, approve, STAFF)
+        (toast,) = await until(lambda: standin.callback_answers(again), what="repeat toast")
+        assert "approved already" in (toast.text or "")
+        assert h.query("SELECT status FROM runs") == [("paused",)]
+        assert await refunds(h) == 0
+
+        second = standin.press_button(FORUM, prompt.message_id, approve, OTHER_STAFF)
+        await h.until_text(DEMO, "refund number")
+        (toast,) = await until(lambda: standin.callback_answers(second), what="second toast")
+        assert toast.text == TEXTS["toast_confirmed"][EN]
+        assert await refunds(h) == 1
+        rows = h.query("SELECT staff_id FROM staff_approvals ORDER BY at")
+        assert [r[0] for r in rows] == [STAFF, OTHER_STAFF]
+        decided = h.query("SELECT message FROM events WHERE kind = 'decision_claimed'")
+        assert decided == [(f"confirmed by staff {OTHER_STAFF}",)]
+    finally:
+        await h.stop()
