@@ -28,7 +28,7 @@ from standin import DEFAULT_TOKEN, StandIn
 from standin.webchat import StaffDesk, WebChat, prepare_staff_group
 from stepwise.output import say
 from stepwise.runtime import Runtime, open_runtime
-from stepwise.serve import bot_application, start_recovery
+from stepwise.serve import bot_application, open_receiving, start_recovery
 from stepwise.settings import Settings, configured_staff_token
 from stepwise.signals import stop_signals
 
@@ -121,7 +121,8 @@ class Demo:
         await application.initialize()
         stack.push_async_callback(application.shutdown)
         stack.push_async_callback(stop_application, application)
-        await start_application(application, poll_timeout_s=self.poll_timeout_s)
+        receiving = await open_receiving(runtime)
+        await start_application(application, receiving, poll_timeout_s=self.poll_timeout_s)
         # Finish runs an earlier crash interrupted, as `stepwise serve` does on start.
         start_recovery(runtime, application, reoffer=False)
 

@@ -26,6 +26,7 @@ from agent_core.policy import FailurePolicy
 from agent_core.shop import shop_tools
 from agent_core.tools import Tool, ToolRegistry
 from stepwise.settings import Settings
+from storage.inbox import new_run_id
 from storage.store import DemoShop, RunStore, open_shop, open_store
 
 log = logging.getLogger(__name__)
@@ -145,5 +146,6 @@ async def open_runtime(
         executor,
         store,
         approval_ttl=settings.approval_ttl,
+        new_id=new_run_id,  # a run started for a Telegram update: its id says which
     )
     return Runtime(settings=settings, agent=agent, store=store, shop=shop, http=http, listeners=hub)

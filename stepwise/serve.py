@@ -17,6 +17,7 @@ from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError
 from bot.application import (
     WEBHOOK_SECRET_RULE,
     BotConfig,
+    Receiving,
     TelegramApplication,
     Webhook,
     bot_of,
@@ -24,6 +25,7 @@ from bot.application import (
     start_application,
     stop_application,
 )
+from bot.inbox import new_owner
 from bot.progress import DEFAULT_TYPING, Typing
 from bot.recovery import recover
 from bot.redact import redact_in_logs
@@ -31,6 +33,7 @@ from console.server import serve_staff_console
 from stepwise.runtime import Runtime, open_runtime
 from stepwise.settings import TOKEN_SHAPE, Settings, configured_staff_token
 from stepwise.signals import stop_signals
+from storage.store import open_inbox
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +87,15 @@ def bot_application(
     )
     runtime.add_listener(bot_of(application).progress)
     return application
+
+
+async def open_receiving(runtime: Runtime) -> Receiving:
+    """The durable inbox on the runtime's database, and this process's name in it."""
+    settings = runtime.settings
+    inbox = await open_inbox(settings.db_path, busy_timeout_s=settings.db_timeout_s)
+    return Receiving(
+        inbox, new_owner(), lease_s=settings.lease_s, keep_s=settings.inbox_keep.total_seconds()
+    )
 
 
 def start_recovery(runtime: Runtime, application: TelegramApplication, *, reoffer: bool) -> None:
@@ -180,7 +192,7 @@ async def serve(settings: Settings, options: ServeOptions) -> int:
             return EXIT_UNAVAILABLE
         with stop_signals() as stop:
             try:
-                await start_application(application, webhook=webhook)
+                await start_application(application, await open_receiving(runtime), webhook=webhook)
                 start_recovery(runtime, application, reoffer=True)
                 log.warning("stepwise bot @%s is running", application.bot.username)
                 await stop.wait()

@@ -63,6 +63,11 @@ class Settings(BaseSettings):
     llm_model: str | None = Field(None, validation_alias=_env("STEPWISE_LLM_MODEL"))
     llm_api_key: SecretStr | None = Field(None, validation_alias=_env("STEPWISE_LLM_API_KEY"))
     llm_timeout_s: float = Field(20.0, gt=0, validation_alias=_env("STEPWISE_LLM_TIMEOUT"))
+    # Issue 15: how long the poller lease (one process long-polls Telegram) and a claim on a
+    # stored update last without renewal (renewed every third of it); a standby takes over
+    # within about this long after the holder dies. How long processed updates are kept.
+    lease_s: float = Field(3.0, ge=0.3, le=60, validation_alias=_env("STEPWISE_LEASE"))
+    inbox_keep: timedelta = Field(timedelta(hours=24), validation_alias=_env("STEPWISE_INBOX_KEEP"))
 
     @field_validator("staff_ids", mode="before")
     @classmethod
@@ -73,7 +78,7 @@ class Settings(BaseSettings):
             return frozenset({value})
         return value
 
-    @field_validator("approval_ttl", mode="before")
+    @field_validator("approval_ttl", "inbox_keep", mode="before")
     @classmethod
     def _parse_duration(cls, value: object) -> object:
         """Seconds, or a number with s/m/h/d ("24h", "90m")."""

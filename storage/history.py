@@ -32,7 +32,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any, Protocol
 
 from agent_core.models import RunStatus, utcnow
@@ -154,6 +154,13 @@ class RunsPage:
     newer: Cursor | None  # pass as `after` for the next newer page
 
 
+def _next_hour(instant: datetime) -> str:
+    """The stored timestamp of the first whole hour after `instant` (its roll-up key is
+    the first 13 characters)."""
+    hour = instant.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    return str(ts(hour + timedelta(hours=1)))
+
+
 def parse_ts_safe(value: str) -> datetime | None:
     try:
         return parse_ts(value)
@@ -233,20 +240,39 @@ class History:
         return [timeline_entry_from_row(r) for r in rows]
 
     async def failure_counts(self, since: datetime) -> list[FailureCount]:
-        """Failed attempts (retried, degraded or fatal) by error type and tool."""
+        """Failed attempts (retried, degraded or fatal) by error type and tool.
+
+        Whole hours come from the roll-up (`failure_counts_hourly`, migration 10); the
+        first, partial hour is counted from `events` through its partial index.
+        """
+        start, next_hour = ts(since), _next_hour(since)
         rows = await self._read(
-            "SELECT error_type, tool, count(*) AS n FROM events"
-            " WHERE error_type IS NOT NULL AND at >= ?"
-            " GROUP BY error_type, tool ORDER BY n DESC, error_type, tool",
-            (ts(since),),
+            "SELECT error_type, tool, sum(n) AS n FROM ("
+            " SELECT error_type, tool, n FROM failure_counts_hourly WHERE hour >= ?"
+            " UNION ALL"
+            " SELECT error_type, coalesce(tool, ''), count(*) FROM events"
+            " WHERE error_type IS NOT NULL AND at >= ? AND at < ? GROUP BY error_type, tool"
+            ") AS counted GROUP BY error_type, tool HAVING sum(n) > 0"
+            " ORDER BY n DESC, error_type, tool",
+            (next_hour[:13], start, next_hour),
         )
-        return [FailureCount(error_type=r[0], tool=r[1], count=r[2]) for r in rows]
+        return [FailureCount(error_type=r[0], tool=r[1] or None, count=int(r[2])) for r in rows]
 
     async def status_counts(self, since: datetime) -> dict[str, int]:
-        """Runs created since `since`, by status."""
+        """Runs created since `since`, by status.
+
+        Whole hours come from the roll-up (`run_counts_hourly`, migration 10); the first,
+        partial hour is counted from `runs` (an index range of at most an hour of runs).
+        """
+        start, next_hour = ts(since), _next_hour(since)
         rows = await self._read(
-            "SELECT status, count(*) FROM runs WHERE created_at >= ? GROUP BY status",
-            (ts(since),),
+            "SELECT status, sum(n) AS n FROM ("
+            " SELECT status, n FROM run_counts_hourly WHERE hour >= ?"
+            " UNION ALL"
+            " SELECT status, count(*) FROM runs WHERE created_at >= ? AND created_at < ?"
+            " GROUP BY status"
+            ") AS counted GROUP BY status HAVING sum(n) > 0",
+            (next_hour[:13], start, next_hour),
         )
         return {str(r[0]): int(r[1]) for r in rows}
 
