@@ -79,6 +79,8 @@ def bot_application(
         token=token,
         api_base_url=runtime.settings.telegram_api_base_url,
         staff_ids=runtime.settings.staff_ids,
+        staff_chat_id=runtime.settings.staff_chat_id,
+        console_url=runtime.settings.console_url,
     )
     application = build_application(
         runtime.agent, runtime.store, config, show_after_s=show_after_s, typing=typing
@@ -106,6 +108,8 @@ def start_recovery(runtime: Runtime, application: TelegramApplication, *, reoffe
         reoffer=reoffer,
     )
     application.create_task(work)
+    # Human handoff: check the staff group (one line if wrong), re-send interrupted relays.
+    application.create_task(bot_of(application).handoff_start(application))
 
 
 async def reach_telegram(

@@ -25,6 +25,7 @@ from agent_core.agent import RunStore as AgentRunStore
 from agent_core.models import EventKind, PromptRef
 from agent_core.shop import ShopBackend
 from storage.db import DEFAULT_BUSY_TIMEOUT_S, MIGRATIONS, StorageUnavailable, connect
+from storage.handoffs import Handoffs
 from storage.history import History
 from storage.inbox import Inbox, SqliteInbox
 from storage.runs import SqliteRunStore
@@ -45,6 +46,7 @@ class RunStore(AgentRunStore, Protocol):
     delivered on, console sign-outs, and closing."""
 
     history: History
+    handoffs: Handoffs
 
     @property
     def revocations(self) -> SessionRevocations: ...
