@@ -79,6 +79,8 @@ def bot_application(
         token=token,
         api_base_url=runtime.settings.telegram_api_base_url,
         staff_ids=runtime.settings.staff_ids,
+        staff_chat_id=runtime.settings.staff_chat_id,
+        console_url=runtime.settings.console_url,
     )
     application = build_application(
         runtime.agent, runtime.store, config, show_after_s=show_after_s, typing=typing
@@ -111,6 +113,8 @@ def start_recovery(runtime: Runtime, application: TelegramApplication, *, reoffe
     if runtime.keeper is not None:
         runtime.keeper.start_heartbeat()  # a long-lived process: others may look for it
     runtime.start_background(work)  # not PTB's create_task: stop() would wait for it forever
+    # Human handoff: check the staff group (one line if wrong), re-send interrupted relays.
+    application.create_task(bot_of(application).handoff_start(application))
 
 
 async def reach_telegram(

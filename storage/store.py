@@ -27,6 +27,7 @@ from agent_core.agent import RunStore as AgentRunStore
 from agent_core.models import EventKind, PromptRef
 from agent_core.shop import ShopBackend
 from storage.db import DEFAULT_BUSY_TIMEOUT_S, MIGRATIONS, StorageUnavailable, connect
+from storage.handoffs import Handoffs
 from storage.history import History
 from storage.inbox import Inbox, SqliteInbox
 from storage.leases import Lease
@@ -48,6 +49,7 @@ class RunStore(AgentRunStore, Protocol):
     delivered on, console sign-outs, and closing."""
 
     history: History
+    handoffs: Handoffs
     # This process's side of the run leases (`storage.leases`).
     lease: Lease
 
