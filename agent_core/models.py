@@ -297,6 +297,11 @@ class EventKind(StrEnum):
     CUSTOMER_BLOCKED = "customer_blocked"
     # The customer answered a clarifying question (pressed an option, or typed its number).
     CLARIFY_ANSWERED = "clarify_answered"
+    # Delivered marks (issue 15 #4): the plan message and the final answer (a clarifying
+    # question included) reached the customer. With `prompt_shown` they tell a restart what
+    # was committed but never delivered (`storage.leases`).
+    PLAN_SHOWN = "plan_shown"
+    ANSWER_DELIVERED = "answer_delivered"
 
 
 class RunEvent(BaseModel):

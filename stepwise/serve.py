@@ -27,7 +27,7 @@ from bot.application import (
 )
 from bot.inbox import new_owner
 from bot.progress import DEFAULT_TYPING, Typing
-from bot.recovery import recover
+from bot.recovery import keep_recovering
 from bot.redact import redact_in_logs
 from console.server import serve_staff_console
 from stepwise.runtime import Runtime, open_runtime
@@ -86,6 +86,7 @@ def bot_application(
         runtime.agent, runtime.store, config, show_after_s=show_after_s, typing=typing
     )
     runtime.add_listener(bot_of(application).progress)
+    runtime.store.lease.keep_for_delivery = True  # a run's lease ends with its delivered mark
     return application
 
 
@@ -99,15 +100,19 @@ async def open_receiving(runtime: Runtime) -> Receiving:
 
 
 def start_recovery(runtime: Runtime, application: TelegramApplication, *, reoffer: bool) -> None:
-    """Finish interrupted runs (and re-offer lost prompts) in the background."""
-    work = recover(
+    """Finish interrupted runs and deliver what never arrived, in the background: at start,
+    then every half lease (`bot.recovery.keep_recovering`)."""
+    work = keep_recovering(
         runtime.agent,
         runtime.store,
         bot_of(application).progress,
         approval_ttl=runtime.settings.approval_ttl,
         reoffer=reoffer,
+        every_s=runtime.settings.lease_s / 2,
     )
-    application.create_task(work)
+    if runtime.keeper is not None:
+        runtime.keeper.start_heartbeat()  # a long-lived process: others may look for it
+    runtime.start_background(work)  # not PTB's create_task: stop() would wait for it forever
     # Human handoff: check the staff group (one line if wrong), re-send interrupted relays.
     application.create_task(bot_of(application).handoff_start(application))
 
@@ -197,6 +202,7 @@ async def serve(settings: Settings, options: ServeOptions) -> int:
                 log.warning("stepwise bot @%s is running", application.bot.username)
                 await stop.wait()
             finally:
+                await runtime.stop_background()
                 await stop_application(application)
                 await application.shutdown()
     except Forbidden as exc:

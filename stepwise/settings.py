@@ -63,9 +63,10 @@ class Settings(BaseSettings):
     llm_model: str | None = Field(None, validation_alias=_env("STEPWISE_LLM_MODEL"))
     llm_api_key: SecretStr | None = Field(None, validation_alias=_env("STEPWISE_LLM_API_KEY"))
     llm_timeout_s: float = Field(20.0, gt=0, validation_alias=_env("STEPWISE_LLM_TIMEOUT"))
-    # Issue 15: how long the poller lease (one process long-polls Telegram) and a claim on a
-    # stored update last without renewal (renewed every third of it); a standby takes over
-    # within about this long after the holder dies. How long processed updates are kept.
+    # Issue 15: how long the poller lease (one process long-polls Telegram), a claim on a
+    # stored update and a process's lease on a run it drives (storage/leases.py) last without
+    # renewal (renewed every third of it); another process takes over within about this long
+    # after the holder dies. How long processed updates are kept.
     lease_s: float = Field(3.0, ge=0.3, le=60, validation_alias=_env("STEPWISE_LEASE"))
     inbox_keep: timedelta = Field(timedelta(hours=24), validation_alias=_env("STEPWISE_INBOX_KEEP"))
 

@@ -408,6 +408,19 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (run_id, nonce, staff_id)
     );
     """,
+    # (issue 15 #1, #4) run leases (storage/leases.py). The process driving a run, or owing
+    # the delivery of what it committed, and until when; the partial index holds only leased
+    # runs (in flight or undelivered), so the periodic recovery reads a handful of entries
+    # however many runs are stored. Heartbeats let a process see that another is live.
+    """
+    ALTER TABLE runs ADD COLUMN lease_owner TEXT;
+    ALTER TABLE runs ADD COLUMN lease_until TEXT;
+    CREATE INDEX runs_leased ON runs(lease_owner) WHERE lease_owner IS NOT NULL;
+    CREATE TABLE process_heartbeats (
+        owner TEXT PRIMARY KEY,
+        alive_until TEXT NOT NULL
+    ) WITHOUT ROWID;
+    """,
 ]
 
 

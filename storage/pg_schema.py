@@ -330,4 +330,14 @@ PG_MIGRATIONS: list[str] = [
         PRIMARY KEY (run_id, nonce, staff_id)
     );
     """,
+    # SQLite's run leases (issue 15 #1, #4; see storage/db.py): who drives a run or owes
+    # its delivery, until when; a partial index of the leased runs; process heartbeats.
+    f"""
+    ALTER TABLE runs ADD COLUMN lease_owner {T}, ADD COLUMN lease_until {T};
+    CREATE INDEX runs_leased ON runs (lease_owner) WHERE lease_owner IS NOT NULL;
+    CREATE TABLE process_heartbeats (
+        owner {T} PRIMARY KEY,
+        alive_until {T} NOT NULL
+    );
+    """,
 ]
