@@ -260,6 +260,15 @@ MIGRATIONS: list[str] = [
         expires_at INTEGER NOT NULL
     ) WITHOUT ROWID;
     """,
+    # 10: the Bot API budgets shared by the processes of one bot (bot.shared_ratelimit).
+    # Used on PostgreSQL only (one process per SQLite file keeps them in memory); created
+    # here too so both backends keep one schema.
+    """
+    CREATE TABLE rate_limits (
+        key TEXT PRIMARY KEY,
+        state TEXT NOT NULL
+    ) WITHOUT ROWID;
+    """,
 ]
 
 

@@ -191,4 +191,12 @@ PG_MIGRATIONS: list[str] = [
         expires_at BIGINT NOT NULL
     );
     """,
+    # 4: the Bot API budget shared by every process of one bot (bot.shared_ratelimit):
+    # one row per budget (overall, a group, a chat), its state as JSON.
+    """
+    CREATE TABLE rate_limits (
+        key TEXT COLLATE "C" PRIMARY KEY,
+        state TEXT NOT NULL
+    );
+    """,
 ]
