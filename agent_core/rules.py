@@ -30,11 +30,17 @@ def update_plan(run: Run, rules: Sequence[SkipRule] = DEFAULT_RULES) -> list[Pla
     if not pending:
         return skipped  # nothing left to skip
     book = rules if isinstance(rules, RuleBook) else RuleBook(rules)
+    tools = {step.tool for step in pending}
+    tags = {step.tag for step in pending}
     for source in run.steps:
         observation = source.observation
         if source.status is not StepStatus.DONE or not isinstance(observation, dict):
             continue
         for rule in book.fired(source.tool, observation):
+            if (rule.skip_tool is not None and rule.skip_tool not in tools) or (
+                rule.skip_tag is not None and rule.skip_tag not in tags
+            ):
+                continue  # no pending step it could skip (a quicker `_applies` for all)
             value = observation.get(rule.field)
             for target in pending:
                 if _applies(target, rule, source):

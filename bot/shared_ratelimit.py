@@ -20,6 +20,8 @@ bot run on NTP-synchronised machines (the safety margin absorbs a few ms of skew
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import math
 import secrets
 import time
@@ -27,6 +29,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
+
+import psycopg
 
 from bot.ratelimit import (
     CHAT_BURST,
@@ -37,7 +41,14 @@ from bot.ratelimit import (
     pacer_wait,
     window_wait,
 )
+from storage.db import StorageUnavailable
 from storage.pg_ratelimit import PgRateStates, States
+
+log = logging.getLogger(__name__)
+
+# After the database failed, this process limits itself alone for this long, then tries it
+# again (each try costs a connection attempt of up to a second).
+RETRY_SHARED_S = 5.0
 
 Slot = list[Any]  # [ticket, admitted at, answered at or None]
 
@@ -152,10 +163,11 @@ class SharedRateLimiter(SlidingWindowRateLimiter):
         self._budgets = budgets or Budgets()
         self._poll_s = poll_s
         self._sleep = sleep
+        self._shared_again_at = -math.inf
 
     async def initialize(self) -> None:
         if self._states is None and self._url is not None:
-            self._states = await PgRateStates.open(self._url)
+            self._states = await PgRateStates.open(self._url, timeout_s=1.0)
 
     async def shutdown(self) -> None:
         if self._owns_states and self._states is not None:
@@ -171,8 +183,19 @@ class SharedRateLimiter(SlidingWindowRateLimiter):
         )
 
     async def _admit(self, chat_id: Any, message: bool) -> Callable[[], Awaitable[None]]:
+        """The shared budget; while the database cannot be reached, this process's own
+        (the in-process limiter's), so the bot can still tell customers it has trouble.
+        The database is tried again `RETRY_SHARED_S` after a failure."""
         if chat_id is None:  # not chat-bound (getUpdates, getMe): not limited, as in process
             return _nothing
+        if self._clock() >= self._shared_again_at:
+            try:
+                return await self._admit_shared(chat_id, message)
+            except (psycopg.Error, OSError, StorageUnavailable) as exc:
+                self._lost(exc)
+        return await super()._admit(chat_id, message)
+
+    async def _admit_shared(self, chat_id: Any, message: bool) -> Callable[[], Awaitable[None]]:
         if self._states is None:
             await self.initialize()
         states = self._states
@@ -187,9 +210,25 @@ class SharedRateLimiter(SlidingWindowRateLimiter):
 
         async def release() -> None:
             decide = partial(answered, keys=keys, budgets=budgets, now=self._clock(), ticket=ticket)
-            await states.transact(keys.all(), decide)
+            try:
+                await states.transact(keys.all(), decide)
+            except (psycopg.Error, OSError, StorageUnavailable) as exc:
+                self._lost(exc)  # its marks expire after `flight_ttl`
 
         return release
+
+    def _lost(self, exc: BaseException) -> None:
+        if self._clock() >= self._shared_again_at:
+            log.warning("shared rate limit unavailable (%s): this process limits itself", exc)
+        self._shared_again_at = self._clock() + RETRY_SHARED_S
+        if self._owns_states and self._states is not None:
+            states, self._states = self._states, None
+            asyncio.get_running_loop().create_task(_close_quietly(states))
+
+
+async def _close_quietly(states: PgRateStates) -> None:
+    with contextlib.suppress(Exception):
+        await states.close()
 
 
 async def _nothing() -> None:

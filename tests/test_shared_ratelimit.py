@@ -18,7 +18,14 @@ from typing import Any
 import pytest
 
 from bot.ratelimit import SlidingWindowRateLimiter
-from bot.shared_ratelimit import Budgets, Keys, SharedRateLimiter, admit, answered
+from bot.shared_ratelimit import (
+    RETRY_SHARED_S,
+    Budgets,
+    Keys,
+    SharedRateLimiter,
+    admit,
+    answered,
+)
 from standin import StandIn
 from storage.pg_ratelimit import PgRateStates
 from tests.harness import DEMO, TOKEN, start_bot
@@ -160,3 +167,30 @@ async def test_sqlite_keeps_the_in_process_limiter(standin: StandIn, tmp_path: P
         assert type(limiter) is SlidingWindowRateLimiter
     finally:
         await bot.stop()
+
+
+async def test_without_the_database_each_process_limits_itself(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A database that cannot be reached must not stop the bot from telling customers it
+    has trouble: the process falls back to its own budget, says so once, and tries the
+    database again only `RETRY_SHARED_S` later."""
+    now = [100.0]
+    limiter = SharedRateLimiter(
+        "postgresql://postgres@127.0.0.1:1/test", clock=lambda: now[0], max_retries=0
+    )
+    sent: list[int] = []
+
+    async def send(chat: int) -> bool:
+        sent.append(chat)
+        return True
+
+    with caplog.at_level("WARNING", logger="bot.shared_ratelimit"):
+        for chat in (1, 2, 3):
+            data = {"chat_id": chat}
+            assert await limiter.process_request(send, (chat,), {}, "sendMessage", data, None)
+    assert sent == [1, 2, 3]
+    warnings = [r for r in caplog.records if "shared rate limit unavailable" in r.message]
+    assert len(warnings) == 1  # tried once, then not again within RETRY_SHARED_S
+    assert limiter._shared_again_at == 100.0 + RETRY_SHARED_S
+    await limiter.shutdown()
