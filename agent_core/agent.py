@@ -43,6 +43,7 @@ class RunStore(Journal, Protocol):
         now: datetime,
         expires_before: datetime,
         prompt: PromptRef | None = None,
+        staff: bool = False,
     ) -> tuple[ClaimResult, Run | None]:
         """Atomically write the customer's decision on the paused step; one caller wins.
 
@@ -50,7 +51,8 @@ class RunStore(Journal, Protocol):
         no such run or it is not this user's). `nonce=None` accepts the current pause
         whatever its nonce (the CLI, where the customer types the run id); buttons always
         carry the nonce they were sent with. `prompt` is the message a button was pressed
-        on: it must be the one recorded for the pause (`STALE` otherwise).
+        on: it must be the one recorded for the pause (`STALE` otherwise). `staff`: the
+        caller checked that `user_id` is a staff member; only a staff pause is theirs.
         """
         ...
 
@@ -217,6 +219,7 @@ class Agent:
         approved: bool,
         nonce: str | None = None,
         prompt: PromptRef | None = None,
+        staff: bool = False,
     ) -> DecisionOutcome:
         """Record the decision on the paused step. At most one press ever wins.
 
@@ -232,6 +235,7 @@ class Agent:
             now=now,
             expires_before=now - self.approval_ttl,
             prompt=prompt,
+            staff=staff,
         )
         if result in (ClaimResult.NOT_FOUND, ClaimResult.NOT_ALLOWED):
             return DecisionOutcome(result)

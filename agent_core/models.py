@@ -206,6 +206,9 @@ class Pause(BaseModel):
     # The prompt message that was delivered for it (set by the adapter once shown): a
     # press counts only on that message, not when its data is replayed onto another one.
     prompt: PromptRef | None = None
+    # Who decides (issue 14): "customer", or "staff" (above the staff approval amount;
+    # the customer cannot press it, `agent_core.approval`).
+    approver: str = "customer"
 
 
 class Run(BaseModel):

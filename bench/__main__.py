@@ -27,7 +27,7 @@ from pathlib import Path
 from bench.measure import machine
 from bench.report import Report
 
-SECTIONS = ("executor", "langgraph", "limit", "paused", "bot", "staff")
+SECTIONS = ("executor", "langgraph", "limit", "paused", "bot", "staff", "pg", "failover")
 THROUGHPUT = {"executor": "stepwise", "langgraph": "langgraph", "limit": "aiosqlite-limit"}
 
 
@@ -49,8 +49,13 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--bot-customers", type=int, help="customers arriving at once (200)")
     parser.add_argument("--bot-paced", type=int, help="customers in the paced scenario (200)")
     parser.add_argument("--bot-rate", type=float, default=4.0, help="paced arrivals per second (4)")
-    parser.add_argument("--staff-runs", type=int, help="stored runs for staff queries (100000)")
+    parser.add_argument(
+        "--staff-runs",
+        help="stored runs for staff queries, comma-separated sizes (10000,100000,1000000)",
+    )
     parser.add_argument("--staff-samples", type=int, help="timed calls per staff query (200)")
+    parser.add_argument("--pg-runs", type=int, help="runs per system and mode on PostgreSQL (1000)")
+    parser.add_argument("--kills", type=int, help="SIGKILLs of the poller per placement (20)")
     parser.add_argument("--workdir", type=Path, help="where database files go (a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the database files")
     parser.add_argument(
@@ -63,8 +68,10 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         "paused": (10_000, 1_000),
         "bot_customers": (200, 30),
         "bot_paced": (200, 16),
-        "staff_runs": (100_000, 10_000),
+        "staff_runs": ("10000,100000,1000000", "10000"),
         "staff_samples": (200, 50),
+        "pg_runs": (1000, 100),
+        "kills": (20, 3),
     }
     for name, (full, quick) in sizes.items():
         if getattr(args, name) is None:
@@ -104,9 +111,24 @@ async def _main(args: argparse.Namespace, report: Report, workdir: Path) -> None
 
         await run_bot(report, workdir, args.bot_customers, args.bot_paced, args.bot_rate)
     if "staff" in args.sections:
+        from bench.pg_throughput import server_url
         from bench.staff import run_staff
 
-        await run_staff(report, workdir, args.staff_runs, args.staff_samples)
+        sizes = [int(n) for n in str(args.staff_runs).split(",") if n.strip()]
+        pg_url = server_url() if _answers(server_url()) else None
+        if pg_url is None:
+            report.note("staff: no PostgreSQL answers; SQLite only")
+        await run_staff(report, workdir, sizes, args.staff_samples, pg_url)
+    if "pg" in args.sections:
+        from bench.pg_throughput import PgPlan, run_pg
+
+        await run_pg(
+            report, PgPlan(runs=args.pg_runs, concurrency=args.concurrency, chunks=args.chunks)
+        )
+    if "failover" in args.sections:
+        from bench.failover import run_failover
+
+        await run_failover(report, workdir, args.kills)
     if args.profile is not None:
         from bench.profiling import profile
 
@@ -115,6 +137,16 @@ async def _main(args: argparse.Namespace, report: Report, workdir: Path) -> None
                 args.profile, workdir, min(args.runs, 500), args.concurrency, sync
             )
             report.note(f"profiles ({sync}): " + ", ".join(str(p) for p in written[::2]))
+
+
+def _answers(url: str) -> bool:
+    import psycopg
+
+    try:
+        psycopg.connect(url, connect_timeout=3).close()
+    except psycopg.Error:
+        return False
+    return True
 
 
 def _load() -> str:

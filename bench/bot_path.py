@@ -140,12 +140,14 @@ class Watcher:
 
 @contextlib.asynccontextmanager
 async def running_bot(standin: StandIn, db: Path, seed: Path) -> AsyncIterator[None]:
-    """The production bot (`bot_application`) long-polling `standin` until the block ends.
+    """The production bot (`bot_application`, `start_application`: the inbox and the poller
+    lease) long-polling `standin` until the block ends.
 
     The composition root is imported here, as the bench did before, so other sections never
     load PTB."""
+    from bot.application import start_application, stop_application
     from stepwise.runtime import open_runtime
-    from stepwise.serve import bot_application
+    from stepwise.serve import bot_application, open_receiving
     from stepwise.settings import Settings
 
     settings = Settings.model_validate(
@@ -160,16 +162,12 @@ async def running_bot(standin: StandIn, db: Path, seed: Path) -> AsyncIterator[N
     app = bot_application(runtime)
     try:
         await app.initialize()
-        await app.start()
-        assert app.updater is not None
-        await app.updater.start_polling(poll_interval=0, timeout=1)
+        # As `stepwise serve` receives: through the durable inbox, holding the poller lease.
+        await start_application(app, await open_receiving(runtime), poll_timeout_s=1)
         await standin.wait_for(lambda: standin.active_polls > 0, timeout=10)
         yield
     finally:
-        if app.updater is not None and app.updater.running:
-            await app.updater.stop()
-        if app.running:
-            await app.stop()
+        await stop_application(app)
         await app.shutdown()
         await runtime.close()
 

@@ -13,10 +13,12 @@ import json
 import random
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+import psycopg
 
 from agent_core.models import RunStatus
 from bench.measure import LatencySummary, db_bytes, query, remove_db
@@ -26,7 +28,7 @@ from storage.runs import SqliteRunStore
 from storage.tables import ts
 
 SECTION = "staff"
-GOAL_MS = 50.0
+GOAL_MS = 10.0  # issue 15: every staff query, p95, at 1M stored runs, both backends
 CUSTOMERS = 5_000
 DAYS = 30
 
@@ -266,11 +268,9 @@ class HistoryWriter:
         self.runs, self.steps, self.events = [], [], []
 
 
-async def generate(path: Path, runs: int, seed: int = 7) -> tuple[int, int]:
-    """Write `runs` runs into a fresh database at `path`; returns (steps, events)."""
-    remove_db(path)
-    conn = await connect(path)  # the real migrations
-    await conn.close()
+def _history(runs: int, seed: int, flush: Callable[[HistoryWriter], None]) -> None:
+    """Build `runs` runs (seeded, so both backends store the same history), flushing rows
+    every 5,000 runs."""
     rng = random.Random(seed)
     now = datetime.now(UTC)
     start = now - timedelta(days=DAYS)
@@ -279,22 +279,72 @@ async def generate(path: Path, runs: int, seed: int = 7) -> tuple[int, int]:
     statuses = [s for s, _ in STATUS_MIX]
     weights = [w for _, w in STATUS_MIX]
     writer = HistoryWriter(rng, now)
+    for n, offset in enumerate(offsets, start=1):
+        status = rng.choices(statuses, weights)[0]
+        writer.add_run(start + timedelta(seconds=offset), status)
+        if n % 5000 == 0:
+            flush(writer)
+    flush(writer)
+
+
+async def generate(path: Path, runs: int, seed: int = 7) -> tuple[int, int]:
+    """Write `runs` runs into a fresh SQLite file at `path`; returns (steps, events)."""
+    remove_db(path)
+    conn = await connect(path)  # the real migrations
+    await conn.close()
     db = sqlite3.connect(path, isolation_level=None)
     try:
         db.execute("PRAGMA synchronous = OFF")  # bulk load only; the store reopens with FULL
         db.execute("BEGIN")
-        for n, offset in enumerate(offsets, start=1):
-            status = rng.choices(statuses, weights)[0]
-            writer.add_run(start + timedelta(seconds=offset), status)
-            if n % 5000 == 0:
-                writer.flush(db)
-        writer.flush(db)
+        _history(runs, seed, lambda writer: writer.flush(db))
         db.execute("COMMIT")
         steps = int(db.execute("SELECT count(*) FROM steps").fetchone()[0])
         events = int(db.execute("SELECT count(*) FROM events").fetchone()[0])
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         db.close()
+    return steps, events
+
+
+def _copy_columns(sql: str) -> tuple[str, str]:
+    """(table, column list) of one of the INSERT statements above, for COPY."""
+    table = sql.split()[2]
+    return table, sql[sql.index("(") + 1 : sql.index(")")]
+
+
+async def generate_pg(url: str, runs: int, seed: int = 7) -> tuple[int, int]:
+    """The same history in a fresh PostgreSQL schema (`url` names it), with COPY; the
+    roll-up triggers fire for every copied row as they would for the journal's."""
+    from storage.pg import connect as pg_connect
+    from storage.pg import migrate as pg_migrate
+
+    conn = await pg_connect(url, timeout_s=10)
+    try:
+        await pg_migrate(conn)
+    finally:
+        await conn.close()
+    with psycopg.connect(url) as db:
+
+        def flush(writer: HistoryWriter) -> None:
+            for sql, rows in (
+                (RUN_SQL, writer.runs),
+                (STEP_SQL, writer.steps),
+                (EVENT_SQL, writer.events),
+            ):
+                table, names = _copy_columns(sql)
+                with db.cursor().copy(f"COPY {table} ({names}) FROM STDIN") as copy:
+                    for row in rows:
+                        copy.write_row(row)
+            writer.runs, writer.steps, writer.events = [], [], []
+
+        _history(runs, seed, flush)
+        db.commit()
+        # A bulk load leaves every roll-up row updated thousands of times in one go (dead
+        # versions until vacuumed); autovacuum would get there, the bench must not wait.
+        db.autocommit = True
+        db.execute("VACUUM ANALYZE")
+        steps = int(db.execute("SELECT count(*) FROM steps").fetchone()[0])  # type: ignore[index]
+        events = int(db.execute("SELECT count(*) FROM events").fetchone()[0])  # type: ignore[index]
     return steps, events
 
 
@@ -309,23 +359,66 @@ async def _time(samples: int, call: Callable[[int], Awaitable[object]]) -> list[
     return out
 
 
-async def run_staff(report: Report, workdir: Path, runs: int, samples: int) -> None:
-    path = workdir / "staff.db"
+async def run_staff(
+    report: Report, workdir: Path, sizes: Sequence[int], samples: int, pg_url: str | None
+) -> None:
+    """The curve: every size on SQLite, and on PostgreSQL when `pg_url` answers."""
+    for runs in sizes:
+        await _one_size(report, "sqlite", runs, samples, workdir=workdir)
+        if pg_url is not None:
+            await _one_size(report, "postgresql", runs, samples, pg_url=pg_url)
+
+
+async def _one_size(
+    report: Report,
+    backend: str,
+    runs: int,
+    samples: int,
+    *,
+    workdir: Path | None = None,
+    pg_url: str | None = None,
+) -> None:
+    labels = {"runs": f"{runs:,}", "backend": backend}
     started = time.perf_counter()
-    steps, events = await generate(path, runs)
+    store: Any
+    if pg_url is not None:
+        from bench.pg_throughput import drop_schema, fresh_schema, in_schema
+        from storage.pg_runs import PgRunStore
+
+        schema = fresh_schema(pg_url, "staff")
+        url = in_schema(pg_url, schema)
+        steps, events = await generate_pg(url, runs)
+        size = _pg_size(url)
+        store = await PgRunStore.open(url)
+
+        def read(sql: str) -> list[Any]:
+            with psycopg.connect(url) as db:
+                return db.execute(sql).fetchall()
+
+        def cleanup() -> None:
+            drop_schema(pg_url, schema)
+    else:
+        assert workdir is not None
+        path = workdir / f"staff-{runs}.db"
+        steps, events = await generate(path, runs)
+        size = db_bytes(path)
+        store = await SqliteRunStore.open(path)
+
+        def read(sql: str) -> list[Any]:
+            return query(path, sql)
+
+        def cleanup() -> None:
+            remove_db(path)
+
     generated_s = time.perf_counter() - started
-    labels = {"runs": f"{runs:,}"}
     report.add(SECTION, "generate", generated_s, "s", labels, steps=steps, events=events)
     report.add(SECTION, "events/run", events / runs, "", labels)
-    report.add(SECTION, "db size", db_bytes(path) / 1024 / 1024, "MiB", labels)
-
-    store = await SqliteRunStore.open(path)
+    report.add(SECTION, "db size", size / 1024 / 1024, "MiB", labels)
     try:
         rng = random.Random(11)
-        ids = [str(r[0]) for r in query(path, "SELECT id FROM runs")]
+        ids = [str(r[0]) for r in read("SELECT id FROM runs")]
         failing = [
-            int(r[0])
-            for r in query(path, "SELECT DISTINCT user_id FROM runs WHERE status = 'failed'")
+            int(r[0]) for r in read("SELECT DISTINCT user_id FROM runs WHERE status = 'failed'")
         ]
         picks = [rng.choice(ids) for _ in range(samples + 5)]
         users = [rng.choice(failing) for _ in range(samples + 5)]
@@ -359,25 +452,36 @@ async def run_staff(report: Report, workdir: Path, runs: int, samples: int) -> N
                 await store.history.failure_counts(week_ago),
             )
 
-        queries: list[tuple[str, Callable[[int], Awaitable[object]], bool]] = [
-            ("list_runs(limit=20)", newest, True),
-            ("list_runs(status=failed, user_id=X)", filtered, True),
-            ("timeline(run_id)", timeline, True),
-            ("list_runs(status=failed) pages", failed_page, False),
-            ("/stats 7 days (status+failure counts)", stats, False),
+        queries: list[tuple[str, Callable[[int], Awaitable[object]]]] = [
+            ("list_runs(limit=20)", newest),
+            ("list_runs(status=failed, user_id=X)", filtered),
+            ("timeline(run_id)", timeline),
+            ("list_runs(status=failed) pages", failed_page),
+            ("/stats 7 days (status+failure counts)", stats),
         ]
-        for name, call, is_goal in queries:
+        for name, call in queries:
             lat = LatencySummary.of(await _time(samples, call))
             q = {**labels, "query": name}
             report.add(SECTION, "p50", lat.p50_ms, "ms", q)
             report.add(SECTION, "p95", lat.p95_ms, "ms", q)
             report.add(SECTION, "max", lat.max_ms, "ms", q)
-            if is_goal:
-                report.goal(
-                    f"staff query {name} over {runs:,} runs",
-                    f"p95 < {GOAL_MS:.0f} ms",
-                    f"{lat.p95_ms:.2f} ms",
-                    lat.p95_ms < GOAL_MS,
-                )
+            report.goal(
+                f"staff query {name}, {runs:,} runs, {backend}",
+                f"p95 <= {GOAL_MS:.0f} ms",
+                f"{lat.p95_ms:.2f} ms",
+                lat.p95_ms <= GOAL_MS,
+            )
     finally:
         await store.close()
+        cleanup()
+
+
+def _pg_size(url: str) -> int:
+    """Bytes of this schema's tables and indexes."""
+    with psycopg.connect(url) as db:
+        row = db.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = current_schema() AND c.relkind = 'r'"
+        ).fetchone()
+    return int(row[0]) if row else 0

@@ -7,12 +7,15 @@ stand-in used by tests and the demo) is used exactly like Telegram.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import re
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
+import tornado.web
 from telegram import BotCommand, BotCommandScope, BotCommandScopeChat, Update
 from telegram.error import BadRequest
 from telegram.ext import (
@@ -27,10 +30,14 @@ from telegram.ext import (
 from agent_core.agent import Agent
 from agent_core.models import Language
 from bot.handlers import StepwiseBot
+from bot.handoff import HandoffDesk
+from bot.inbox import DEFAULT_KEEP_S, DEFAULT_LEASE_S, Intake, Keeper, TrackingApplication
+from bot.polling import DEFAULT_POLL_TIMEOUT_S, Poller
 from bot.progress import DEFAULT_TYPING, TelegramProgress, Typing
 from bot.ratelimit import SlidingWindowRateLimiter
 from bot.redact import redact_in_logs
 from bot.texts import say
+from storage.inbox import Inbox
 from storage.store import RunStore
 
 log = logging.getLogger(__name__)
@@ -60,8 +67,20 @@ def command_menus(staff_ids: frozenset[int]) -> list[CommandMenu]:
     `language_code` zh, English otherwise); staff also their commands, in the private-chat
     scope of each staff member only (Telegram picks the most specific scope)."""
     menus = [
-        CommandMenu((BotCommand("help", say("command_help", Language.EN)),)),
-        CommandMenu((BotCommand("help", say("command_help", Language.ZH)),), None, "zh"),
+        CommandMenu(
+            (
+                BotCommand("help", say("command_help", Language.EN)),
+                BotCommand("human", say("command_human", Language.EN)),
+            )
+        ),
+        CommandMenu(
+            (
+                BotCommand("help", say("command_help", Language.ZH)),
+                BotCommand("human", say("command_human", Language.ZH)),
+            ),
+            None,
+            "zh",
+        ),
     ]
     help_en = BotCommand("help", say("command_help", Language.EN))
     staff = (help_en, *(BotCommand(name, text) for name, text in STAFF_COMMANDS))
@@ -88,6 +107,9 @@ class BotConfig:
     token: str
     api_base_url: str = "https://api.telegram.org/bot"
     staff_ids: frozenset[int] = frozenset()
+    # Human handoff (issue 14): the staff forum group, and the console's URL for run links.
+    staff_chat_id: int | None = None
+    console_url: str | None = None
 
 
 # Telegram's rule for `secret_token`; it sends the value back in every webhook POST.
@@ -140,6 +162,8 @@ def build_application(
     base = config.api_base_url.rstrip("/")
     application = (
         ApplicationBuilder()
+        .application_class(TrackingApplication)
+        .update_queue(InboxQueue())
         .token(config.token)
         .base_url(base)
         .base_file_url(base.removesuffix("/bot") + "/file/bot")
@@ -148,9 +172,29 @@ def build_application(
         .build()
     )
     progress = TelegramProgress(application.bot, store, show_after_s=show_after_s, typing=typing)
-    bot = StepwiseBot(agent, store, progress, staff_ids=config.staff_ids)
+    desk = HandoffDesk(
+        application.bot,
+        store,
+        staff_chat_id=config.staff_chat_id,
+        staff_ids=config.staff_ids,
+        console_url=config.console_url,
+    )
+    bot = StepwiseBot(agent, store, progress, staff_ids=config.staff_ids, handoff=desk)
     application.bot_data["stepwise"] = bot
     new = filters.UpdateType.MESSAGE  # commands and questions: new messages only
+    if config.staff_chat_id is not None:
+        # First: nothing in the staff group ever reaches the agent (staff replies to
+        # customers, /close and /reopen in their topics; the rest is ignored).
+        staff_group = filters.Chat(config.staff_chat_id)
+        application.add_handler(
+            CommandHandler("close", bot.close_command, filters=new & staff_group)
+        )
+        application.add_handler(
+            CommandHandler("reopen", bot.reopen_command, filters=new & staff_group)
+        )
+        application.add_handler(MessageHandler(staff_group & ~filters.COMMAND, bot.staff_group))
+        application.add_handler(MessageHandler(staff_group, _ignore))
+    application.add_handler(CommandHandler("human", bot.human, filters=new & PEOPLE))
     application.add_handler(CommandHandler(["start", "help"], bot.help, filters=new))
     application.add_handler(CommandHandler("runs", bot.runs, filters=new))
     application.add_handler(CommandHandler("run", bot.run_timeline, filters=new))
@@ -165,25 +209,88 @@ def build_application(
     return application
 
 
+async def _ignore(update: object, context: object) -> None:
+    """Staff-group commands other than /close and /reopen: nothing (never the agent)."""
+
+
 def bot_of(application: TelegramApplication) -> StepwiseBot:
     bot: StepwiseBot = application.bot_data["stepwise"]
     return bot
 
 
+@dataclass(frozen=True)
+class Receiving:
+    """How updates are received: the durable inbox, this process's name in its claims and
+    leases, and their timing (`bot.inbox`, `bot.polling`)."""
+
+    inbox: Inbox
+    owner: str
+    lease_s: float = DEFAULT_LEASE_S
+    keep_s: float = DEFAULT_KEEP_S
+
+
+class InboxQueue(asyncio.Queue[object]):
+    """The application's update queue, with the webhook's updates going to the inbox.
+
+    PTB's webhook handler answers Telegram once `put` returns: an update is stored (and its
+    processing started, `Intake.receive`) before the 200. If it cannot be stored the
+    answer is 503, and Telegram delivers it again later. Anything else put here (PTB's stop
+    signal) is queued as usual.
+    """
+
+    intake: Intake | None = None
+
+    async def put(self, item: object) -> None:
+        if self.intake is not None and isinstance(item, Update):
+            if not await self.intake.receive([item]):
+                raise tornado.web.HTTPError(503, reason="storage unavailable")
+            return
+        await super().put(item)
+
+
+@dataclass
+class _Receiver:
+    intake: Intake
+    tasks: list[asyncio.Task[None]]
+    poller: Poller | None
+
+
+def receiver_of(application: TelegramApplication) -> _Receiver | None:
+    receiver: _Receiver | None = application.bot_data.get("stepwise.receiver")
+    return receiver
+
+
 async def start_application(
     application: TelegramApplication,
+    receiving: Receiving,
     *,
     webhook: Webhook | None = None,
-    poll_timeout_s: int | None = None,
+    poll_timeout_s: int = DEFAULT_POLL_TIMEOUT_S,
 ) -> None:
-    """Set the command menu, start, then receive updates (webhook or long polling).
+    """Set the command menu, start, then receive updates through the inbox: the webhook,
+    or long polling while this process holds the poller lease (`bot.polling`).
 
-    `application` must be initialized; `stop_application` undoes whatever this started.
+    `application` must be initialized; `stop_application` undoes whatever this started,
+    and closes `receiving.inbox`.
     """
     await set_command_menus(application)
     await application.start()
-    assert application.updater is not None
+    bot = bot_of(application)
+    intake = Intake(
+        receiving.inbox,
+        application,
+        bot.store,
+        owner=receiving.owner,
+        lease_s=receiving.lease_s,
+    )
+    keeper = Keeper(intake, keep_s=receiving.keep_s)
+    tasks = [asyncio.ensure_future(keeper.run())]
+    poller = None
     if webhook is not None:
+        queue = application.update_queue
+        assert isinstance(queue, InboxQueue)
+        queue.intake = intake
+        assert application.updater is not None
         await application.updater.start_webhook(
             listen=webhook.listen,
             port=webhook.port,
@@ -192,12 +299,12 @@ async def start_application(
             secret_token=webhook.secret,
             allowed_updates=ALLOWED_UPDATES,
         )
-    elif poll_timeout_s is not None:
-        await application.updater.start_polling(
-            allowed_updates=ALLOWED_UPDATES, timeout=poll_timeout_s
-        )
     else:
-        await application.updater.start_polling(allowed_updates=ALLOWED_UPDATES)
+        poller = Poller(
+            application.bot, intake, list(ALLOWED_UPDATES), poll_timeout_s=poll_timeout_s
+        )
+        tasks.append(asyncio.ensure_future(poller.run()))
+    application.bot_data["stepwise.receiver"] = _Receiver(intake, tasks, poller)
 
 
 async def set_command_menus(application: TelegramApplication) -> None:
@@ -215,8 +322,21 @@ async def set_command_menus(application: TelegramApplication) -> None:
 
 
 async def stop_application(application: TelegramApplication) -> None:
-    """Stop receiving updates, then the application (letting handlers finish)."""
+    """Stop receiving updates, then the application (letting handlers finish and their
+    updates be marked processed), then close the inbox."""
+    receiver = receiver_of(application)
+    if receiver is not None:
+        for task in receiver.tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if receiver.poller is not None:
+            await receiver.poller.release()
     if application.updater is not None and application.updater.running:
         await application.updater.stop()
     if application.running:
         await application.stop()
+    if receiver is not None:
+        await receiver.intake.drain()
+        await receiver.intake.inbox.close()
+        del application.bot_data["stepwise.receiver"]

@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import html
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -38,6 +38,11 @@ ANSWER_DELIVERY_ATTEMPTS = 4
 # bot looks for `prompt_shown` and `customer_blocked` events, never for these texts.
 BLOCKED_NOTE = "telegram: the customer blocked the bot"
 PROMPT_SHOWN_NOTE = "telegram: confirmation buttons shown"
+
+
+def _rows(*markups: InlineKeyboardMarkup | None) -> InlineKeyboardMarkup | None:
+    rows = [row for markup in markups if markup is not None for row in markup.inline_keyboard]
+    return InlineKeyboardMarkup(rows) if rows else None
 
 
 def decision_text(run: Run, step_id: str, key: str) -> str:
@@ -120,7 +125,20 @@ class ProgressStore(Protocol):
         """The pause's prompt was delivered as `prompt` (also records `prompt_shown`)."""
 
 
+# Set by the bot (issue 14's handoff): called with a finished run before its answer is sent;
+# returns a text to send instead of the run's answer (None: the answer) and buttons to show
+# under it (None: none). The handoff opens there, so its reply replaces the agent's.
+AnswerHook = Callable[[Run], Awaitable[tuple[str | None, InlineKeyboardMarkup | None]]]
+# Set by the bot (issue 14's staff approval): delivers a staff pause's Approve/Reject to
+# staff (and binds the pause to that message); True once shown. The customer's step message
+# then says they are waiting for our team, without buttons.
+StaffPromptHook = Callable[[Run], Awaitable[bool]]
+
+
 class TelegramProgress:
+    answer_hook: AnswerHook | None = None
+    staff_prompt_hook: StaffPromptHook | None = None
+
     def __init__(
         self,
         bot: Bot,
@@ -210,6 +228,13 @@ class TelegramProgress:
         step = run.step(step_id)
         text = html.escape(step_progress(step, run))
         markup = None
+        waiting = step.status is StepStatus.PAUSED and step.approval is None and run.pause
+        if waiting and run.pause is not None and run.pause.approver == "staff":
+            text = clip_message(text + "\n\n" + html.escape(say("waiting_for_team", run.language)))
+            await self._deliver(run, view, step_view, text, None, ANSWER_DELIVERY_ATTEMPTS)
+            if self.staff_prompt_hook is not None:
+                await self.staff_prompt_hook(run)
+            return
         if step.status is StepStatus.PAUSED and step.approval is None and run.pause:
             text += "\n\n" + html.escape(run.answer or "")
             markup = self._buttons(run)
@@ -315,10 +340,18 @@ class TelegramProgress:
             if step_view is not None and (step_view.timer or step_view.message_id):
                 await self._show(run, view, step.id)
         self._drop(run.id)
-        parts = split_message(html.escape(run.answer or ""))
+        answer, extra = run.answer or "", None
+        if self.answer_hook is not None:
+            try:
+                replaced, extra = await self.answer_hook(run)
+            except Exception:
+                log.exception("answer hook failed", extra={"trace_id": run.trace_id})
+                replaced = None
+            answer = answer if replaced is None else replaced
+        parts = split_message(html.escape(answer))
         for number, part in enumerate(parts, start=1):
             # A clarifying question offers its options as buttons under its last part.
-            markup = clarify_buttons(run) if number == len(parts) else None
+            markup = _rows(clarify_buttons(run), extra) if number == len(parts) else None
             await self._send_text(
                 run, view, part, silent=False, attempts=ANSWER_DELIVERY_ATTEMPTS, markup=markup
             )

@@ -5,8 +5,9 @@ Start a `StandIn`, point python-telegram-bot at it with
 and drive the other side of the conversation from the test: every update shape real
 Telegram sends (`inject_message` also into forum topics, `inject_edited_message`,
 `inject_service_message`, `inject_channel_post`, `press_button` also on inaccessible
-messages, `inject_my_chat_member`, and `inject_update` for anything else), faults
-(`fail_next`), and waits (`wait_for`, ...). `stepwise standin` serves it for other
+messages, `inject_my_chat_member`, and `inject_update` for anything else), who may do
+what in a group (`set_bot_rights`, `set_member`, read back by getChat/getChatMember and
+enforced by the forum topic methods), faults (`fail_next`), and waits (`wait_for`, ...). `stepwise standin` serves it for other
 processes, with the same controls under `/_test/...`. Flood limits come as one
 `FloodLimits`; everything time-dependent reads one injected `Clock`.
 """

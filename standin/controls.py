@@ -16,8 +16,9 @@ from typing import Any
 
 from .changes import ChangeSignal
 from .events import Events
+from .members import STATUSES, bot_member, checked_rights, member_json
 from .observe import Observation
-from .records import Fault, User
+from .records import Fault, Member, User
 from .state import BotState
 
 JSON = dict[str, Any]
@@ -48,9 +49,13 @@ class Controls(Observation):
 
         `is_forum` makes a forum supergroup (chat ids from -10**12 down), whose topics
         `add_topic` creates and `inject_message(..., message_thread_id=N)` writes into.
+        The user of a new group is its creator (getChatMember says "creator"); the bot is
+        a plain member until `set_bot_rights` promotes it.
         """
         user = self._user(chat_id, user_id, first_name, last_name, username, language_code)
         chat = self.state.ensure_chat(chat_id, user, title)
+        if chat.is_group and not chat.members:
+            chat.members[user.id] = Member("creator")  # whoever made the group owns it
         if is_forum:
             if chat.type != "supergroup":
                 raise ValueError(f"only supergroups (ids from -10**12 down) are forums: {chat_id}")
@@ -78,6 +83,7 @@ class Controls(Observation):
         sticker: bool = False,
         photo: bool = False,
         voice: bool = False,
+        document: bool = False,
         caption: str | None = None,
         language_code: str | None = "en",
         first_name: str | None = None,
@@ -96,7 +102,7 @@ class Controls(Observation):
         `is_topic_message`, as on Telegram; a topic not created with `add_topic` is
         created silently.
         """
-        text, caption, media = self._content(text, caption, sticker, photo, voice)
+        text, caption, media = self._content(text, caption, sticker, photo, voice, document)
         user = self._user(chat_id, user_id, first_name, last_name, username, language_code)
         payload = self.events.message(
             chat_id,
@@ -165,7 +171,7 @@ class Controls(Observation):
     ) -> JSON:
         """A post in a channel (chat ids from -10**12 down): no `from`, `sender_chat` is the
         channel. For a photo, `text` becomes the caption. Returns the Message JSON."""
-        text, caption, media = self._content(text, caption, False, photo, False)
+        text, caption, media = self._content(text, caption, False, photo, False, False)
         payload = self.events.channel_post(
             chat_id, text=text, media=media, caption=caption, title=title
         )
@@ -173,11 +179,17 @@ class Controls(Observation):
         return payload
 
     def _content(
-        self, text: str | None, caption: str | None, sticker: bool, photo: bool, voice: bool
+        self,
+        text: str | None,
+        caption: str | None,
+        sticker: bool,
+        photo: bool,
+        voice: bool,
+        document: bool,
     ) -> tuple[str | None, str | None, JSON]:
-        media = self._media(sticker=sticker, photo=photo, voice=voice)
+        media = self._media(sticker=sticker, photo=photo, voice=voice, document=document)
         if text is None and not media:
-            raise ValueError("a message needs text, sticker, photo or voice")
+            raise ValueError("a message needs text, sticker, photo, document or voice")
         if media and text is not None:
             if sticker:
                 raise ValueError("stickers carry no text or caption")
@@ -218,14 +230,11 @@ class Controls(Observation):
             raise ValueError(f"chat {chat_id} is a group: pass user_id")
         return chat_id
 
-    def _media(self, *, sticker: bool, photo: bool, voice: bool) -> JSON:
-        chosen = [
-            kind
-            for kind, wanted in (("sticker", sticker), ("photo", photo), ("voice", voice))
-            if wanted
-        ]
+    def _media(self, *, sticker: bool, photo: bool, voice: bool, document: bool) -> JSON:
+        kinds = (("sticker", sticker), ("photo", photo), ("voice", voice), ("document", document))
+        chosen = [kind for kind, wanted in kinds if wanted]
         if len(chosen) > 1:
-            raise ValueError("pick one of sticker, photo, voice")
+            raise ValueError("pick one of sticker, photo, voice, document")
         return self.events.new_media(chosen[0]) if chosen else {}
 
     # ----- buttons -----------------------------------------------------------------------
@@ -327,6 +336,59 @@ class Controls(Observation):
         assert payload is not None
         self.changes.poke()
         return payload
+
+    def set_bot_rights(
+        self,
+        chat_id: int,
+        status: str = "administrator",
+        *,
+        user_id: int | None = None,
+        **rights: bool,
+    ) -> JSON:
+        """Set the bot's standing in a group, e.g. `set_bot_rights(forum, can_manage_topics=
+        True)` makes it an administrator that may manage topics. Returns its ChatMember.
+
+        Administrators get the default rights (read and moderate messages) with `rights`
+        overriding them; other statuses take none. With `user_id` (who changed it), the
+        bot gets Telegram's my_chat_member update; without, the change is silent.
+        """
+        chat = self.state.chat(chat_id)
+        if not chat.is_group:
+            raise ValueError(f"chat {chat_id} is {chat.type}: rights exist in groups only")
+        if rights and status != "administrator":
+            raise ValueError("only administrators have rights")
+        chat.bot_rights = checked_rights(rights)
+        by = None if user_id is None else self.state.ensure_user(user_id)
+        if by is not None or chat.bot_status != status:
+            self.events.member_status(chat, status, by=by)
+        self.changes.poke()
+        return member_json(self.state.bot, bot_member(chat), chat.type)
+
+    def set_member(
+        self,
+        chat_id: int,
+        user_id: int,
+        status: str = "member",
+        *,
+        first_name: str | None = None,
+        **rights: bool,
+    ) -> JSON:
+        """Set someone's standing in a group ("creator", "administrator" with `rights`,
+        "member", "left", "kicked"), as getChatMember will report it; returns it."""
+        chat = self.state.chat(chat_id)
+        if not chat.is_group:
+            raise ValueError(f"chat {chat_id} is {chat.type}: members exist in groups only")
+        if status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, not {status!r}")
+        if rights and status != "administrator":
+            raise ValueError("only administrators have rights")
+        if user_id == self.state.bot.id:
+            raise ValueError("the bot's own standing is set with set_bot_rights")
+        user = self.state.ensure_user(user_id, first_name=first_name)
+        member = Member(status, checked_rights(rights))
+        chat.members[user_id] = member
+        self.changes.poke()
+        return member_json(user, member, chat.type)
 
     def inject_update(self, kind: str, payload: JSON) -> JSON:
         """Queue any update (`kind` is the Update field, e.g. "message_reaction") with a

@@ -20,8 +20,10 @@ from typing import Any
 from .botapi import object_problems, update_kinds
 from .formatting import command_entities
 from .markup import buttons
-from .records import CallbackQuery, Chat, StoredMessage, User
+from .members import has_right, member_json
+from .records import CallbackQuery, Chat, Member, StoredMessage, Topic, User
 from .state import BotState
+from .topics import ICON_COLORS, open_topic
 
 JSON = dict[str, Any]
 
@@ -31,7 +33,6 @@ INACCESSIBLE_AFTER_S = 48 * 3600
 GENERAL_TOPIC_ID = 1  # a forum's General topic: its messages carry no message_thread_id
 SERVICE_KINDS = ("new_chat_members", "left_chat_member", "new_chat_title", "pinned_message")
 MEMBER_STATUSES = ("member", "administrator", "left", "kicked")
-_TOPIC_ICON_COLOR = 0x6FB9F0  # the first of Telegram's six topic colours
 
 
 class Events:
@@ -60,7 +61,8 @@ class Events:
         if reply_to is not None and state.find_message(chat_id, reply_to) is None:
             raise LookupError(f"message {reply_to} not found in chat {chat_id}")
         if thread_id is not None:
-            _enter_topic(chat, thread_id)
+            _enter_topic(chat, thread_id, user)
+        _join(chat, user)
         message = state.add_message(
             chat, user, text=text, caption=caption, media=media, reply_to=reply_to
         )
@@ -145,6 +147,7 @@ class Events:
             value = self._pinned(chat, pinned_message_id)
         message = state.add_message(chat, user, service={kind: value})
         payload = self._queue("message", message)
+        _record_membership(chat, kind, user, members, state.bot.id)
         bot = state.bot.id
         if kind == "new_chat_members" and any(member.id == bot for member in members):
             chat.bot_status = "left"  # it joins, so it was not in the group a moment ago
@@ -163,16 +166,11 @@ class Events:
 
     def add_topic(self, chat_id: int, user: User, name: str) -> int:
         """Someone creates a forum topic; its id is the id of the service message that did."""
-        state = self.state
-        chat = state.chat(chat_id)
+        chat = self.state.chat(chat_id)
         if not chat.is_forum:
             raise ValueError(f"chat {chat_id} is not a forum (add_chat(..., is_forum=True))")
-        created = {"name": name, "icon_color": _TOPIC_ICON_COLOR}
-        message = state.add_message(chat, user, service={"forum_topic_created": created})
-        message.thread_id = message.message_id
-        chat.topics[message.message_id] = name
-        self._queue("message", message)
-        return message.message_id
+        _join(chat, user)
+        return open_topic(self.state, chat, user, name).thread_id
 
     # ----- buttons ---------------------------------------------------------------------
 
@@ -236,19 +234,15 @@ class Events:
             "chat": chat.to_api(),
             "from": by.to_api(),
             "date": self.state.date(),
-            "old_chat_member": self._member(old),
-            "new_chat_member": self._member(status),
+            "old_chat_member": self._member(chat, old),
+            "new_chat_member": self._member(chat, status),
         }
         self.state.enqueue("my_chat_member", payload)
         return payload
 
-    def _member(self, status: str) -> JSON:
-        member: JSON = {"status": status, "user": self.state.bot.to_api()}
-        if status == "kicked":
-            member["until_date"] = 0  # forever
-        if status == "administrator":
-            member.update(_BOT_ADMIN_RIGHTS)
-        return member
+    def _member(self, chat: Chat, status: str) -> JSON:
+        rights = chat.bot_rights if status == "administrator" else {}
+        return member_json(self.state.bot, Member(status, rights), chat.type)
 
     # ----- anything else -----------------------------------------------------------------
 
@@ -289,7 +283,8 @@ class Events:
         return record
 
     def new_media(self, kind: str) -> JSON:
-        """Message fields for an injected sticker, photo or voice note, with real file ids."""
+        """Message fields for an injected sticker, photo, document or voice note, with real
+        file ids (getFile finds them, copyMessage carries them over)."""
         if kind == "sticker":
             file = self.new_file("sticker", "webp")
             sticker = {"type": "regular", "width": 512, "height": 512, "emoji": "🙂"}
@@ -299,35 +294,61 @@ class Events:
             sizes = [(90, self.new_file("photo", "jpg")), (800, self.new_file("photo", "jpg"))]
             photo = [{**_file_fields(f), "width": side, "height": side} for side, f in sizes]
             return {"photo": photo}
+        if kind == "document":
+            file = self.new_file("document", "pdf")
+            name = file["file_path"].rsplit("/", 1)[-1]
+            return {
+                "document": {
+                    **_file_fields(file),
+                    "file_name": name,
+                    "mime_type": "application/pdf",
+                }
+            }
         file = self.new_file("voice", "oga")
         return {"voice": {**_file_fields(file), "duration": 3, "mime_type": "audio/ogg"}}
 
 
-# What an administrator bot may do (ChatMemberAdministrator's required flags): enough to
-# read and moderate messages, nothing that changes the chat itself.
-_BOT_ADMIN_RIGHTS: JSON = {
-    "can_be_edited": False,
-    "is_anonymous": False,
-    "can_manage_chat": True,
-    "can_delete_messages": True,
-    "can_manage_video_chats": False,
-    "can_restrict_members": False,
-    "can_promote_members": False,
-    "can_change_info": False,
-    "can_invite_users": True,
-    "can_post_stories": False,
-    "can_edit_stories": False,
-    "can_delete_stories": False,
-}
+def _enter_topic(chat: Chat, thread_id: int, user: User) -> None:
+    """A message in topic `thread_id`; a topic the test did not create is created silently.
 
-
-def _enter_topic(chat: Chat, thread_id: int) -> None:
-    """A message in topic `thread_id`; a topic the test did not create is created silently."""
+    A real client cannot write into a deleted topic, nor into a closed one unless its
+    user may manage topics.
+    """
     if not chat.is_forum:
         raise ValueError(f"chat {chat.id} is not a forum: message_thread_id needs is_forum")
     if thread_id == GENERAL_TOPIC_ID:
         raise ValueError("messages in a forum's General topic carry no message_thread_id")
-    chat.topics.setdefault(thread_id, f"Topic {thread_id}")
+    if thread_id in chat.deleted_topics:
+        raise ValueError(f"topic {thread_id} of chat {chat.id} was deleted")
+    topic = chat.topics.setdefault(
+        thread_id, Topic(thread_id, f"Topic {thread_id}", ICON_COLORS[0], user.id)
+    )
+    member = chat.members.get(user.id, Member("member"))
+    if topic.closed and not has_right(member, "can_manage_topics"):
+        raise ValueError(f"topic {thread_id} is closed: only admins who manage topics write there")
+
+
+def _join(chat: Chat, user: User) -> None:
+    """Someone who writes in a group is one of its members, unless the test said more."""
+    if chat.is_group and user.id not in chat.members:
+        chat.members[user.id] = Member("member")
+
+
+def _record_membership(
+    chat: Chat, kind: str, sender: User, members: Sequence[User], bot_id: int
+) -> None:
+    """Joins and leaves change who getChatMember reports as in the group."""
+    if kind == "new_chat_members":
+        for member in members or (sender,):
+            if member.id != bot_id and chat.members.get(member.id, Member("left")).status in (
+                "left",
+                "kicked",
+            ):
+                chat.members[member.id] = Member("member")
+    elif kind == "left_chat_member":
+        gone = members[0] if members else sender
+        if gone.id != bot_id:
+            chat.members[gone.id] = Member("left")
 
 
 def _file_fields(file: JSON) -> JSON:

@@ -5,14 +5,15 @@ flood control) so the first error a bot sees is the one Telegram would report, a
 then changes state. Methods Telegram has but the stand-in lacks answer 404 like unknown
 methods do, which shows up in the call log rather than passing silently.
 
-One idea at a little over 400 lines: the method table and the lookups every method
-shares (`_chat`, `_writable_chat`, `_editable`, the parameter checks). Splitting it by
-method family would spread those lookups, and with them Telegram's error order, over
-several modules; the records, parsing, markup and flood rules already live elsewhere.
+One idea at about 500 lines: the method table and the message methods (send, copy,
+edit, delete, answer). The lookups every method starts with (chat, topic) are in
+lookups.py, shared with the chat-information and forum-topic methods (forum.py), whose
+handlers join this table; the records, parsing, markup and flood rules live elsewhere.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -36,7 +37,10 @@ from .formatting import (
     parse,
     utf16_len,
 )
+from .forum import ForumApi
+from .lookups import chat_of, require_chat_id, thread_of, writable_chat
 from .markup import inline_keyboard, parse_reply_markup
+from .members import bot_member, has_right
 from .params import Params
 from .records import CallbackAnswer, Chat, StoredMessage
 from .state import BotState
@@ -61,6 +65,7 @@ CHAT_ACTIONS = frozenset(
     }
 )
 MAX_CALLBACK_ANSWER_LENGTH = 200
+MAX_CAPTION_LENGTH = 1024
 # Telegram accepts MarkdownV2 and Markdown; the stand-in refuses them rather than guess.
 HTML_ONLY = "this stand-in supports parse_mode HTML only"
 
@@ -83,6 +88,7 @@ class BotApi:
             "deleteMyCommands": self.delete_my_commands,
             "sendMessage": self.send_message,
             "editMessageText": self.edit_message_text,
+            "editMessageCaption": self.edit_message_caption,
             "editMessageReplyMarkup": self.edit_message_reply_markup,
             "answerCallbackQuery": self.answer_callback_query,
             "sendChatAction": self.send_chat_action,
@@ -90,6 +96,8 @@ class BotApi:
             "getFile": self.get_file,
             "close": self.close,
             "logOut": self.log_out,
+            "copyMessage": self.copy_message,
+            **ForumApi(state).handlers(),
         }
         # Telegram matches method names case-insensitively.
         self._methods = {name.lower(): (name, handler) for name, handler in handlers.items()}
@@ -237,11 +245,11 @@ class BotApi:
 
     async def send_message(self, params: Params) -> JSON:
         """Send a text message, optionally with markup and as a reply."""
-        _require_chat_id(params)
+        require_chat_id(params)
         formatted = _formatted(params)
         markup = parse_reply_markup(params)
-        chat = self._writable_chat(params)
-        thread_id = _thread(params, chat)
+        chat = writable_chat(self.state, params)
+        thread_id = thread_of(params, chat)
         _check_length(formatted)
         reply_to = self._reply_target(params, chat)
         self.state.flood.admit(chat.id, chat.is_group)
@@ -258,12 +266,52 @@ class BotApi:
         _update_reply_keyboard(chat, markup)
         return self.state.message_json(message)
 
+    async def copy_message(self, params: Params) -> JSON:
+        """Copy a message as a new bot message that keeps no link to the original.
+
+        Text keeps its entities; media keeps its file ids and its caption unless a new
+        `caption` (empty removes it) replaces it. Service messages can't be copied. As in
+        tdlib/telegram-bot-api, the new caption is parsed first, then the source message
+        is looked up, then the target chat and topic are checked. Answers a MessageId.
+        """
+        caption = _new_caption(params)
+        markup = parse_reply_markup(params)
+        source_chat = chat_of(self.state, params, "from_chat_id")
+        source_id = params.integer("message_id") or 0
+        source = self.state.find_message(source_chat.id, source_id) if source_id > 0 else None
+        if source is None:
+            raise bad_request("message to copy not found")
+        if source.service:
+            raise bad_request("message can't be copied")
+        require_chat_id(params)
+        chat = writable_chat(self.state, params)
+        thread_id = thread_of(params, chat)
+        reply_to = self._reply_target(params, chat)
+        self.state.flood.admit(chat.id, chat.is_group)
+        content: JSON = {"text": source.text, "entities": source.entities}
+        if source.media:
+            content = {"media": copy.deepcopy(source.media)}
+            kept = FormattedText(source.caption or "", source.entities)
+            shown = kept if caption is None or "sticker" in source.media else caption
+            if shown.text:
+                content.update(caption=shown.text, entities=shown.entities)
+        message = self.state.add_message(
+            chat,
+            self.state.bot,
+            **content,
+            reply_markup=markup,
+            reply_to=reply_to,
+            thread_id=thread_id,
+        )
+        _update_reply_keyboard(chat, markup)
+        return {"message_id": message.message_id}
+
     async def edit_message_text(self, params: Params) -> JSON:
         """Replace a bot message's text; omitting reply_markup removes its keyboard."""
         message_id = _message_ref(params)
         formatted = _formatted(params)
         markup = inline_keyboard(parse_reply_markup(params))
-        chat = self._writable_chat(params)
+        chat = writable_chat(self.state, params)
         _check_length(formatted)
         message = self._editable(chat, message_id)
         if message.text is None:
@@ -278,11 +326,31 @@ class BotApi:
         message.parse_mode = params.text("parse_mode")
         return self.state.message_json(message)
 
+    async def edit_message_caption(self, params: Params) -> JSON:
+        """Replace (or, when empty or omitted, remove) a bot media message's caption;
+        omitting reply_markup removes its keyboard, as with editMessageText."""
+        message_id = _message_ref(params)
+        caption = _new_caption(params) or FormattedText("")
+        markup = inline_keyboard(parse_reply_markup(params))
+        chat = writable_chat(self.state, params)
+        message = self._editable(chat, message_id)
+        if not message.media:
+            raise bad_request("there is no caption in the message to edit")
+        current = (message.caption or "", message.entities, inline_keyboard(message.reply_markup))
+        if current == (caption.text, caption.entities, markup):
+            raise bad_request(NOT_MODIFIED)
+        self.state.flood.admit(chat.id, chat.is_group)
+        message.record_edit(self.state.date())
+        message.caption, message.entities = caption.text or None, caption.entities
+        message.reply_markup = markup
+        message.parse_mode = params.text("parse_mode")
+        return self.state.message_json(message)
+
     async def edit_message_reply_markup(self, params: Params) -> JSON:
         """Replace (or, when omitted, remove) a bot message's inline keyboard."""
         message_id = _message_ref(params)
         markup = inline_keyboard(parse_reply_markup(params))
-        chat = self._writable_chat(params)
+        chat = writable_chat(self.state, params)
         message = self._editable(chat, message_id)
         if inline_keyboard(message.reply_markup) == markup:
             raise bad_request(NOT_MODIFIED)
@@ -292,26 +360,28 @@ class BotApi:
         return self.state.message_json(message)
 
     async def delete_message(self, params: Params) -> bool:
-        """Delete a message; in groups the (non-admin) bot may delete only its own."""
-        _require_chat_id(params)
+        """Delete a message; in groups the bot may delete others' messages only as an
+        administrator with `can_delete_messages`, its own always."""
+        require_chat_id(params)
         message_id = params.integer("message_id")
         if not message_id:
             raise bad_request("message identifier is not specified")
-        chat = self._chat(params)
+        chat = chat_of(self.state, params)
         message = self.state.find_message(chat.id, message_id)
         if message is None:
             raise bad_request("message to delete not found")
-        if chat.is_group and not message.from_bot:
+        may_delete = has_right(bot_member(chat), "can_delete_messages")
+        if chat.is_group and not message.from_bot and not may_delete:
             raise bad_request("message can't be deleted")
         message.deleted = True
         return True
 
     async def send_chat_action(self, params: Params) -> bool:
         """Record the action ("typing", ...) the user would see for a few seconds."""
-        _require_chat_id(params)
+        require_chat_id(params)
         action = params.text("action") or ""
-        chat = self._writable_chat(params)
-        _thread(params, chat)
+        chat = writable_chat(self.state, params)
+        thread_of(params, chat)
         if action not in CHAT_ACTIONS:
             raise bad_request("wrong parameter action in request")
         chat.actions.append(action)
@@ -349,21 +419,6 @@ class BotApi:
 
     # ----- shared lookups --------------------------------------------------------------
 
-    def _chat(self, params: Params) -> Chat:
-        chat_id = params.chat_id()
-        if chat_id is None:
-            raise bad_request("chat_id is empty")
-        chat = self.state.find_chat(chat_id)
-        if chat is None:
-            raise bad_request("chat not found")
-        return chat
-
-    def _writable_chat(self, params: Params) -> Chat:
-        chat = self._chat(params)
-        if chat.blocked:
-            raise chat.blocked_error()
-        return chat
-
     def _editable(self, chat: Chat, message_id: int) -> StoredMessage:
         message = self.state.find_message(chat.id, message_id)
         if message is None:
@@ -388,31 +443,11 @@ class BotApi:
         raise bad_request("message to be replied not found")
 
 
-def _require_chat_id(params: Params) -> None:
-    if not params.present("chat_id"):
-        raise bad_request("chat_id is empty")
-
-
-def _thread(params: Params, chat: Chat) -> int | None:
-    """`message_thread_id`: a topic of this forum chat, as Telegram checks it.
-
-    Telegram refuses the General topic's id and any topic that does not exist with the
-    same words; the stand-in also refuses a thread id outside a forum rather than
-    silently dropping it, so a bot that sends one there finds out.
-    """
-    thread_id = params.integer("message_thread_id")
-    if thread_id is None or thread_id <= 0:  # Telegram reads 0 and below as "no topic"
-        return None
-    if thread_id not in chat.topics:
-        raise bad_request("message thread not found")
-    return thread_id
-
-
 def _message_ref(params: Params) -> int:
     """chat_id + message_id of a message to edit (inline messages are not modelled)."""
     if params.present("inline_message_id"):
         raise bad_request("MESSAGE_ID_INVALID")
-    _require_chat_id(params)
+    require_chat_id(params)
     message_id = params.integer("message_id")
     if not message_id:
         raise bad_request("message identifier is not specified")
@@ -436,6 +471,28 @@ def _formatted(params: Params) -> FormattedText:
         entities = params.json_value("entities", "can't parse entities JSON object")
         if isinstance(entities, list):
             formatted = FormattedText(formatted.text, checked_entities(formatted.text, entities))
+    return formatted
+
+
+def _new_caption(params: Params) -> FormattedText | None:
+    """copyMessage's replacement `caption` (None when absent: keep the original), parsed
+    under `parse_mode` or with `caption_entities`, at most 1024 UTF-16 units."""
+    if "caption" not in params.raw or params.raw["caption"] is None:
+        return None
+    text = params.text("caption") or ""
+    parse_mode = params.text("parse_mode")
+    try:
+        formatted = parse(text, parse_mode)
+    except ParseError as exc:
+        raise can_t_parse_entities(str(exc)) from None
+    except UnsupportedParseMode as exc:
+        raise bad_request(HTML_ONLY if exc.known else "unsupported parse_mode") from None
+    if not parse_mode and params.present("caption_entities"):
+        entities = params.json_value("caption_entities", "can't parse entities JSON object")
+        if isinstance(entities, list):
+            formatted = FormattedText(formatted.text, checked_entities(formatted.text, entities))
+    if formatted.length > MAX_CAPTION_LENGTH:
+        raise bad_request("message caption is too long")
     return formatted
 
 

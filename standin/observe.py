@@ -39,6 +39,11 @@ class Observation:
         sent = self.bot_messages(chat_id)
         return sent[-1] if sent else None
 
+    def topics(self, chat_id: int) -> list[JSON]:
+        """A forum's topics, oldest first: ForumTopic fields plus `closed`."""
+        topics = sorted(self.state.chat(chat_id).topics.values(), key=lambda t: t.thread_id)
+        return [{**topic.to_api(), "closed": topic.closed} for topic in topics]
+
     def callback_answers(self, query_id: str) -> list[CallbackAnswer]:
         """The accepted answer to a button press ([] while unanswered)."""
         query = self.state.callback_queries.get(query_id)

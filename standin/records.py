@@ -40,11 +40,53 @@ class User:
 
 
 @dataclass
+class Topic:
+    """A forum topic: its id is the id of the `forum_topic_created` message that opened it.
+
+    `creator_id` matters for rights: Telegram lets the creator of a topic edit, close and
+    reopen it without the `can_manage_topics` right.
+    """
+
+    thread_id: int
+    name: str
+    icon_color: int
+    creator_id: int
+    closed: bool = False
+    icon_custom_emoji_id: str | None = None
+
+    def to_api(self) -> JSON:
+        """Bot API ForumTopic object."""
+        data: JSON = {
+            "message_thread_id": self.thread_id,
+            "name": self.name,
+            "icon_color": self.icon_color,
+        }
+        if self.icon_custom_emoji_id:
+            data["icon_custom_emoji_id"] = self.icon_custom_emoji_id
+        return data
+
+
+@dataclass
+class Member:
+    """Someone's standing in a group: a ChatMember status and, for administrators, rights.
+
+    `rights` holds only the rights that differ from the defaults (standin/members.py).
+    """
+
+    status: str
+    rights: dict[str, bool] = field(default_factory=dict)
+
+
+@dataclass
 class Chat:
     """A chat the bot can talk to; only chats a test created exist ("chat not found").
 
-    `topics` maps a forum supergroup's topic ids (`message_thread_id`) to their names;
-    `bot_status` is the bot's ChatMember status, which my_chat_member updates report.
+    `topics` maps a forum supergroup's open and closed topics by `message_thread_id`;
+    `deleted_topics` remembers the ids of deleted ones (sends to them fail, and a test
+    cannot write into them). `bot_status` is the bot's ChatMember status, which
+    my_chat_member updates report, and `bot_rights` its administrator rights beyond the
+    defaults; `members` is everyone else whose standing the test set or the chat showed
+    (a message, a join, a leave).
     """
 
     id: int
@@ -54,9 +96,12 @@ class Chat:
     last_name: str | None = None
     username: str | None = None
     is_forum: bool = False
-    topics: dict[int, str] = field(default_factory=dict)
+    topics: dict[int, Topic] = field(default_factory=dict)
+    deleted_topics: set[int] = field(default_factory=set)
     blocked: bool = False
     bot_status: str = "member"
+    bot_rights: dict[str, bool] = field(default_factory=dict)
+    members: dict[int, Member] = field(default_factory=dict)
     next_message_id: int = 1
     last_user_id: int | None = None
     reply_keyboard: JSON | None = None

@@ -33,6 +33,9 @@ def add_test_routes(app: web.Application, controls: Controls) -> None:
         "inject_service_message": ("POST", endpoints.inject_service_message),
         "inject_channel_post": ("POST", endpoints.inject_channel_post),
         "inject_my_chat_member": ("POST", endpoints.inject_my_chat_member),
+        "bot_rights": ("POST", endpoints.set_bot_rights),
+        "members": ("POST", endpoints.set_member),
+        "forum_topics": ("GET", endpoints.topics),
         "inject_update": ("POST", endpoints.inject_update),
         "press_button": ("POST", endpoints.press_button),
         "press_button_by_text": ("POST", endpoints.press_button_by_text),
@@ -104,6 +107,16 @@ def _required_text(params: Params, name: str) -> str:
     return value
 
 
+def _rights(params: Params) -> dict[str, bool]:
+    """Administrator rights given as `rights` (a JSON object of name: true/false)."""
+    rights = params.json_value("rights", "rights must be a JSON object")
+    if rights is None:
+        return {}
+    if not isinstance(rights, dict):
+        raise ValueError("rights must be a JSON object of name: true/false")
+    return rights
+
+
 class _Endpoints:
     """Adapters from Params to Controls methods; JSON-ready results."""
 
@@ -136,6 +149,7 @@ class _Endpoints:
             sticker=p.flag("sticker"),
             photo=p.flag("photo"),
             voice=p.flag("voice"),
+            document=p.flag("document"),
             caption=p.text("caption"),
             language_code=p.text("language_code") or "en",
             first_name=p.text("first_name"),
@@ -185,6 +199,26 @@ class _Endpoints:
             user_id=p.integer("user_id"),
             title=p.text("title"),
         )
+
+    async def set_bot_rights(self, p: Params) -> JSON:
+        return self.controls.set_bot_rights(
+            _required_int(p, "chat_id"),
+            p.text("status") or "administrator",
+            user_id=p.integer("user_id"),
+            **_rights(p),
+        )
+
+    async def set_member(self, p: Params) -> JSON:
+        return self.controls.set_member(
+            _required_int(p, "chat_id"),
+            _required_int(p, "user_id"),
+            p.text("status") or "member",
+            first_name=p.text("first_name"),
+            **_rights(p),
+        )
+
+    async def topics(self, p: Params) -> list[JSON]:
+        return self.controls.topics(_required_int(p, "chat_id"))
 
     async def inject_update(self, p: Params) -> JSON:
         payload = p.json_value("payload", "payload must be a JSON object")

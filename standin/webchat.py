@@ -1,10 +1,13 @@
-"""A browser chat window onto the stand-in: the demo customer's side of a Telegram chat.
+"""A browser chat window onto the stand-in: the demo customer's side of a Telegram chat,
+and, when a staff group is configured, the staff's side: a forum with one topic per case.
 
-The page shows exactly what the stand-in's chat shows (the state the bot built through
+The page shows exactly what the stand-in's chats show (the state the bot built through
 real Bot API calls): the plan, one message per step edited in place, inline buttons.
 Typing sends a message and pressing a button sends a callback query, through the same
 primitives the tests use (`inject_message`, `press_button`), so the bot receives them
-through `getUpdates` like any Telegram update.
+through `getUpdates` like any Telegram update. The staff panel lists the forum's topics,
+shows the selected topic's messages, and writes and presses buttons there as the one
+demo staff member (`StaffDesk`), again as injected updates.
 
 The page long-polls `/api/state`: the server answers when the chat's fingerprint differs
 from the one the page has (or after `wait` seconds), waking on the stand-in's change
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +46,44 @@ _CSP = (
 )
 
 
+GENERAL = 0  # the page's id for a forum's General topic (its messages have no thread id)
+# How the staff panel words a service message, after the name of who caused it.
+_SERVICE_LINES = {
+    "forum_topic_created": "created the topic",
+    "forum_topic_edited": "edited the topic",
+    "forum_topic_closed": "closed the topic",
+    "forum_topic_reopened": "reopened the topic",
+    "new_chat_members": "added members",
+    "left_chat_member": "left the group",
+    "new_chat_title": "renamed the group",
+    "pinned_message": "pinned a message",
+}
+
+
+@dataclass(frozen=True)
+class StaffDesk:
+    """The staff group the page's second panel shows, and the staff member it writes as."""
+
+    chat_id: int
+    user_id: int
+    first_name: str = "Demo staff"
+    title: str = "Support staff"
+
+
+def prepare_staff_group(standin: StandIn, desk: StaffDesk) -> None:
+    """Make the desk's forum, owned by its staff member, with the bot an administrator
+    that may manage and delete topics (what a support team sets up in Telegram)."""
+    if desk.chat_id in standin.state.chats:
+        return
+    standin.add_chat(
+        desk.chat_id, desk.user_id, title=desk.title, first_name=desk.first_name, is_forum=True
+    )
+    standin.set_bot_rights(desk.chat_id, can_manage_topics=True, can_pin_messages=True)
+
+
 class WebChat:
-    """Serves the chat page for one customer (a private chat: chat id = user id)."""
+    """Serves the chat page for one customer (a private chat: chat id = user id) and,
+    with a `staff` desk, the staff group beside it."""
 
     def __init__(
         self,
@@ -53,12 +93,14 @@ class WebChat:
         first_name: str = "Demo customer",
         language_code: str = "en",
         console_url: str | None = None,
+        staff: StaffDesk | None = None,
     ) -> None:
         self.standin = standin
         self.user_id = user_id
         self.first_name = first_name
         self.language_code = language_code
         self.console_url = console_url
+        self.staff = staff
         self._queries: list[str] = []
         self._closing = False
         self._runner: web.AppRunner | None = None
@@ -73,6 +115,8 @@ class WebChat:
         app.router.add_get("/api/state", self._state)
         app.router.add_post("/api/send", self._send)
         app.router.add_post("/api/press", self._press)
+        app.router.add_post("/api/staff/send", self._staff_send)
+        app.router.add_post("/api/staff/press", self._staff_press)
         app.router.add_static("/static/", ASSETS, show_index=False)
         return app
 
@@ -124,9 +168,41 @@ class WebChat:
             "messages": [_message(m) for m in messages],
             "toasts": toasts,
             "typing": bool(messages) and not messages[-1].from_bot,
+            "staff": self.staff_snapshot(),
         }
         body["version"] = _fingerprint(body)
         return body
+
+    def staff_snapshot(self) -> JSON | None:
+        """The staff group as its panel renders it: General and the topics, and every
+        message with the topic it is in (GENERAL for none) and who wrote it."""
+        desk = self.staff
+        if desk is None:
+            return None
+        standin = self.standin
+        if desk.chat_id not in standin.state.chats:
+            return {"topics": [], "messages": []}
+        topics = [{"id": GENERAL, "name": "General", "closed": False}] + [
+            {"id": t["message_thread_id"], "name": t["name"], "closed": t["closed"]}
+            for t in standin.topics(desk.chat_id)
+        ]
+        messages = []
+        for shown in standin.chat_messages(desk.chat_id):
+            sender = self._name(shown)
+            entry = _message(shown)
+            entry["topic"] = shown.message_thread_id or GENERAL
+            entry["sender"] = sender
+            entry["mine"] = shown.sender_id == desk.user_id
+            line = _SERVICE_LINES.get(shown.kind)
+            entry["service"] = f"{sender} {line}" if line else None
+            messages.append(entry)
+        return {"topics": topics, "messages": messages}
+
+    def _name(self, shown: ShownMessage) -> str:
+        if shown.from_bot:
+            return str(self.standin.bot.get("first_name", "bot"))
+        user = self.standin.state.users.get(shown.sender_id)
+        return user.first_name if user is not None else str(shown.sender_id)
 
     async def _state(self, request: web.Request) -> web.Response:
         since = request.query.get("since", "")
@@ -153,18 +229,21 @@ class WebChat:
                 "console_url": self.console_url,
                 "suggestions": list(SUGGESTIONS),
                 "max_text": MAX_TEXT,
+                "staff": None
+                if self.staff is None
+                else {
+                    "chat_id": self.staff.chat_id,
+                    "user_id": self.staff.user_id,
+                    "name": self.staff.first_name,
+                    "title": self.staff.title,
+                },
             }
         )
 
     # ----- what the customer does ------------------------------------------------------
 
     async def _send(self, request: web.Request) -> web.Response:
-        body = await _json_body(request)
-        text = str(body.get("text", "")).strip()
-        if not text:
-            raise _bad("type a message first")
-        if len(text) > MAX_TEXT:
-            raise _bad(f"a message has at most {MAX_TEXT} characters")
+        text = _text(await _json_body(request))
         sent = self.standin.inject_message(
             self.user_id,
             self.user_id,
@@ -175,16 +254,68 @@ class WebChat:
         return web.json_response({"ok": True, "message_id": sent["message_id"]})
 
     async def _press(self, request: web.Request) -> web.Response:
-        body = await _json_body(request)
-        message_id, data = body.get("message_id"), body.get("callback_data")
-        if not isinstance(message_id, int) or not isinstance(data, str):
-            raise _bad("message_id (number) and callback_data (text) are required")
+        message_id, data = await _button(request)
         try:
             query_id = self.standin.press_button(self.user_id, message_id, data, self.user_id)
         except (LookupError, ValueError) as exc:
             raise _bad("that button is no longer there") from exc
         self._queries.append(query_id)
         return web.json_response({"ok": True, "query_id": query_id})
+
+    # ----- what the staff member does --------------------------------------------------
+
+    async def _staff_send(self, request: web.Request) -> web.Response:
+        desk = self._desk()
+        body = await _json_body(request)
+        text = _text(body)
+        topic = body.get("topic", GENERAL)
+        if not isinstance(topic, int) or isinstance(topic, bool):
+            raise _bad("topic (number) is required")
+        try:
+            sent = self.standin.inject_message(
+                desk.chat_id,
+                desk.user_id,
+                text,
+                first_name=desk.first_name,
+                message_thread_id=topic or None,
+            )
+        except (LookupError, ValueError) as exc:
+            raise _bad(str(exc)) from exc
+        return web.json_response({"ok": True, "message_id": sent["message_id"]})
+
+    async def _staff_press(self, request: web.Request) -> web.Response:
+        desk = self._desk()
+        message_id, data = await _button(request)
+        try:
+            query_id = self.standin.press_button(desk.chat_id, message_id, data, desk.user_id)
+        except (LookupError, ValueError) as exc:
+            raise _bad("that button is no longer there") from exc
+        self._queries.append(query_id)
+        return web.json_response({"ok": True, "query_id": query_id})
+
+    def _desk(self) -> StaffDesk:
+        if self.staff is None:
+            raise web.HTTPNotFound(text="this demo has no staff group")
+        return self.staff
+
+
+def _text(body: JSON) -> str:
+    """The message text of a send request, within Telegram's limit."""
+    text = str(body.get("text", "")).strip()
+    if not text:
+        raise _bad("type a message first")
+    if len(text) > MAX_TEXT:
+        raise _bad(f"a message has at most {MAX_TEXT} characters")
+    return text
+
+
+async def _button(request: web.Request) -> tuple[int, str]:
+    """The message id and callback data of a press request."""
+    body = await _json_body(request)
+    message_id, data = body.get("message_id"), body.get("callback_data")
+    if not isinstance(message_id, int) or not isinstance(data, str):
+        raise _bad("message_id (number) and callback_data (text) are required")
+    return message_id, data
 
 
 def _message(shown: ShownMessage) -> JSON:

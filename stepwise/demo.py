@@ -6,7 +6,8 @@ One process runs four things on loopback:
 * the real bot, built by `bot_application` and long-polling the stand-in through
   `TELEGRAM_API_BASE_URL` — the production code path, HTTP included;
 * a chat page (`standin.webchat`) where the demo customer types and presses the real
-  inline buttons (they become real callback queries);
+  inline buttons (they become real callback queries), beside the staff group (a forum
+  with one topic per handed-off customer) where the demo staff member replies;
 * the staff console, on the bot's own run store, to see what the agent did.
 
 Ctrl-C (or SIGTERM) stops them in reverse order, letting the bot finish what it is doing.
@@ -24,10 +25,10 @@ from bot.application import start_application, stop_application
 from console.auth import new_staff_token
 from console.server import ConsoleServer, serve_console
 from standin import DEFAULT_TOKEN, StandIn
-from standin.webchat import WebChat
+from standin.webchat import StaffDesk, WebChat, prepare_staff_group
 from stepwise.output import say
 from stepwise.runtime import Runtime, open_runtime
-from stepwise.serve import bot_application, start_recovery
+from stepwise.serve import bot_application, open_receiving, start_recovery
 from stepwise.settings import Settings, configured_staff_token
 from stepwise.signals import stop_signals
 
@@ -38,6 +39,8 @@ HOST = "127.0.0.1"  # the demo has no authentication on its chat page: loopback 
 # The demo shop answers this slowly unless STEPWISE_SHOP_LATENCY_MS says otherwise, so each
 # step's message is seen working (⏳) and then edited in place to its outcome.
 DEMO_SHOP_LATENCY_MS = 700
+# The demo's staff group (a forum supergroup the bot administers) and its one staff member.
+DEMO_STAFF = StaffDesk(chat_id=-1001000000042, user_id=10002, first_name="Sam (staff)")
 
 
 class Demo:
@@ -91,6 +94,7 @@ class Demo:
         stack = self._stack
         await self.standin.start(HOST, self.bot_api_port)
         stack.push_async_callback(self.standin.stop)
+        prepare_staff_group(self.standin, DEMO_STAFF)  # before the bot checks it at start
 
         latency = self.settings.shop_latency_ms
         if "shop_latency_ms" not in self.settings.model_fields_set:
@@ -100,6 +104,8 @@ class Demo:
                 "telegram_bot_token": SecretStr(self.standin.token),
                 "telegram_api_base_url": self.standin.base_url,
                 "shop_latency_ms": latency,
+                "staff_ids": self.settings.staff_ids | {DEMO_STAFF.user_id},
+                "staff_chat_id": DEMO_STAFF.chat_id,  # human handoff into the staff panel
             }
         )
         runtime = await open_runtime(settings)
@@ -109,11 +115,14 @@ class Demo:
         self.console = await serve_console(runtime.store, self.staff_token, HOST, self.staff_port)
         stack.push_async_callback(self.console.stop)
 
+        # Topic headers link to the run in this console (its port is known only now).
+        runtime.settings = runtime.settings.model_copy(update={"console_url": self.console_url})
         application = bot_application(runtime)
         await application.initialize()
         stack.push_async_callback(application.shutdown)
         stack.push_async_callback(stop_application, application)
-        await start_application(application, poll_timeout_s=self.poll_timeout_s)
+        receiving = await open_receiving(runtime)
+        await start_application(application, receiving, poll_timeout_s=self.poll_timeout_s)
         # Finish runs an earlier crash interrupted, as `stepwise serve` does on start.
         start_recovery(runtime, application, reoffer=False)
 
@@ -121,6 +130,7 @@ class Demo:
             self.standin,
             user_id=settings.demo_user_id,
             console_url=self.console_url,
+            staff=DEMO_STAFF,
         )
         await self.chat.start(HOST, self.chat_port)
         stack.push_async_callback(self.chat.stop)

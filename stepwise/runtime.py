@@ -15,6 +15,7 @@ import httpx
 import openai
 
 from agent_core.agent import Agent
+from agent_core.approval import StaffRule
 from agent_core.catalog import CATALOG, ToolSpec
 from agent_core.executor import Executor, Listener
 from agent_core.http import build_http_tools, load_tools_config, new_client
@@ -25,6 +26,7 @@ from agent_core.policy import FailurePolicy
 from agent_core.shop import shop_tools
 from agent_core.tools import Tool, ToolRegistry
 from stepwise.settings import Settings
+from storage.inbox import new_run_id
 from storage.store import DemoShop, RunStore, open_shop, open_store
 
 log = logging.getLogger(__name__)
@@ -91,6 +93,17 @@ def build_planner(settings: Settings, catalog: Mapping[str, ToolSpec] = CATALOG)
     return ModelPlanner(client, settings.llm_model, fallback=rules, catalog=catalog)
 
 
+def staff_rule(settings: Settings) -> StaffRule | None:
+    """Staff approval (issue 14) only with a staff chat to ask in: otherwise nobody could
+    ever approve, and every such call would wait until it expired."""
+    if settings.staff_approval_above is None or settings.staff_chat_id is None:
+        return None
+    return StaffRule(
+        staff_above=settings.staff_approval_above,
+        four_eyes_above=settings.staff_four_eyes_above,
+    )
+
+
 async def open_runtime(
     settings: Settings,
     listeners: Sequence[Listener] = (),
@@ -124,12 +137,15 @@ async def open_runtime(
         raise
     hub = Listeners(listeners)
     registry = ToolRegistry(tools)
-    executor = Executor(registry, journal=store, listeners=[hub], policy=policy)
+    executor = Executor(
+        registry, journal=store, listeners=[hub], policy=policy, staff_rule=staff_rule(settings)
+    )
     agent = Agent(
         # The catalog in use: a tool declared only in STEPWISE_TOOLS is planned from its phrases.
         build_planner(settings, registry.catalog()),
         executor,
         store,
         approval_ttl=settings.approval_ttl,
+        new_id=new_run_id,  # a run started for a Telegram update: its id says which
     )
     return Runtime(settings=settings, agent=agent, store=store, shop=shop, http=http, listeners=hub)

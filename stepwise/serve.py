@@ -17,6 +17,7 @@ from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError
 from bot.application import (
     WEBHOOK_SECRET_RULE,
     BotConfig,
+    Receiving,
     TelegramApplication,
     Webhook,
     bot_of,
@@ -24,6 +25,7 @@ from bot.application import (
     start_application,
     stop_application,
 )
+from bot.inbox import new_owner
 from bot.progress import DEFAULT_TYPING, Typing
 from bot.recovery import recover
 from bot.redact import redact_in_logs
@@ -32,7 +34,7 @@ from console.server import serve_staff_console
 from stepwise.runtime import Runtime, open_runtime
 from stepwise.settings import TOKEN_SHAPE, Settings, configured_staff_token
 from stepwise.signals import stop_signals
-from storage.store import is_postgres_url
+from storage.store import is_postgres_url, open_inbox
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +80,8 @@ def bot_application(
         token=token,
         api_base_url=runtime.settings.telegram_api_base_url,
         staff_ids=runtime.settings.staff_ids,
+        staff_chat_id=runtime.settings.staff_chat_id,
+        console_url=runtime.settings.console_url,
     )
     application = build_application(
         runtime.agent,
@@ -99,6 +103,15 @@ def shared_rate_limiter(db: str, token: str) -> SharedRateLimiter | None:
     return SharedRateLimiter(db, prefix=f"bot{token.partition(':')[0]}", max_retries=3)
 
 
+async def open_receiving(runtime: Runtime) -> Receiving:
+    """The durable inbox on the runtime's database, and this process's name in it."""
+    settings = runtime.settings
+    inbox = await open_inbox(settings.db_path, busy_timeout_s=settings.db_timeout_s)
+    return Receiving(
+        inbox, new_owner(), lease_s=settings.lease_s, keep_s=settings.inbox_keep.total_seconds()
+    )
+
+
 def start_recovery(runtime: Runtime, application: TelegramApplication, *, reoffer: bool) -> None:
     """Finish interrupted runs (and re-offer lost prompts) in the background."""
     work = recover(
@@ -109,6 +122,8 @@ def start_recovery(runtime: Runtime, application: TelegramApplication, *, reoffe
         reoffer=reoffer,
     )
     application.create_task(work)
+    # Human handoff: check the staff group (one line if wrong), re-send interrupted relays.
+    application.create_task(bot_of(application).handoff_start(application))
 
 
 async def reach_telegram(
@@ -191,7 +206,7 @@ async def serve(settings: Settings, options: ServeOptions) -> int:
             return EXIT_UNAVAILABLE
         with stop_signals() as stop:
             try:
-                await start_application(application, webhook=webhook)
+                await start_application(application, await open_receiving(runtime), webhook=webhook)
                 start_recovery(runtime, application, reoffer=True)
                 log.warning("stepwise bot @%s is running", application.bot.username)
                 await stop.wait()

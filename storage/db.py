@@ -8,12 +8,22 @@ applied inside one transaction so a crash mid-migration leaves the old schema in
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import os
 import sqlite3
+import threading
+import time
+import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
+
+log = logging.getLogger(__name__)
 
 DEFAULT_BUSY_TIMEOUT_S = 5.0
 
@@ -260,7 +270,145 @@ MIGRATIONS: list[str] = [
         expires_at INTEGER NOT NULL
     ) WITHOUT ROWID;
     """,
-    # 10: the Bot API budgets shared by the processes of one bot (bot.shared_ratelimit).
+    # 10: hourly roll-ups for the staff's counts (`/stats`, the console's overview), kept
+    # by triggers in the same transaction as the row they count, so they are exact whoever
+    # writes (the journal, the claim, a bulk load, a migration). Counting a week by
+    # scanning grew linearly with the history (121 ms p95 at 1M runs); with these, a count
+    # since any instant is at most 169 roll-up rows plus the rows of its first, partial
+    # hour (`storage.history`). The hour is the stored timestamp's first 13 characters
+    # ("2026-12-01T09"): text order is time order. `tool` is '' for a failure without one
+    # (a primary key column cannot be NULL usefully).
+    """
+    CREATE TABLE run_counts_hourly (
+        hour TEXT NOT NULL,
+        status TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (hour, status)
+    ) WITHOUT ROWID;
+    CREATE TABLE failure_counts_hourly (
+        hour TEXT NOT NULL,
+        error_type TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (hour, error_type, tool)
+    ) WITHOUT ROWID;
+    INSERT INTO run_counts_hourly (hour, status, n)
+        SELECT substr(created_at, 1, 13), status, count(*) FROM runs GROUP BY 1, 2;
+    INSERT INTO failure_counts_hourly (hour, error_type, tool, n)
+        SELECT substr(at, 1, 13), error_type, coalesce(tool, ''), count(*) FROM events
+        WHERE error_type IS NOT NULL GROUP BY 1, 2, 3;
+    CREATE TRIGGER runs_count_insert AFTER INSERT ON runs BEGIN
+        INSERT INTO run_counts_hourly (hour, status, n)
+            VALUES (substr(NEW.created_at, 1, 13), NEW.status, 1)
+            ON CONFLICT (hour, status) DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER runs_count_update AFTER UPDATE OF status, created_at ON runs
+    WHEN OLD.status IS NOT NEW.status OR OLD.created_at IS NOT NEW.created_at BEGIN
+        UPDATE run_counts_hourly SET n = n - 1
+            WHERE hour = substr(OLD.created_at, 1, 13) AND status = OLD.status;
+        INSERT INTO run_counts_hourly (hour, status, n)
+            VALUES (substr(NEW.created_at, 1, 13), NEW.status, 1)
+            ON CONFLICT (hour, status) DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER runs_count_delete AFTER DELETE ON runs BEGIN
+        UPDATE run_counts_hourly SET n = n - 1
+            WHERE hour = substr(OLD.created_at, 1, 13) AND status = OLD.status;
+    END;
+    CREATE TRIGGER events_count_failure AFTER INSERT ON events
+    WHEN NEW.error_type IS NOT NULL BEGIN
+        INSERT INTO failure_counts_hourly (hour, error_type, tool, n)
+            VALUES (substr(NEW.at, 1, 13), NEW.error_type, coalesce(NEW.tool, ''), 1)
+            ON CONFLICT (hour, error_type, tool) DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER events_uncount_failure AFTER DELETE ON events
+    WHEN OLD.error_type IS NOT NULL BEGIN
+        UPDATE failure_counts_hourly SET n = n - 1
+            WHERE hour = substr(OLD.at, 1, 13) AND error_type = OLD.error_type
+            AND tool = coalesce(OLD.tool, '');
+    END;
+    """,
+    # 11 (issue 15): the durable inbox (`storage.inbox`): every Telegram update as received,
+    # stored before it is acknowledged, claimed by the process handling it (owner, lease
+    # expiry, Unix seconds) until it is processed; and named leases (`poller`: the one
+    # process that long-polls Telegram).
+    """
+    CREATE TABLE inbox (
+        update_id INTEGER PRIMARY KEY,
+        body TEXT NOT NULL,
+        received_at REAL NOT NULL,
+        owner TEXT,
+        lease_until REAL,
+        processed_at REAL
+    );
+    CREATE INDEX inbox_pending ON inbox(update_id) WHERE processed_at IS NULL;
+    CREATE INDEX inbox_processed ON inbox(processed_at) WHERE processed_at IS NOT NULL;
+    CREATE TABLE leases (
+        name TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        expires_at REAL NOT NULL
+    ) WITHOUT ROWID;
+    """,
+    # (issue 14) handoffs to a person: one row per handoff (at most one open per customer
+    # chat: the partial unique index), the customer's forum topic in the staff group, and
+    # every relayed message, recorded before its copy and marked after (storage.handoffs).
+    """
+    CREATE TABLE handoffs (
+        id TEXT PRIMARY KEY,
+        customer_chat_id INTEGER NOT NULL,
+        customer_user_id INTEGER NOT NULL,
+        customer_name TEXT NOT NULL,
+        language TEXT NOT NULL,
+        trigger TEXT NOT NULL,
+        run_id TEXT,
+        opened_at TEXT NOT NULL,
+        topic_id INTEGER,
+        closed_at TEXT,
+        closed_by INTEGER,
+        to_staff INTEGER NOT NULL DEFAULT 0,
+        to_customer INTEGER NOT NULL DEFAULT 0,
+        first_staff_reply_at TEXT
+    );
+    CREATE UNIQUE INDEX handoffs_one_open ON handoffs(customer_chat_id) WHERE closed_at IS NULL;
+    CREATE INDEX handoffs_by_opened ON handoffs(opened_at);
+    CREATE INDEX handoffs_by_run ON handoffs(run_id);
+    CREATE TABLE handoff_topics (
+        customer_chat_id INTEGER PRIMARY KEY,
+        staff_chat_id INTEGER NOT NULL,
+        topic_id INTEGER NOT NULL,
+        name TEXT NOT NULL
+    );
+    CREATE UNIQUE INDEX handoff_topics_by_topic ON handoff_topics(staff_chat_id, topic_id);
+    CREATE TABLE handoff_relays (
+        handoff_id TEXT NOT NULL,
+        direction TEXT NOT NULL,
+        from_chat_id INTEGER NOT NULL,
+        message_id INTEGER NOT NULL,
+        variant INTEGER NOT NULL,
+        to_chat_id INTEGER NOT NULL,
+        to_topic_id INTEGER,
+        text TEXT,
+        received_at TEXT NOT NULL,
+        copied_at TEXT,
+        gave_up_at TEXT,
+        failure TEXT,
+        PRIMARY KEY (from_chat_id, message_id, variant)
+    );
+    CREATE INDEX handoff_relays_pending ON handoff_relays(received_at)
+        WHERE copied_at IS NULL AND gave_up_at IS NULL;
+    """,
+    # (issue 14, staff approval) who decides a pause: NULL/'customer', or 'staff'; and the
+    # first approvals of a pause that needs two distinct staff members ("four eyes").
+    """
+    ALTER TABLE runs ADD COLUMN pause_approver TEXT;
+    CREATE TABLE staff_approvals (
+        run_id TEXT NOT NULL,
+        nonce TEXT NOT NULL,
+        staff_id INTEGER NOT NULL,
+        at TEXT NOT NULL,
+        PRIMARY KEY (run_id, nonce, staff_id)
+    );
+    """,
+    # 14: the Bot API budgets shared by the processes of one bot (bot.shared_ratelimit).
     # Used on PostgreSQL only (one process per SQLite file keeps them in memory); created
     # here too so both backends keep one schema.
     """
@@ -285,7 +433,12 @@ async def connect(
 
     `isolation_level=None` puts transactions in our hands: every write path says
     `BEGIN IMMEDIATE` ... `COMMIT` itself, so a transaction is exactly one transition.
+
+    The connection is registered with its file (`heal`): on a read-only file system SQLite
+    opens it read-only without a word, and it stays so after the disk is writable again.
     """
+    if synchronous.upper() not in {"FULL", "NORMAL", "EXTRA"}:
+        raise ValueError(f"unsupported synchronous mode {synchronous!r}")
     try:
         conn = await aiosqlite.connect(str(path), timeout=busy_timeout_s, isolation_level=None)
     except sqlite3.Error as exc:
@@ -294,8 +447,6 @@ async def connect(
         conn.row_factory = aiosqlite.Row
         await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
         await _enable_wal(conn, busy_timeout_s)
-        if synchronous.upper() not in {"FULL", "NORMAL", "EXTRA"}:
-            raise ValueError(f"unsupported synchronous mode {synchronous!r}")
         await conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
         await conn.execute("PRAGMA foreign_keys = ON")
         await migrate(conn)
@@ -305,7 +456,158 @@ async def connect(
     except BaseException:
         await conn.close()
         raise
+    _register(conn, _Opened(str(path), busy_timeout_s, synchronous.upper()))
     return conn
+
+
+# -- healing -------------------------------------------------------------------------------
+#
+# SQLite opens a database read-only, silently, when its file system is read-only (a disk
+# remounted after an error, a full disk's emergency remount). Worse, within one process
+# every connection to a file shares that file's lock and shared-memory state: while ONE
+# read-only connection is open, a new connection to the same file is read-only too. So a
+# bot started during the fault would answer "busy" until restarted.
+#
+# Healing: every connection `connect` opens is registered with its file. A write that fails
+# because the connection is read-only (or its file can no longer be opened, CANTOPEN), on
+# a file system that is writable now, reopens EVERY registered connection to that file:
+# each closes its raw connection on its own thread, they all wait at a barrier until the
+# last one has closed (only then is the stale shared state gone), and each opens a new one
+# with the same pragmas. Work queued on a connection waits behind its swap; the write that
+# failed is tried once more. While the disk stays read-only, nothing is reopened and the
+# write fails as before (`StorageUnavailable`: the customer hears "busy").
+
+
+@dataclass(frozen=True)
+class _Opened:
+    path: str
+    busy_timeout_s: float
+    synchronous: str
+
+
+@dataclass
+class _File:
+    connections: weakref.WeakKeyDictionary[aiosqlite.Connection, _Opened] = field(
+        default_factory=weakref.WeakKeyDictionary
+    )
+    generation: int = 0  # bumped by every heal: a failure seen before one is retried at once
+    lock: asyncio.Lock | None = None
+    healed_at: float | None = None  # monotonic: at most one reopening per `_HEAL_EVERY_S`
+
+
+_FILES: dict[str, _File] = {}
+_FILE_OF: weakref.WeakKeyDictionary[aiosqlite.Connection, tuple[_File, _Opened]] = (
+    weakref.WeakKeyDictionary()
+)
+_HEALING_CODES = frozenset({sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN})
+_SWAP_TIMEOUT_S = 30.0
+# A file that stays read-only to a writable-looking disk (a root process, a chmod) is not
+# reopened on every write: once a second at most.
+_HEAL_EVERY_S = 1.0
+
+
+def _file_key(path: str) -> str:
+    return os.path.realpath(path)
+
+
+def _register(conn: aiosqlite.Connection, opened: _Opened) -> None:
+    for key in [k for k, f in _FILES.items() if not f.connections]:
+        del _FILES[key]  # files whose connections are all gone
+    file = _FILES.setdefault(_file_key(opened.path), _File())
+    file.connections[conn] = opened
+    _FILE_OF[conn] = (file, opened)
+
+
+def _file_of(conn: aiosqlite.Connection) -> tuple[_File, _Opened] | None:
+    return _FILE_OF.get(conn)
+
+
+def needs_reopening(exc: BaseException) -> bool:
+    """A write refused because this connection is stale: read-only, or its file gone."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(exc, sqlite3.Error) and code is not None and code & 0xFF in _HEALING_CODES
+
+
+def writable(path: str) -> bool:
+    """Whether the database file (or, gone, its directory) could be written now."""
+    target = path if os.path.exists(path) else os.path.dirname(os.path.abspath(path))
+    try:
+        if os.statvfs(target).f_flag & os.ST_RDONLY:
+            return False
+    except OSError:
+        return False
+    return os.access(target, os.W_OK)
+
+
+async def heal(conn: aiosqlite.Connection, seen_generation: int | None = None) -> bool:
+    """Reopen every connection to `conn`'s file if the disk is writable again.
+
+    True when the caller should try its write again: healed now, or by someone else since
+    `seen_generation` (the file's generation when the caller's write started).
+    """
+    found = _file_of(conn)
+    if found is None:
+        return False
+    file, opened = found
+    if file.lock is None:
+        file.lock = asyncio.Lock()
+    async with file.lock:
+        if seen_generation is not None and file.generation != seen_generation:
+            return True
+        now = time.monotonic()
+        if file.healed_at is not None and now - file.healed_at < _HEAL_EVERY_S:
+            return False
+        if not await asyncio.to_thread(writable, opened.path):
+            return False
+        file.healed_at = now
+        alive = [(c, o) for c, o in list(file.connections.items()) if _open(c)]
+        if not alive:
+            return False
+        barrier = threading.Barrier(len(alive), timeout=_SWAP_TIMEOUT_S)
+        swaps = [c._execute(partial(_swap, c, o, barrier)) for c, o in alive]  # type: ignore[no-untyped-call]
+        try:
+            async with asyncio.timeout(_SWAP_TIMEOUT_S * 2):
+                results = await asyncio.gather(*swaps, return_exceptions=True)
+        except TimeoutError as exc:
+            results = [exc]
+        file.generation += 1
+        failed = [r for r in results if isinstance(r, BaseException)]
+        if failed:
+            log.warning("reopening %s: %s", opened.path, failed[0])
+            return False
+        log.warning(
+            "reopened %d connection(s) to %s: it is writable again", len(alive), opened.path
+        )
+        return True
+
+
+def _open(conn: aiosqlite.Connection) -> bool:
+    """Open, with its thread serving it (a connection left unclosed by a finished event
+    loop has neither: it must not hold up the others)."""
+    return conn._running and conn._connection is not None and conn._thread.is_alive()
+
+
+def generation(conn: aiosqlite.Connection) -> int:
+    found = _file_of(conn)
+    return found[0].generation if found else 0
+
+
+def _swap(conn: aiosqlite.Connection, opened: _Opened, barrier: threading.Barrier) -> None:
+    """On `conn`'s own thread: close its raw connection, wait for the others, open anew."""
+    old = conn._conn
+    row_factory = old.row_factory
+    old.close()
+    # Another connection failed to close in time: open anyway, never leave one closed.
+    with contextlib.suppress(threading.BrokenBarrierError):
+        barrier.wait()
+    new = sqlite3.connect(opened.path, timeout=opened.busy_timeout_s, isolation_level=None)
+    new.row_factory = row_factory
+    conn._connection = new
+    new.execute(f"PRAGMA busy_timeout = {int(opened.busy_timeout_s * 1000)}")
+    new.execute("PRAGMA journal_mode = WAL")
+    new.execute(f"PRAGMA synchronous = {opened.synchronous}")
+    new.execute("PRAGMA foreign_keys = ON")
+    _migrate(new)
 
 
 # Each statement with its parameters: a sequence for `?`, a mapping for `:name`.
@@ -346,9 +648,18 @@ async def run_transaction(conn: aiosqlite.Connection, operations: Sequence[Opera
     aiosqlite offers no public way to run a function on its thread; going through
     `execute` would cost a thread round trip per statement, which dominates small WAL
     commits. `_execute` is aiosqlite's own dispatcher (stable since 0.17; pinned < 0.23).
+
+    A transaction refused because the connection went stale (read-only, file gone) is run
+    once more after `heal` reopened it; it was rolled back, so running it again is safe.
     """
     raw: Callable[[], sqlite3.Connection] = lambda: conn._conn  # noqa: E731
-    results: list[Any] = await conn._execute(lambda: _apply(raw(), operations))  # type: ignore[no-untyped-call]
+    seen = generation(conn)
+    try:
+        results: list[Any] = await conn._execute(lambda: _apply(raw(), operations))  # type: ignore[no-untyped-call]
+    except sqlite3.Error as exc:
+        if not needs_reopening(exc) or not await heal(conn, seen):
+            raise
+        results = await conn._execute(lambda: _apply(raw(), operations))  # type: ignore[no-untyped-call]
     return results
 
 
@@ -373,23 +684,39 @@ async def _enable_wal(conn: aiosqlite.Connection, busy_timeout_s: float) -> None
 
 async def migrate(conn: aiosqlite.Connection) -> int:
     """Apply the migrations this file has not seen yet; returns the schema version."""
-    await conn.execute("BEGIN IMMEDIATE")
-    try:
-        async with conn.execute("PRAGMA user_version") as cur:
-            row = await cur.fetchone()
-        version = int(row[0]) if row else 0
-        for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
-            for statement in _statements(script):
-                await conn.execute(statement)
-            await conn.execute(f"PRAGMA user_version = {number}")
-        await conn.execute("COMMIT")
-    except BaseException:
-        await conn.execute("ROLLBACK")
-        raise
+    raw: Callable[[], sqlite3.Connection] = lambda: conn._conn  # noqa: E731
+    await conn._execute(lambda: _migrate(raw()))  # type: ignore[no-untyped-call]
     return len(MIGRATIONS)
 
 
+def _migrate(conn: sqlite3.Connection) -> None:
+    """`migrate` on the database thread, in ONE transaction."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        row = conn.execute("PRAGMA user_version").fetchone()
+        version = int(row[0]) if row else 0
+        for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+            for statement in _statements(script):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {number}")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
 def _statements(script: str) -> list[str]:
-    # executescript() would COMMIT our open transaction; split instead (no ';' inside strings).
+    """`script` as single statements: executescript() would COMMIT our open transaction.
+
+    Split at each `;` that ends a complete statement (`sqlite3.complete_statement`), so a
+    trigger's body, whose statements end in `;` too, stays whole. No `;` inside strings.
+    """
     lines = [line for line in script.splitlines() if not line.strip().startswith("--")]
-    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+    statements, pending = [], ""
+    for piece in "\n".join(lines).split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            statements.append(pending.strip().removesuffix(";").strip())
+            pending = ""
+    return [s for s in statements if s]

@@ -29,6 +29,7 @@ from typing import Any
 import psycopg
 from psycopg import AsyncConnection
 
+from agent_core.approval import may_claim
 from agent_core.models import (
     ClaimResult,
     EventKind,
@@ -38,6 +39,7 @@ from agent_core.models import (
     RunStatus,
     utcnow,
 )
+from storage.handoffs import Handoffs, pg_writer
 from storage.history import POSTGRES, History
 from storage.journal import JournalSql, transition_statements
 from storage.pg import (
@@ -124,6 +126,7 @@ class PgRunStore:
         self._writes = WriteQueue(partial(run_transaction, pool), PG_FAULTS)
         self.history = History(partial(fetch, pool), POSTGRES)
         self.revocations = PgRevocations(partial(fetch, pool), self._writes.submit)
+        self.handoffs = Handoffs(partial(fetch, pool), pg_writer(self._writes.submit))
 
     @classmethod
     async def open(
@@ -213,15 +216,18 @@ class PgRunStore:
         now: datetime,
         expires_before: datetime,
         prompt: PromptRef | None = None,
+        staff: bool = False,
     ) -> tuple[ClaimResult, Run | None]:
         """One conditional UPDATE … RETURNING decides and hands back the claimed run.
 
-        With `prompt` (a button press) the pause must be bound to exactly that message."""
+        With `prompt` (a button press) the pause must be bound to exactly that message;
+        `staff` as in `SqliteRunStore.claim_pause`."""
         claim = partial(
             _claim_in_transaction,
             params={
                 "run_id": run_id,
                 "user_id": user_id,
+                "staff": int(staff),
                 "nonce": nonce,
                 "chat_id": prompt.chat_id if prompt else None,
                 "message_id": prompt.message_id if prompt else None,
@@ -230,7 +236,8 @@ class PgRunStore:
                 "approved": int(approved),
                 "kind": EventKind.DECISION_CLAIMED.value,
                 "decision": "approved" if approved else "declined",
-                "message": f"{'confirmed' if approved else 'declined'} by user {user_id}",
+                "message": f"{'confirmed' if approved else 'declined'} by"
+                f" {'staff' if staff else 'user'} {user_id}",
             },
         )
         result, row, step_rows = await self._writes.submit(claim)
@@ -286,7 +293,10 @@ async def _take_recoverable(conn: AsyncConnection[Any]) -> list[str]:
 _CLAIM = f"""
 WITH claimed AS (
     UPDATE runs SET status = 'running', pause_nonce = NULL, updated_at = %(now)s
-    WHERE id = %(run_id)s AND status = 'paused' AND user_id = %(user_id)s
+    WHERE id = %(run_id)s AND status = 'paused'
+    AND ((%(staff)s = 0 AND user_id = %(user_id)s
+          AND coalesce(pause_approver, 'customer') = 'customer')
+         OR (%(staff)s = 1 AND pause_approver = 'staff'))
     AND pause_nonce IS NOT NULL AND pause_nonce = coalesce(%(nonce)s, pause_nonce)
     AND (%(message_id)s::bigint IS NULL
          OR (prompt_chat_id = %(chat_id)s AND prompt_message_id = %(message_id)s))
@@ -305,7 +315,8 @@ WITH claimed AS (
 SELECT {columns(RUN_READ_COLUMNS)} FROM claimed
 """
 _CLAIM_STATE = (
-    "SELECT user_id, status, pause_nonce, prompt_chat_id, prompt_message_id FROM runs WHERE id = %s"
+    "SELECT user_id, status, pause_nonce, prompt_chat_id, prompt_message_id, pause_approver"
+    " FROM runs WHERE id = %s"
 )
 _EXPIRE = (
     "UPDATE runs SET status = 'expired', pause_nonce = NULL, updated_at = %(now)s"
@@ -342,8 +353,10 @@ async def _explain_loss(conn: AsyncConnection[Any], params: dict[str, Any]) -> C
     row = await cur.fetchone()
     if row is None:
         return ClaimResult.NOT_FOUND
-    user_id, status, pause_nonce, chat_id, message_id = row
-    if int(user_id) != params["user_id"]:
+    user_id, status, pause_nonce, chat_id, message_id, approver = row
+    if not may_claim(
+        user_id, status, approver, user_id=params["user_id"], staff=bool(params["staff"])
+    ):
         return ClaimResult.NOT_ALLOWED
     if status != RunStatus.PAUSED.value or pause_nonce is None:
         return ClaimResult.ALREADY_HANDLED

@@ -191,8 +191,147 @@ PG_MIGRATIONS: list[str] = [
         expires_at BIGINT NOT NULL
     );
     """,
-    # 4: the Bot API budget shared by every process of one bot (bot.shared_ratelimit):
-    # one row per budget (overall, a group, a chat), its state as JSON.
+    # 4: SQLite's 10: hourly roll-ups of run statuses and failures for the staff's counts,
+    # kept exact by triggers in the writing transaction (see storage/db.py, migration 10).
+    # The upserts serialize concurrent writers of the same hour and status on one row:
+    # only the status counts of runs created in the same hour contend, for microseconds.
+    # Every count is an UPDATE, i.e. a new row version: half-empty pages (fillfactor 50)
+    # let them be HOT updates (`n` is in no index), pruned in place without vacuum.
+    f"""
+    CREATE TABLE run_counts_hourly (
+        hour {T} NOT NULL,
+        status {T} NOT NULL,
+        n BIGINT NOT NULL,
+        PRIMARY KEY (hour, status)
+    ) WITH (fillfactor = 50);
+    CREATE TABLE failure_counts_hourly (
+        hour {T} NOT NULL,
+        error_type {T} NOT NULL,
+        tool {T} NOT NULL,
+        n BIGINT NOT NULL,
+        PRIMARY KEY (hour, error_type, tool)
+    ) WITH (fillfactor = 50);
+    INSERT INTO run_counts_hourly (hour, status, n)
+        SELECT substr(created_at, 1, 13), status, count(*) FROM runs GROUP BY 1, 2;
+    INSERT INTO failure_counts_hourly (hour, error_type, tool, n)
+        SELECT substr(at, 1, 13), error_type, coalesce(tool, ''), count(*) FROM events
+        WHERE error_type IS NOT NULL GROUP BY 1, 2, 3;
+    CREATE FUNCTION count_run_status() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP IN ('UPDATE', 'DELETE') THEN
+            UPDATE run_counts_hourly SET n = n - 1
+                WHERE hour = substr(OLD.created_at, 1, 13) AND status = OLD.status;
+        END IF;
+        IF TG_OP IN ('INSERT', 'UPDATE') THEN
+            INSERT INTO run_counts_hourly (hour, status, n)
+                VALUES (substr(NEW.created_at, 1, 13), NEW.status, 1)
+                ON CONFLICT (hour, status) DO UPDATE SET n = run_counts_hourly.n + 1;
+        END IF;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER runs_count_insert AFTER INSERT OR DELETE ON runs
+        FOR EACH ROW EXECUTE FUNCTION count_run_status();
+    CREATE TRIGGER runs_count_update AFTER UPDATE OF status, created_at ON runs
+        FOR EACH ROW
+        WHEN (OLD.status IS DISTINCT FROM NEW.status
+              OR OLD.created_at IS DISTINCT FROM NEW.created_at)
+        EXECUTE FUNCTION count_run_status();
+    CREATE FUNCTION count_failure() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'DELETE' THEN
+            UPDATE failure_counts_hourly SET n = n - 1
+                WHERE hour = substr(OLD.at, 1, 13) AND error_type = OLD.error_type
+                AND tool = coalesce(OLD.tool, '');
+        ELSE
+            INSERT INTO failure_counts_hourly (hour, error_type, tool, n)
+                VALUES (substr(NEW.at, 1, 13), NEW.error_type, coalesce(NEW.tool, ''), 1)
+                ON CONFLICT (hour, error_type, tool)
+                DO UPDATE SET n = failure_counts_hourly.n + 1;
+        END IF;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER events_count_failure AFTER INSERT ON events
+        FOR EACH ROW WHEN (NEW.error_type IS NOT NULL) EXECUTE FUNCTION count_failure();
+    CREATE TRIGGER events_uncount_failure AFTER DELETE ON events
+        FOR EACH ROW WHEN (OLD.error_type IS NOT NULL) EXECUTE FUNCTION count_failure();
+    """,
+    # 5: SQLite's 11: the durable inbox (`storage.inbox`) and named leases (`poller`).
+    f"""
+    CREATE TABLE inbox (
+        update_id BIGINT PRIMARY KEY,
+        body {T} NOT NULL,
+        received_at DOUBLE PRECISION NOT NULL,
+        owner {T},
+        lease_until DOUBLE PRECISION,
+        processed_at DOUBLE PRECISION
+    );
+    CREATE INDEX inbox_pending ON inbox (update_id) WHERE processed_at IS NULL;
+    CREATE INDEX inbox_processed ON inbox (processed_at) WHERE processed_at IS NOT NULL;
+    CREATE TABLE leases (
+        name {T} PRIMARY KEY,
+        owner {T} NOT NULL,
+        expires_at DOUBLE PRECISION NOT NULL
+    );
+    """,
+    # (issue 14) SQLite's handoffs, handoff_topics and handoff_relays (storage.handoffs).
+    f"""
+    CREATE TABLE handoffs (
+        id {T} PRIMARY KEY,
+        customer_chat_id BIGINT NOT NULL,
+        customer_user_id BIGINT NOT NULL,
+        customer_name {T} NOT NULL,
+        language {T} NOT NULL,
+        trigger {T} NOT NULL,
+        run_id {T},
+        opened_at {T} NOT NULL,
+        topic_id BIGINT,
+        closed_at {T},
+        closed_by BIGINT,
+        to_staff INTEGER NOT NULL DEFAULT 0,
+        to_customer INTEGER NOT NULL DEFAULT 0,
+        first_staff_reply_at {T}
+    );
+    CREATE UNIQUE INDEX handoffs_one_open ON handoffs (customer_chat_id) WHERE closed_at IS NULL;
+    CREATE INDEX handoffs_by_opened ON handoffs (opened_at);
+    CREATE INDEX handoffs_by_run ON handoffs (run_id);
+    CREATE TABLE handoff_topics (
+        customer_chat_id BIGINT PRIMARY KEY,
+        staff_chat_id BIGINT NOT NULL,
+        topic_id BIGINT NOT NULL,
+        name {T} NOT NULL
+    );
+    CREATE UNIQUE INDEX handoff_topics_by_topic ON handoff_topics (staff_chat_id, topic_id);
+    CREATE TABLE handoff_relays (
+        handoff_id {T} NOT NULL,
+        direction {T} NOT NULL,
+        from_chat_id BIGINT NOT NULL,
+        message_id BIGINT NOT NULL,
+        variant BIGINT NOT NULL,
+        to_chat_id BIGINT NOT NULL,
+        to_topic_id BIGINT,
+        text {T},
+        received_at {T} NOT NULL,
+        copied_at {T},
+        gave_up_at {T},
+        failure {T},
+        PRIMARY KEY (from_chat_id, message_id, variant)
+    );
+    CREATE INDEX handoff_relays_pending ON handoff_relays (received_at)
+        WHERE copied_at IS NULL AND gave_up_at IS NULL;
+    """,
+    # (issue 14, staff approval) SQLite's runs.pause_approver and staff_approvals.
+    f"""
+    ALTER TABLE runs ADD COLUMN pause_approver {T};
+    CREATE TABLE staff_approvals (
+        run_id {T} NOT NULL,
+        nonce {T} NOT NULL,
+        staff_id BIGINT NOT NULL,
+        at {T} NOT NULL,
+        PRIMARY KEY (run_id, nonce, staff_id)
+    );
+    """,
+    # 8: SQLite's 14: the Bot API budget shared by every process of one bot
+    # (bot.shared_ratelimit): one row per budget (overall, a group, a chat), its state as JSON.
     """
     CREATE TABLE rate_limits (
         key TEXT COLLATE "C" PRIMARY KEY,

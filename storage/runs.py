@@ -27,6 +27,7 @@ from pathlib import Path
 
 import aiosqlite
 
+from agent_core.approval import may_claim
 from agent_core.models import (
     ClaimResult,
     EventKind,
@@ -44,6 +45,7 @@ from storage.db import (
     fetch,
     run_transaction,
 )
+from storage.handoffs import Handoffs
 from storage.history import History
 from storage.journal import JournalSql, transition_statements
 from storage.revocations import Revocations
@@ -102,6 +104,7 @@ class SqliteRunStore:
         self._writes = WriteQueue(partial(run_transaction, conn))
         self.history = History(partial(fetch, conn))
         self.revocations = Revocations(conn, self._write)
+        self.handoffs = Handoffs(partial(fetch, conn), self._write)
 
     @classmethod
     async def open(
@@ -207,15 +210,18 @@ class SqliteRunStore:
         now: datetime,
         expires_before: datetime,
         prompt: PromptRef | None = None,
+        staff: bool = False,
     ) -> tuple[ClaimResult, Run | None]:
         """One conditional UPDATE decides; the claimed run is read back in the same
         transaction (None when not found or not the caller's run): one round trip.
 
-        With `prompt` (a button press) the pause must be bound to exactly that message."""
+        With `prompt` (a button press) the pause must be bound to exactly that message.
+        `staff`: `user_id` is a staff member (the caller checked) deciding a staff pause."""
         claim = partial(
             _claim_in_transaction,
             run_id=run_id,
             user_id=user_id,
+            staff=staff,
             approved=approved,
             nonce=nonce,
             prompt=prompt,
@@ -315,7 +321,11 @@ def _claim_clarification(
 _CLAIM = (
     # The one conditional UPDATE that decides who wins; everything else explains a loss.
     "UPDATE runs SET status = 'running', pause_nonce = NULL, updated_at = :now"
-    " WHERE id = :run_id AND status = 'paused' AND user_id = :user_id"
+    " WHERE id = :run_id AND status = 'paused'"
+    # The run's customer decides a customer's pause; a staff member (checked by the caller,
+    # `staff`) a staff pause. Neither can decide the other's (issue 14).
+    " AND ((:staff = 0 AND user_id = :user_id AND coalesce(pause_approver, 'customer') = 'customer')"
+    "      OR (:staff = 1 AND pause_approver = 'staff'))"
     " AND pause_nonce IS NOT NULL AND pause_nonce = coalesce(:nonce, pause_nonce)"
     " AND (:message_id IS NULL"
     "      OR (prompt_chat_id = :chat_id AND prompt_message_id = :message_id))"
@@ -348,13 +358,16 @@ def _claim_in_transaction(
     prompt: PromptRef | None,
     now: str | None,
     expires_before: str | None,
+    staff: bool = False,
 ) -> ClaimRows:
     """The whole claim, on the database thread inside one (group) transaction.
 
     Also reads the run as the claim left it (for the run's own customer only), so the
     caller needs no second round trip.
     """
-    result = _decide_claim(conn, run_id, user_id, approved, nonce, prompt, now, expires_before)
+    result = _decide_claim(
+        conn, run_id, user_id, approved, nonce, prompt, now, expires_before, staff
+    )
     if result in (ClaimResult.NOT_FOUND, ClaimResult.NOT_ALLOWED):
         return result, None, []
     row = conn.execute(_SELECT_RUN, (run_id,)).fetchone()
@@ -371,11 +384,13 @@ def _decide_claim(
     prompt: PromptRef | None,
     now: str | None,
     expires_before: str | None,
+    staff: bool = False,
 ) -> ClaimResult:
     claim = {
         "now": now,
         "run_id": run_id,
         "user_id": user_id,
+        "staff": int(staff),
         "nonce": nonce,
         "chat_id": prompt.chat_id if prompt else None,
         "message_id": prompt.message_id if prompt else None,
@@ -391,20 +406,21 @@ def _decide_claim(
             {
                 "kind": EventKind.DECISION_CLAIMED.value,
                 "decision": "approved" if approved else "declined",
-                "message": f"{'confirmed' if approved else 'declined'} by user {user_id}",
+                "message": f"{'confirmed' if approved else 'declined'} by"
+                f" {'staff' if staff else 'user'} {user_id}",
                 "now": now,
                 "run_id": run_id,
             },
         )
         return ClaimResult.OK
     row = conn.execute(
-        "SELECT user_id, status, pause_nonce, prompt_chat_id, prompt_message_id"
+        "SELECT user_id, status, pause_nonce, prompt_chat_id, prompt_message_id, pause_approver"
         " FROM runs WHERE id = ?",
         (run_id,),
     ).fetchone()
     if row is None:
         return ClaimResult.NOT_FOUND
-    if int(row[0]) != user_id:
+    if not may_claim(row[0], row[1], row[5], user_id=user_id, staff=staff):
         return ClaimResult.NOT_ALLOWED
     if row[1] != RunStatus.PAUSED.value or row[2] is None:
         return ClaimResult.ALREADY_HANDLED

@@ -25,7 +25,9 @@ from agent_core.agent import RunStore as AgentRunStore
 from agent_core.models import EventKind, PromptRef
 from agent_core.shop import ShopBackend
 from storage.db import DEFAULT_BUSY_TIMEOUT_S, MIGRATIONS, StorageUnavailable, connect
+from storage.handoffs import Handoffs
 from storage.history import History
+from storage.inbox import Inbox, SqliteInbox
 from storage.runs import SqliteRunStore
 from storage.shop import SqliteShop
 
@@ -44,6 +46,7 @@ class RunStore(AgentRunStore, Protocol):
     delivered on, console sign-outs, and closing."""
 
     history: History
+    handoffs: Handoffs
 
     @property
     def revocations(self) -> SessionRevocations: ...
@@ -103,6 +106,17 @@ async def open_shop(
     return await SqliteShop.open(
         target, seed_path=seed_path, latency_s=latency_s, busy_timeout_s=busy_timeout_s
     )
+
+
+async def open_inbox(
+    target: str | Path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S
+) -> Inbox:
+    """The durable inbox of Telegram updates and the leases, in the same database."""
+    if isinstance(target, str) and is_postgres_url(target):
+        from storage.pg_inbox import PgInbox
+
+        return await PgInbox.open(target, busy_timeout_s=busy_timeout_s)
+    return await SqliteInbox.open(target, busy_timeout_s=busy_timeout_s)
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,11 @@ from typing import Any
 
 from agent_core.policy import Backoff, FailurePolicy
 from agent_core.tools import Tool
-from bot.application import start_application
+from bot.application import start_application, stop_application
 from bot.progress import DEFAULT_TYPING, Typing
 from standin import DEFAULT_TOKEN, ShownMessage, StandIn
 from stepwise.runtime import Runtime, open_runtime
-from stepwise.serve import bot_application
+from stepwise.serve import bot_application, open_receiving
 from stepwise.settings import Settings
 from tests.botapi import assert_conforms
 
@@ -109,10 +109,7 @@ class BotHarness:
 
     async def stop(self) -> None:
         """Stop the bot, then check its requests and what it was sent against the spec."""
-        if self.app.updater.running:
-            await self.app.updater.stop()
-        if self.app.running:
-            await self.app.stop()
+        await stop_application(self.app)
         await self.app.shutdown()
         await self.runtime.close()
         assert_conforms(self.standin)
@@ -147,6 +144,15 @@ class BotHarness:
     def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         return query(self.db, sql, *params)
 
+    def query_write(self, sql: str, *params: Any) -> None:
+        """One write to the database from outside the bot (a crash made by hand)."""
+        conn = sqlite3.connect(self.db, timeout=10)
+        try:
+            with conn:
+                conn.execute(sql, params)
+        finally:
+            conn.close()
+
 
 async def start_bot(
     standin: StandIn,
@@ -171,5 +177,6 @@ async def start_bot(
     runtime = await open_runtime(settings, tools=tools, policy=policy)
     app = bot_application(runtime, show_after_s=show_after_s, typing=typing)
     await app.initialize()
-    await start_application(app, poll_timeout_s=1)  # as `stepwise serve` starts it
+    receiving = await open_receiving(runtime)
+    await start_application(app, receiving, poll_timeout_s=1)  # as `stepwise serve` starts it
     return BotHarness(standin, runtime, app, db)

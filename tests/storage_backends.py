@@ -138,7 +138,7 @@ class SqliteBackend(Backend):
         await (await connect(self.path)).close()
 
     def observer(self) -> Observer:
-        return Observer(sqlite3.connect(self.path), postgres=False)
+        return Observer(sqlite3.connect(self.path, isolation_level=None), postgres=False)
 
     @contextlib.contextmanager
     def write_locked(self) -> Iterator[None]:

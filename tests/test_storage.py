@@ -517,7 +517,7 @@ def test_timestamps_keep_their_stored_form_and_parse_back() -> None:
 # writing "as that version" leaves them out (steps: the refusal code; runs: what the planner
 # understood, issue 13).
 _LATER_STEP_COLUMNS = ("error_code",)
-_LATER_RUN_COLUMNS = ("interpretation", "unsupported", "clarify_nonce")
+_LATER_RUN_COLUMNS = ("interpretation", "unsupported", "clarify_nonce", "pause_approver")
 
 
 def _schema_as_of(monkeypatch: pytest.MonkeyPatch, version: int) -> None:

@@ -1,5 +1,6 @@
-// The chat page: long-polls the stand-in's chat state and renders it like Telegram.
-// Everything from the bot or the customer is inserted with textContent, never as HTML.
+// The chat page: long-polls the stand-in's chat state and renders it like Telegram: the
+// customer's chat and, when the demo has one, the staff group (a forum with topics).
+// Everything from the bot, the customer or staff is inserted with textContent, never as HTML.
 "use strict";
 
 const view = {
@@ -7,6 +8,9 @@ const view = {
   toastsSeen: new Set(),
   firstState: true,
   signatures: new Map(), // message id -> what was rendered, to update edits in place
+  staffTopic: null, // the topic the staff panel shows (0 is General)
+  staffPicked: false, // whether the user chose it (else it follows the newest topic)
+  staffRendered: "", // what the staff panel last rendered
 };
 
 const $ = (id) => document.getElementById(id);
@@ -53,11 +57,19 @@ function timeOf(unix) {
   return new Date(unix * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
 }
 
-function renderMessage(el, message) {
+// `pressPath` is where this panel's button presses go; staff messages name their sender.
+function renderMessage(el, message, pressPath = "/api/press") {
   el.replaceChildren();
-  el.className = `msg ${message.from_bot ? "theirs" : "mine"}`;
+  const mine = message.mine ?? !message.from_bot;
+  el.className = `msg ${mine ? "mine" : "theirs"}`;
   const bubble = document.createElement("div");
   bubble.className = "bubble";
+  if (message.sender && !mine) {
+    const sender = document.createElement("div");
+    sender.className = "sender";
+    sender.textContent = message.sender;
+    bubble.appendChild(sender);
+  }
   const text = message.text ?? `[${message.kind}]`;
   renderText(bubble, text, message.entities);
   const meta = document.createElement("span");
@@ -76,7 +88,7 @@ function renderMessage(el, message) {
         const b = document.createElement("button");
         b.type = "button";
         b.textContent = button.text;
-        b.addEventListener("click", () => press(message.id, button, keyboard));
+        b.addEventListener("click", () => press(message.id, button, keyboard, pressPath));
         rowEl.appendChild(b);
       }
       keyboard.appendChild(rowEl);
@@ -85,14 +97,14 @@ function renderMessage(el, message) {
   }
 }
 
-async function press(messageId, button, keyboard) {
+async function press(messageId, button, keyboard, path) {
   if (!button.callback_data) {
     if (button.url) window.open(button.url, "_blank", "noopener");
     return;
   }
   keyboard.querySelectorAll("button").forEach((b) => (b.disabled = true));
   try {
-    await api("/api/press", { message_id: messageId, callback_data: button.callback_data });
+    await api(path, { message_id: messageId, callback_data: button.callback_data });
   } catch (error) {
     toast(error.message, true);
     keyboard.querySelectorAll("button").forEach((b) => (b.disabled = false));
@@ -132,6 +144,84 @@ function render(state) {
   }
   view.firstState = false;
   if (nearBottom) list.scrollTop = list.scrollHeight;
+  if (state.staff) renderStaff(state.staff);
+}
+
+function renderStaff(staff) {
+  const topics = staff.topics;
+  const newest = topics.length ? topics[topics.length - 1].id : 0;
+  if (!view.staffPicked || !topics.some((t) => t.id === view.staffTopic)) {
+    view.staffTopic = newest;
+    view.staffPicked = false;
+  }
+  const signature = JSON.stringify([view.staffTopic, staff]);
+  if (signature === view.staffRendered) return;
+  view.staffRendered = signature;
+
+  const nav = $("topics");
+  nav.replaceChildren();
+  for (const topic of topics) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.dataset.topic = String(topic.id);
+    b.textContent = topic.closed ? `🔒 ${topic.name}` : topic.name;
+    b.classList.toggle("selected", topic.id === view.staffTopic);
+    b.classList.toggle("closed", topic.closed);
+    b.addEventListener("click", () => {
+      view.staffTopic = topic.id;
+      view.staffPicked = true;
+      renderStaff(staff);
+    });
+    nav.appendChild(b);
+  }
+  const current = topics.find((t) => t.id === view.staffTopic);
+  $("topic-title").textContent = current ? current.name + (current.closed ? " (closed)" : "") : "General";
+
+  const list = $("staff-messages");
+  const nearBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 80;
+  list.replaceChildren();
+  for (const message of staff.messages) {
+    if (message.topic !== view.staffTopic) continue;
+    const el = document.createElement("div");
+    el.dataset.id = String(message.id);
+    if (message.service) {
+      el.className = "service";
+      el.textContent = message.service;
+    } else {
+      renderMessage(el, message, "/api/staff/press");
+    }
+    list.appendChild(el);
+  }
+  if (nearBottom) list.scrollTop = list.scrollHeight;
+}
+
+async function sendStaff() {
+  const value = $("staff-text").value.trim();
+  if (!value) return;
+  try {
+    await api("/api/staff/send", { topic: view.staffTopic ?? 0, text: value });
+    $("staff-text").value = "";
+  } catch (error) {
+    toast(error.message, true);
+  }
+}
+
+function startStaff(staff) {
+  $("staff").hidden = false;
+  $("staff-title").textContent = staff.title;
+  $("staff-name").textContent = staff.name;
+  $("staff-id").textContent = String(staff.user_id);
+  $("staff-text").maxLength = view.maxText;
+  $("staff-composer").addEventListener("submit", (event) => {
+    event.preventDefault();
+    sendStaff();
+  });
+  $("staff-text").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey) {
+      event.preventDefault();
+      sendStaff();
+    }
+  });
 }
 
 async function poll() {
@@ -175,6 +265,8 @@ async function start() {
   $("bot-name").textContent = config.bot_name;
   $("user-id").textContent = String(config.user_id);
   $("text").maxLength = config.max_text;
+  view.maxText = config.max_text;
+  if (config.staff) startStaff(config.staff);
   if (config.console_url) {
     const link = $("console-link");
     link.href = config.console_url;

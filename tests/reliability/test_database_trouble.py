@@ -199,28 +199,23 @@ async def test_read_only_database_says_busy_writes_nothing_and_recovers(
         assert _digest(tmpfs) == before  # nothing written, not even half
         assert query(db, "SELECT request_text, status FROM runs") == [(first, "running")]
 
-        # Writable again: a restart finishes the interrupted run and answers the customer.
+        # Writable again: a restart finishes the interrupted run, and answers the message
+        # refused while read-only: it was never acknowledged, so Telegram delivers it again.
         _remount(tmpfs, "rw")
         await serve.start()
-        await until(lambda: _count(standin, user, "is on its way"), what="interrupted run done")
+        await until(
+            lambda: _count(standin, user, "is on its way") == 2,
+            what="interrupted run done, the refused message answered without being re-sent",
+        )
+        assert sorted(query(db, "SELECT request_text FROM runs")) == sorted([(first,), (second,)])
         standin.inject_message(user, user, second)
-        await until(lambda: _count(standin, user, "is on its way") == 2, what="served again")
+        await until(lambda: _count(standin, user, "is on its way") == 3, what="served again")
         assert query(db, "SELECT count(*) FROM runs WHERE status != 'completed'") == [(0,)]
         assert consistency_problems(db) == []
     finally:
         await serve.stop()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "storage/db.py: on a read-only file system (with -wal/-shm left by a crash) SQLite "
-        "silently opens the database read-only and connect() succeeds (migrate's BEGIN "
-        "IMMEDIATE writes nothing); that "
-        "connection stays read-only after the disk is writable again, so a bot started "
-        "during the fault answers 'busy' until restarted. connect() should fail (or reopen)."
-    ),
-)
 async def test_a_bot_started_on_a_read_only_disk_heals_when_it_is_writable_again(
     standin: StandIn, tmp_path: Path, tmpfs: Path
 ) -> None:

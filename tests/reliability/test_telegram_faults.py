@@ -198,14 +198,6 @@ async def test_a_prompt_that_failed_every_attempt_is_shown_again_on_restart(
         await serve.stop()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "bot/handlers.py: PTB's updater acknowledges an update (next getUpdates offset) "
-        "before the run is recorded; a message waiting in ChatQueues behind a slow run is "
-        "lost if the process dies. Needs a durable inbox (storage) or manual offsets."
-    ),
-)
 async def test_a_message_queued_behind_a_slow_run_survives_a_crash(
     standin: StandIn, tmp_path: Path
 ) -> None:
