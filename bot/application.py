@@ -148,8 +148,12 @@ def build_application(
     *,
     show_after_s: float = 0.5,
     typing: Typing = DEFAULT_TYPING,
+    rate_limiter: SlidingWindowRateLimiter | None = None,
 ) -> TelegramApplication:
     """The PTB application around `agent`. Production and tests share it.
+
+    `rate_limiter`: the in-process `SlidingWindowRateLimiter` unless given (the shared
+    one, `bot.shared_ratelimit`, when several processes serve one bot).
 
     The progress listener (`bot_of(application).progress`) is not attached to the agent
     here: the caller that wired the agent attaches it.
@@ -164,7 +168,7 @@ def build_application(
         .base_url(base)
         .base_file_url(base.removesuffix("/bot") + "/file/bot")
         .concurrent_updates(True)
-        .rate_limiter(SlidingWindowRateLimiter(max_retries=3))
+        .rate_limiter(rate_limiter or SlidingWindowRateLimiter(max_retries=3))
         .build()
     )
     progress = TelegramProgress(application.bot, store, show_after_s=show_after_s, typing=typing)

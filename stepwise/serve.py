@@ -29,11 +29,12 @@ from bot.inbox import new_owner
 from bot.progress import DEFAULT_TYPING, Typing
 from bot.recovery import keep_recovering
 from bot.redact import redact_in_logs
+from bot.shared_ratelimit import SharedRateLimiter
 from console.server import serve_staff_console
 from stepwise.runtime import Runtime, open_runtime
 from stepwise.settings import TOKEN_SHAPE, Settings, configured_staff_token
 from stepwise.signals import stop_signals
-from storage.store import open_inbox
+from storage.store import is_postgres_url, open_inbox
 
 log = logging.getLogger(__name__)
 
@@ -83,11 +84,24 @@ def bot_application(
         console_url=runtime.settings.console_url,
     )
     application = build_application(
-        runtime.agent, runtime.store, config, show_after_s=show_after_s, typing=typing
+        runtime.agent,
+        runtime.store,
+        config,
+        show_after_s=show_after_s,
+        typing=typing,
+        rate_limiter=shared_rate_limiter(runtime.settings.db_path, token),
     )
     runtime.add_listener(bot_of(application).progress)
     runtime.store.lease.keep_for_delivery = True  # a run's lease ends with its delivered mark
     return application
+
+
+def shared_rate_limiter(db: str, token: str) -> SharedRateLimiter | None:
+    """On PostgreSQL, the replicas of one bot share its Telegram budget (keyed by the bot's
+    id); on SQLite (one process) the in-process limiter stays."""
+    if not is_postgres_url(db):
+        return None
+    return SharedRateLimiter(db, prefix=f"bot{token.partition(':')[0]}", max_retries=3)
 
 
 async def open_receiving(runtime: Runtime) -> Receiving:

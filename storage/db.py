@@ -348,7 +348,7 @@ MIGRATIONS: list[str] = [
         expires_at REAL NOT NULL
     ) WITHOUT ROWID;
     """,
-    # (issue 14) handoffs to a person: one row per handoff (at most one open per customer
+    # 12 (issue 14): handoffs to a person: one row per handoff (at most one open per customer
     # chat: the partial unique index), the customer's forum topic in the staff group, and
     # every relayed message, recorded before its copy and marked after (storage.handoffs).
     """
@@ -396,7 +396,7 @@ MIGRATIONS: list[str] = [
     CREATE INDEX handoff_relays_pending ON handoff_relays(received_at)
         WHERE copied_at IS NULL AND gave_up_at IS NULL;
     """,
-    # (issue 14, staff approval) who decides a pause: NULL/'customer', or 'staff'; and the
+    # 13 (issue 14, staff approval): who decides a pause: NULL/'customer', or 'staff'; and the
     # first approvals of a pause that needs two distinct staff members ("four eyes").
     """
     ALTER TABLE runs ADD COLUMN pause_approver TEXT;
@@ -408,7 +408,7 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (run_id, nonce, staff_id)
     );
     """,
-    # (issue 15 #1, #4) run leases (storage/leases.py). The process driving a run, or owing
+    # 14 (issue 15 #1, #4): run leases (storage/leases.py). The process driving a run, or owing
     # the delivery of what it committed, and until when; the partial index holds only leased
     # runs (in flight or undelivered), so the periodic recovery reads a handful of entries
     # however many runs are stored. Heartbeats let a process see that another is live.
@@ -419,6 +419,15 @@ MIGRATIONS: list[str] = [
     CREATE TABLE process_heartbeats (
         owner TEXT PRIMARY KEY,
         alive_until TEXT NOT NULL
+    ) WITHOUT ROWID;
+    """,
+    # 15: the Bot API budgets shared by the processes of one bot (bot.shared_ratelimit).
+    # Used on PostgreSQL only (one process per SQLite file keeps them in memory); created
+    # here too so both backends keep one schema.
+    """
+    CREATE TABLE rate_limits (
+        key TEXT PRIMARY KEY,
+        state TEXT NOT NULL
     ) WITHOUT ROWID;
     """,
 ]

@@ -273,7 +273,7 @@ PG_MIGRATIONS: list[str] = [
         expires_at DOUBLE PRECISION NOT NULL
     );
     """,
-    # (issue 14) SQLite's handoffs, handoff_topics and handoff_relays (storage.handoffs).
+    # 6: SQLite's 12 (issue 14): handoffs, handoff_topics and handoff_relays (storage.handoffs).
     f"""
     CREATE TABLE handoffs (
         id {T} PRIMARY KEY,
@@ -319,7 +319,7 @@ PG_MIGRATIONS: list[str] = [
     CREATE INDEX handoff_relays_pending ON handoff_relays (received_at)
         WHERE copied_at IS NULL AND gave_up_at IS NULL;
     """,
-    # (issue 14, staff approval) SQLite's runs.pause_approver and staff_approvals.
+    # 7: SQLite's 13 (issue 14, staff approval): runs.pause_approver and staff_approvals.
     f"""
     ALTER TABLE runs ADD COLUMN pause_approver {T};
     CREATE TABLE staff_approvals (
@@ -330,7 +330,7 @@ PG_MIGRATIONS: list[str] = [
         PRIMARY KEY (run_id, nonce, staff_id)
     );
     """,
-    # SQLite's run leases (issue 15 #1, #4; see storage/db.py): who drives a run or owes
+    # 8: SQLite's 14, run leases (issue 15 #1, #4; see storage/db.py): who drives a run or owes
     # its delivery, until when; a partial index of the leased runs; process heartbeats.
     f"""
     ALTER TABLE runs ADD COLUMN lease_owner {T}, ADD COLUMN lease_until {T};
@@ -338,6 +338,14 @@ PG_MIGRATIONS: list[str] = [
     CREATE TABLE process_heartbeats (
         owner {T} PRIMARY KEY,
         alive_until {T} NOT NULL
+    );
+    """,
+    # 9: SQLite's 15: the Bot API budget shared by every process of one bot
+    # (bot.shared_ratelimit): one row per budget (overall, a group, a chat), its state as JSON.
+    """
+    CREATE TABLE rate_limits (
+        key TEXT COLLATE "C" PRIMARY KEY,
+        state TEXT NOT NULL
     );
     """,
 ]
