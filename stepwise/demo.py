@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import sys
 from contextlib import AsyncExitStack
+from decimal import Decimal
 
 from pydantic import SecretStr
 
@@ -41,6 +42,7 @@ HOST = "127.0.0.1"  # the demo has no authentication on its chat page: loopback 
 DEMO_SHOP_LATENCY_MS = 700
 # The demo's staff group (a forum supergroup the bot administers) and its one staff member.
 DEMO_STAFF = StaffDesk(chat_id=-1001000000042, user_id=10002, first_name="Sam (staff)")
+DEMO_APPROVAL_ABOVE = Decimal("50")
 
 
 class Demo:
@@ -106,6 +108,9 @@ class Demo:
                 "shop_latency_ms": latency,
                 "staff_ids": self.settings.staff_ids | {DEMO_STAFF.user_id},
                 "staff_chat_id": DEMO_STAFF.chat_id,  # human handoff into the staff panel
+                # Refunds above this wait for the staff panel's Approve/Reject (issue 14):
+                # "refund 59 for A1002" shows it; smaller ones stay the customer's to confirm.
+                "staff_approval_above": self.settings.staff_approval_above or DEMO_APPROVAL_ABOVE,
             }
         )
         runtime = await open_runtime(settings)

@@ -425,3 +425,36 @@ async def test_the_demo_hands_off_into_its_staff_panel(tmp_path: Path) -> None:
         await until(lambda: any(m.text == "Hi, Sam here" for m in standin.bot_messages(DEMO)))
     finally:
         await demo.stop()
+
+
+async def test_the_demo_sends_a_big_refund_to_its_staff_panel(tmp_path: Path) -> None:
+    """`stepwise demo`: a refund above the demo's threshold (50) waits for the staff panel;
+    the demo staff member's Approve refunds it once and the customer is told."""
+    settings = Settings.model_validate(
+        {"STEPWISE_DB": str(tmp_path / "demo.db"), "STEPWISE_SHOP_LATENCY_MS": "0"}
+    )
+    demo = Demo(settings, chat_port=0, staff_port=0, poll_timeout_s=1)
+    await demo.start()
+    try:
+        standin, forum = demo.standin, DEMO_STAFF.chat_id
+        assert demo.runtime is not None and demo.runtime.shop is not None
+        standin.inject_message(DEMO, DEMO, "refund 59 for order A1002", first_name="Ada")
+        await until(
+            lambda: any(
+                TEXTS["waiting_for_team"][EN] in (m.text or "") for m in standin.bot_messages(DEMO)
+            ),
+            what="the customer told to wait for the team",
+        )
+        prompt = await until(
+            lambda: next((m for m in standin.chat_messages(forum) if m.buttons), None),
+            what="Approve/Reject in the staff topic",
+        )
+        approve = next(d for d in prompt.callback_data if d.startswith("sw:c:"))
+        standin.press_button(forum, prompt.message_id, approve, DEMO_STAFF.user_id)
+        await until(
+            lambda: any("refund number" in (m.text or "") for m in standin.bot_messages(DEMO)),
+            what="the refund's answer",
+        )
+        assert await demo.runtime.shop.ledger_count(tool="request_refund") == 1
+    finally:
+        await demo.stop()
