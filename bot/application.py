@@ -62,26 +62,20 @@ class CommandMenu:
     language_code: str | None = None
 
 
-def command_menus(staff_ids: frozenset[int]) -> list[CommandMenu]:
+def command_menus(staff_ids: frozenset[int], *, handoff: bool = False) -> list[CommandMenu]:
     """What each kind of user is offered: customers /help in their language (Chinese for
-    `language_code` zh, English otherwise); staff also their commands, in the private-chat
-    scope of each staff member only (Telegram picks the most specific scope)."""
-    menus = [
-        CommandMenu(
-            (
-                BotCommand("help", say("command_help", Language.EN)),
-                BotCommand("human", say("command_human", Language.EN)),
-            )
-        ),
-        CommandMenu(
-            (
-                BotCommand("help", say("command_help", Language.ZH)),
-                BotCommand("human", say("command_human", Language.ZH)),
-            ),
-            None,
-            "zh",
-        ),
-    ]
+    `language_code` zh, English otherwise), and /human when a staff group takes handoffs
+    (without one it would lead nowhere, like the Talk to a person button); staff also
+    their commands, in the private-chat scope of each staff member only (Telegram picks
+    the most specific scope)."""
+
+    def customer(language: Language) -> tuple[BotCommand, ...]:
+        offered = [BotCommand("help", say("command_help", language))]
+        if handoff:
+            offered.append(BotCommand("human", say("command_human", language)))
+        return tuple(offered)
+
+    menus = [CommandMenu(customer(Language.EN)), CommandMenu(customer(Language.ZH), None, "zh")]
     help_en = BotCommand("help", say("command_help", Language.EN))
     staff = (help_en, *(BotCommand(name, text) for name, text in STAFF_COMMANDS))
     menus += [CommandMenu(staff, BotCommandScopeChat(staff_id)) for staff_id in sorted(staff_ids)]
@@ -310,7 +304,9 @@ async def start_application(
 async def set_command_menus(application: TelegramApplication) -> None:
     """Set every command menu; a staff member's fails ("chat not found") until they have
     written to the bot once, which is logged and leaves the other menus in place."""
-    for menu in command_menus(bot_of(application).staff_ids):
+    bot = bot_of(application)
+    handoff = bot.handoff is not None and bot.handoff.staff_chat_id is not None
+    for menu in command_menus(bot.staff_ids, handoff=handoff):
         try:
             await application.bot.set_my_commands(
                 list(menu.commands), scope=menu.scope, language_code=menu.language_code

@@ -183,6 +183,14 @@ async def test_handoff_by_command_never_echoes_the_bot_or_service_messages(
     ]
     counted = "SELECT trigger, to_customer FROM handoffs"
     await until(lambda: h.query(counted) == [("command", 1)], what="the reply counted")
+    # With a staff group, customers are offered /human in their language (without one,
+    # test_telegram_real's test_6: /help only).
+    offered = {lang: h.standin.commands(language_code=lang) for lang in ("", "zh")}
+    assert [(c["command"], c["description"]) for c in offered[""]] == [
+        ("help", TEXTS["command_help"][EN]),
+        ("human", TEXTS["command_human"][EN]),
+    ]
+    assert [c["description"] for c in offered["zh"]][1] == TEXTS["command_human"][ZH]
 
 
 async def test_restart_keeps_relaying_and_resends_what_a_crash_left(

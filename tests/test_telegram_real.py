@@ -17,12 +17,13 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
 import pytest
 
-from agent_core.models import Language
+from agent_core.models import Language, utcnow
 from bot.progress import Typing
 from bot.ratelimit import CHAT_BURST, CHAT_INTERVAL_S, counts_as_message
 from bot.texts import decision_labels, say
@@ -32,6 +33,7 @@ from standin import DEFAULT_TOKEN, CallRecord, FloodLimits, ShownMessage, StandI
 from standin.formatting import MAX_TEXT_LENGTH, utf16_len
 from stepwise.serve import start_recovery
 from storage.runs import SqliteRunStore
+from storage.tables import ts
 from tests.harness import (
     DEMO,
     OTHER,
@@ -338,9 +340,11 @@ async def test_8_a_prompt_offered_again_after_a_restart_binds_to_the_new_message
     standin.inject_message(DEMO, DEMO, "cancel order A1003")
     old = await first.buttons_message(DEMO)
     await first.stop()
-    # As if the bot died before it could record that the prompt was shown.
+    # As if the bot died before it could record that the prompt was shown, a while ago
+    # (a younger pause's prompt may still be on its way from a live process).
     with sqlite3.connect(db) as conn:
         conn.execute("DELETE FROM events WHERE kind = 'prompt_shown'")
+        conn.execute("UPDATE runs SET paused_at = ?", (ts(utcnow() - timedelta(minutes=1)),))
 
     second = await start_bot(standin, db)
     try:
@@ -691,6 +695,7 @@ async def test_8_a_prompt_shown_before_the_upgrade_is_offered_again_and_bound(
     await first.stop()
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE runs SET prompt_chat_id = NULL, prompt_message_id = NULL")
+        conn.execute("UPDATE runs SET paused_at = ?", (ts(utcnow() - timedelta(minutes=1)),))
 
     second = await start_bot(standin, db)
     try:
