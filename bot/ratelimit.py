@@ -126,10 +126,17 @@ class ChatPacer:
         self._lock = asyncio.Lock()
 
     async def acquire(self) -> None:
+        """Hold the chat until `release`. A caller cancelled while it waits for a token
+        (a progress edit made moot, a stopping bot) lets go of the chat, or every later
+        call to it would wait forever."""
         await self._lock.acquire()
-        wait = pacer_wait(self._tat, self._clock(), self.burst, self.interval)
-        if wait > 0:
-            await asyncio.sleep(wait)
+        try:
+            wait = pacer_wait(self._tat, self._clock(), self.burst, self.interval)
+            if wait > 0:
+                await asyncio.sleep(wait)
+        except BaseException:
+            self._lock.release()  # nothing was sent: nothing to charge
+            raise
 
     def release(self) -> None:
         self._tat = pacer_charge(self._tat, self._clock(), self.interval)

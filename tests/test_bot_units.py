@@ -284,6 +284,33 @@ async def test_chat_pacer_charges_a_call_when_its_answer_arrives(
     pacer.release()
 
 
+async def test_a_call_cancelled_while_it_waits_for_a_token_lets_go_of_the_chat(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A progress edit cancelled while paced (its step finished first) must not keep the
+    chat: every later message to it would wait forever (a bot that cannot stop)."""
+    now = [0.0]
+    waiting = asyncio.Event()
+    never = asyncio.Event()
+
+    async def blocking_sleep(seconds: float) -> None:
+        waiting.set()
+        await never.wait()  # a wait for a token, cancelled below before it ends
+
+    monkeypatch.setattr("bot.ratelimit.asyncio.sleep", blocking_sleep)
+    pacer = ChatPacer(burst=1, interval=1.0, clock=lambda: now[0])
+    await pacer.acquire()
+    pacer.release()  # the bucket is empty until t=1
+    paced = asyncio.create_task(pacer.acquire())
+    await waiting.wait()
+    paced.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await paced
+    now[0] = 5.0  # the bucket is full again: the next call goes at once
+    await asyncio.wait_for(pacer.acquire(), timeout=5)
+    pacer.release()
+
+
 def test_only_messages_spend_a_chats_budget_and_the_numbers_are_telegrams() -> None:
     assert counts_as_message("sendMessage") and counts_as_message("editMessageText")
     assert not counts_as_message("sendChatAction") and not counts_as_message("answerCallbackQuery")

@@ -50,6 +50,10 @@ async def test_a_standby_takes_over_polling_when_the_holder_is_killed(
         first, second = customer.shipping
         standin.inject_message(user, user, f"where is order {first}")
         await until(lambda: _answers(standin, user, first), what="answered by the holder")
+        # ... and its delivery recorded: a kill between the send and the mark would make
+        # the standby send it again (the one window a crash can double, by design).
+        delivered = "SELECT count(*) FROM events WHERE kind = 'answer_delivered'"
+        await until(lambda: query(db, delivered) == [(1,)], what="the answer marked delivered")
         assert _conflicts(standin) == 0
 
         await holder.kill()
