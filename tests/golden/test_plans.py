@@ -1704,3 +1704,111 @@ def test_a_refund_without_a_required_amount_is_planned_as_said() -> None:
             },
         }
     )
+
+
+def test_order_ids_of_a_shop_with_its_own_pattern() -> None:
+    # Ids written in upper case only: a lower-case or confusable one is still read (ids
+    # match case-insensitively). Ids with an optional hyphen: a plain one and a decorated
+    # one ("b 2002") in the same message are both read.
+    upper = RuleBasedPlanner(order_id_pattern=r"[A-Z]\d{4}")
+    hyphen = RuleBasedPlanner(order_id_pattern=r"[A-Z]-?\d{4}")
+
+    def seen(planner: RuleBasedPlanner, text: str) -> object:
+        d = planner.draft(PlanRequest(text=text))
+        clarify = d.interpretation.clarify if d.interpretation else None
+        return [s.args["order_id"] for s in d.steps] or (clarify and clarify.model_dump())
+
+    assert {
+        "upper, lower case": seen(upper, "where is a1001"),
+        "upper, confusable": seen(upper, "where is a10O1"),
+        "upper, decorated": seen(upper, "where is #a-1001"),
+        "hyphen, plain and decorated": seen(hyphen, "where are a-1001 and b 2002"),
+    } == snapshot(
+        {
+            "upper, lower case": ["A1001"],
+            "upper, confusable": {
+                "question": '"a10O1" doesn\'t look like an order number. Did you mean this one?',
+                "options": [{"label": "A1001", "text": "where is order A1001"}],
+                "nonce": None,
+            },
+            "upper, decorated": ["A1001"],
+            "hyphen, plain and decorated": ["A-1001", "B2002"],
+        }
+    )
+
+
+def test_characters_that_hide_or_shift_text() -> None:
+    # A lone surrogate or a zero-width space reads as a space ("A 1001" is order A1001);
+    # a letter whose lower case is two characters keeps every position in place.
+    assert {
+        "surrogate": summary("where is A\ud8001001")["steps"],
+        "zero width": summary("where is A\u200b1001")["steps"],
+        "dotted capital I": summary("İstanbul İİ: cancel A1001, thanks")["intents"],
+    } == snapshot(
+        {
+            "surrogate": [
+                'get_order_status {"order_id": "A1001"} | Check the status of order A1001'
+            ],
+            "zero width": [
+                'get_order_status {"order_id": "A1001"} | Check the status of order A1001'
+            ],
+            "dotted capital I": [
+                {
+                    "tool": "cancel_order",
+                    "order_ids": ["A1001"],
+                    "clause": "İstanbul İİ: cancel A1001",
+                }
+            ],
+        }
+    )
+
+
+def test_more_questions_back_in_chinese() -> None:
+    assert plans(
+        "帮我改一下 A1001 的地址",
+        "订单号 1001 到哪了",
+        "I said it a 100 times, where is #B-2001",
+        "where is A1001 and #B-2001",
+    ) == snapshot(
+        {
+            "帮我改一下 A1001 的地址": {
+                "language": "zh",
+                "refusal": "needs_clarification",
+                "clarify": {"question": "请告诉我新的收货地址（以及订单号），我再帮你修改。"},
+            },
+            "订单号 1001 到哪了": {
+                "language": "zh",
+                "refusal": "needs_clarification",
+                "clarify": {
+                    "question": "“1001”不像是一个订单号。请发送完整的订单号（例如 A1001）。"
+                },
+            },
+            "I said it a 100 times, where is #B-2001": {
+                "language": "en",
+                "steps": [
+                    'get_order_status {"order_id": "B2001"} | Check the status of order B2001'
+                ],
+                "intents": [
+                    {
+                        "tool": "get_order_status",
+                        "order_ids": ["B2001"],
+                        "clause": "where is #B-2001",
+                    }
+                ],
+            },
+            "where is A1001 and #B-2001": {
+                "language": "en",
+                "steps": [
+                    'get_order_status {"order_id": "A1001"} | Check the status of order A1001',
+                    'get_order_status {"order_id": "B2001"} | Check the status of order B2001',
+                ],
+                "intents": [
+                    {
+                        "tool": "get_order_status",
+                        "order_ids": ["A1001", "B2001"],
+                        "clause": "where is A1001 and #B-2001",
+                    }
+                ],
+            },
+        }
+    )
