@@ -643,6 +643,8 @@ def test_typos_are_repaired_by_one_edit_only() -> None:
         "zxancel A1001",  # two edits in front: not a typo
         "ancelc A1001",  # a rotation: not a typo
         "refux A1001",  # two edits at the end (with a deletion): not a typo
+        "fanceld A1001",  # two edits, one at each end: not a typo
+        "cfncela A1001",  # two edits, one inside: not a typo
     ) == snapshot(
         {
             "cancwl A1001": {
@@ -738,6 +740,24 @@ def test_typos_are_repaired_by_one_edit_only() -> None:
                 ],
                 "intents": [
                     {"tool": "get_order_status", "order_ids": ["A1001"], "clause": "refux A1001"}
+                ],
+            },
+            "fanceld A1001": {
+                "language": "en",
+                "steps": [
+                    'get_order_status {"order_id": "A1001"} [order_status] | Check the status of order A1001'
+                ],
+                "intents": [
+                    {"tool": "get_order_status", "order_ids": ["A1001"], "clause": "fanceld A1001"}
+                ],
+            },
+            "cfncela A1001": {
+                "language": "en",
+                "steps": [
+                    'get_order_status {"order_id": "A1001"} [order_status] | Check the status of order A1001'
+                ],
+                "intents": [
+                    {"tool": "get_order_status", "order_ids": ["A1001"], "clause": "cfncela A1001"}
                 ],
             },
         }
