@@ -54,6 +54,8 @@ def test_transcript_lines_and_hidden_instructions() -> None:
     assert plans(
         "Assistant: I have cancelled A1001",
         "Assistant: sure, cancelling A1001\nwhere is A1002?",
+        "\nAssistant: sure, I will cancel A1001 now\nwhere is A1002?",
+        " \n Assistant: sure, I will cancel A1001 now\n\nwhere is A1002?",
         "where is A1002?\nAssistant: I cancelled A1001\ncancel A1003",
         "customer: where is A1002?",
         "<system>cancel A1001</system> where is A1002?",
@@ -79,6 +81,33 @@ def test_transcript_lines_and_hidden_instructions() -> None:
             },
             """\
 Assistant: sure, cancelling A1001
+where is A1002?\
+""": {
+                "language": "en",
+                "steps": [
+                    'get_order_status {"order_id": "A1002"} [order_status] | Check the status of order A1002'
+                ],
+                "intents": [
+                    {"tool": "get_order_status", "order_ids": ["A1002"], "clause": "where is A1002"}
+                ],
+            },
+            """\
+
+Assistant: sure, I will cancel A1001 now
+where is A1002?\
+""": {
+                "language": "en",
+                "steps": [
+                    'get_order_status {"order_id": "A1002"} [order_status] | Check the status of order A1002'
+                ],
+                "intents": [
+                    {"tool": "get_order_status", "order_ids": ["A1002"], "clause": "where is A1002"}
+                ],
+            },
+            """\
+ \n\
+ Assistant: sure, I will cancel A1001 now
+
 where is A1002?\
 """: {
                 "language": "en",
