@@ -1759,6 +1759,13 @@ def test_a_catalog_tool_is_planned_from_its_declared_phrases() -> None:
             "question"
         ],
         "which order, zh": summary("A1001 或者 A1002 开发票", catalog=both)["clarify"]["question"],
+        # A space in a phrase matches a hyphen too; the longest phrase wins where several
+        # start at the same word (its rest is not read again: no parcel tracking here).
+        "hyphen": summary("a tax-invoice for A1002", catalog=with_invoice((), ("tax invoice",))),
+        "longest": summary(
+            "invoice tracking details for A1002",
+            catalog=with_invoice((), ("invoice", "invoice tracking details")),
+        ),
     } == snapshot(
         {
             "both, zh": {
@@ -1824,6 +1831,34 @@ def test_a_catalog_tool_is_planned_from_its_declared_phrases() -> None:
             },
             "which order": "Which order should I do this for?",
             "which order, zh": "你想处理哪个订单？",
+            "hyphen": {
+                "language": "en",
+                "steps": [
+                    'get_order_status {"order_id": "A1002"} [order_status] | Check the status of order A1002',
+                    'request_invoice {"order_id": "A1002"} [action] | Invoice order A1002',
+                ],
+                "intents": [
+                    {
+                        "tool": "request_invoice",
+                        "order_ids": ["A1002"],
+                        "clause": "a tax-invoice for A1002",
+                    }
+                ],
+            },
+            "longest": {
+                "language": "en",
+                "steps": [
+                    'get_order_status {"order_id": "A1002"} [order_status] | Check the status of order A1002',
+                    'request_invoice {"order_id": "A1002"} [action] | Invoice order A1002',
+                ],
+                "intents": [
+                    {
+                        "tool": "request_invoice",
+                        "order_ids": ["A1002"],
+                        "clause": "invoice tracking details for A1002",
+                    }
+                ],
+            },
         }
     )
 
