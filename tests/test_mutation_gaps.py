@@ -38,7 +38,8 @@ from agent_core.models import (
     ToolError,
 )
 from agent_core.results import bound
-from agent_core.spec import ResultView, Template, Texts
+from agent_core.rules import update_plan
+from agent_core.spec import ResultView, Template, Texts, rule
 from agent_core.tools import Tool, ToolRegistry
 from tests.fakes import (
     CANCEL,
@@ -618,3 +619,23 @@ def test_a_refusal_with_a_reason_the_catalog_does_not_know_gets_the_tools_defaul
     assert compose_answer(answer_run([step]), registry.catalog()).splitlines()[0] == (
         "Gift G1 stays."
     )
+
+
+def test_a_skip_reason_naming_a_value_the_rule_does_not_have_leaves_it_blank() -> None:
+    # A catalog's reason may name only {order_id} and {status}; another name reads as
+    # nothing rather than losing the reason (the customer would see only "skipped").
+    status = done("s1", "get_order_status", "A1001", {"order_id": "A1001", "status": "cancelled"})
+    cancel = PlanStep(id="s2", goal="Cancel order A1001", tool="cancel_order",
+                      args={"order_id": "A1001"})  # fmt: skip
+    note = rule(
+        "noted",
+        after="get_order_status",
+        field="status",
+        values={"cancelled"},
+        skip_tool="cancel_order",
+        reason=Texts(
+            zh="订单 {order_id} 已{status}{note}。", en="Order {order_id} is {status}{note}."
+        ),
+    )
+    assert update_plan(answer_run([status, cancel]), [note]) == [cancel]
+    assert cancel.skip_reason == "Order A1001 is cancelled."
