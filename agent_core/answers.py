@@ -251,6 +251,14 @@ def describe_outcome(step: PlanStep, run: Run, catalog: Catalog = CATALOG) -> st
                 else f'OK, I did not "{step.goal[:1].lower()}{step.goal[1:]}". Nothing was changed.'
             )
         return f"{step.goal}：未执行。" if lang is ZH else f"{step.goal}: not done."
+    if status in (StepStatus.PENDING, StepStatus.RUNNING) and run.stop_reason == "max_steps":
+        # Cut by the step limit, not by an earlier step: every step before it completed
+        # or was retried until the run's attempts ran out.
+        return (
+            f"{step.goal}：处理步骤已达上限，未执行。"
+            if lang is ZH
+            else f"{step.goal}: not done, because I reached the step limit."
+        )
     if status in (StepStatus.PENDING, StepStatus.RUNNING) and run.is_terminal:
         return (
             f"{step.goal}：因前面的步骤没有完成，未执行。"

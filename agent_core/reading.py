@@ -252,7 +252,8 @@ def _blank_transcripts(cleaned: str) -> str:
     """Drop fake transcript lines of the assistant; keep the customer's own, unlabelled."""
     work = cleaned
     for match in TRANSCRIPT_OTHER.finditer(cleaned):
-        line_end = cleaned.find("\n", match.start())
+        # From the label's end: its leading \s* may start on an earlier, blank line.
+        line_end = cleaned.find("\n", match.end())
         work = _blank(work, match.start(), len(cleaned) if line_end < 0 else line_end)
     for match in TRANSCRIPT_SELF.finditer(work):
         work = _blank(work, match.start(), match.end())

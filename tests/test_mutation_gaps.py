@@ -33,11 +33,13 @@ from agent_core.models import (
     Run,
     RunEvent,
     RunStatus,
+    StepError,
     StepStatus,
     ToolError,
 )
 from agent_core.results import bound
-from agent_core.spec import ResultView, Template, Texts
+from agent_core.rules import update_plan
+from agent_core.spec import ResultView, Template, Texts, rule
 from agent_core.tools import Tool, ToolRegistry
 from tests.fakes import (
     CANCEL,
@@ -544,3 +546,96 @@ def test_a_plan_refused_for_invalid_arguments_points_to_a_human_in_chinese() -> 
     run = answer_run([], language=Language.ZH)
     run.refusal = "invalid_arguments"
     assert compose_answer(run) == "如需帮助，请联系人工客服。"
+
+
+# --- answers: the inputs a line is built from, when one of them is missing ---------------
+
+
+def test_generic_lines_of_a_tool_outside_the_catalog_in_english() -> None:
+    skipped = PlanStep(
+        id="s1", goal="Wrap the gift", tool="wrap_gift", args={}, status=StepStatus.SKIPPED
+    )
+    finished = done("s2", "wrap_gift", "G1", {"ok": True}, goal="Send the gift")
+    assert compose_answer(answer_run([skipped, finished])) == (
+        "Wrap the gift: skipped.\nSend the gift: done."
+    )
+
+
+def test_a_pause_outside_the_catalog_is_confirmed_by_its_goal() -> None:
+    step = PlanStep(
+        id="s1", goal="Wrap gift G1", tool="wrap_gift", args={"order_id": "G1"},
+        status=StepStatus.PAUSED,
+    )  # fmt: skip
+    assert compose_answer(answer_run([step])) == (
+        "Wrap gift G1: this changes your order, so I need your confirmation first."
+    )
+
+
+def test_a_failed_lookup_names_the_order_of_its_step_or_else_the_runs_first() -> None:
+    def not_found(step_id: str, args: dict[str, Any]) -> PlanStep:
+        return PlanStep(
+            id=step_id, goal="g", tool="get_order_status", args=args, status=StepStatus.FAILED,
+            error=StepError(type=ErrorType.NOT_FOUND, message="scripted"),
+        )  # fmt: skip
+
+    first = done("s1", "get_order_status", "A1001", {"order_id": "A1001", "status": "shipping"})
+    own = answer_run([first, not_found("s2", {"order_id": "A1002"})])
+    borrowed = answer_run([first, not_found("s2", {})])
+    assert compose_answer(own).splitlines()[1] == "I couldn't find order A1002 on this account."
+    assert compose_answer(borrowed).splitlines()[1] == (
+        "I couldn't find order A1001 on this account."
+    )
+
+
+def test_a_state_read_without_its_state_does_not_stop_later_ones_superseding() -> None:
+    run = answer_run(
+        [
+            done("s1", "get_order_status", "A1001", {"order_id": "A1001"}),
+            done("s2", "get_order_status", "A1002", ["not", "a", "dict"]),
+            done("s3", "get_order_status", "A1003", {"order_id": "A1003", "status": "shipping"}),
+            done("s4", "cancel_order", "A1003", {"order_id": "A1003", "status": "cancelled"}),
+        ]
+    )
+    assert compose_answer(run).splitlines()[2:] == ["Order A1003 has been cancelled."]
+
+
+def test_compose_answer_words_a_step_by_the_catalog_it_is_given() -> None:
+    registry, _ = gift_tools()
+    run = answer_run([done("s1", "gift_status", "G1", {"order_id": "G1", "status": "shipping"})])
+    assert compose_answer(run, registry.catalog()) == GIFT_LINE
+
+
+def test_a_long_line_with_spaces_that_fits_is_left_as_it_is() -> None:
+    text = "word " * 300  # 1500 characters: past the shortcut, within one line's limit
+    assert fit_answer(text) == (text, False)
+
+
+def test_a_refusal_with_a_reason_the_catalog_does_not_know_gets_the_tools_default() -> None:
+    step = PlanStep(
+        id="s1", goal="g", tool="gift_cancel", args={"order_id": "G1"}, status=StepStatus.FAILED,
+        error=StepError(type=ErrorType.INVALID_ARGUMENTS, message="x", code="window_closed"),
+    )  # fmt: skip
+    registry, _ = gift_tools()
+    assert compose_answer(answer_run([step]), registry.catalog()).splitlines()[0] == (
+        "Gift G1 stays."
+    )
+
+
+def test_a_skip_reason_naming_a_value_the_rule_does_not_have_leaves_it_blank() -> None:
+    # A catalog's reason may name only {order_id} and {status}; another name reads as
+    # nothing rather than losing the reason (the customer would see only "skipped").
+    status = done("s1", "get_order_status", "A1001", {"order_id": "A1001", "status": "cancelled"})
+    cancel = PlanStep(id="s2", goal="Cancel order A1001", tool="cancel_order",
+                      args={"order_id": "A1001"})  # fmt: skip
+    note = rule(
+        "noted",
+        after="get_order_status",
+        field="status",
+        values={"cancelled"},
+        skip_tool="cancel_order",
+        reason=Texts(
+            zh="订单 {order_id} 已{status}{note}。", en="Order {order_id} is {status}{note}."
+        ),
+    )
+    assert update_plan(answer_run([status, cancel]), [note]) == [cancel]
+    assert cancel.skip_reason == "Order A1001 is cancelled."

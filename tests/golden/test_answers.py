@@ -578,13 +578,13 @@ async def test_max_steps() -> None:
         {
             "zh": """\
 订单 A1001：运输中，预计 2026-12-03 送达。（重试 1 次后成功）
-查询延迟补偿政策：因前面的步骤没有完成，未执行。
+查询延迟补偿政策：处理步骤已达上限，未执行。
 处理步骤超过上限，我已停下来，剩下的步骤没有执行。
 请把问题拆成更小的请求，或联系人工客服。\
 """,
             "en": """\
 Order A1001 is on its way, expected 2026-12-03. (succeeded after 1 retry)
-Look up the delay compensation policy: not done, because an earlier step did not complete.
+Look up the delay compensation policy: not done, because I reached the step limit.
 This took more steps than allowed, so I stopped; the remaining steps were not run.
 Please split the request into smaller ones, or contact a human agent.\
 """,
@@ -597,17 +597,21 @@ async def test_declined_answer_keeps_the_order_number_as_written() -> None:
     assert 'OK, I did not "cancel order A1001". Nothing was changed.' in (run.answer or "")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="after max_steps, a step that was never reached is explained as 'because an earlier "
-    "step did not complete' although every earlier step completed",
-)
 async def test_max_steps_does_not_blame_an_earlier_step_that_completed() -> None:
+    # The first step completed (after a retry); the second was cut by the step limit, and
+    # the answer says so instead of blaming the step that completed.
     timeout = fail(ErrorType.TIMEOUT, "slow")
+    lines = {}
     for lang in LANGS:
         run = await run_to_answer(
             "status_then_compensation", lang, status=[timeout, SHIPPING], max_attempts=2
         )
         assert run.steps[0].status is StepStatus.DONE
-        assert "因前面的步骤没有完成" not in (run.answer or "")
-        assert "because an earlier step did not complete" not in (run.answer or "")
+        assert run.steps[1].status is StepStatus.PENDING
+        lines[lang.value] = (run.answer or "").split("\n")[1]
+    assert lines == snapshot(
+        {
+            "zh": "查询延迟补偿政策：处理步骤已达上限，未执行。",
+            "en": "Look up the delay compensation policy: not done, because I reached the step limit.",
+        }
+    )
