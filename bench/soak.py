@@ -1,0 +1,818 @@
+"""Section 8: crash soak — customers keep cancelling orders while replicas are SIGKILLed.
+
+Two placements, each on an in-process `StandIn` (Telegram's stand-in) and a local HTTP shop:
+
+* `webhook`: 3 `stepwise serve --webhook-url` replicas on one fresh PostgreSQL schema. The
+  stand-in delivers each update to ONE URL, as Telegram does; a tiny round-robin proxy
+  (`RoundRobin`) passes each POST to the next replica, and answers 502 when that replica is
+  down, so the stand-in delivers the update again later (`standin/webhook.py`, Telegram's
+  1 s doubling backoff), most likely to another replica.
+* `polling`: 2 `stepwise serve` long-polling replicas on one SQLite file; the poller lease
+  decides which one polls (`bot/polling.py`).
+
+The shop is an HTTP tools backend (`STEPWISE_TOOLS`, `Shop`): the figure for side effects
+is POSTs counted where they arrive, not rows in a ledger. Every replica's start gets a
+tools file of its own whose URLs carry a tag (`r<slot>g<start>`), so each POST says which
+process sent it, and a repeated POST can be matched with the kills around it.
+
+Customers: N private chats; each sends "cancel order X" (its own pending orders, one per
+flow), waits for the Confirm prompt, presses Confirm, waits for "Order X has been
+cancelled.", then starts its next flow after a short pause; customers never re-send. A
+killer SIGKILLs a random replica at random moments (any point: mid-start-up, mid-POST,
+mid-run) and starts it again at once. New flows stop once the kills are done; the flows in
+hand finish (each wait is bounded: `FLOW_TIMEOUT_S`), the system settles, then it counts:
+
+* lost messages: a customer message that never got its Confirm prompt, or a Confirm press
+  never acted on (the run is still paused); lost answers: a run that finished (the shop
+  was asked) while the customer was never told;
+* duplicate answers: a chat showing the answer for one order more than once;
+* extra cancel POSTs: POSTs for an order beyond the first (same or another
+  Idempotency-Key), and cancels confirmed by the answer without any POST;
+* runs without a holder: runs still `running`, or holding a lease that has lapsed (an
+  owed delivery nobody took), after the settle; with no lease columns (before leases
+  existed) every `running` run counts;
+* updates left unprocessed in the durable inbox.
+
+Every "0 …" figure is a goal: a miss is printed with the chat, the order and what was seen,
+never raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from bench.measure import remove_db
+from bench.report import Report
+from standin import DEFAULT_TOKEN, ShownMessage, StandIn
+from standin.webhook import SECRET_HEADER, WebhookRetry
+
+SECTION = "soak"
+LEASE_S = 3.0  # STEPWISE_LEASE: the poller lease (and, with run leases, theirs too)
+FLOW_TIMEOUT_S = 90.0  # a customer's patience for one prompt or one answer
+SETTLE_TIMEOUT_S = 90.0  # after the last flow: runs finish, owed deliveries are made
+THINK_S = (0.3, 1.5)  # a customer's pause before each flow and before pressing Confirm
+KILL_GAP_S = (0.5, 3.0)  # between two kills
+VIEW_S = 0.1  # how often the customers' view of the chats is refreshed
+WEBHOOK_SECRET = "soak-webhook-secret"
+ANSWER = "Order {order_id} has been cancelled."
+FIRST_USER = 600_001
+ORDERS_PER_CHAT = 60
+# Telegram retries a refused update for a day; the stand-in's default (6 attempts, then
+# the update is dropped) would turn a long outage into a "lost message" that Telegram
+# would not lose. Telegram's 1 s doubling start, capped so the soak stays short.
+RETRY = WebhookRetry(attempts=40, first_delay=1.0, factor=2.0, max_delay=8.0)
+
+
+# -- the HTTP shop -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Post:
+    order_id: str
+    key: str
+    sender: str  # r<slot>g<start>
+    at: float
+
+
+@dataclass
+class Shop:
+    """The shop's API as `STEPWISE_TOOLS` declares it; counts every cancel POST."""
+
+    owners: dict[str, int] = field(default_factory=dict)
+    status: dict[str, str] = field(default_factory=dict)
+    posts: list[Post] = field(default_factory=list)
+    url: str = ""
+    _runner: web.AppRunner | None = None
+
+    def add_order(self, order_id: str, owner: int) -> None:
+        self.owners[order_id] = owner
+        self.status[order_id] = "pending"
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_get("/{sender}/api/orders/{order_id}", self._order)
+        app.router.add_get("/{sender}/api/policies", self._policies)
+        app.router.add_post("/{sender}/api/orders/{order_id}/cancel", self._cancel)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def _allowed(self, request: web.Request) -> web.Response | None:
+        order_id = request.match_info["order_id"]
+        if order_id not in self.owners:
+            return web.json_response({"error": "no such order"}, status=404)
+        if request.headers.get("X-Stepwise-User") != str(self.owners[order_id]):
+            return web.json_response({"error": "not yours"}, status=403)
+        return None
+
+    async def _order(self, request: web.Request) -> web.Response:
+        refused = self._allowed(request)
+        if refused is not None:
+            return refused
+        order_id = request.match_info["order_id"]
+        return web.json_response(
+            {"order_id": order_id, "status": self.status[order_id], "eta": "2026-12-20"}
+        )
+
+    async def _policies(self, request: web.Request) -> web.Response:
+        return web.json_response({"results": []})
+
+    async def _cancel(self, request: web.Request) -> web.Response:
+        refused = self._allowed(request)
+        if refused is not None:
+            return refused
+        order_id = request.match_info["order_id"]
+        key = request.headers.get("Idempotency-Key", "")
+        self.posts.append(Post(order_id, key, request.match_info["sender"], time.time()))
+        self.status[order_id] = "cancelled"
+        return web.json_response({"order_id": order_id, "status": "cancelled"})
+
+    def tools_file(self, path: Path, sender: str) -> Path:
+        base = f"{self.url}/{sender}"
+        path.write_text(
+            f"""
+[tools.get_order_status]
+url = "{base}/api/orders/{{order_id}}"
+timeout_s = 5
+
+[tools.search_policy]
+url = "{base}/api/policies"
+
+[tools.cancel_order]
+method = "POST"
+url = "{base}/api/orders/{{order_id}}/cancel"
+risk = "high"
+timeout_s = 5
+""",
+            encoding="utf-8",
+        )
+        return path
+
+
+# -- the load balancer in front of the webhook replicas ------------------------------------
+
+
+@dataclass
+class RoundRobin:
+    """One webhook URL for the stand-in; each POST goes to the next replica's port.
+
+    A replica that is down (connection refused or cut mid-request) makes the answer 502,
+    as a load balancer without health checks answers: Telegram keeps the update and
+    delivers it again after its backoff.
+    """
+
+    ports: list[int]
+    forwarded: int = 0
+    refused: int = 0
+    url: str = ""
+    _next: int = 0
+    _runner: web.AppRunner | None = None
+    _session: aiohttp.ClientSession | None = None
+
+    async def start(self) -> None:
+        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=RETRY.timeout))
+        app = web.Application()
+        app.router.add_post("/{tail:.*}", self._forward)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self._session is not None:
+            await self._session.close()
+
+    async def _forward(self, request: web.Request) -> web.Response:
+        assert self._session is not None
+        port = self.ports[self._next % len(self.ports)]
+        self._next += 1
+        body = await request.read()
+        headers = {
+            name: request.headers[name]
+            for name in (SECRET_HEADER, "Content-Type")
+            if name in request.headers
+        }
+        try:
+            async with self._session.post(
+                f"http://127.0.0.1:{port}{request.path_qs}", data=body, headers=headers
+            ) as answer:
+                data = await answer.read()
+                self.forwarded += 1
+                return web.Response(status=answer.status, body=data)
+        except (aiohttp.ClientError, TimeoutError):
+            self.refused += 1
+            return web.Response(status=502, reason="Bad Gateway")
+
+
+# -- the replicas --------------------------------------------------------------------------
+
+
+@dataclass
+class Life:
+    """One start of one replica: its tag in the shop's log, when it started and died."""
+
+    sender: str
+    pid: int
+    started: float
+    killed: float | None = None
+
+
+@dataclass
+class Replica:
+    slot: int
+    argv: list[str]
+    env: dict[str, str]
+    workdir: Path
+    shop: Shop
+    proc: asyncio.subprocess.Process | None = None
+    lives: list[Life] = field(default_factory=list)
+
+    @property
+    def log(self) -> Path:
+        return self.workdir / f"soak-replica-{self.slot}.log"
+
+    @property
+    def up(self) -> bool:
+        return self.proc is not None and self.proc.returncode is None
+
+    async def start(self) -> None:
+        sender = f"r{self.slot}g{len(self.lives) + 1}"
+        tools = self.shop.tools_file(self.workdir / f"soak-tools-{sender}.toml", sender)
+        env = {**self.env, "STEPWISE_TOOLS": str(tools)}
+        with self.log.open("ab") as out:
+            self.proc = await asyncio.create_subprocess_exec(
+                *self.argv, env=env, cwd=self.workdir, stdout=out, stderr=subprocess.STDOUT
+            )
+        self.lives.append(Life(sender, self.proc.pid, time.time()))
+
+    async def kill(self) -> None:
+        assert self.proc is not None
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.send_signal(signal.SIGKILL)
+        self.lives[-1].killed = time.time()
+        await self.proc.wait()
+
+    async def stop(self) -> None:
+        if self.up:
+            await self.kill()
+            self.lives[-1].killed = None  # the end of the soak, not one of its kills
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _base_env(standin: StandIn, db: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("STEPWISE_", "TELEGRAM_"))}
+    env.update(
+        {
+            "TELEGRAM_BOT_TOKEN": DEFAULT_TOKEN,
+            "TELEGRAM_API_BASE_URL": standin.base_url,
+            "STEPWISE_DB": db,
+            "STEPWISE_LEASE": f"{LEASE_S:g}",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    return env
+
+
+# -- the customers -------------------------------------------------------------------------
+
+
+@dataclass
+class Flow:
+    chat: int
+    order_id: str
+    sent: float
+    run_id: str | None = None
+    pressed: float | None = None
+    answered: float | None = None
+    problem: str | None = None
+    run_status: str | None = None  # read from the database at the end, for a failed flow
+
+    @property
+    def loss(self) -> str | None:
+        """What the customer lost: the message (no prompt), the press (the decision was
+        never taken) or the answer (the run finished, the customer was never told)."""
+        if self.problem is None:
+            return None
+        if self.pressed is None:
+            return "message"
+        if self.run_status in ("completed", "failed"):
+            return "answer"
+        return "press"
+
+
+@dataclass
+class Chats:
+    """What every chat shows, refreshed in one pass over the stand-in's messages."""
+
+    standin: StandIn
+    users: list[int]
+    shown: dict[int, list[ShownMessage]] = field(default_factory=dict)
+    _seen: tuple[int, int] = (-1, -1)
+
+    def refresh(self) -> None:
+        state = self.standin.state
+        seen = (len(state.calls), len(state.messages))
+        if seen == self._seen:
+            return
+        self._seen = seen
+        wanted = set(self.users)
+        shown: dict[int, list[ShownMessage]] = {user: [] for user in self.users}
+        for (chat_id, _), message in list(state.messages.items()):
+            if chat_id in wanted and not message.deleted:
+                view = state.shown(message)
+                if view.from_bot:
+                    shown[chat_id].append(view)
+        for messages in shown.values():
+            messages.sort(key=lambda m: m.message_id)
+        self.shown = shown
+
+    async def keep_fresh(self) -> None:
+        while True:
+            self.refresh()
+            await asyncio.sleep(VIEW_S)
+
+    def prompt(self, chat: int, order_id: str, pressed: set[str]) -> tuple[ShownMessage, str]:
+        """The Confirm button of a not yet pressed prompt about `order_id`, if shown."""
+        for message in reversed(self.shown.get(chat, [])):
+            for data in message.callback_data:
+                if not data.startswith("sw:c:"):
+                    continue
+                run_id = data.split(":")[2]
+                labels = " ".join(b.text for row in message.buttons for b in row)
+                about = order_id in (message.text or "") or order_id in labels
+                if about and run_id not in pressed:
+                    return message, data
+        raise LookupError(order_id)
+
+    def transcript(self) -> str:
+        """Every chat's bot messages (text, buttons), for reading a miss afterwards."""
+        lines = []
+        for chat, messages in self.shown.items():
+            lines.append(f"== chat {chat}")
+            for m in messages:
+                data = " ".join(m.callback_data)
+                lines.append(f"  #{m.message_id} {(m.text or '')!r} {data}".rstrip())
+        return "\n".join(lines) + "\n"
+
+    def answers(self, chat: int, order_id: str) -> int:
+        needle = ANSWER.format(order_id=order_id)
+        return sum(needle in (m.text or "") for m in self.shown.get(chat, []))
+
+
+async def _wait(condition: Callable[[], Any], within: float) -> Any:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            value = condition()
+        except LookupError:
+            value = None
+        if value:
+            return value
+        await asyncio.sleep(VIEW_S)
+    return None
+
+
+async def customer(
+    standin: StandIn,
+    chats: Chats,
+    user: int,
+    orders: list[str],
+    flows: list[Flow],
+    stop: asyncio.Event,
+    rng: random.Random,
+) -> None:
+    """One customer: cancel orders one after another until told to stop (or stuck)."""
+    pressed: set[str] = set()
+    for n, order_id in enumerate(orders):
+        if n and stop.is_set():  # every customer runs at least one flow
+            return
+        await asyncio.sleep(rng.uniform(*THINK_S))
+        flow = Flow(user, order_id, time.time())
+        flows.append(flow)
+        standin.inject_message(user, user, f"cancel order {order_id}")
+        found = await _wait(partial(chats.prompt, user, order_id, pressed), FLOW_TIMEOUT_S)
+        if found is None:
+            flow.problem = f"no Confirm prompt within {FLOW_TIMEOUT_S:g} s"
+            return
+        message, data = found
+        flow.run_id = data.split(":")[2]
+        pressed.add(flow.run_id)
+        await asyncio.sleep(rng.uniform(*THINK_S))
+        standin.press_button(user, message.message_id, data, user)
+        flow.pressed = time.time()
+        if not await _wait(partial(chats.answers, user, order_id), FLOW_TIMEOUT_S):
+            flow.problem = f"no answer within {FLOW_TIMEOUT_S:g} s of pressing Confirm"
+            return
+        flow.answered = time.time()
+
+
+async def killer(
+    replicas: list[Replica], kills: int, rng: random.Random, started: list[asyncio.Task[None]]
+) -> int:
+    """SIGKILL a random replica `kills` times at random moments; each is started again at
+    once (in the background: the next kill may find it still starting)."""
+    done = 0
+    while done < kills:
+        await asyncio.sleep(rng.uniform(*KILL_GAP_S))
+        victims = [r for r in replicas if r.up]
+        if not victims:
+            continue
+        victim = rng.choice(victims)
+        await victim.kill()
+        done += 1
+        started.append(asyncio.ensure_future(victim.start()))
+    return done
+
+
+# -- reading the database at the end --------------------------------------------------------
+
+
+@dataclass
+class Leftovers:
+    running: list[str]
+    unheld: list[str]  # running or owing a delivery, with no live lease
+    leases: bool  # whether the runs have lease columns at all
+    unprocessed: int  # updates stored in the inbox, not processed
+    statuses: dict[str, int]
+
+
+def _rows(db: str, sql: str) -> list[tuple[Any, ...]]:
+    if db.startswith("postgresql"):
+        import psycopg
+
+        with psycopg.connect(db, autocommit=True) as conn:
+            return list(conn.execute(sql).fetchall())
+    conn = sqlite3.connect(db, timeout=30)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def _columns(db: str, table: str) -> set[str]:
+    if db.startswith("postgresql"):
+        rows = _rows(
+            db,
+            "SELECT column_name FROM information_schema.columns WHERE table_name = "
+            f"'{table}' AND table_schema = current_schema()",
+        )
+    else:
+        rows = [(r[1],) for r in _rows(db, f"PRAGMA table_info({table})")]
+    return {str(r[0]) for r in rows}
+
+
+def leftovers(db: str) -> Leftovers:
+    statuses = {
+        str(s): int(n) for s, n in _rows(db, "SELECT status, count(*) FROM runs GROUP BY 1")
+    }
+    running = [str(r[0]) for r in _rows(db, "SELECT id FROM runs WHERE status = 'running'")]
+    leases = {"lease_owner", "lease_until"} <= _columns(db, "runs")
+    if leases:
+        now = datetime.now(UTC).isoformat(timespec="microseconds")[:26] + "Z"  # storage ts
+        held = _rows(
+            db,
+            "SELECT id, status, lease_owner, lease_until FROM runs WHERE lease_owner IS NOT NULL",
+        )
+        unheld = {str(r[0]) for r in held if str(r[3] or "") < now}
+        leased = {str(r[0]) for r in held}
+        unheld |= {run for run in running if run not in leased}
+    else:
+        unheld = set(running)
+    unprocessed = 0
+    if _columns(db, "inbox"):
+        unprocessed = int(_rows(db, "SELECT count(*) FROM inbox WHERE processed_at IS NULL")[0][0])
+    return Leftovers(running, sorted(unheld), leases, unprocessed, statuses)
+
+
+def _read_run_status(db: str, flows: list[Flow]) -> None:
+    ids = [f.run_id for f in flows if f.run_id is not None]
+    if not ids:
+        return
+    quoted = ", ".join(f"'{run_id}'" for run_id in ids)  # derived ids: hex digits only
+    status = dict(_rows(db, f"SELECT id, status FROM runs WHERE id IN ({quoted})"))
+    for flow in flows:
+        flow.run_status = str(status.get(flow.run_id, "absent"))
+
+
+# -- one soak ------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    placement: str
+    replicas: int
+    chats: int
+    kills: int
+    wall_s: float
+    flows: list[Flow]
+    answers: dict[tuple[int, str], int]
+    prompts: dict[tuple[int, str], int]
+    posts: list[Post]
+    lives: dict[str, Life]
+    left: Leftovers
+    refused: int  # webhook POSTs the proxy answered 502 (a replica down)
+    too_many: Counter[str]  # 429s the stand-in answered (flood limits), by method
+    conflicts: int  # "Conflict" lines in the replicas' logs (two pollers at once)
+
+
+async def soak(workdir: Path, *, placement: str, chats: int, kills: int, seed: int = 15) -> Outcome:
+    rng = random.Random(seed)
+    users = [FIRST_USER + n for n in range(chats)]
+    shop = Shop()
+    orders: dict[int, list[str]] = {}
+    for n, user in enumerate(users, start=1):
+        orders[user] = [f"C{n:02d}{k:03d}" for k in range(1, ORDERS_PER_CHAT + 1)]
+        for order_id in orders[user]:
+            shop.add_order(order_id, user)
+    schema: str | None = None
+    pg_server = ""
+    if placement == "webhook":
+        from bench.pg_throughput import fresh_schema, in_schema, server_url
+
+        pg_server = server_url()
+        schema = fresh_schema(pg_server, "soak")
+        db = in_schema(pg_server, schema)
+        count = 3
+    else:
+        path = workdir / "soak.db"
+        remove_db(path)
+        db = str(path)
+        count = 2
+    proxy: RoundRobin | None = None
+    replicas: list[Replica] = []
+    restarts: list[asyncio.Task[None]] = []
+    flows: list[Flow] = []
+    await shop.start()
+    try:
+        async with StandIn(webhook_retry=RETRY) as standin:
+            env = _base_env(standin, db)
+            serve = [sys.executable, "-m", "stepwise", "serve", "--staff-port", "0"]
+            if placement == "webhook":
+                ports = [_free_port() for _ in range(count)]
+                proxy = RoundRobin(ports)
+                await proxy.start()
+                for slot, port in enumerate(ports):
+                    argv = [
+                        *serve,
+                        "--webhook-url", proxy.url,
+                        "--webhook-secret", WEBHOOK_SECRET,
+                        "--port", str(port),
+                    ]  # fmt: skip
+                    replicas.append(Replica(slot, argv, env, workdir, shop))
+            else:
+                replicas = [Replica(slot, serve, env, workdir, shop) for slot in range(count)]
+            for replica in replicas:
+                replica.log.unlink(missing_ok=True)
+                await replica.start()
+            ready = "setWebhook" if placement == "webhook" else "getUpdates"
+            await _wait(lambda: any(c.method == ready for c in standin.state.calls), FLOW_TIMEOUT_S)
+            view = Chats(standin, users)
+            viewer = asyncio.ensure_future(view.keep_fresh())
+            stop = asyncio.Event()
+            started = time.perf_counter()
+            customers = [
+                asyncio.ensure_future(
+                    customer(standin, view, u, orders[u], flows, stop, random.Random(rng.random()))
+                )
+                for u in users
+            ]
+            done_kills = await killer(replicas, kills, rng, restarts)
+            stop.set()
+            await asyncio.gather(*customers)
+            await asyncio.gather(*restarts)
+            wall = time.perf_counter() - started
+            # Settle: what was interrupted is finished and delivered by a live replica.
+            left = leftovers(db)
+            deadline = time.monotonic() + SETTLE_TIMEOUT_S
+            while (left.unheld or left.running or left.unprocessed) and (
+                time.monotonic() < deadline
+            ):
+                await asyncio.sleep(0.5)
+                left = leftovers(db)
+            _read_run_status(db, [f for f in flows if f.problem is not None])
+            view.refresh()
+            transcript = workdir / f"soak-{placement}-chats.txt"
+            transcript.write_text(view.transcript(), encoding="utf-8")
+            viewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await viewer
+            answers: dict[tuple[int, str], int] = {}
+            prompts: dict[tuple[int, str], int] = {}
+            for flow in flows:
+                key = (flow.chat, flow.order_id)
+                answers[key] = view.answers(flow.chat, flow.order_id)
+                prompts[key] = sum(
+                    any(d.startswith("sw:c:") for d in m.callback_data)
+                    and flow.order_id in (m.text or "")
+                    for m in view.shown.get(flow.chat, [])
+                )
+            too_many = Counter(c.method for c in standin.state.calls if c.status == 429)
+            for replica in replicas:
+                await replica.stop()
+    finally:
+        for replica in replicas:
+            await replica.stop()
+        if proxy is not None:
+            await proxy.stop()
+        await shop.stop()
+        if schema is not None:
+            from bench.pg_throughput import drop_schema
+
+            drop_schema(pg_server, schema)
+    conflicts = sum(r.text().count("Conflict") for r in replicas)
+    lives = {life.sender: life for r in replicas for life in r.lives}
+    return Outcome(
+        placement,
+        count,
+        chats,
+        done_kills,
+        wall,
+        flows,
+        answers,
+        prompts,
+        list(shop.posts),
+        lives,
+        left,
+        proxy.refused if proxy is not None else 0,
+        too_many,
+        conflicts,
+    )
+
+
+# -- the figures ---------------------------------------------------------------------------
+
+
+def _post_story(posts: list[Post], lives: dict[str, Life]) -> str:
+    """Who POSTed, and whether the sender died soon after (a replay after a crash)."""
+    parts = []
+    for post in posts:
+        life = lives.get(post.sender)
+        died = ""
+        if life is not None and life.killed is not None and life.killed >= post.at:
+            died = f" (killed {1000 * (life.killed - post.at):.0f} ms later)"
+        parts.append(f"{post.sender} key={post.key}{died}")
+    return "; ".join(parts)
+
+
+def report_outcome(report: Report, outcome: Outcome) -> None:
+    backend = "PostgreSQL" if outcome.placement == "webhook" else "SQLite"
+    labels = {
+        "placement": f"{outcome.replicas} x serve {outcome.placement}",
+        "db": backend,
+    }
+    flows = outcome.flows
+    presses = [f for f in flows if f.pressed is not None]
+    lost = [f for f in flows if f.loss in ("message", "press")]
+    unanswered = [f for f in flows if f.loss == "answer"]
+    duplicates = {k: n for k, n in outcome.answers.items() if n > 1}
+    by_order: dict[str, list[Post]] = {}
+    for post in outcome.posts:
+        by_order.setdefault(post.order_id, []).append(post)
+    extra_posts = sum(len(p) - 1 for p in by_order.values())
+    answered_orders = {order for (_, order), n in outcome.answers.items() if n >= 1}
+    answered_without_post = sorted(answered_orders - set(by_order))
+    posted_unanswered = sorted(set(by_order) - answered_orders)
+    left = outcome.left
+    figures: list[tuple[str, float, str]] = [
+        ("kills", outcome.kills, ""),
+        ("customer messages", len(flows), ""),
+        ("Confirm presses", len(presses), ""),
+        ("answers received", sum(outcome.answers.values()), ""),
+        ("lost messages", len(lost), ""),
+        ("lost answers", len(unanswered), ""),
+        ("duplicate answers", sum(n - 1 for n in duplicates.values()), ""),
+        ("cancel POSTs", len(outcome.posts), ""),
+        ("cancels confirmed", len(answered_orders), ""),
+        ("extra cancel POSTs", extra_posts, ""),
+        ("runs without holder", len(left.unheld), ""),
+        ("inbox unprocessed", left.unprocessed, ""),
+        ("webhook 502s", outcome.refused, ""),
+        ("429s", sum(outcome.too_many.values()), ""),
+        ("wall", outcome.wall_s, "s"),
+    ]
+    for metric, value, unit in figures:
+        report.add(SECTION, metric, value, unit, labels)
+    name = f"crash soak ({outcome.replicas} x {outcome.placement}, {backend})"
+    enough = outcome.kills >= 20
+    report.goal(
+        f"{name}: kills",
+        ">= 20 SIGKILLs",
+        f"{outcome.kills} kills",
+        enough,
+        "" if enough else "quick mode: fewer kills than the goal asks",
+    )
+
+    def story(f: Flow) -> str:
+        run = f" (run {f.run_id}: {f.run_status})" if f.run_id else ""
+        return f"chat {f.chat} order {f.order_id}: {f.problem}{run}"
+
+    report.goal(
+        f"{name}: lost customer messages (no prompt, or a press never acted on)",
+        "0",
+        f"{len(lost)} of {len(flows) + len(presses)}",
+        not lost,
+        "; ".join(story(f) for f in lost[:10]),
+    )
+    report.goal(
+        f"{name}: lost answers (run finished, customer never told)",
+        "0",
+        f"{len(unanswered)} of {len(presses)}",
+        not unanswered,
+        "; ".join(story(f) for f in unanswered[:10]),
+    )
+    dup_note = "; ".join(
+        f"chat {chat} order {order}: answer shown {n} times"
+        for (chat, order), n in duplicates.items()
+    )
+    report.goal(
+        f"{name}: duplicate answers",
+        "0",
+        str(sum(n - 1 for n in duplicates.values())),
+        not duplicates,
+        dup_note,
+    )
+    doubles = {order: posts for order, posts in by_order.items() if len(posts) > 1}
+    post_notes = [
+        f"order {o}: {len(p)} POSTs: {_post_story(p, outcome.lives)}" for o, p in doubles.items()
+    ]
+    if answered_without_post:
+        post_notes.append(f"answered 'cancelled' without a POST: {answered_without_post[:10]}")
+    if posted_unanswered:
+        post_notes.append(f"POSTed but never answered: {posted_unanswered[:10]}")
+    report.goal(
+        f"{name}: double side effects (cancel POSTs at the backend)",
+        "0 extra POSTs, one POST per confirmed cancel",
+        f"{len(outcome.posts)} POSTs for {len(answered_orders)} confirmed cancels, "
+        f"{extra_posts} extra",
+        extra_posts == 0 and not answered_without_post,
+        "; ".join(post_notes[:10]),
+    )
+    held_note = (
+        ("" if left.leases else "no run leases in this build: every running run counts; ")
+        + (f"runs: {left.unheld[:10]}; " if left.unheld else "")
+        + f"statuses {left.statuses}"
+    )
+    report.goal(
+        f"{name}: runs without a lease holder after the soak",
+        "0",
+        str(len(left.unheld)),
+        not left.unheld,
+        held_note,
+    )
+    if outcome.conflicts:
+        report.note(f"{name}: {outcome.conflicts} 'Conflict' lines in the replicas' logs")
+    if outcome.too_many:
+        report.note(f"{name}: the stand-in answered 429 to {dict(outcome.too_many)}")
+
+
+async def run_soak(report: Report, workdir: Path, chats: int, kills: int) -> None:
+    from bench.pg_throughput import server_url
+
+    placements = ["webhook", "polling"]
+    try:
+        import psycopg
+
+        psycopg.connect(server_url(), connect_timeout=3).close()
+    except Exception as exc:  # any failure to connect: SQLite only
+        report.note(f"soak, webhook on PostgreSQL: left out (no server: {exc})")
+        placements = ["polling"]
+    for placement in placements:
+        outcome = await soak(workdir, placement=placement, chats=chats, kills=kills)
+        report_outcome(report, outcome)
