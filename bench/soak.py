@@ -67,7 +67,7 @@ from standin.webhook import SECRET_HEADER, WebhookRetry
 
 SECTION = "soak"
 LEASE_S = 3.0  # STEPWISE_LEASE: the poller lease (and, with run leases, theirs too)
-FLOW_TIMEOUT_S = 90.0  # a customer's patience for one prompt or one answer
+FLOW_TIMEOUT_S = 60.0  # a customer's patience for one prompt or one answer
 SETTLE_TIMEOUT_S = 90.0  # after the last flow: runs finish, owed deliveries are made
 THINK_S = (0.3, 1.5)  # a customer's pause before each flow and before pressing Confirm
 KILL_GAP_S = (0.5, 3.0)  # between two kills
@@ -323,6 +323,7 @@ class Flow:
     answered: float | None = None
     problem: str | None = None
     run_status: str | None = None  # read from the database at the end, for a failed flow
+    late: bool = False  # what the customer gave up on arrived after all, by the end
 
     @property
     def loss(self) -> str | None:
@@ -428,9 +429,9 @@ async def customer(
         flows.append(flow)
         standin.inject_message(user, user, f"cancel order {order_id}")
         found = await _wait(partial(chats.prompt, user, order_id, pressed), FLOW_TIMEOUT_S)
-        if found is None:
+        if found is None:  # the customer gives up on this order and goes on
             flow.problem = f"no Confirm prompt within {FLOW_TIMEOUT_S:g} s"
-            return
+            continue
         message, data = found
         flow.run_id = data.split(":")[2]
         pressed.add(flow.run_id)
@@ -439,7 +440,7 @@ async def customer(
         flow.pressed = time.time()
         if not await _wait(partial(chats.answers, user, order_id), FLOW_TIMEOUT_S):
             flow.problem = f"no answer within {FLOW_TIMEOUT_S:g} s of pressing Confirm"
-            return
+            continue
         flow.answered = time.time()
 
 
@@ -519,6 +520,16 @@ def leftovers(db: str) -> Leftovers:
     if _columns(db, "inbox"):
         unprocessed = int(_rows(db, "SELECT count(*) FROM inbox WHERE processed_at IS NULL")[0][0])
     return Leftovers(running, sorted(unheld), leases, unprocessed, statuses)
+
+
+def _arrived_late(view: Chats, flow: Flow) -> bool:
+    if flow.pressed is not None:
+        return view.answers(flow.chat, flow.order_id) > 0
+    try:
+        view.prompt(flow.chat, flow.order_id, set())
+    except LookupError:
+        return False
+    return True
 
 
 def _read_run_status(db: str, flows: list[Flow]) -> None:
@@ -626,8 +637,11 @@ async def soak(workdir: Path, *, placement: str, chats: int, kills: int, seed: i
             ):
                 await asyncio.sleep(0.5)
                 left = leftovers(db)
-            _read_run_status(db, [f for f in flows if f.problem is not None])
             view.refresh()
+            for flow in flows:
+                if flow.problem is not None and _arrived_late(view, flow):
+                    flow.problem, flow.late = None, True
+            _read_run_status(db, [f for f in flows if f.problem is not None])
             transcript = workdir / f"soak-{placement}-chats.txt"
             transcript.write_text(view.transcript(), encoding="utf-8")
             viewer.cancel()
@@ -717,6 +731,7 @@ def report_outcome(report: Report, outcome: Outcome) -> None:
         ("answers received", sum(outcome.answers.values()), ""),
         ("lost messages", len(lost), ""),
         ("lost answers", len(unanswered), ""),
+        (f"late (> {FLOW_TIMEOUT_S:g} s)", sum(f.late for f in flows), ""),
         ("duplicate answers", sum(n - 1 for n in duplicates.values()), ""),
         ("cancel POSTs", len(outcome.posts), ""),
         ("cancels confirmed", len(answered_orders), ""),
