@@ -499,7 +499,15 @@ def _columns(db: str, table: str) -> set[str]:
     return {str(r[0]) for r in rows}
 
 
-def leftovers(db: str) -> Leftovers:
+def _owner_pid(owner: str) -> int | None:
+    """The pid in a lease owner id (`host:pid:random`), if it has one."""
+    parts = owner.split(":")
+    return int(parts[-2]) if len(parts) >= 3 and parts[-2].isdigit() else None
+
+
+def leftovers(db: str, live: set[int]) -> Leftovers:
+    """What the soak left behind; `live`: the pids of the replicas running now. A lease
+    held by any other pid (a killed replica) has no holder, however long it still runs."""
     statuses = {
         str(s): int(n) for s, n in _rows(db, "SELECT status, count(*) FROM runs GROUP BY 1")
     }
@@ -511,7 +519,11 @@ def leftovers(db: str) -> Leftovers:
             db,
             "SELECT id, status, lease_owner, lease_until FROM runs WHERE lease_owner IS NOT NULL",
         )
-        unheld = {str(r[0]) for r in held if str(r[3] or "") < now}
+        unheld = {
+            str(run)
+            for run, _, owner, until in held
+            if str(until or "") < now or _owner_pid(str(owner)) not in live
+        }
         leased = {str(r[0]) for r in held}
         unheld |= {run for run in running if run not in leased}
     else:
@@ -630,13 +642,15 @@ async def soak(workdir: Path, *, placement: str, chats: int, kills: int, seed: i
             await asyncio.gather(*restarts)
             wall = time.perf_counter() - started
             # Settle: what was interrupted is finished and delivered by a live replica.
-            left = leftovers(db)
+            live = {r.proc.pid for r in replicas if r.up and r.proc is not None}
+            left = leftovers(db, live)
             deadline = time.monotonic() + SETTLE_TIMEOUT_S
             while (left.unheld or left.running or left.unprocessed) and (
                 time.monotonic() < deadline
             ):
                 await asyncio.sleep(0.5)
-                left = leftovers(db)
+                live = {r.proc.pid for r in replicas if r.up and r.proc is not None}
+            left = leftovers(db, live)
             view.refresh()
             for flow in flows:
                 if flow.problem is not None and _arrived_late(view, flow):
