@@ -770,7 +770,9 @@ def report_outcome(report: Report, outcome: Outcome) -> None:
 
     def story(f: Flow) -> str:
         run = f" (run {f.run_id}: {f.run_status})" if f.run_id else ""
-        return f"chat {f.chat} order {f.order_id}: {f.problem}{run}"
+        posts = by_order.get(f.order_id, [])
+        sent = f"; POSTed by {_post_story(posts, outcome.lives)}" if posts else ""
+        return f"chat {f.chat} order {f.order_id}: {f.problem}{run}{sent}"
 
     report.goal(
         f"{name}: lost customer messages (no prompt, or a press never acted on)",
