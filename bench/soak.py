@@ -719,6 +719,15 @@ def _post_story(posts: list[Post], lives: dict[str, Life]) -> str:
     return "; ".join(parts)
 
 
+def _replay(first: Post, later: Post, lives: dict[str, Life]) -> bool:
+    """Whether `later` repeats `first` because its sender died: the same Idempotency-Key,
+    and the first sender was killed after its POST and before the repeat."""
+    life = lives.get(first.sender)
+    if life is None or life.killed is None:
+        return False
+    return later.key == first.key and first.at <= life.killed <= later.at
+
+
 def report_outcome(report: Report, outcome: Outcome) -> None:
     backend = "PostgreSQL" if outcome.placement == "webhook" else "SQLite"
     labels = {
@@ -734,6 +743,14 @@ def report_outcome(report: Report, outcome: Outcome) -> None:
     for post in outcome.posts:
         by_order.setdefault(post.order_id, []).append(post)
     extra_posts = sum(len(p) - 1 for p in by_order.values())
+    replays = sum(
+        sum(_replay(p[0], later, outcome.lives) for later in p[1:]) for p in by_order.values()
+    )
+    doubled = sorted(
+        order
+        for order, p in by_order.items()
+        if not all(_replay(p[0], later, outcome.lives) for later in p[1:])
+    )
     answered_orders = {order for (_, order), n in outcome.answers.items() if n >= 1}
     answered_without_post = sorted(answered_orders - set(by_order))
     posted_unanswered = sorted(set(by_order) - answered_orders)
@@ -750,6 +767,8 @@ def report_outcome(report: Report, outcome: Outcome) -> None:
         ("cancel POSTs", len(outcome.posts), ""),
         ("cancels confirmed", len(answered_orders), ""),
         ("extra cancel POSTs", extra_posts, ""),
+        ("of which replays after a kill", replays, ""),
+        ("orders cancelled twice", len(doubled), ""),
         ("runs without holder", len(left.unheld), ""),
         ("inbox unprocessed", left.unprocessed, ""),
         ("webhook 502s", outcome.refused, ""),
@@ -799,21 +818,36 @@ def report_outcome(report: Report, outcome: Outcome) -> None:
         not duplicates,
         dup_note,
     )
-    doubles = {order: posts for order, posts in by_order.items() if len(posts) > 1}
-    post_notes = [
-        f"order {o}: {len(p)} POSTs: {_post_story(p, outcome.lives)}" for o, p in doubles.items()
-    ]
+
+    def posts_of(orders: list[str]) -> list[str]:
+        return [f"order {o}: {_post_story(by_order[o], outcome.lives)}" for o in orders[:10]]
+
+    post_notes = posts_of(doubled)
+    replayed = sorted(o for o, p in by_order.items() if len(p) > 1 and o not in doubled)
     if answered_without_post:
         post_notes.append(f"answered 'cancelled' without a POST: {answered_without_post[:10]}")
     if posted_unanswered:
         post_notes.append(f"POSTed but never answered: {posted_unanswered[:10]}")
     report.goal(
-        f"{name}: double side effects (cancel POSTs at the backend)",
+        f"{name}: double side effects (a cancel acted on twice at the backend)",
+        "0 (a 2nd Idempotency-Key, or a repeat while the 1st sender lived)",
+        f"{len(doubled)} orders",
+        not doubled and not answered_without_post,
+        "; ".join(post_notes[:10]),
+    )
+    report.goal(
+        f"{name}: extra cancel POSTs (any repeat, replays after a kill too)",
         "0 extra POSTs, one POST per confirmed cancel",
         f"{len(outcome.posts)} POSTs for {len(answered_orders)} confirmed cancels, "
-        f"{extra_posts} extra",
+        f"{extra_posts} extra ({replays} replays after a kill)",
         extra_posts == 0 and not answered_without_post,
-        "; ".join(post_notes[:10]),
+        (
+            "the same key sent again after its sender died between the POST and recording"
+            " its result (at-least-once by design, one effect at a backend honouring the"
+            " key): " + "; ".join(posts_of(replayed))
+        )
+        if replayed
+        else "",
     )
     held_note = (
         ("" if left.leases else "no run leases in this build: every running run counts; ")
