@@ -243,6 +243,7 @@ class Life:
     pid: int
     started: float
     killed: float | None = None
+    exited: int | None = None  # the exit code of a replica that ended by itself
 
 
 @dataclass
@@ -452,6 +453,11 @@ async def killer(
     done = 0
     while done < kills:
         await asyncio.sleep(rng.uniform(*KILL_GAP_S))
+        for replica in replicas:  # one that ended by itself is noted and started again
+            proc = replica.proc
+            if proc is not None and proc.returncode is not None and not replica.lives[-1].killed:
+                replica.lives[-1].exited = proc.returncode
+                started.append(asyncio.ensure_future(replica.start()))
         victims = [r for r in replicas if r.up]
         if not victims:
             continue
@@ -861,6 +867,13 @@ def report_outcome(report: Report, outcome: Outcome) -> None:
         not left.unheld,
         held_note,
     )
+    exits = [life for life in outcome.lives.values() if life.exited is not None]
+    if exits:
+        report.note(
+            f"{name}: {len(exits)} replica start(s) ended by themselves (not killed): "
+            + ", ".join(f"{life.sender} exit {life.exited}" for life in exits[:10])
+            + "; see soak-replica-<slot>.log"
+        )
     if outcome.conflicts:
         report.note(f"{name}: {outcome.conflicts} 'Conflict' lines in the replicas' logs")
     if outcome.too_many:
