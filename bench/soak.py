@@ -454,9 +454,11 @@ async def killer(
     while done < kills:
         await asyncio.sleep(rng.uniform(*KILL_GAP_S))
         for replica in replicas:  # one that ended by itself is noted and started again
-            proc = replica.proc
-            if proc is not None and proc.returncode is not None and not replica.lives[-1].killed:
-                replica.lives[-1].exited = proc.returncode
+            proc, life = replica.proc, replica.lives[-1]
+            ended = proc is not None and proc.returncode is not None
+            if ended and life.killed is None and life.exited is None:
+                assert proc is not None and proc.returncode is not None
+                life.exited = proc.returncode
                 started.append(asyncio.ensure_future(replica.start()))
         victims = [r for r in replicas if r.up]
         if not victims:
