@@ -761,7 +761,6 @@ def report_outcome(report: Report, outcome: Outcome) -> None:
     )
     answered_orders = {order for (_, order), n in outcome.answers.items() if n >= 1}
     answered_without_post = sorted(answered_orders - set(by_order))
-    posted_unanswered = sorted(set(by_order) - answered_orders)
     left = outcome.left
     figures: list[tuple[str, float, str]] = [
         ("kills", outcome.kills, ""),
@@ -834,8 +833,6 @@ def report_outcome(report: Report, outcome: Outcome) -> None:
     replayed = sorted(o for o, p in by_order.items() if len(p) > 1 and o not in doubled)
     if answered_without_post:
         post_notes.append(f"answered 'cancelled' without a POST: {answered_without_post[:10]}")
-    if posted_unanswered:
-        post_notes.append(f"POSTed but never answered: {posted_unanswered[:10]}")
     report.goal(
         f"{name}: double side effects (a cancel acted on twice at the backend)",
         "0 (a 2nd Idempotency-Key, or a repeat while the 1st sender lived)",
