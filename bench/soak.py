@@ -486,13 +486,13 @@ def _rows(db: str, sql: str) -> list[tuple[Any, ...]]:
     if db.startswith("postgresql"):
         import psycopg
 
-        with psycopg.connect(db, autocommit=True) as conn:
-            return list(conn.execute(sql).fetchall())
-    conn = sqlite3.connect(db, timeout=30)
+        with psycopg.connect(db, autocommit=True) as pg:
+            return list(pg.execute(sql).fetchall())
+    lite = sqlite3.connect(db, timeout=30)
     try:
-        return conn.execute(sql).fetchall()
+        return lite.execute(sql).fetchall()
     finally:
-        conn.close()
+        lite.close()
 
 
 def _columns(db: str, table: str) -> set[str]:
