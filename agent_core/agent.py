@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable, Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -43,6 +45,7 @@ class RunStore(Journal, Protocol):
         now: datetime,
         expires_before: datetime,
         prompt: PromptRef | None = None,
+        staff: bool = False,
     ) -> tuple[ClaimResult, Run | None]:
         """Atomically write the customer's decision on the paused step; one caller wins.
 
@@ -50,11 +53,16 @@ class RunStore(Journal, Protocol):
         no such run or it is not this user's). `nonce=None` accepts the current pause
         whatever its nonce (the CLI, where the customer types the run id); buttons always
         carry the nonce they were sent with. `prompt` is the message a button was pressed
-        on: it must be the one recorded for the pause (`STALE` otherwise).
+        on: it must be the one recorded for the pause (`STALE` otherwise). `staff`: the
+        caller checked that `user_id` is a staff member; only a staff pause is theirs.
         """
         ...
 
-    async def runs_to_recover(self) -> list[str]: ...
+    async def runs_to_recover(self, abandoned: Collection[str] = ()) -> list[str]:
+        """Take the runs a crash (or a stalled process) left `running` and that no live
+        process drives: ids of runs now this process's to drive (storage's leases).
+        `abandoned`: runs of this process whose drive failed, taken back at once."""
+        ...
 
     async def claim_clarification(
         self,
@@ -68,6 +76,44 @@ class RunStore(Journal, Protocol):
     ) -> tuple[ClaimResult, Run | None]:
         """Atomically record the customer's answer to a clarifying question; one wins."""
         ...
+
+
+class Working:
+    """The runs this process is working on right now: driving them, or delivering what a
+    drive committed. Storage renews exactly these runs' leases (`storage.leases`), so a
+    run whose drive died on an exception is not kept: its lease lapses and it is recovered.
+
+    Counted, not a set: the same run can be held twice at once (a press arriving while its
+    answer is still being delivered). A hold that ends in an exception (a storage error
+    mid-run) leaves its runs `abandoned`: this process's next recovery takes them back at
+    once instead of waiting for its own lease to lapse.
+    """
+
+    def __init__(self) -> None:
+        self._count: Counter[str] = Counter()
+        self._abandoned: set[str] = set()
+
+    @contextmanager
+    def holding(self, *run_ids: str) -> Iterator[None]:
+        self._count.update(run_ids)
+        self._abandoned.difference_update(run_ids)
+        try:
+            yield
+        except BaseException:
+            self._abandoned.update(run_ids)
+            raise
+        finally:
+            self._count.subtract(run_ids)
+            for run_id in run_ids:
+                if self._count[run_id] <= 0:
+                    del self._count[run_id]
+
+    def ids(self) -> list[str]:
+        return list(self._count)
+
+    def abandoned(self) -> list[str]:
+        """Runs whose drive here failed and that nothing here holds now."""
+        return [run_id for run_id in self._abandoned if run_id not in self._count]
 
 
 @dataclass(frozen=True)
@@ -94,6 +140,7 @@ class Agent:
         self.approval_ttl = approval_ttl
         self._clock = clock
         self._new_id = new_id
+        self.working = Working()
 
     async def plan(
         self,
@@ -154,7 +201,8 @@ class Agent:
             language_hint=language_hint,
             last_order_id=last,
         )
-        return await self.executor.start(run)
+        with self.working.holding(run.id):
+            return await self.executor.start(run)
 
     async def choose(
         self, run_id: str, *, user_id: int, option: int, nonce: str | None = None
@@ -217,6 +265,7 @@ class Agent:
         approved: bool,
         nonce: str | None = None,
         prompt: PromptRef | None = None,
+        staff: bool = False,
     ) -> DecisionOutcome:
         """Record the decision on the paused step. At most one press ever wins.
 
@@ -232,6 +281,7 @@ class Agent:
             now=now,
             expires_before=now - self.approval_ttl,
             prompt=prompt,
+            staff=staff,
         )
         if result in (ClaimResult.NOT_FOUND, ClaimResult.NOT_ALLOWED):
             return DecisionOutcome(result)
@@ -239,20 +289,33 @@ class Agent:
             return DecisionOutcome(ClaimResult.NOT_FOUND)
         if result is ClaimResult.EXPIRED:
             # The store already marked it expired; close the paused step, record, tell.
-            run = await self.executor.expire(run)
+            with self.working.holding(run.id):
+                run = await self.executor.expire(run)
         return DecisionOutcome(result, run)
 
     async def proceed(self, run: Run) -> Run:
         """Continue a claimed run from its paused step."""
-        return await self.executor.drive(run)
+        with self.working.holding(run.id):
+            return await self.executor.drive(run)
 
-    async def recover(self) -> list[Run]:
-        """Finish the runs a crash left `running`; paused runs keep waiting for their customer."""
+    async def recover(self, before: Callable[[Run], Awaitable[None]] | None = None) -> list[Run]:
+        """Finish the runs a crash left `running` and no live process drives; paused runs
+        keep waiting for their customer. `before` sees each run just before it is driven
+        (the bot shows a plan the crash kept from the customer).
+
+        Every taken run is held from the start (its lease renewed), not only while it is
+        driven: they are driven one after another, and one that waits its turn must not
+        lapse and be taken by another process meanwhile.
+        """
         recovered = []
-        for run_id in await self.store.runs_to_recover():
-            run = await self.store.load_run(run_id)
-            if run is None:
-                continue
-            log.info("recovering run %s", run_id, extra={"trace_id": run.trace_id})
-            recovered.append(await self.executor.drive(run))
+        taken = await self.store.runs_to_recover(self.working.abandoned())
+        with self.working.holding(*taken):
+            for run_id in taken:
+                run = await self.store.load_run(run_id)
+                if run is None:
+                    continue
+                log.info("recovering run %s", run_id, extra={"trace_id": run.trace_id})
+                if before is not None:
+                    await before(run)
+                recovered.append(await self.executor.drive(run))
         return recovered

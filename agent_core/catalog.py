@@ -35,7 +35,7 @@ from agent_core.models import Risk, StepTag
 from agent_core.spec import (
     Approver,
     ResultView,
-    SkipRule,
+    RuleBook,
     Template,
     Texts,
     ToolSpec,
@@ -545,6 +545,6 @@ CATALOG: Final[Mapping[str, ToolSpec]] = catalog_of(
 )
 
 
-def rules_of(specs: Iterable[ToolSpec]) -> tuple[SkipRule, ...]:
-    """Every observation rule the catalog declares, in catalog order."""
-    return tuple(r for spec in specs for r in spec.skip_rules)
+def rules_of(specs: Iterable[ToolSpec]) -> RuleBook:
+    """Every observation rule the catalog declares, in catalog order (indexed once)."""
+    return RuleBook(r for spec in specs for r in spec.skip_rules)

@@ -70,6 +70,7 @@ from datetime import datetime
 from typing import Protocol
 
 from agent_core import transitions
+from agent_core.approval import StaffRule, needed_approval
 from agent_core.catalog import rules_of
 from agent_core.models import (
     Decision,
@@ -149,8 +150,11 @@ class Executor:
         clock: Callable[[], datetime] = utcnow,
         rand: Callable[[], float] = random.random,
         new_nonce: Callable[[], str] = lambda: secrets.token_urlsafe(8),
+        staff_rule: StaffRule | None = None,
     ) -> None:
         self.registry = registry
+        # Staff approval (issue 14): which high-risk calls staff decide instead.
+        self.staff_rule = staff_rule
         self.journal: Journal = journal or NullJournal()
         self.listeners = list(listeners)
         self.policy = policy or FailurePolicy()
@@ -291,6 +295,7 @@ class Executor:
                     nonce=self._new_nonce(),
                     now=self._clock(),
                     catalog=self.catalog,
+                    approver=needed_approval(step.args, self.staff_rule).decider.value,
                 )
                 await self._emit(batch, event)
                 return

@@ -206,6 +206,9 @@ class Pause(BaseModel):
     # The prompt message that was delivered for it (set by the adapter once shown): a
     # press counts only on that message, not when its data is replayed onto another one.
     prompt: PromptRef | None = None
+    # Who decides (issue 14): "customer", or "staff" (above the staff approval amount;
+    # the customer cannot press it, `agent_core.approval`).
+    approver: str = "customer"
 
 
 class Run(BaseModel):
@@ -294,6 +297,11 @@ class EventKind(StrEnum):
     CUSTOMER_BLOCKED = "customer_blocked"
     # The customer answered a clarifying question (pressed an option, or typed its number).
     CLARIFY_ANSWERED = "clarify_answered"
+    # Delivered marks (issue 15 #4): the plan message and the final answer (a clarifying
+    # question included) reached the customer. With `prompt_shown` they tell a restart what
+    # was committed but never delivered (`storage.leases`).
+    PLAN_SHOWN = "plan_shown"
+    ANSWER_DELIVERED = "answer_delivered"
 
 
 class RunEvent(BaseModel):

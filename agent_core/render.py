@@ -8,72 +8,31 @@ its answer still gets a sentence about the order the customer asked for).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent_core.models import Language
-from agent_core.spec import ResultView, Template, ToolSpec, fill
+from agent_core.spec import CompiledLine, ToolSpec
 
-
-class _Fields(Mapping[str, str]):
-    """What a template may read: the result's own (labelled) fields, then the arguments.
-
-    Worked out per name when a template asks (a template names two or three of them;
-    a result may have dozens), as trimmed text; None and nested values read as absent.
-    """
-
-    __slots__ = ("_args", "_data", "_labels", "_language")
-
-    def __init__(
-        self,
-        data: Mapping[str, Any],
-        args: Mapping[str, Any],
-        labels: Mapping[str, Mapping[str, Any]],
-        language: Language,
-    ) -> None:
-        self._data = data
-        self._args = args
-        self._labels = labels
-        self._language = language
-
-    def get(self, name: str, default: Any = None) -> Any:
-        raw = self._data.get(name)
-        if raw is None or isinstance(raw, dict | list):
-            given = self._args.get(name)
-            return default if given is None else str(given)
-        text = str(raw).strip()
-        labels = self._labels.get(name)
-        if labels is not None and text in labels:
-            return labels[text][self._language]
-        return text
-
-    def __getitem__(self, name: str) -> str:
-        value = self.get(name)
-        if value is None:
-            raise KeyError(name)
-        return str(value)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter({**self._args, **self._data})
-
-    def __len__(self) -> int:
-        return len({**self._args, **self._data})
+_NESTED = (dict, list)  # a tuple: `dict | list` would build a union per call
 
 
 def render_result(
     spec: ToolSpec, data: Any, args: Mapping[str, Any], language: Language
 ) -> str | None:
     """The result as one or more lines; None when the view has nothing to say about it."""
-    view = spec.view
+    lines_, each, item_lines, max_items, labels = spec.view.compiled[language]
     lines: list[str] = []
-    if isinstance(data, dict) and view.lines:
-        fields = _Fields(data, args, view.labels, language)
-        head = _first_fitting(view.lines, fields, data, language)
+    if lines_ and isinstance(data, dict):
+        head = _first_fitting(lines_, data, args, labels)
         if head is not None:
             lines.append(head)
-    if view.each is not None:
-        for item in _items(data, view.each)[: view.max_items]:
-            lines.append(_item_line(view, item, args, language))
+    if each is not None:
+        for item in _items(data, each)[:max_items]:
+            if isinstance(item, dict):
+                lines.append(_first_fitting(item_lines, item, args, labels) or "")
+            else:
+                lines.append(str(item))
     return "\n".join(lines) if lines else None
 
 
@@ -86,20 +45,44 @@ def _items(data: Any, each: str) -> Sequence[Any]:
     return found if isinstance(found, list) else []
 
 
-def _item_line(view: ResultView, item: Any, args: Mapping[str, Any], language: Language) -> str:
-    if not isinstance(item, dict):
-        return str(item)
-    fields = _Fields(item, args, view.labels, language)
-    return _first_fitting(view.item_lines, fields, item, language) or ""
-
-
 def _first_fitting(
-    templates: Sequence[Template],
-    values: Mapping[str, str],
+    templates: Sequence[CompiledLine],
     raw: Mapping[str, Any],
-    language: Language,
+    args: Mapping[str, Any],
+    labels: Mapping[str, Mapping[str, str]],
 ) -> str | None:
-    for template in templates:
-        if template.fits(values, raw):
-            return fill(template[language], values)
+    """The first template that fits, filled: every field it names has a value, and each
+    field in its `when` one of the values listed.
+
+    What a template reads for a name: the result's own field as trimmed text (in the
+    customer's words when `labels` has them), else the argument; None and nested values
+    read as absent. Worked out at most once per name, however many templates name it (a
+    template names two or three fields of a result that may have dozens).
+    """
+    values: dict[str, str | None] = {}
+    for when, names, problem, text in templates:
+        if when and any(str(raw.get(name)) not in allowed for name, allowed in when):
+            continue
+        if problem is not None:
+            raise ValueError(problem)
+        for name in names:
+            if name in values:
+                value = values[name]
+            else:
+                found = raw.get(name)
+                if found is None or isinstance(found, _NESTED):
+                    given = args.get(name)
+                    value = None if given is None else str(given)
+                else:
+                    value = str(found).strip()
+                    named = labels.get(name)
+                    if named is not None:
+                        value = named.get(value, value)
+                values[name] = value
+            if not value:
+                break
+        else:
+            # Every name has a value and is a plain name (`placeholders`): `format_map`
+            # fills it exactly as `fill` would.
+            return text.format_map(values)
     return None

@@ -13,7 +13,7 @@ from typing import Any
 
 from agent_core.catalog import CATALOG, rules_of
 from agent_core.models import PlanStep, Run, StepStatus, utcnow
-from agent_core.spec import SkipRule, fill
+from agent_core.spec import RuleBook, SkipRule, fill
 
 __all__ = ["DEFAULT_RULES", "SkipRule", "update_plan"]
 
@@ -21,20 +21,28 @@ DEFAULT_RULES: tuple[SkipRule, ...] = rules_of(CATALOG.values())
 
 
 def update_plan(run: Run, rules: Sequence[SkipRule] = DEFAULT_RULES) -> list[PlanStep]:
-    """Skip the pending steps that observations made pointless; returns the newly skipped."""
+    """Skip the pending steps that observations made pointless; returns the newly skipped.
+
+    For each done step, in plan order, the rules its observation fires, in catalog order
+    (`RuleBook`, indexed once per catalog; a plain list of rules is indexed here)."""
     skipped: list[PlanStep] = []
-    if not any(step.status is StepStatus.PENDING for step in run.steps):
+    pending = [step for step in run.steps if step.status is StepStatus.PENDING]
+    if not pending:
         return skipped  # nothing left to skip
+    book = rules if isinstance(rules, RuleBook) else RuleBook(rules)
+    tools = {step.tool for step in pending}
+    tags = {step.tag for step in pending}
     for source in run.steps:
-        if source.status is not StepStatus.DONE or not isinstance(source.observation, dict):
+        observation = source.observation
+        if source.status is not StepStatus.DONE or not isinstance(observation, dict):
             continue
-        for rule in rules:
-            if source.tool != rule.after_tool:
-                continue
-            value = source.observation.get(rule.field)
-            if value not in rule.values:
-                continue
-            for target in run.steps:
+        for rule in book.fired(source.tool, observation):
+            if (rule.skip_tool is not None and rule.skip_tool not in tools) or (
+                rule.skip_tag is not None and rule.skip_tag not in tags
+            ):
+                continue  # no pending step it could skip (a quicker `_applies` for all)
+            value = observation.get(rule.field)
+            for target in pending:
                 if _applies(target, rule, source):
                     target.status = StepStatus.SKIPPED
                     values = {

@@ -17,9 +17,9 @@ from __future__ import annotations
 import string
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -61,22 +61,45 @@ def placeholders(template: str) -> list[str]:
     return names
 
 
+# A template checked once: its literal text and placeholder names alternating, as `fill`
+# reads them; None when a placeholder is anything but a plain name.
+Compiled = tuple[tuple[str, str | None], ...]
+
+
+@lru_cache(maxsize=4096)
+def compile_template(template: str) -> Compiled | None:
+    """`template` as (literal, name or None) pairs, checked once per distinct template
+    (a catalog's few dozen texts fill every answer), so filling it reads no syntax."""
+    parts = _parse(template)
+    if parts is None:
+        return None
+    compiled = []
+    for literal, name, spec, conversion in parts:
+        if name is not None and (spec or conversion or not name or not set(name) <= _NAME_CHARS):
+            return None
+        compiled.append((literal, name))
+    return tuple(compiled)
+
+
 def fill(template: str, values: Mapping[str, str], *, missing: str | None = None) -> str | None:
     """`template` with each `{name}` replaced by `values[name]`.
 
     A name without a value makes the result None, unless `missing` says what to put there.
     Only plain names are read (see `placeholders`); a bad template fills to None.
     """
-    parts = _parse(template)
-    if parts is None:
-        return None
+    compiled = compile_template(template)
+    return None if compiled is None else fill_compiled(compiled, values, missing)
+
+
+def fill_compiled(
+    compiled: Compiled, values: Mapping[str, str | None], missing: str | None = None
+) -> str | None:
+    """`fill` of a template `compile_template` has already checked."""
     out = []
-    for literal, name, spec, conversion in parts:
+    for literal, name in compiled:
         out.append(literal)
         if name is None:
             continue
-        if spec or conversion or not name or not set(name) <= _NAME_CHARS:
-            return None
         value = values.get(name)
         if value is None:
             if missing is None:
@@ -137,6 +160,55 @@ class ResultView(BaseModel):
     max_items: int = Field(3, ge=1, le=10)
     labels: Mapping[str, Mapping[str, Texts]] = Field(default_factory=dict)
 
+    @cached_property
+    def compiled(self) -> Mapping[Language, CompiledView]:
+        """The view per language, its templates checked and its labels resolved once (the
+        first time a result is shown), so showing a result reads plain tuples and dicts."""
+        return {language: _compile_view(self, language) for language in Language}
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        # A copy with other fields must not keep the compiled form of these.
+        copied = super().model_copy(update=update, deep=deep)
+        copied.__dict__.pop("compiled", None)
+        return copied
+
+
+# A template as `render` reads it: `when` (field, allowed values), the names it needs (both
+# languages'), why they could not be read (a bad placeholder: raised when the line is
+# tried, as `Template.fits` does), and the text in one language (a plain-name template,
+# filled by `str.format_map`).
+CompiledLine = tuple[tuple[tuple[str, frozenset[str]], ...], tuple[str, ...], str | None, str]
+# lines, each, item_lines, max_items, labels (field → value → the customer's words).
+CompiledView = tuple[
+    tuple[CompiledLine, ...],
+    str | None,
+    tuple[CompiledLine, ...],
+    int,
+    Mapping[str, Mapping[str, str]],
+]
+
+
+def _compile_line(template: Template, language: Language) -> CompiledLine:
+    when = tuple((name, frozenset(allowed)) for name, allowed in template.when.items())
+    try:
+        names, problem = tuple(template.names()), None
+    except ValueError as exc:
+        names, problem = (), str(exc)
+    return when, names, problem, template[language]
+
+
+def _compile_view(view: ResultView, language: Language) -> CompiledView:
+    return (
+        tuple(_compile_line(t, language) for t in view.lines),
+        view.each,
+        tuple(_compile_line(t, language) for t in view.item_lines),
+        view.max_items,
+        {
+            name: {value: texts[language] for value, texts in by_value.items()}
+            for name, by_value in view.labels.items()
+        },
+    )
+
 
 # -- observation rules ------------------------------------------------------------------
 
@@ -186,6 +258,47 @@ def rule(
         skip_tool=skip_tool,
         skip_tag=skip_tag,
     )
+
+
+class RuleBook(tuple[SkipRule, ...]):
+    """Observation rules in catalog order, indexed once for `update_plan`, which reads them
+    after every step: tool → observed field → value → the rules (with their places in
+    the book) that fire on it. A step whose tool no rule reads costs one lookup, and the
+    rules of one that has some are found by its observed values, not tried one by one."""
+
+    by_tool: Mapping[str, Mapping[str, Mapping[Any, tuple[tuple[int, SkipRule], ...]]]]
+
+    def __new__(cls, rules: Iterable[SkipRule] = ()) -> RuleBook:
+        book = super().__new__(cls, rules)
+        index: dict[str, dict[str, dict[Any, list[tuple[int, SkipRule]]]]] = {}
+        for place, rule in enumerate(book):
+            by_value = index.setdefault(rule.after_tool, {}).setdefault(rule.field, {})
+            for value in rule.values:
+                by_value.setdefault(value, []).append((place, rule))
+        book.by_tool = {
+            tool: {
+                field: {value: tuple(found) for value, found in by_value.items()}
+                for field, by_value in fields.items()
+            }
+            for tool, fields in index.items()
+        }
+        return book
+
+    def fired(self, tool: str, observation: Mapping[str, Any]) -> list[SkipRule]:
+        """The rules an observation of `tool` fires, in book order."""
+        fields = self.by_tool.get(tool)
+        if fields is None:
+            return []
+        found: list[tuple[int, SkipRule]] = []
+        for field, by_value in fields.items():
+            value = observation.get(field)
+            try:
+                found.extend(by_value.get(value, ()))
+            except TypeError:  # an unhashable value (a list) is in no rule's values
+                continue
+        if len(fields) > 1:
+            found.sort(key=lambda pair: pair[0])
+        return [rule for _, rule in found]
 
 
 # -- the entry --------------------------------------------------------------------------
@@ -281,13 +394,16 @@ class ToolSpec(BaseModel):
     def display_args(self, args: Mapping[str, Any]) -> dict[str, str]:
         """Arguments as a customer should read them: normalised by the args model when
         valid, as given otherwise."""
+        # `model_validate(...).model_dump(mode="json")` without their Python wrappers:
+        # every answer and Confirm prompt shows arguments, so this runs several times a run.
+        model = self.args_model
         try:
-            values: Mapping[str, Any] = self.args_model.model_validate(dict(args)).model_dump(
-                mode="json"
+            values: Mapping[str, Any] = model.__pydantic_serializer__.to_python(
+                model.__pydantic_validator__.validate_python(dict(args)), mode="json"
             )
         except (ValidationError, TypeError):
             values = args
-        return {k: _text(v) for k, v in values.items() if v is not None}
+        return {k: v if isinstance(v, str) else str(v) for k, v in values.items() if v is not None}
 
     def args_schema(self) -> dict[str, Any]:
         """The arguments as JSON Schema (for a model planner and `stepwise tools`)."""
@@ -308,10 +424,6 @@ class ToolSpec(BaseModel):
             loc = errors[0]["loc"] if errors else ()
             return None, str(loc[0]) if loc else ""
         return model.model_dump(mode="json"), None
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else str(value)
 
 
 def catalog_of(specs: Iterable[ToolSpec]) -> Mapping[str, ToolSpec]:

@@ -198,14 +198,21 @@ def pause(
     now: datetime,
     error: ToolError | None = None,
     catalog: Catalog = CATALOG,
+    approver: str = "customer",
 ) -> RunEvent:
-    """Wait for the customer before `step` runs; the pause binds to its exact arguments."""
+    """Wait for the customer (or staff) before `step` runs; the pause binds to its exact
+    arguments."""
     if error is not None:
         _failed_attempt(step, error)
     step.status = StepStatus.PAUSED
     step.pause_reason = reason
     run.pause = Pause(
-        step_id=step.id, nonce=nonce, tool=step.tool, args_hash=step.args_hash(), paused_at=now
+        step_id=step.id,
+        nonce=nonce,
+        tool=step.tool,
+        args_hash=step.args_hash(),
+        paused_at=now,
+        approver=approver,
     )
     run.status = RunStatus.PAUSED
     run.answer = compose(run, catalog).text

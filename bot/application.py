@@ -30,6 +30,7 @@ from telegram.ext import (
 from agent_core.agent import Agent
 from agent_core.models import Language
 from bot.handlers import StepwiseBot
+from bot.handoff import HandoffDesk
 from bot.inbox import DEFAULT_KEEP_S, DEFAULT_LEASE_S, Intake, Keeper, TrackingApplication
 from bot.polling import DEFAULT_POLL_TIMEOUT_S, Poller
 from bot.progress import DEFAULT_TYPING, TelegramProgress, Typing
@@ -66,8 +67,20 @@ def command_menus(staff_ids: frozenset[int]) -> list[CommandMenu]:
     `language_code` zh, English otherwise); staff also their commands, in the private-chat
     scope of each staff member only (Telegram picks the most specific scope)."""
     menus = [
-        CommandMenu((BotCommand("help", say("command_help", Language.EN)),)),
-        CommandMenu((BotCommand("help", say("command_help", Language.ZH)),), None, "zh"),
+        CommandMenu(
+            (
+                BotCommand("help", say("command_help", Language.EN)),
+                BotCommand("human", say("command_human", Language.EN)),
+            )
+        ),
+        CommandMenu(
+            (
+                BotCommand("help", say("command_help", Language.ZH)),
+                BotCommand("human", say("command_human", Language.ZH)),
+            ),
+            None,
+            "zh",
+        ),
     ]
     help_en = BotCommand("help", say("command_help", Language.EN))
     staff = (help_en, *(BotCommand(name, text) for name, text in STAFF_COMMANDS))
@@ -94,6 +107,9 @@ class BotConfig:
     token: str
     api_base_url: str = "https://api.telegram.org/bot"
     staff_ids: frozenset[int] = frozenset()
+    # Human handoff (issue 14): the staff forum group, and the console's URL for run links.
+    staff_chat_id: int | None = None
+    console_url: str | None = None
 
 
 # Telegram's rule for `secret_token`; it sends the value back in every webhook POST.
@@ -132,8 +148,12 @@ def build_application(
     *,
     show_after_s: float = 0.5,
     typing: Typing = DEFAULT_TYPING,
+    rate_limiter: SlidingWindowRateLimiter | None = None,
 ) -> TelegramApplication:
     """The PTB application around `agent`. Production and tests share it.
+
+    `rate_limiter`: the in-process `SlidingWindowRateLimiter` unless given (the shared
+    one, `bot.shared_ratelimit`, when several processes serve one bot).
 
     The progress listener (`bot_of(application).progress`) is not attached to the agent
     here: the caller that wired the agent attaches it.
@@ -148,13 +168,33 @@ def build_application(
         .base_url(base)
         .base_file_url(base.removesuffix("/bot") + "/file/bot")
         .concurrent_updates(True)
-        .rate_limiter(SlidingWindowRateLimiter(max_retries=3))
+        .rate_limiter(rate_limiter or SlidingWindowRateLimiter(max_retries=3))
         .build()
     )
     progress = TelegramProgress(application.bot, store, show_after_s=show_after_s, typing=typing)
-    bot = StepwiseBot(agent, store, progress, staff_ids=config.staff_ids)
+    desk = HandoffDesk(
+        application.bot,
+        store,
+        staff_chat_id=config.staff_chat_id,
+        staff_ids=config.staff_ids,
+        console_url=config.console_url,
+    )
+    bot = StepwiseBot(agent, store, progress, staff_ids=config.staff_ids, handoff=desk)
     application.bot_data["stepwise"] = bot
     new = filters.UpdateType.MESSAGE  # commands and questions: new messages only
+    if config.staff_chat_id is not None:
+        # First: nothing in the staff group ever reaches the agent (staff replies to
+        # customers, /close and /reopen in their topics; the rest is ignored).
+        staff_group = filters.Chat(config.staff_chat_id)
+        application.add_handler(
+            CommandHandler("close", bot.close_command, filters=new & staff_group)
+        )
+        application.add_handler(
+            CommandHandler("reopen", bot.reopen_command, filters=new & staff_group)
+        )
+        application.add_handler(MessageHandler(staff_group & ~filters.COMMAND, bot.staff_group))
+        application.add_handler(MessageHandler(staff_group, _ignore))
+    application.add_handler(CommandHandler("human", bot.human, filters=new & PEOPLE))
     application.add_handler(CommandHandler(["start", "help"], bot.help, filters=new))
     application.add_handler(CommandHandler("runs", bot.runs, filters=new))
     application.add_handler(CommandHandler("run", bot.run_timeline, filters=new))
@@ -167,6 +207,10 @@ def build_application(
     application.add_handler(CallbackQueryHandler(bot.button))
     application.add_error_handler(bot.on_error)
     return application
+
+
+async def _ignore(update: object, context: object) -> None:
+    """Staff-group commands other than /close and /reopen: nothing (never the agent)."""
 
 
 def bot_of(application: TelegramApplication) -> StepwiseBot:

@@ -22,6 +22,17 @@ _CHOICE = re.compile(
     r"^sw:o:(?P<run>[0-9a-f]{6,32}):(?P<nonce>[A-Za-z0-9_-]{4,24}):(?P<option>[0-3])$"
 )
 _PAGE = re.compile(r"^sw:p:(?P<status>[a-z]{1,12}|\*):(?P<offset>[0-9]{1,7})$")
+# "Talk to a person" under an answer (the run it followed), and Close on a handoff's header
+# in the staff group (the handoff's random id). Who may press is checked on the press: the
+# run's own customer, a staff member.
+# A staff member's reject with its preset reason (issue 14 item 6): l(imit), d(ocuments),
+# p(olicy), n(one).
+_REASON = re.compile(
+    r"^sw:r:(?P<run>[0-9a-f]{6,32}):(?P<nonce>[A-Za-z0-9_-]{4,24}):(?P<reason>[ldpn])$"
+)
+REJECT_REASONS = ("l", "d", "p", "n")
+_PERSON = re.compile(r"^sw:h:(?P<run>[0-9a-f]{6,32})$")
+_CLOSE_HANDOFF = re.compile(r"^sw:hc:(?P<handoff>[0-9a-f]{6,32})$")
 
 
 @dataclass(frozen=True)
@@ -29,6 +40,7 @@ class DecisionData:
     run_id: str
     nonce: str
     approved: bool
+    reason: str | None = None  # a staff reject's preset reason (`REJECT_REASONS`)
 
 
 @dataclass(frozen=True)
@@ -44,6 +56,37 @@ class ChoiceData:
 class PageData:
     status: RunStatus | None
     offset: int
+
+
+@dataclass(frozen=True)
+class PersonData:
+    run_id: str
+
+
+@dataclass(frozen=True)
+class CloseHandoffData:
+    handoff_id: str
+
+
+def reason_data(run_id: str, nonce: str, reason: str) -> str:
+    data = f"sw:r:{run_id}:{nonce}:{reason}"
+    if len(data.encode()) > MAX_CALLBACK_BYTES or not _REASON.fullmatch(data):
+        raise ValueError("run id, nonce or reason does not fit in callback data")
+    return data
+
+
+def person_data(run_id: str) -> str:
+    data = f"sw:h:{run_id}"
+    if not _PERSON.fullmatch(data):
+        raise ValueError("run id does not fit in callback data")
+    return data
+
+
+def close_handoff_data(handoff_id: str) -> str:
+    data = f"sw:hc:{handoff_id}"
+    if not _CLOSE_HANDOFF.fullmatch(data):
+        raise ValueError("handoff id does not fit in callback data")
+    return data
 
 
 def decision_data(run_id: str, nonce: str, approved: bool) -> str:
@@ -64,7 +107,9 @@ def page_data(status: RunStatus | None, offset: int) -> str:
     return f"sw:p:{status.value if status else '*'}:{max(0, offset)}"
 
 
-def parse_callback(data: object) -> DecisionData | ChoiceData | PageData | None:
+def parse_callback(
+    data: object,
+) -> DecisionData | ChoiceData | PageData | PersonData | CloseHandoffData | None:
     if not isinstance(data, str) or len(data) > MAX_CALLBACK_BYTES:
         return None
     # fullmatch, not match: "$" also matches before a trailing newline.
@@ -72,6 +117,12 @@ def parse_callback(data: object) -> DecisionData | ChoiceData | PageData | None:
         return DecisionData(match["run"], match["nonce"], approved=match["verb"] == "c")
     if match := _CHOICE.fullmatch(data):
         return ChoiceData(match["run"], match["nonce"], int(match["option"]))
+    if match := _REASON.fullmatch(data):
+        return DecisionData(match["run"], match["nonce"], approved=False, reason=match["reason"])
+    if match := _PERSON.fullmatch(data):
+        return PersonData(match["run"])
+    if match := _CLOSE_HANDOFF.fullmatch(data):
+        return CloseHandoffData(match["handoff"])
     if match := _PAGE.fullmatch(data):
         status = match["status"]
         if status == "*":

@@ -5,8 +5,9 @@ chat's runs never overtake each other) and never blocking other chats.
 
 One idea, the bot's side of the conversation: one small handler per kind of update it
 accepts (text, edits, other messages, Confirm/Cancel, clarifying options, staff commands
-and paging), which is why it is long; wiring is in `bot.application`, texts in `bot.texts`,
-staff formatting in `bot.staff`.
+and paging, and the hooks of human handoff: /human, "Talk to a person", the staff group,
+/close and /reopen), which is why it is long; wiring is in `bot.application`, texts in
+`bot.texts`, staff formatting in `bot.staff`, the handoff's own work in `bot.handoff`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import html
 import logging
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -32,8 +33,10 @@ from telegram.error import BadRequest, TelegramError
 from telegram.ext import ContextTypes
 
 from agent_core.agent import MAX_REQUEST_CHARS, Agent
+from agent_core.approval import Verdict, judge_press, needed_approval
 from agent_core.models import (
     ClaimResult,
+    EventKind,
     Language,
     PromptRef,
     Run,
@@ -41,12 +44,32 @@ from agent_core.models import (
     StepStatus,
     utcnow,
 )
-from bot.callbacks import ChoiceData, DecisionData, PageData, page_data, parse_callback
+from bot.callbacks import (
+    ChoiceData,
+    CloseHandoffData,
+    DecisionData,
+    PageData,
+    PersonData,
+    page_data,
+    parse_callback,
+)
+from bot.handoff import (
+    CUSTOMER,
+    REASON_LABELS,
+    Customer,
+    HandoffDesk,
+    Opened,
+    is_handoff_request,
+    offers_person,
+    person_button,
+    reason_buttons,
+)
 from bot.progress import TOPIC, TelegramProgress, decision_text
-from bot.staff import format_runs_page, format_stats, format_timeline
+from bot.staff import format_handoff_stats, format_runs_page, format_stats, format_timeline
 from bot.texts import language_of, say
 from bot.textsplit import split_message
 from storage.db import StorageUnavailable
+from storage.handoffs import Trigger
 from storage.store import RunStore
 
 log = logging.getLogger(__name__)
@@ -82,12 +105,18 @@ class StepwiseBot:
         progress: TelegramProgress,
         *,
         staff_ids: frozenset[int] = frozenset(),
+        handoff: HandoffDesk | None = None,
     ) -> None:
         self.agent = agent
         self.store = store
         self.progress = progress
         self.staff_ids = staff_ids
         self.chats = ChatQueues()
+        # Human handoff (issue 14); without a desk (no bot to talk to staff) none opens.
+        self.handoff = handoff
+        if handoff is not None:
+            progress.answer_hook = self._answer_hook
+            progress.staff_prompt_hook = handoff.post_staff_prompt
 
     # -- customers -----------------------------------------------------------------------
 
@@ -105,19 +134,47 @@ class StepwiseBot:
             return
         text = (message.text or "").strip()
         language = self._language(update)
-        if not text:
-            await message.reply_text(say("empty", language))
-            return
-        if len(text) > MAX_REQUEST_CHARS:
-            await message.reply_text(say("too_long", language))
-            return
+        customer = Customer(message.chat_id, user.id, user.full_name, language)
         context.application.create_task(
-            self.chats.run(message.chat_id, self._ask(message, user.id, text, user.language_code)),
+            self.chats.run(message.chat_id, self._customer_text(message, customer, text)),
             update=update,
         )
 
-    async def _ask(self, message: Message, user_id: int, text: str, hint: str | None) -> None:
+    async def _customer_text(self, message: Message, customer: Customer, text: str) -> None:
+        """In the chat's order: relayed to staff while a handoff is open (the agent stays
+        silent), else asked."""
+        if await self._relayed(message):
+            return
+        if not text:
+            await self._reply_quietly(message, say("empty", customer.language))
+            return
+        if len(text) > MAX_REQUEST_CHARS:
+            await self._reply_quietly(message, say("too_long", customer.language))
+            return
+        hint = message.from_user.language_code if message.from_user else None
+        await self._ask(message, customer.user_id, text, hint, customer)
+
+    async def _relayed(self, message: Message, *, edited: bool = False) -> bool:
+        if self.handoff is None:
+            return False
+        try:
+            return await self.handoff.from_customer(message, edited=edited)
+        except StorageUnavailable:
+            log.exception("storage unavailable while relaying to staff")
+            await self._reply_quietly(message, say("busy", language_of(message.text, None)))
+            return True
+
+    async def _ask(
+        self,
+        message: Message,
+        user_id: int,
+        text: str,
+        hint: str | None,
+        customer: Customer | None = None,
+    ) -> None:
         TOPIC.set(message.message_thread_id if message.is_topic_message else None)
+        if customer is not None:
+            CUSTOMER.set(customer)
         try:
             await self.agent.ask(text, user_id=user_id, chat_id=message.chat_id, language_hint=hint)
         except StorageUnavailable:
@@ -129,13 +186,23 @@ class StepwiseBot:
         a new message, under the edited one."""
         message = update.edited_message
         if message is not None and message.from_user is not None:
+            if await self._relayed(message, edited=True):  # shown to staff, marked edited
+                return
             await self._reply_quietly(message, say("edited", self._language(update)), quote=True)
 
     async def not_text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """Stickers, photos, voice…: a polite note that only text is understood."""
+        """Stickers, photos, voice…: a polite note that only text is understood (copied to
+        staff instead while a handoff is open)."""
         message = update.effective_message
-        if message is not None:
-            await message.reply_text(say("text_only", self._language(update)))
+        if message is None:
+            return
+        language = self._language(update)
+
+        async def work() -> None:
+            if not await self._relayed(message):
+                await self._reply_quietly(message, say("text_only", language))
+
+        context.application.create_task(self.chats.run(message.chat_id, work()), update=update)
 
     async def button(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Confirm / Cancel, or staff paging. Always answers the press with a short toast.
@@ -156,11 +223,36 @@ class StepwiseBot:
         if isinstance(parsed, ChoiceData):
             await self._choice(update, context, parsed)
             return
+        if isinstance(parsed, PersonData):
+            await self._person(update, context, parsed)
+            return
+        if isinstance(parsed, CloseHandoffData):
+            await self._close_pressed(update, parsed)
+            return
         pressed = query.message  # may be inaccessible (older than 48 h): ids only
         if not isinstance(parsed, DecisionData) or pressed is None:
             await self._answer_quietly(query, say("toast_invalid", language))
             return
         where = Where.of(pressed)
+        # A press in the staff group is a staff approval (issue 14): staff members only.
+        staff = self.handoff is not None and where.chat_id == self.handoff.staff_chat_id
+        if staff and (self.handoff is None or not self.handoff.is_staff(user.id)):
+            await self._answer_quietly(query, say("toast_staff_only", language))
+            return
+        if staff and parsed.approved and await self._first_of_two(query, where, parsed, user.id):
+            return
+        if staff and not parsed.approved and parsed.reason is None:
+            # Reject asks why first; the reason's press decides (same message, same nonce).
+            await self._answer_quietly(query, say("toast_pick_reason", language))
+            try:
+                await query.get_bot().edit_message_reply_markup(
+                    where.chat_id,
+                    where.message_id,
+                    reply_markup=reason_buttons(parsed.run_id, parsed.nonce),
+                )
+            except TelegramError as exc:
+                log.info("reason buttons not shown: %s", exc)
+            return
         try:
             await self.progress.prompt_settled(parsed.run_id)
             outcome = await self.agent.claim(
@@ -169,13 +261,14 @@ class StepwiseBot:
                 approved=parsed.approved,
                 nonce=parsed.nonce,
                 prompt=where.prompt,
+                staff=staff,
             )
         except StorageUnavailable:
             log.exception("storage unavailable on a button press")
             await self._answer_quietly(query, say("toast_busy", language))
             return
         run = outcome.run
-        if run is not None:
+        if run is not None and not staff:
             language = run.language
         toast = {
             ClaimResult.OK: "toast_confirmed" if parsed.approved else "toast_cancelled",
@@ -190,6 +283,9 @@ class StepwiseBot:
             return
         step_id = paused_step_id(run)
         bot = context.bot
+        if staff:
+            await self._staff_decided(context, where, run, step_id, parsed, user.id)
+            return
         if outcome.result is ClaimResult.EXPIRED:
             if step_id:
                 await _edit_quietly(bot, where, decision_text(run, step_id, "expired"))
@@ -243,6 +339,271 @@ class StepwiseBot:
                 self.chats.run(message.chat_id, self._ask(message, user.id, text, language)),
                 update=update,
             )
+
+    # -- a person takes over (issue 14) ---------------------------------------------------
+
+    async def _answer_hook(self, run: Run) -> tuple[str | None, InlineKeyboardMarkup | None]:
+        """Before a run's answer is sent: a handoff request opens the handoff and its reply
+        replaces the agent's; an answer that stopped or degraded offers a person."""
+        assert self.handoff is not None
+        if is_handoff_request(run):
+            customer = CUSTOMER.get()
+            if customer is None or customer.chat_id != run.chat_id:
+                customer = Customer(run.chat_id, run.user_id, f"user {run.user_id}", run.language)
+            opened = await self.handoff.open(customer, Trigger.INTENT, run)
+            return opened_text(opened, run.language), None
+        previous = None
+        if run.status is RunStatus.NEEDS_CLARIFICATION and self.handoff.staff_chat_id is not None:
+            page = await self.store.history.list_runs(chat_id=run.chat_id, limit=2)
+            earlier = [item for item in page.items if item.id != run.id]
+            previous = earlier[0].status if earlier else None
+        # Without a staff group nobody could take it: no button that leads nowhere.
+        if self.handoff.staff_chat_id is not None and offers_person(run, previous):
+            return None, person_button(run.id, run.language)
+        return None, None
+
+    async def handoff_start(
+        self,
+        application: Any | None = None,
+        *,
+        every_s: int = 30,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        """On start: check the staff group, re-send relays a crash interrupted; then, while
+        `application` runs, close staff approvals nobody answered in time every `every_s`
+        (checking each second whether the application stops, which waits for this task)."""
+        if self.handoff is None:
+            return
+        await self.handoff.on_start()
+        if self.handoff.staff_chat_id is None:
+            return  # no staff approvals without a staff chat
+        while True:
+            try:
+                await self.sweep_staff_expiries()
+            except Exception:
+                log.exception("staff approval: expiry sweep failed")
+            for _ in range(every_s):
+                if application is None or not application.running:
+                    return
+                await sleep(1)
+
+    async def sweep_staff_expiries(self) -> int:
+        """Staff approvals nobody answered before they expired: each is closed as expired
+        (nothing done), its prompt in the topic says so, and the customer is told. Returns
+        how many. Expired pauses only: the claim can never win one (it is past its time),
+        so this decides nothing."""
+        desk = self.handoff
+        if desk is None or desk.staff_chat_id is None:
+            return 0
+        cutoff = utcnow() - self.agent.approval_ttl
+        page = await self.store.history.list_runs(status=RunStatus.PAUSED, limit=200)
+        closed = 0
+        for item in page.items:
+            run = await self.store.load_run(item.id)
+            pause = run.pause if run is not None else None
+            if run is None or pause is None or pause.approver != "staff":
+                continue
+            if pause.paused_at >= cutoff or pause.nonce is None:
+                continue
+            outcome = await self.agent.claim(
+                run.id, user_id=0, approved=False, nonce=pause.nonce, staff=True
+            )
+            if outcome.result is not ClaimResult.EXPIRED or outcome.run is None:
+                continue
+            closed += 1
+            goal = html.escape(run.step(pause.step_id).goal)
+            if pause.prompt is not None:
+                where = Where(pause.prompt.chat_id, pause.prompt.message_id)
+                note = (
+                    f"⌛ {goal} — nobody decided in time; nothing was done, the customer was told"
+                )
+                await _edit_quietly(desk.bot, where, note)
+            await _send_quietly(desk.bot, Where(run.chat_id, 0), outcome.run.answer or "")
+        return closed
+
+    async def human(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """/human: hand the conversation to a person, with the chat's last run for context."""
+        message, user = update.effective_message, update.effective_user
+        if message is None or user is None or self.handoff is None:
+            return
+        customer = Customer(message.chat_id, user.id, user.full_name, self._language(update))
+        desk = self.handoff
+
+        async def work() -> None:
+            page = await self.store.history.list_runs(
+                chat_id=customer.chat_id, user_id=customer.user_id, limit=1
+            )
+            run = await self.store.load_run(page.items[0].id) if page.items else None
+            opened = await desk.open(customer, Trigger.COMMAND, run)
+            await self._reply_quietly(message, opened_text(opened, customer.language))
+
+        context.application.create_task(self.chats.run(message.chat_id, work()), update=update)
+
+    async def _person(
+        self, update: Update, context: ContextTypes.DEFAULT_TYPE, data: PersonData
+    ) -> None:
+        """ "Talk to a person" under an answer: only the run's own customer may press it."""
+        query, user = update.callback_query, update.effective_user
+        assert query is not None and user is not None
+        language = self._language(update)
+        run = await self.store.load_run(data.run_id)
+        pressed = query.message
+        if self.handoff is None or run is None or pressed is None:
+            await self._answer_quietly(query, say("toast_invalid", language))
+            return
+        if run.user_id != user.id or run.chat_id != pressed.chat.id:
+            await self._answer_quietly(query, say("toast_not_yours", language))
+            return
+        await self._answer_quietly(query, say("toast_person", run.language))
+        customer = Customer(run.chat_id, user.id, user.full_name, run.language)
+        desk, bot = self.handoff, context.bot
+
+        async def work() -> None:
+            opened = await desk.open(customer, Trigger.BUTTON, run)
+            try:
+                await bot.edit_message_reply_markup(pressed.chat.id, pressed.message_id)
+            except TelegramError as exc:
+                log.info("person button not removed: %s", exc)
+            await _send_quietly(bot, Where.of(pressed), opened_text(opened, run.language))
+
+        context.application.create_task(self.chats.run(run.chat_id, work()), update=update)
+
+    async def _close_pressed(self, update: Update, data: CloseHandoffData) -> None:
+        """Close on a handoff's header in the staff group: staff members only."""
+        query, user = update.callback_query, update.effective_user
+        assert query is not None and user is not None
+        if self.handoff is None or not self.handoff.is_staff(user.id):
+            await self._answer_quietly(query, say("toast_staff_only", self._language(update)))
+            return
+        closed = await self.handoff.close(data.handoff_id, by=user.id)
+        await self._answer_quietly(
+            query, say("toast_closed" if closed else "toast_handled", Language.EN)
+        )
+        pressed = query.message
+        if closed is not None and pressed is not None:
+            try:
+                await query.get_bot().edit_message_reply_markup(pressed.chat.id, pressed.message_id)
+            except TelegramError as exc:
+                log.info("close button not removed: %s", exc)
+
+    async def staff_group(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Anything in the staff group: a staff member's message in a customer's topic goes
+        to that customer; everything else is ignored (never answered by the agent)."""
+        message = update.effective_message
+        if message is None or self.handoff is None:
+            return
+        desk, edited = self.handoff, update.edited_message is not None
+
+        async def work() -> None:
+            ignored = await desk.from_staff(message, edited=edited)
+            if ignored is not None:
+                log.debug("staff group message not relayed: %s", ignored.value)
+
+        context.application.create_task(self.chats.run(message.chat_id, work()), update=update)
+
+    async def close_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """/close in a customer's topic (staff only)."""
+        topic, user = self._staff_topic(update)
+        if topic is not None and user is not None and self.handoff is not None:
+            await self.handoff.close_topic(topic, by=user)
+
+    async def reopen_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """/reopen in a customer's topic (staff only): hand the customer over again."""
+        topic, user = self._staff_topic(update)
+        if topic is not None and user is not None and self.handoff is not None:
+            await self.handoff.reopen(topic, by=user)
+
+    def _staff_topic(self, update: Update) -> tuple[int | None, int | None]:
+        message, user = update.effective_message, update.effective_user
+        if message is None or user is None or self.handoff is None:
+            return None, None
+        if not self.handoff.is_staff(user.id) or not message.is_topic_message:
+            return None, None
+        return message.message_thread_id, user.id
+
+    async def _first_of_two(
+        self, query: Any, where: Where, data: DecisionData, staff_id: int
+    ) -> bool:
+        """Four eyes: an approval that needs a second staff member is recorded (who, when)
+        and waits; True when this press was such a first approval (or a repeat by the same
+        person), so nothing is claimed yet. The second distinct approval goes on to the
+        claim, which decides once whatever the number of presses."""
+        assert self.handoff is not None
+        run = await self.store.load_run(data.run_id)
+        pause = run.pause if run is not None else None
+        if run is None or pause is None or pause.nonce != data.nonce:
+            return False  # the claim says why (handled, stale, expired)
+        needed = needed_approval(run.step(pause.step_id).args, self.agent.executor.staff_rule)
+        if needed.approvals < 2:
+            return False
+        handoffs = self.handoff.handoffs
+        if staff_id in await handoffs.approvals_of(run.id, data.nonce):
+            await self._answer_quietly(query, "You approved already; a second staff member must.")
+            return True
+        approvers = await handoffs.approve_once(run.id, data.nonce, staff_id, utcnow())
+        verdict = judge_press(
+            needed,
+            presser=staff_id,
+            customer=run.user_id,
+            staff=self.staff_ids,
+            approve=True,
+            earlier_approvals=[a for a in approvers if a != staff_id],
+        )
+        if verdict is not Verdict.RECORD_APPROVAL:
+            return False
+        await self.store.add_event(run.id, EventKind.NOTICE, f"first approval by staff {staff_id}")
+        await self._answer_quietly(query, "Recorded. A second staff member must approve too.")
+        goal = html.escape(run.step(pause.step_id).goal)
+        try:
+            await query.get_bot().edit_message_text(
+                f"<b>Approval needed</b> (two staff members)\n{goal}\n"
+                f"1 of 2 approvals: by {staff_id}. Another staff member can approve or reject.",
+                chat_id=where.chat_id,
+                message_id=where.message_id,
+                parse_mode=ParseMode.HTML,
+                reply_markup=query.message.reply_markup if query.message else None,
+            )
+        except TelegramError as exc:
+            log.info("four eyes: prompt not updated: %s", exc)
+        return True
+
+    async def _staff_decided(
+        self,
+        context: ContextTypes.DEFAULT_TYPE,
+        where: Where,
+        run: Run,
+        step_id: str | None,
+        decision: DecisionData,
+        staff_id: int,
+    ) -> None:
+        """A staff member's Approve/Reject was claimed (or found expired): the topic's prompt
+        says who decided, the customer is told, and the run goes on in the customer's chat."""
+        bot = context.bot
+        customer = Where(run.chat_id, 0)
+        goal = html.escape(run.step(step_id).goal) if step_id else ""
+        if run.status is RunStatus.EXPIRED:
+            await _edit_quietly(bot, where, f"⌛ {goal} — expired, nothing was done")
+            await _send_quietly(bot, customer, run.answer or "")
+            return
+        approved = decision.approved
+        reason = decision.reason if decision.reason in REASON_LABELS else "n"
+        verdict = "✅ approved" if approved else "🚫 rejected"
+        label = REASON_LABELS[reason] if reason != "n" else ""
+        why = f" ({label})" if label else ""
+        await _edit_quietly(bot, where, f"{verdict} by {staff_id}: {goal}{why}")
+        told = say("team_approved" if approved else "team_declined", run.language)
+        if not approved and label:
+            told += "\n" + say(f"reject_reason_{reason}", run.language)
+            try:  # on the run's timeline next to the claim (`decision_claimed`)
+                await self.store.add_event(
+                    run.id, EventKind.NOTICE, f"rejected by staff {staff_id}: {label}"
+                )
+            except StorageUnavailable:
+                log.exception("reject reason not noted")
+        await _send_quietly(bot, customer, told)
+        context.application.create_task(
+            self.chats.run(run.chat_id, self._proceed(bot, customer, run))
+        )
 
     async def _proceed(self, bot: Bot, where: Where, run: Run) -> None:
         TOPIC.set(where.thread_id)
@@ -332,7 +693,8 @@ class StepwiseBot:
             await self._reply(update, part)
 
     async def stats(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """/stats: runs by status and failures by type and tool, last 24 h and 7 days."""
+        """/stats: runs by status and failures by type and tool, last 24 h and 7 days; handoffs
+        to a person per day and the median time to the first staff reply."""
         if not await self._staff_only(update):
             return
         now = utcnow()
@@ -349,7 +711,12 @@ class StepwiseBot:
                     await self.store.history.failure_counts(since),
                 )
             )
-        await self._reply(update, format_stats(periods))
+        week = now - timedelta(days=7)
+        handoffs = format_handoff_stats(
+            await self.store.history.handoffs_per_day(week),
+            await self.store.history.median_first_reply_s(week),
+        )
+        await self._reply(update, format_stats(periods) + "\n\n" + handoffs)
 
     def _staff_refusal(self, update: Update) -> str | None:
         """None when staff views may be shown here, else the key of the refusal.
@@ -445,6 +812,13 @@ async def _send_quietly(bot: Bot, where: Where, text: str) -> None:
         await bot.send_message(where.chat_id, text, message_thread_id=where.thread_id)
     except TelegramError as exc:
         log.warning("could not send: %s", exc)
+
+
+def opened_text(opened: Opened, language: Language) -> str:
+    """What the customer is told when they asked for a person: the truth about who replies."""
+    if not opened.staffed:
+        return say("handoff_unstaffed", language)
+    return say("handoff_opened" if opened.new else "handoff_already", language)
 
 
 def paused_step_id(run: Run) -> str | None:

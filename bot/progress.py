@@ -6,8 +6,21 @@ A step that finishes quickly is shown once, in its final state; a step still run
 chat stays readable and the bot stays far below Telegram's flood limits.
 
 Nothing here may break a run: Telegram errors are logged, "message is not modified" is
-ignored, and a customer who blocked the bot is noted on the run and left alone. A prompt
-that reached the customer is recorded as a `prompt_shown` event, so a restart knows.
+ignored, and a customer who blocked the bot is noted on the run and left alone.
+
+Delivered marks (issue 15 #4): what reached the customer is recorded on the run as an
+event, so a restart (or another process) knows what was committed but never delivered:
+`plan_shown` for the plan, `prompt_shown` for a pause's Confirm/Cancel prompt (with the
+message it is bound to), `answer_delivered` for the final answer, a clarifying question
+(with its option buttons) included. The lease the run kept for the delivery is given back
+by the prompt's and the answer's marks (`storage.leases`); a crash before the mark leaves
+it to lapse, and `bot.recovery` sends the prompt (`reoffer`) or answer (`redeliver`)
+again, once.
+
+The one exception: a send that times out on our side (PTB's read timeout) may still have
+reached Telegram. It counts as not delivered, so the answer is sent again (a retry here,
+or a redelivery after a crash) and the customer can see it twice. Telegram's Bot API has no
+idempotency key for `sendMessage`, so this cannot be told apart from a lost send.
 """
 
 from __future__ import annotations
@@ -16,7 +29,7 @@ import asyncio
 import contextlib
 import html
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -38,6 +51,13 @@ ANSWER_DELIVERY_ATTEMPTS = 4
 # bot looks for `prompt_shown` and `customer_blocked` events, never for these texts.
 BLOCKED_NOTE = "telegram: the customer blocked the bot"
 PROMPT_SHOWN_NOTE = "telegram: confirmation buttons shown"
+PLAN_SHOWN_NOTE = "telegram: plan shown"
+ANSWER_DELIVERED_NOTE = "telegram: answer delivered"
+
+
+def _rows(*markups: InlineKeyboardMarkup | None) -> InlineKeyboardMarkup | None:
+    rows = [row for markup in markups if markup is not None for row in markup.inline_keyboard]
+    return InlineKeyboardMarkup(rows) if rows else None
 
 
 def decision_text(run: Run, step_id: str, key: str) -> str:
@@ -120,7 +140,20 @@ class ProgressStore(Protocol):
         """The pause's prompt was delivered as `prompt` (also records `prompt_shown`)."""
 
 
+# Set by the bot (issue 14's handoff): called with a finished run before its answer is sent;
+# returns a text to send instead of the run's answer (None: the answer) and buttons to show
+# under it (None: none). The handoff opens there, so its reply replaces the agent's.
+AnswerHook = Callable[[Run], Awaitable[tuple[str | None, InlineKeyboardMarkup | None]]]
+# Set by the bot (issue 14's staff approval): delivers a staff pause's Approve/Reject to
+# staff (and binds the pause to that message); True once shown. The customer's step message
+# then says they are waiting for our team, without buttons.
+StaffPromptHook = Callable[[Run], Awaitable[bool]]
+
+
 class TelegramProgress:
+    answer_hook: AnswerHook | None = None
+    staff_prompt_hook: StaffPromptHook | None = None
+
     def __init__(
         self,
         bot: Bot,
@@ -164,10 +197,7 @@ class TelegramProgress:
         if view is None:
             view = self._views[run.id] = _RunView(run.chat_id, TOPIC.get())
         if kind is EventKind.RUN_PLANNED:
-            if run.steps:
-                await self._send_text(
-                    run, view, clip_message(html.escape(plan_text(run))), silent=True
-                )
+            await self._plan(run, view)
         elif kind is EventKind.STEP_STARTED and event.step_id:
             # Shown only if it is still running a moment later; fast steps appear once, done.
             step_view = view.steps.setdefault(event.step_id, _StepView())
@@ -184,6 +214,21 @@ class TelegramProgress:
             await self._show(run, view, event.step_id)
             if kind is EventKind.STEP_PAUSED:
                 self._drop(run.id)  # a paused run lives in the database, not here
+
+    async def _plan(self, run: Run, view: _RunView) -> None:
+        """Show the plan (a run with steps) and mark it shown."""
+        if run.steps:
+            plan = clip_message(html.escape(plan_text(run)))
+            if await self._send_text(run, view, plan, silent=True):
+                await self._write_event(run, EventKind.PLAN_SHOWN, PLAN_SHOWN_NOTE)
+
+    async def show_plan(self, run: Run) -> None:
+        """Show the plan of a run recovered after a crash that kept it from the customer;
+        the run's next messages follow it (same view)."""
+        view = self._views.get(run.id)
+        if view is None:
+            view = self._views[run.id] = _RunView(run.chat_id)
+        await self._plan(run, view)
 
     async def _show_later(self, run: Run, view: _RunView, step_id: str) -> None:
         await asyncio.sleep(self._show_after_s)
@@ -210,6 +255,13 @@ class TelegramProgress:
         step = run.step(step_id)
         text = html.escape(step_progress(step, run))
         markup = None
+        waiting = step.status is StepStatus.PAUSED and step.approval is None and run.pause
+        if waiting and run.pause is not None and run.pause.approver == "staff":
+            text = clip_message(text + "\n\n" + html.escape(say("waiting_for_team", run.language)))
+            await self._deliver(run, view, step_view, text, None, ANSWER_DELIVERY_ATTEMPTS)
+            if self.staff_prompt_hook is not None:
+                await self.staff_prompt_hook(run)
+            return
         if step.status is StepStatus.PAUSED and step.approval is None and run.pause:
             text += "\n\n" + html.escape(run.answer or "")
             markup = self._buttons(run)
@@ -315,13 +367,42 @@ class TelegramProgress:
             if step_view is not None and (step_view.timer or step_view.message_id):
                 await self._show(run, view, step.id)
         self._drop(run.id)
-        parts = split_message(html.escape(run.answer or ""))
+        await self._answer(run, view)
+
+    async def _answer(self, run: Run, view: _RunView) -> bool:
+        """Send the run's answer (every part, retrying transient errors) and mark it
+        delivered once all of it went through; True then."""
+        answer, extra = run.answer or "", None
+        if self.answer_hook is not None:
+            try:
+                replaced, extra = await self.answer_hook(run)
+            except Exception:
+                log.exception("answer hook failed", extra={"trace_id": run.trace_id})
+                replaced = None
+            answer = answer if replaced is None else replaced
+        parts = split_message(html.escape(answer))
         for number, part in enumerate(parts, start=1):
             # A clarifying question offers its options as buttons under its last part.
-            markup = clarify_buttons(run) if number == len(parts) else None
-            await self._send_text(
+            markup = _rows(clarify_buttons(run), extra) if number == len(parts) else None
+            sent = await self._send_text(
                 run, view, part, silent=False, attempts=ANSWER_DELIVERY_ATTEMPTS, markup=markup
             )
+            if not sent:
+                return False  # blocked (noted) or failed: the lease lapses, recovery resends
+        await self._write_event(run, EventKind.ANSWER_DELIVERED, ANSWER_DELIVERED_NOTE)
+        return True
+
+    async def redeliver(self, run: Run) -> bool:
+        """Send a finished run's answer that never reached the customer (the bot died
+        between committing the run's end and sending it), as new messages; True once it
+        was delivered (and marked). A run that has not ended is left alone.
+
+        Without the topic the customer wrote in (not stored): a forum's answer goes to
+        General.
+        """
+        if run.status in (RunStatus.RUNNING, RunStatus.PAUSED):
+            return False
+        return await self._answer(run, _RunView(chat_id=run.chat_id))
 
     async def _send_text(
         self,
@@ -332,17 +413,20 @@ class TelegramProgress:
         silent: bool,
         attempts: int = 1,
         markup: InlineKeyboardMarkup | None = None,
-    ) -> None:
-        """Send `text` (HTML) as a new message of the run."""
+    ) -> bool:
+        """Send `text` (HTML) as a new message of the run; True once it was sent."""
         async with view.lock:
             for attempt in range(1, attempts + 1):
                 send = self._send(view, text, markup, silent=silent)
                 sent = await self._call(run, view, send, quiet=True)
-                if sent is not None or view.blocked:
-                    return
+                if sent is not None:
+                    return True
+                if view.blocked:
+                    return False
                 if attempt < attempts:
                     await asyncio.sleep(0.5 * 2 ** (attempt - 1))
             log.error("could not deliver a message", extra={"trace_id": run.trace_id})
+            return False
 
     def _send(
         self, view: _RunView, text: str, markup: InlineKeyboardMarkup | None, *, silent: bool

@@ -18,7 +18,7 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any
 
 from telegram.error import RetryAfter
@@ -27,6 +27,32 @@ from telegram.ext import BaseRateLimiter
 log = logging.getLogger(__name__)
 
 JSONResult = bool | dict[str, Any] | list[dict[str, Any]]
+
+
+# -- the decisions, pure: the in-process limiter below and the shared one
+# (`bot.shared_ratelimit`) both decide with these ------------------------------------------
+
+
+def window_wait(ends: Iterable[float], now: float, limit: int, period: float) -> float:
+    """How long until a sliding window of `limit` calls per `period` admits one more: 0 now,
+    `inf` when every counted call is still in flight (its answer ends it). `ends`: when each
+    admitted call's answer arrived (in flight: `inf`); one counts while `now - end < period`.
+    """
+    live = [end for end in ends if now - end < period]
+    if len(live) < limit:
+        return 0.0
+    oldest = min(live)
+    return math.inf if math.isinf(oldest) else oldest + period - now
+
+
+def pacer_wait(tat: float, now: float, burst: int, interval: float) -> float:
+    """How long until a chat's token bucket (GCRA, `tat` = when it is full) has a token."""
+    return max(0.0, tat - (burst - 1) * interval - now)
+
+
+def pacer_charge(tat: float, now: float, interval: float) -> float:
+    """The bucket's `tat` after a call charged at `now` (its answer)."""
+    return max(now, tat) + interval
 
 
 class _Slot:
@@ -60,16 +86,16 @@ class SlidingWindow:
             while True:
                 now = self._clock()
                 self._slots = [s for s in self._slots if now - s.end < self.period]
-                if len(self._slots) < self.limit:
+                wait = window_wait((s.end for s in self._slots), now, self.limit, self.period)
+                if wait == 0:
                     slot = _Slot()
                     self._slots.append(slot)
                     return slot
-                oldest = min(s.end for s in self._slots)
-                if math.isinf(oldest):  # all in flight: wait for an answer
+                if math.isinf(wait):  # all in flight: wait for an answer
                     self._released.clear()
                     await self._released.wait()
                 else:
-                    await asyncio.sleep(oldest + self.period - now)
+                    await asyncio.sleep(wait)
 
     def release(self, slot: _Slot) -> None:
         slot.end = self._clock()
@@ -101,12 +127,12 @@ class ChatPacer:
 
     async def acquire(self) -> None:
         await self._lock.acquire()
-        wait = self._tat - (self.burst - 1) * self.interval - self._clock()
+        wait = pacer_wait(self._tat, self._clock(), self.burst, self.interval)
         if wait > 0:
             await asyncio.sleep(wait)
 
     def release(self) -> None:
-        self._tat = max(self._clock(), self._tat) + self.interval
+        self._tat = pacer_charge(self._tat, self._clock(), self.interval)
         self._lock.release()
 
     @property
@@ -176,18 +202,8 @@ class SlidingWindowRateLimiter(BaseRateLimiter[int]):
         message = chat_id is not None and counts_as_message(endpoint)
         for attempt in range(max_retries + 1):
             await self._wait_for_resume()
-            held: list[tuple[SlidingWindow, _Slot]] = []
-            pacer = self._pacer(chat_id) if message else None
-            if pacer is not None:
-                await pacer.acquire()
+            release = await self._admit(chat_id, message)
             try:
-                if message:
-                    group = _group_key(chat_id)
-                    if group is not None:
-                        window = self._group(group)
-                        held.append((window, await window.acquire()))
-                if chat_id is not None:
-                    held.append((self._overall, await self._overall.acquire()))
                 return await callback(*args, **kwargs)
             except RetryAfter as exc:
                 if attempt == max_retries:
@@ -196,11 +212,36 @@ class SlidingWindowRateLimiter(BaseRateLimiter[int]):
                 log.info("flood control on %s: pausing %.1fs", endpoint, pause)
                 self._resume_at = max(self._resume_at, self._clock() + pause)
             finally:
-                for window, slot in held:
-                    window.release(slot)
-                if pacer is not None:
-                    pacer.release()
+                await release()
         raise AssertionError("unreachable")
+
+    async def _admit(self, chat_id: Any, message: bool) -> Callable[[], Awaitable[None]]:
+        """Wait until a call to `chat_id` may go; returns what to call when its answer (or
+        its failure) arrived. The per-chat pacer first, then the group's window, then the
+        bot's overall window (`bot.shared_ratelimit` decides the same across processes)."""
+        held: list[tuple[SlidingWindow, _Slot]] = []
+        pacer = self._pacer(chat_id) if message else None
+        if pacer is not None:
+            await pacer.acquire()
+
+        async def release() -> None:
+            for window, slot in held:
+                window.release(slot)
+            if pacer is not None:
+                pacer.release()
+
+        try:
+            if message:
+                group = _group_key(chat_id)
+                if group is not None:
+                    window = self._group(group)
+                    held.append((window, await window.acquire()))
+            if chat_id is not None:
+                held.append((self._overall, await self._overall.acquire()))
+        except BaseException:
+            await release()
+            raise
+        return release
 
     def _pacer(self, chat_id: Any) -> ChatPacer:
         key = chat_id if isinstance(chat_id, int | str) else str(chat_id)

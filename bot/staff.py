@@ -9,6 +9,7 @@ from typing import Any
 
 from agent_core.answers import step_progress
 from agent_core.models import Run, RunStatus
+from storage.history import HandoffDay
 from storage.records import FailureCount, RunSummary, TimelineEntry, format_timeline_entry
 
 
@@ -75,6 +76,25 @@ def format_stats(
             lines.append("no failures")
         lines.append("")
     return "\n".join(lines).strip()
+
+
+def format_handoff_stats(days: Sequence[HandoffDay], median_first_reply_s: float | None) -> str:
+    """Handoffs to a person per day and the median wait for the first staff reply."""
+    lines = ["<b>Handoffs to a person, last 7 days</b>"]
+    if not days:
+        lines.append("none")
+    lines += [f"{day.day.isoformat()}: {day.opened}" for day in days]
+    wait = "no staff reply yet" if median_first_reply_s is None else _duration(median_first_reply_s)
+    lines.append(f"median time to first staff reply: {wait}")
+    return "\n".join(lines)
+
+
+def _duration(seconds: float) -> str:
+    minutes, rest = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min {rest} s" if minutes else f"{rest} s"
 
 
 def _short(value: Any, limit: int = 160) -> str:

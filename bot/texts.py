@@ -92,6 +92,71 @@ TEXTS: dict[str, dict[Language, str]] = {
     "you_confirmed": {ZH: "你已确认", EN: "you confirmed"},
     "you_cancelled": {ZH: "你选择了取消", EN: "you cancelled"},
     "expired": {ZH: "确认已过期", EN: "confirmation expired"},
+    # A person takes over (issue 14). The button under answers that stopped, fell back,
+    # left part of the request unserved or asked back twice; /human says the same.
+    "talk_to_person": {ZH: "转人工客服", EN: "Talk to a person"},
+    "command_human": {ZH: "联系人工客服", EN: "Talk to a person"},
+    "handoff_opened": {
+        ZH: "好的，已为你转接人工客服。我们的同事会在这里回复你；在此期间我先不自动回答。",
+        EN: "OK, I've passed you to our team. A person will reply to you here; until then I'll stay quiet.",
+    },
+    "handoff_already": {
+        ZH: "你已经在和人工客服沟通了，直接在这里留言即可，我们的同事会回复你。",
+        EN: "You're already connected to our team. Just write here and a person will reply.",
+    },
+    # No staff group is set up: recorded, but no promise that anyone will answer here.
+    "handoff_unstaffed": {
+        ZH: "已记录你想联系人工客服。不过这个聊天目前还没有接通人工客服，无法保证有人在这里回复你。"
+        "你可以继续问我订单和售后问题。",
+        EN: "I've noted that you'd like to talk to a person, but no one from our team is "
+        "connected to this chat yet, so I can't promise a reply here. I can still help with "
+        "orders and our policies.",
+    },
+    # The terminal chat and `stepwise ask`: the handoff is recorded for the Telegram bot.
+    "handoff_cli": {
+        ZH: "已记录你想联系人工客服，我们的同事会在 Telegram 上回复你。",
+        EN: "I've noted that you'd like to talk to a person; someone from our team will reply "
+        "to you in Telegram.",
+    },
+    "handoff_closed": {
+        ZH: "人工客服已结束本次对话。如果还有问题，直接问我就好。",
+        EN: "Our team has closed this conversation. If you need anything else, just ask me.",
+    },
+    "handoff_reopened": {
+        ZH: "我们的同事重新接手了你的对话，会在这里回复你。",
+        EN: "Our team has picked up your conversation again and will reply to you here.",
+    },
+    "staff_edited": {ZH: "（已修改）", EN: "(edited) "},
+    "toast_person": {ZH: "正在为你转接人工客服。", EN: "Connecting you to a person."},
+    "toast_staff_only": {ZH: "只有员工可以操作。", EN: "Only staff can do this."},
+    "toast_closed": {ZH: "已结束。", EN: "Closed."},
+    # Staff approval (issue 14 item 6): the customer waits for a staff member's decision.
+    "waiting_for_team": {
+        ZH: "这一步需要我们的同事审核，请稍候，审核结果会在这里通知你。",
+        EN: "This needs approval from our team. Please wait; I'll tell you here what they decide.",
+    },
+    "team_approved": {
+        ZH: "我们的同事已批准，正在处理。",
+        EN: "Our team approved it; working on it now.",
+    },
+    # Why staff rejected (preset reasons, `bot.callbacks.REJECT_REASONS`).
+    "reject_reason_l": {
+        ZH: "原因：金额超出了我们可以批准的范围。",
+        EN: "Reason: the amount is more than we can approve.",
+    },
+    "reject_reason_d": {
+        ZH: "原因：我们需要更多材料（例如照片或凭证）才能处理。",
+        EN: "Reason: we need more documents (for example photos or a receipt) to process it.",
+    },
+    "reject_reason_p": {
+        ZH: "原因：根据我们的售后政策无法办理。",
+        EN: "Reason: our after-sales policy does not allow it.",
+    },
+    "toast_pick_reason": {ZH: "请选择拒绝原因。", EN: "Pick a reason for the customer."},
+    "team_declined": {
+        ZH: "我们的同事没有批准这一步，没有做任何改动。",
+        EN: "Our team did not approve this, so nothing was changed.",
+    },
 }
 
 

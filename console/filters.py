@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 from agent_core.models import ErrorType, RunStatus
 from storage.history import ANY_ERROR, RunFilter
 
-FIELDS = ("status", "user", "error", "tool", "since", "until", "q", "run", "unsupported")
+FIELDS = ("status", "user", "error", "tool", "since", "until", "q", "run", "unsupported", "handed")
 MAX_TEXT = 200
 _TIME_FORMATS = ("%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M", "%Y-%m-%d")
 
@@ -82,6 +82,7 @@ def parse_filter(params: Mapping[str, str]) -> ParsedFilter:
     for name in ("q", "tool", "run"):
         values[name] = values[name][:MAX_TEXT]
     values["unsupported"] = "1" if values["unsupported"] in ("1", "on", "true", "yes") else ""
+    values["handed"] = "1" if values["handed"] in ("1", "on", "true", "yes") else ""
 
     flt = RunFilter(
         status=status,
@@ -93,5 +94,6 @@ def parse_filter(params: Mapping[str, str]) -> ParsedFilter:
         text=values["q"] or None,
         run_id=values["run"] or None,
         unsupported=values["unsupported"] in ("1", "on", "true", "yes"),
+        handed_off=values["handed"] == "1",
     )
     return ParsedFilter(flt, values, errors)

@@ -16,6 +16,7 @@ from typing import Any
 
 from agent_core.answers import step_progress
 from agent_core.models import EventKind, PlanStep, Run
+from storage.handoffs import Handoff
 from storage.records import TimelineEntry
 
 # What ends one attempt of a step, and how the page names the outcome.
@@ -87,6 +88,8 @@ class RunView:
     steps: list[StepView]
     events: Sequence[TimelineEntry]
     notices: list[TimelineEntry]
+    # Handoffs to a person this run led to (issue 14), oldest first.
+    handoffs: Sequence[Handoff] = ()
 
     @property
     def duration_s(self) -> float | None:
@@ -99,7 +102,9 @@ def pretty_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True, default=str)
 
 
-def build_run_view(run: Run, timeline: Sequence[TimelineEntry]) -> RunView:
+def build_run_view(
+    run: Run, timeline: Sequence[TimelineEntry], handoffs: Sequence[Handoff] = ()
+) -> RunView:
     steps = [
         StepView(
             number=n,
@@ -116,7 +121,14 @@ def build_run_view(run: Run, timeline: Sequence[TimelineEntry]) -> RunView:
         if view is not None:
             _apply(view, entry)
     notices = [e for e in timeline if e.kind in _NOTICE_KINDS]
-    return RunView(run=run, steps=steps, events=timeline, notices=notices)
+    return RunView(run=run, steps=steps, events=timeline, notices=notices, handoffs=handoffs)
+
+
+def handoff_wait_s(handoff: Handoff) -> float | None:
+    """How long the customer waited for the first staff reply (None: none yet)."""
+    if handoff.first_staff_reply_at is None:
+        return None
+    return (handoff.first_staff_reply_at - handoff.opened_at).total_seconds()
 
 
 def _apply(view: StepView, entry: TimelineEntry) -> None:

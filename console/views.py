@@ -83,7 +83,9 @@ class Views:
         run = await self.store.load_run(run_id)
         if run is None:
             return self._page(request, "not_found.html", status_code=404, run_id=run_id)
-        view = build_run_view(run, await self.history.timeline(run.id))
+        view = build_run_view(
+            run, await self.history.timeline(run.id), await self.store.handoffs.for_run(run.id)
+        )
         return self._page(request, "run.html", view=view, run=run, pause_reasons=PAUSE_REASONS)
 
     async def overview(self, request: Request) -> Response:
@@ -94,6 +96,8 @@ class Views:
         since = utcnow() - delta if delta else _EPOCH
         statuses = await self.history.status_counts(since)
         failures = await self.history.failure_counts(since)
+        handoff_days = await self.history.handoffs_per_day(since)
+        first_reply_s = await self.history.median_first_reply_s(since)
         since_q = {} if delta is None else {"since": since.strftime("%Y-%m-%dT%H:%M:%S")}
         return self._page(
             request,
@@ -119,6 +123,13 @@ class Views:
                 "Failed attempts by error type", _by(failures, "error_type", since_q)
             ),
             tool_chart=bar_chart("Failed attempts by tool", _by(failures, "tool", since_q)),
+            handoff_chart=bar_chart(
+                "Handoffs to a person per day (UTC)",
+                [BarInput(d.day.isoformat(), d.opened) for d in handoff_days],
+            ),
+            handoffs_total=sum(d.opened for d in handoff_days),
+            handed_link=_runs_link(handed="1", **since_q),
+            first_reply_s=first_reply_s,
             failures=[
                 (f, _runs_link(error=f.error_type, tool=f.tool or "", **since_q)) for f in failures
             ],

@@ -10,16 +10,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import secrets
 import threading
 from collections.abc import Callable
 
 from agent_core.agent import MAX_REQUEST_CHARS
 from agent_core.answers import plan_text, step_progress
-from agent_core.models import EventKind, Run, RunEvent, RunStatus
+from agent_core.models import EventKind, Run, RunEvent, RunStatus, utcnow
+from bot.handoff import Customer, is_handoff_request, record_handoff
+from bot.texts import say
 from stepwise.commands import EXIT_OK, is_text
 from stepwise.runtime import Runtime, open_runtime
 from stepwise.settings import Settings
 from storage.db import StorageUnavailable
+from storage.handoffs import Trigger
 
 
 class TerminalProgress:
@@ -78,11 +82,28 @@ async def cmd_chat(settings: Settings, args: argparse.Namespace) -> int:
             except StorageUnavailable:
                 print("bot> Sorry, I can't proceed right now. Please try again in a moment.")
                 continue
-            print("bot> " + (run.answer or "").replace("\n", "\nbot> "), flush=True)
+            answer = await _handoff_answer(rt, run) if is_handoff_request(run) else run.answer
+            print("bot> " + (answer or "").replace("\n", "\nbot> "), flush=True)
             if run.clarify is not None and run.clarify.options:
                 await _choose(rt, run, user)
     finally:
         await rt.close()
+
+
+async def _handoff_answer(rt: Runtime, run: Run) -> str:
+    """The customer asked for a person: the handoff is recorded for the Telegram bot (which
+    opens the customer's topic on its next start), and the answer says where a person will
+    reply — or, with no staff group configured, that nobody can yet."""
+    customer = Customer(run.chat_id, run.user_id, f"customer {run.user_id}", run.language)
+    now = utcnow()
+    handoff, new = await record_handoff(
+        rt.store.handoffs, customer, Trigger.INTENT, run, now=now, handoff_id=secrets.token_hex(6)
+    )
+    if rt.settings.staff_chat_id is None:
+        if new:  # as the bot does: nobody can take it, so it does not stay open
+            await rt.store.handoffs.close(handoff.id, by=None, at=now)
+        return say("handoff_unstaffed", run.language)
+    return say("handoff_cli", run.language)
 
 
 async def _choose(rt: Runtime, run: Run, user: int) -> None:

@@ -105,6 +105,7 @@ class Demo:
                 "telegram_api_base_url": self.standin.base_url,
                 "shop_latency_ms": latency,
                 "staff_ids": self.settings.staff_ids | {DEMO_STAFF.user_id},
+                "staff_chat_id": DEMO_STAFF.chat_id,  # human handoff into the staff panel
             }
         )
         runtime = await open_runtime(settings)
@@ -114,6 +115,8 @@ class Demo:
         self.console = await serve_console(runtime.store, self.staff_token, HOST, self.staff_port)
         stack.push_async_callback(self.console.stop)
 
+        # Topic headers link to the run in this console (its port is known only now).
+        runtime.settings = runtime.settings.model_copy(update={"console_url": self.console_url})
         application = bot_application(runtime)
         await application.initialize()
         stack.push_async_callback(application.shutdown)

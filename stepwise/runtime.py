@@ -7,14 +7,18 @@ and `storage.store` opens the backend it names.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
 
 import httpx
 import openai
 
 from agent_core.agent import Agent
+from agent_core.approval import StaffRule
 from agent_core.catalog import CATALOG, ToolSpec
 from agent_core.executor import Executor, Listener
 from agent_core.http import build_http_tools, load_tools_config, new_client
@@ -26,6 +30,7 @@ from agent_core.shop import shop_tools
 from agent_core.tools import Tool, ToolRegistry
 from stepwise.settings import Settings
 from storage.inbox import new_run_id
+from storage.leases import Lease, LeaseKeeper, process_owner
 from storage.store import DemoShop, RunStore, open_shop, open_store
 
 log = logging.getLogger(__name__)
@@ -63,12 +68,31 @@ class Runtime:
     shop: DemoShop | None  # the demo shop, unless STEPWISE_TOOLS points at an HTTP API
     http: httpx.AsyncClient | None = None
     listeners: Listeners = field(default_factory=Listeners)
+    # Renews the leases of the runs this process works on (storage/leases.py).
+    keeper: LeaseKeeper | None = None
+    _background: set[asyncio.Task[None]] = field(default_factory=set)
 
     def add_listener(self, listener: Listener) -> None:
         """Tell `listener` every durable transition of every run from now on."""
         self.listeners.add(listener)
 
+    def start_background(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Run `work` (a loop that never ends on its own) until `stop_background`/`close`."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    async def stop_background(self) -> None:
+        tasks = list(self._background)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
     async def close(self) -> None:
+        await self.stop_background()
+        if self.keeper is not None:
+            await self.keeper.stop()
         if self.http is not None:
             await self.http.aclose()
         if self.shop is not None:
@@ -92,6 +116,17 @@ def build_planner(settings: Settings, catalog: Mapping[str, ToolSpec] = CATALOG)
     return ModelPlanner(client, settings.llm_model, fallback=rules, catalog=catalog)
 
 
+def staff_rule(settings: Settings) -> StaffRule | None:
+    """Staff approval (issue 14) only with a staff chat to ask in: otherwise nobody could
+    ever approve, and every such call would wait until it expired."""
+    if settings.staff_approval_above is None or settings.staff_chat_id is None:
+        return None
+    return StaffRule(
+        staff_above=settings.staff_approval_above,
+        four_eyes_above=settings.staff_four_eyes_above,
+    )
+
+
 async def open_runtime(
     settings: Settings,
     listeners: Sequence[Listener] = (),
@@ -106,7 +141,8 @@ async def open_runtime(
     """
     # A bad tools file fails before anything is opened (ToolsConfigError: one clear line).
     http_config = load_tools_config(settings.tools_path) if settings.tools_path else None
-    store = await open_store(settings.db_path, busy_timeout_s=settings.db_timeout_s)
+    lease = Lease(process_owner(), length=timedelta(seconds=settings.lease_s))
+    store = await open_store(settings.db_path, busy_timeout_s=settings.db_timeout_s, lease=lease)
     shop: DemoShop | None = None
     http: httpx.AsyncClient | None = None
     try:
@@ -125,7 +161,9 @@ async def open_runtime(
         raise
     hub = Listeners(listeners)
     registry = ToolRegistry(tools)
-    executor = Executor(registry, journal=store, listeners=[hub], policy=policy)
+    executor = Executor(
+        registry, journal=store, listeners=[hub], policy=policy, staff_rule=staff_rule(settings)
+    )
     agent = Agent(
         # The catalog in use: a tool declared only in STEPWISE_TOOLS is planned from its phrases.
         build_planner(settings, registry.catalog()),
@@ -134,4 +172,14 @@ async def open_runtime(
         approval_ttl=settings.approval_ttl,
         new_id=new_run_id,  # a run started for a Telegram update: its id says which
     )
-    return Runtime(settings=settings, agent=agent, store=store, shop=shop, http=http, listeners=hub)
+    keeper = LeaseKeeper(store, agent.working.ids)
+    keeper.start()
+    return Runtime(
+        settings=settings,
+        agent=agent,
+        store=store,
+        shop=shop,
+        http=http,
+        listeners=hub,
+        keeper=keeper,
+    )

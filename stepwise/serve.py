@@ -27,13 +27,14 @@ from bot.application import (
 )
 from bot.inbox import new_owner
 from bot.progress import DEFAULT_TYPING, Typing
-from bot.recovery import recover
+from bot.recovery import keep_recovering
 from bot.redact import redact_in_logs
+from bot.shared_ratelimit import SharedRateLimiter
 from console.server import serve_staff_console
 from stepwise.runtime import Runtime, open_runtime
 from stepwise.settings import TOKEN_SHAPE, Settings, configured_staff_token
 from stepwise.signals import stop_signals
-from storage.store import open_inbox
+from storage.store import is_postgres_url, open_inbox
 
 log = logging.getLogger(__name__)
 
@@ -79,12 +80,28 @@ def bot_application(
         token=token,
         api_base_url=runtime.settings.telegram_api_base_url,
         staff_ids=runtime.settings.staff_ids,
+        staff_chat_id=runtime.settings.staff_chat_id,
+        console_url=runtime.settings.console_url,
     )
     application = build_application(
-        runtime.agent, runtime.store, config, show_after_s=show_after_s, typing=typing
+        runtime.agent,
+        runtime.store,
+        config,
+        show_after_s=show_after_s,
+        typing=typing,
+        rate_limiter=shared_rate_limiter(runtime.settings.db_path, token),
     )
     runtime.add_listener(bot_of(application).progress)
+    runtime.store.lease.keep_for_delivery = True  # a run's lease ends with its delivered mark
     return application
+
+
+def shared_rate_limiter(db: str, token: str) -> SharedRateLimiter | None:
+    """On PostgreSQL, the replicas of one bot share its Telegram budget (keyed by the bot's
+    id); on SQLite (one process) the in-process limiter stays."""
+    if not is_postgres_url(db):
+        return None
+    return SharedRateLimiter(db, prefix=f"bot{token.partition(':')[0]}", max_retries=3)
 
 
 async def open_receiving(runtime: Runtime) -> Receiving:
@@ -97,15 +114,21 @@ async def open_receiving(runtime: Runtime) -> Receiving:
 
 
 def start_recovery(runtime: Runtime, application: TelegramApplication, *, reoffer: bool) -> None:
-    """Finish interrupted runs (and re-offer lost prompts) in the background."""
-    work = recover(
+    """Finish interrupted runs and deliver what never arrived, in the background: at start,
+    then every half lease (`bot.recovery.keep_recovering`)."""
+    work = keep_recovering(
         runtime.agent,
         runtime.store,
         bot_of(application).progress,
         approval_ttl=runtime.settings.approval_ttl,
         reoffer=reoffer,
+        every_s=runtime.settings.lease_s / 2,
     )
-    application.create_task(work)
+    if runtime.keeper is not None:
+        runtime.keeper.start_heartbeat()  # a long-lived process: others may look for it
+    runtime.start_background(work)  # not PTB's create_task: stop() would wait for it forever
+    # Human handoff: check the staff group (one line if wrong), re-send interrupted relays.
+    application.create_task(bot_of(application).handoff_start(application))
 
 
 async def reach_telegram(
@@ -193,6 +216,7 @@ async def serve(settings: Settings, options: ServeOptions) -> int:
                 log.warning("stepwise bot @%s is running", application.bot.username)
                 await stop.wait()
             finally:
+                await runtime.stop_background()
                 await stop_application(application)
                 await application.shutdown()
     except Forbidden as exc:

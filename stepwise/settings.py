@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Literal
 
@@ -35,6 +36,19 @@ class Settings(BaseSettings):
     db_timeout_s: float = Field(5.0, gt=0, validation_alias=_env("STEPWISE_DB_TIMEOUT"))
     staff_token: SecretStr | None = Field(None, validation_alias=_env("STEPWISE_STAFF_TOKEN"))
     staff_ids: frozenset[int] = Field(frozenset(), validation_alias=_env("STEPWISE_STAFF_IDS"))
+    # Human handoff (issue 14): the forum supergroup where staff answer customers (its id,
+    # -100…), and the staff console's public URL for links to runs in topic headers.
+    staff_chat_id: int | None = Field(None, validation_alias=_env("STEPWISE_STAFF_CHAT_ID"))
+    console_url: str | None = Field(None, validation_alias=_env("STEPWISE_CONSOLE_URL"))
+    # Staff approval (issue 14 item 6): refunds above this amount wait for a staff member's
+    # Approve in the customer's topic instead of the customer's Confirm (needs the staff chat).
+    staff_approval_above: Decimal | None = Field(
+        None, ge=0, validation_alias=_env("STEPWISE_STAFF_APPROVAL_ABOVE")
+    )
+    # Above this (at least the staff amount), two distinct staff members must approve.
+    staff_four_eyes_above: Decimal | None = Field(
+        None, ge=0, validation_alias=_env("STEPWISE_STAFF_FOUR_EYES_ABOVE")
+    )
     approval_ttl: timedelta = Field(
         timedelta(hours=24), validation_alias=_env("STEPWISE_APPROVAL_TTL")
     )
@@ -49,9 +63,10 @@ class Settings(BaseSettings):
     llm_model: str | None = Field(None, validation_alias=_env("STEPWISE_LLM_MODEL"))
     llm_api_key: SecretStr | None = Field(None, validation_alias=_env("STEPWISE_LLM_API_KEY"))
     llm_timeout_s: float = Field(20.0, gt=0, validation_alias=_env("STEPWISE_LLM_TIMEOUT"))
-    # Issue 15: how long the poller lease (one process long-polls Telegram) and a claim on a
-    # stored update last without renewal (renewed every third of it); a standby takes over
-    # within about this long after the holder dies. How long processed updates are kept.
+    # Issue 15: how long the poller lease (one process long-polls Telegram), a claim on a
+    # stored update and a process's lease on a run it drives (storage/leases.py) last without
+    # renewal (renewed every third of it); another process takes over within about this long
+    # after the holder dies. How long processed updates are kept.
     lease_s: float = Field(3.0, ge=0.3, le=60, validation_alias=_env("STEPWISE_LEASE"))
     inbox_keep: timedelta = Field(timedelta(hours=24), validation_alias=_env("STEPWISE_INBOX_KEEP"))
 
@@ -82,6 +97,15 @@ class Settings(BaseSettings):
     def _valid_regex(cls, value: str) -> str:
         re.compile(value)
         return value
+
+    @model_validator(mode="after")
+    def _four_eyes_above_staff(self) -> Settings:
+        staff, four = self.staff_approval_above, self.staff_four_eyes_above
+        if staff is not None and four is not None and four < staff:
+            raise ValueError(
+                "STEPWISE_STAFF_FOUR_EYES_ABOVE cannot be below STEPWISE_STAFF_APPROVAL_ABOVE"
+            )
+        return self
 
     @model_validator(mode="after")
     def _model_planner_needs_an_endpoint(self) -> Settings:

@@ -348,6 +348,88 @@ MIGRATIONS: list[str] = [
         expires_at REAL NOT NULL
     ) WITHOUT ROWID;
     """,
+    # 12 (issue 14): handoffs to a person: one row per handoff (at most one open per customer
+    # chat: the partial unique index), the customer's forum topic in the staff group, and
+    # every relayed message, recorded before its copy and marked after (storage.handoffs).
+    """
+    CREATE TABLE handoffs (
+        id TEXT PRIMARY KEY,
+        customer_chat_id INTEGER NOT NULL,
+        customer_user_id INTEGER NOT NULL,
+        customer_name TEXT NOT NULL,
+        language TEXT NOT NULL,
+        trigger TEXT NOT NULL,
+        run_id TEXT,
+        opened_at TEXT NOT NULL,
+        topic_id INTEGER,
+        closed_at TEXT,
+        closed_by INTEGER,
+        to_staff INTEGER NOT NULL DEFAULT 0,
+        to_customer INTEGER NOT NULL DEFAULT 0,
+        first_staff_reply_at TEXT
+    );
+    CREATE UNIQUE INDEX handoffs_one_open ON handoffs(customer_chat_id) WHERE closed_at IS NULL;
+    CREATE INDEX handoffs_by_opened ON handoffs(opened_at);
+    CREATE INDEX handoffs_by_run ON handoffs(run_id);
+    CREATE TABLE handoff_topics (
+        customer_chat_id INTEGER PRIMARY KEY,
+        staff_chat_id INTEGER NOT NULL,
+        topic_id INTEGER NOT NULL,
+        name TEXT NOT NULL
+    );
+    CREATE UNIQUE INDEX handoff_topics_by_topic ON handoff_topics(staff_chat_id, topic_id);
+    CREATE TABLE handoff_relays (
+        handoff_id TEXT NOT NULL,
+        direction TEXT NOT NULL,
+        from_chat_id INTEGER NOT NULL,
+        message_id INTEGER NOT NULL,
+        variant INTEGER NOT NULL,
+        to_chat_id INTEGER NOT NULL,
+        to_topic_id INTEGER,
+        text TEXT,
+        received_at TEXT NOT NULL,
+        copied_at TEXT,
+        gave_up_at TEXT,
+        failure TEXT,
+        PRIMARY KEY (from_chat_id, message_id, variant)
+    );
+    CREATE INDEX handoff_relays_pending ON handoff_relays(received_at)
+        WHERE copied_at IS NULL AND gave_up_at IS NULL;
+    """,
+    # 13 (issue 14, staff approval): who decides a pause: NULL/'customer', or 'staff'; and the
+    # first approvals of a pause that needs two distinct staff members ("four eyes").
+    """
+    ALTER TABLE runs ADD COLUMN pause_approver TEXT;
+    CREATE TABLE staff_approvals (
+        run_id TEXT NOT NULL,
+        nonce TEXT NOT NULL,
+        staff_id INTEGER NOT NULL,
+        at TEXT NOT NULL,
+        PRIMARY KEY (run_id, nonce, staff_id)
+    );
+    """,
+    # 14 (issue 15 #1, #4): run leases (storage/leases.py). The process driving a run, or owing
+    # the delivery of what it committed, and until when; the partial index holds only leased
+    # runs (in flight or undelivered), so the periodic recovery reads a handful of entries
+    # however many runs are stored. Heartbeats let a process see that another is live.
+    """
+    ALTER TABLE runs ADD COLUMN lease_owner TEXT;
+    ALTER TABLE runs ADD COLUMN lease_until TEXT;
+    CREATE INDEX runs_leased ON runs(lease_owner) WHERE lease_owner IS NOT NULL;
+    CREATE TABLE process_heartbeats (
+        owner TEXT PRIMARY KEY,
+        alive_until TEXT NOT NULL
+    ) WITHOUT ROWID;
+    """,
+    # 15: the Bot API budgets shared by the processes of one bot (bot.shared_ratelimit).
+    # Used on PostgreSQL only (one process per SQLite file keeps them in memory); created
+    # here too so both backends keep one schema.
+    """
+    CREATE TABLE rate_limits (
+        key TEXT PRIMARY KEY,
+        state TEXT NOT NULL
+    ) WITHOUT ROWID;
+    """,
 ]
 
 

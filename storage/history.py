@@ -29,9 +29,10 @@ Every query is shaped to stay fast at 100,000+ runs:
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any, Protocol
 
 from agent_core.models import RunStatus, utcnow
@@ -115,6 +116,8 @@ class RunFilter:
     run_id: str | None = None
     # Only runs with parts no tool serves (issue 13).
     unsupported: bool = False
+    # Only runs that led to a handoff to a person (issue 14).
+    handed_off: bool = False
 
     def effective(self, now: datetime | None = None) -> RunFilter:
         """The filter as queried: a text search without a start gets the default window."""
@@ -273,6 +276,26 @@ class History:
         )
         return {str(r[0]): int(r[1]) for r in rows}
 
+    async def handoffs_per_day(self, since: datetime) -> list[HandoffDay]:
+        """Handoffs to a person (issue 14) opened per UTC day since `since`, oldest first."""
+        rows = await self._read(
+            "SELECT substr(opened_at, 1, 10) AS day, count(*) AS n FROM handoffs"
+            " WHERE opened_at >= ? GROUP BY substr(opened_at, 1, 10) ORDER BY day",
+            (ts(since),),
+        )
+        return [HandoffDay(date.fromisoformat(str(r[0])), int(r[1])) for r in rows]
+
+    async def median_first_reply_s(self, since: datetime) -> float | None:
+        """The median time from a handoff's opening to the first staff message that reached
+        the customer, over handoffs opened since `since` that got one (None: none did)."""
+        rows = await self._read(
+            "SELECT opened_at, first_staff_reply_at FROM handoffs"
+            " WHERE opened_at >= ? AND first_staff_reply_at IS NOT NULL",
+            (ts(since),),
+        )
+        waits = [_seconds_between(r[0], r[1]) for r in rows]
+        return statistics.median(waits) if waits else None
+
     # -- the console's filtered pages ------------------------------------------------------
 
     async def search_runs(
@@ -347,6 +370,18 @@ class History:
         return "\n".join(str(r[dialect.plan_column]) for r in rows)
 
 
+@dataclass(frozen=True)
+class HandoffDay:
+    day: date
+    opened: int
+
+
+def _seconds_between(start: str, end: str) -> float:
+    opened, replied = parse_ts(start), parse_ts(end)
+    assert opened is not None and replied is not None
+    return (replied - opened).total_seconds()
+
+
 def _like_pattern(text: str) -> str:
     escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
@@ -400,6 +435,8 @@ def _where(flt: RunFilter, dialect: Dialect = SQLITE) -> tuple[str, list[str], l
         params.append(ts(flt.until))
     if flt.unsupported:
         terms.append("r.unsupported = 1")
+    if flt.handed_off:  # handoffs_by_run: a probe per run walked
+        terms.append("EXISTS (SELECT 1 FROM handoffs h WHERE h.run_id = r.id)")
     if flt.text:
         terms.append(f"r.request_text {dialect.like} ? ESCAPE '\\'")
         params.append(_like_pattern(flt.text))

@@ -11,7 +11,7 @@ so each store passes its own `JournalSql` (built from the column lists of `stora
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,9 +42,15 @@ class JournalSql:
 
 
 def transition_statements(
-    run: Run, events: Sequence[RunEvent], sql: JournalSql
+    run: Run, events: Sequence[RunEvent], sql: JournalSql, lease: Mapping[str, Any] | None = None
 ) -> list[tuple[str, Any]]:
-    """The statements that commit `events` and the state of `run` they leave behind."""
+    """The statements that commit `events` and the state of `run` they leave behind.
+
+    `lease` (`storage.leases.Lease.columns`) is bound by name to the run's insert and to
+    the status change, the two statements that start and end a drive, when the store's
+    `upsert_run` and `update_run_status` name its columns: no statement of its own.
+    """
+    lease = lease or {}
     planned = whole = False
     step_ids: list[str] = []
     for event in events:
@@ -57,13 +63,17 @@ def transition_statements(
     statements: list[tuple[str, Any]] = []
     observations: dict[str, str | None] = {}
     if planned:
-        statements.append(sql.upsert_run.bind(run_row(run)))
+        row = run_row(run)
+        row.update(lease)
+        statements.append(sql.upsert_run.bind(row))
         for position, step in enumerate(run.steps):
             observation = observations[step.id] = to_json(step.observation)
             statements.append(sql.upsert_step.bind(step_row(run.id, position, step, observation)))
     else:
         statements.append(sql.update_run.bind(run_state_row(run)))
-        statements.append((sql.update_run_status, {"status": run.status.value, "id": run.id}))
+        statements.append(
+            (sql.update_run_status, {"status": run.status.value, "id": run.id, **lease})
+        )
         for step in run.steps if whole else [run.step(s) for s in step_ids]:
             observation = observations[step.id] = to_json(step.observation)
             statements.append(sql.update_step.bind(step_state_row(run.id, step, observation)))

@@ -14,14 +14,15 @@ What differs, and why:
   round trip. Under READ COMMITTED a second claimant's UPDATE waits for the first to
   commit, re-checks its WHERE on the new row, and matches nothing, so one press wins
   whatever the number of processes. Only a lost claim reads again, to say why.
-* `runs_to_recover` takes its runs with `FOR UPDATE SKIP LOCKED` in a transaction: the
-  place where leases (issue 15, item 1) will claim runs whose lease expired, without two
-  processes ever taking the same one.
+* Taking a lease (`runs_to_recover`, `owed_deliveries`, see `storage.leases`) is the same
+  compare-and-set as on SQLite, on a row locked with `FOR UPDATE SKIP LOCKED`: a run
+  another process is taking right now is skipped, not waited for.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -29,6 +30,7 @@ from typing import Any
 import psycopg
 from psycopg import AsyncConnection
 
+from agent_core.approval import may_claim
 from agent_core.models import (
     ClaimResult,
     EventKind,
@@ -38,8 +40,28 @@ from agent_core.models import (
     RunStatus,
     utcnow,
 )
+from storage.db import StorageUnavailable
+from storage.handoffs import Handoffs, pg_writer
 from storage.history import POSTGRES, History
 from storage.journal import JournalSql, transition_statements
+from storage.leases import (
+    DELIVERY_ENDS,
+    FORGET_DEAD,
+    GIVE_UP,
+    GONE,
+    HEARTBEAT,
+    LEASE_COLUMNS,
+    LET_GO,
+    RELEASE_DELIVERY,
+    SELECT_HEARTBEATS,
+    SELECT_OWED,
+    SELECT_RUNNING,
+    Lease,
+    live_others,
+    process_owner,
+    rows_of,
+    to_take,
+)
 from storage.pg import (
     DEFAULT_LOCK_TIMEOUT_S,
     DEFAULT_POOL_SIZE,
@@ -78,14 +100,15 @@ def _pg(statement: Statement) -> Statement:
 
 
 _JOURNAL = JournalSql(
-    upsert_run=_pg(upsert("runs", RUN_COLUMNS, ("id",))),
+    # The insert and the status change also write the run's lease (`storage.leases`).
+    upsert_run=_pg(upsert("runs", RUN_COLUMNS + LEASE_COLUMNS, ("id",))),
     upsert_step=_pg(upsert("steps", STEP_COLUMNS, ("run_id", "id"))),
     update_run=_pg(update("runs", RUN_STATE_COLUMNS, ("id",))),
     # PostgreSQL writes a new row version whatever changed; the condition still saves the
     # index entries of `status` (a HOT update) when it did not change.
     update_run_status=(
-        "UPDATE runs SET status = %(status)s"
-        " WHERE id = %(id)s AND status IS DISTINCT FROM %(status)s"
+        "UPDATE runs SET status = %(status)s, lease_owner = %(lease_owner)s,"
+        " lease_until = %(lease_until)s WHERE id = %(id)s AND status IS DISTINCT FROM %(status)s"
     ),
     update_step=_pg(update("steps", STEP_STATE_COLUMNS, ("run_id", "id"))),
     insert_event=_pg(insert("events", EVENT_COLUMNS)),
@@ -94,10 +117,12 @@ _APPEND_EVENT = pg_sql(
     "INSERT INTO events (run_id, trace_id, kind, message, at)"
     " SELECT id, trace_id, :kind, :message, :at FROM runs WHERE id = :run_id"
 )
+_RELEASE_DELIVERY = pg_sql(RELEASE_DELIVERY)
 _SELECT_RUN = f"SELECT {columns(RUN_READ_COLUMNS)} FROM runs WHERE id = %s"
 # The prompt of the pause with this nonce was delivered on this message.
 _BIND_PROMPT = pg_sql(
-    "UPDATE runs SET prompt_chat_id = :chat_id, prompt_message_id = :message_id"
+    "UPDATE runs SET prompt_chat_id = :chat_id, prompt_message_id = :message_id,"
+    " lease_owner = NULL, lease_until = NULL"
     " WHERE id = :run_id AND status = 'paused' AND pause_nonce = :nonce"
 )
 _SELECT_STEPS = f"SELECT {columns(STEP_COLUMNS)} FROM steps WHERE run_id = %s ORDER BY position"
@@ -108,22 +133,27 @@ _LAST_ORDER_ID = (
     " AND s.args::jsonb ->> 'order_id' IS NOT NULL"
     " ORDER BY r.created_at DESC, s.position LIMIT 1"
 )
-# Issue 15, item 1 (leases) turns this into: take the running runs whose lease expired
-# (`AND lease_until < now`), `LIMIT` a batch, and set `lease_owner`/`lease_until` on them in
-# the same transaction. SKIP LOCKED already keeps two processes from taking one run.
-_RECOVERABLE = (
-    "SELECT id FROM runs WHERE status = 'running' ORDER BY created_at FOR UPDATE SKIP LOCKED"
+_RENEW = "UPDATE runs SET lease_until = %(until)s WHERE lease_owner = %(me)s AND id = ANY(%(ids)s)"
+# Compare-and-set on the lease the taker read, on a row nobody else is locking right now.
+_TAKE = (
+    "UPDATE runs SET lease_owner = %(me)s, lease_until = %(until)s WHERE id = ("
+    " SELECT id FROM runs WHERE id = %(id)s AND status = %(seen_status)s"
+    " AND lease_owner IS NOT DISTINCT FROM %(seen_owner)s"
+    " AND lease_until IS NOT DISTINCT FROM %(seen_until)s FOR UPDATE SKIP LOCKED"
+    ") RETURNING id"
 )
 
 
 class PgRunStore:
     """The `RunStore` of agent_core on PostgreSQL; `history` holds the reads staff make."""
 
-    def __init__(self, pool: Pool) -> None:
+    def __init__(self, pool: Pool, lease: Lease | None = None) -> None:
         self._pool = pool
+        self.lease = lease or Lease(process_owner())
         self._writes = WriteQueue(partial(run_transaction, pool), PG_FAULTS)
         self.history = History(partial(fetch, pool), POSTGRES)
         self.revocations = PgRevocations(partial(fetch, pool), self._writes.submit)
+        self.handoffs = Handoffs(partial(fetch, pool), pg_writer(self._writes.submit))
 
     @classmethod
     async def open(
@@ -132,12 +162,19 @@ class PgRunStore:
         *,
         busy_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S,
         pool_size: int = DEFAULT_POOL_SIZE,
+        lease: Lease | None = None,
     ) -> PgRunStore:
         """Connect to `url` (migrating its schema first); `busy_timeout_s` bounds lock waits."""
-        return cls(await open_pool(url, lock_timeout_s=busy_timeout_s, max_size=pool_size))
+        pool = await open_pool(url, lock_timeout_s=busy_timeout_s, max_size=pool_size)
+        return cls(pool, lease)
 
     async def close(self) -> None:
         await self._writes.drain()  # let queued writes finish (or fail) first
+        params = {"me": self.lease.owner, "now": self.lease.now()}
+        with contextlib.suppress(StorageUnavailable):  # this process's leases lapse now
+            await self._writes.submit(
+                execute_statements([(pg_sql(LET_GO), params), (pg_sql(GONE), params)])
+            )
         await self._pool.close()
 
     # -- journal ---------------------------------------------------------------------------
@@ -152,13 +189,18 @@ class PgRunStore:
         The statements are built before the first await: the executor keeps mutating `run`.
         """
         if events:
-            statements = transition_statements(run, events, _JOURNAL)
+            lease = self.lease.columns(run.status)
+            statements = transition_statements(run, events, _JOURNAL, lease)
             await self._writes.submit(execute_statements(statements))
 
     async def add_event(self, run_id: str, kind: EventKind, message: str | None = None) -> None:
-        """Append an event without touching the run's state (nothing for an unknown run)."""
+        """Append an event without touching the run's state (nothing for an unknown run);
+        a delivered answer or a blocked customer also ends the delivery's lease (as SQLite)."""
         params = {"kind": kind.value, "message": message, "at": ts(utcnow()), "run_id": run_id}
-        await self._writes.submit(execute_statements([(_APPEND_EVENT, params)]))
+        statements: list[tuple[str, Any]] = [(_APPEND_EVENT, params)]
+        if kind in DELIVERY_ENDS:
+            statements.append((_RELEASE_DELIVERY, {"run_id": run_id}))
+        await self._writes.submit(execute_statements(statements))
 
     async def bind_prompt(
         self, run_id: str, nonce: str, prompt: PromptRef, message: str | None = None
@@ -197,9 +239,46 @@ class PgRunStore:
         rows = await fetch(self._pool, _LAST_ORDER_ID, (chat_id, user_id))
         return str(rows[0]["order_id"]) if rows else None
 
-    async def runs_to_recover(self) -> list[str]:
-        ids: list[str] = await self._writes.submit(_take_recoverable)
-        return ids
+    async def runs_to_recover(self, abandoned: Collection[str] = ()) -> list[str]:
+        """As `SqliteRunStore.runs_to_recover`: take the running runs whose lease lapsed."""
+        rows = rows_of(await fetch(self._pool, SELECT_RUNNING))
+        return await self._take(to_take(rows, self.lease, abandoned=abandoned))
+
+    async def owed_deliveries(self, since: datetime) -> list[str]:
+        """As `SqliteRunStore.owed_deliveries`: take the undelivered runs whose lease lapsed."""
+        found = await fetch(self._pool, SELECT_OWED)
+        updated = [str(r["updated_at"]) for r in found]
+        stamp = ts(since)
+        takes = to_take(rows_of(found), self.lease, since=stamp, updated=updated)
+        if stamp is not None and any(u < stamp for u in updated):
+            await self._writes.submit(execute_statements([(pg_sql(GIVE_UP), {"since": stamp})]))
+        return await self._take(takes)
+
+    async def _take(self, takes: Sequence[dict[str, str | None]]) -> list[str]:
+        if not takes:
+            return []
+        taken: list[str] = await self._writes.submit(partial(_take_leases, takes=takes))
+        return taken
+
+    async def renew_leases(self, run_ids: Collection[str], *, heartbeat: bool = True) -> None:
+        """Extend this process's leases on `run_ids` (and its heartbeat): one commit."""
+        params: dict[str, Any] = {
+            "me": self.lease.owner,
+            "until": self.lease.until(),
+            "now": self.lease.now(),
+        }
+        statements: list[tuple[str, Any]] = []
+        if heartbeat:
+            statements += [(pg_sql(HEARTBEAT), params), (pg_sql(FORGET_DEAD), params)]
+        if run_ids:
+            statements.append((_RENEW, {**params, "ids": sorted(run_ids)}))
+        if statements:
+            await self._writes.submit(execute_statements(statements))
+
+    async def live_owners(self) -> list[str]:
+        """Other processes whose heartbeat says they are live on this database."""
+        rows = await fetch(self._pool, SELECT_HEARTBEATS)
+        return live_others([(str(r[0]), str(r[1])) for r in rows], self.lease)
 
     # -- the claim -------------------------------------------------------------------------
 
@@ -213,15 +292,18 @@ class PgRunStore:
         now: datetime,
         expires_before: datetime,
         prompt: PromptRef | None = None,
+        staff: bool = False,
     ) -> tuple[ClaimResult, Run | None]:
         """One conditional UPDATE … RETURNING decides and hands back the claimed run.
 
-        With `prompt` (a button press) the pause must be bound to exactly that message."""
+        With `prompt` (a button press) the pause must be bound to exactly that message;
+        `staff` as in `SqliteRunStore.claim_pause`."""
         claim = partial(
             _claim_in_transaction,
             params={
                 "run_id": run_id,
                 "user_id": user_id,
+                "staff": int(staff),
                 "nonce": nonce,
                 "chat_id": prompt.chat_id if prompt else None,
                 "message_id": prompt.message_id if prompt else None,
@@ -230,7 +312,9 @@ class PgRunStore:
                 "approved": int(approved),
                 "kind": EventKind.DECISION_CLAIMED.value,
                 "decision": "approved" if approved else "declined",
-                "message": f"{'confirmed' if approved else 'declined'} by user {user_id}",
+                "message": f"{'confirmed' if approved else 'declined'} by"
+                f" {'staff' if staff else 'user'} {user_id}",
+                **self.lease.columns(RunStatus.RUNNING),
             },
         )
         result, row, step_rows = await self._writes.submit(claim)
@@ -278,15 +362,25 @@ async def _read_run(
     return await run.fetchone(), await steps.fetchall()
 
 
-async def _take_recoverable(conn: AsyncConnection[Any]) -> list[str]:
-    cur = await conn.execute(_RECOVERABLE)
-    return [str(row[0]) for row in await cur.fetchall()]
+async def _take_leases(
+    conn: AsyncConnection[Any], *, takes: Sequence[dict[str, str | None]]
+) -> list[str]:
+    cursors = []
+    for params in takes:  # pipelined: one round trip for all of them
+        cur = conn.cursor()
+        await cur.execute(_TAKE, params)
+        cursors.append(cur)
+    return [str(row[0]) for cur in cursors if (row := await cur.fetchone()) is not None]
 
 
 _CLAIM = f"""
 WITH claimed AS (
-    UPDATE runs SET status = 'running', pause_nonce = NULL, updated_at = %(now)s
-    WHERE id = %(run_id)s AND status = 'paused' AND user_id = %(user_id)s
+    UPDATE runs SET status = 'running', pause_nonce = NULL, updated_at = %(now)s,
+        lease_owner = %(lease_owner)s, lease_until = %(lease_until)s
+    WHERE id = %(run_id)s AND status = 'paused'
+    AND ((%(staff)s = 0 AND user_id = %(user_id)s
+          AND coalesce(pause_approver, 'customer') = 'customer')
+         OR (%(staff)s = 1 AND pause_approver = 'staff'))
     AND pause_nonce IS NOT NULL AND pause_nonce = coalesce(%(nonce)s, pause_nonce)
     AND (%(message_id)s::bigint IS NULL
          OR (prompt_chat_id = %(chat_id)s AND prompt_message_id = %(message_id)s))
@@ -305,10 +399,12 @@ WITH claimed AS (
 SELECT {columns(RUN_READ_COLUMNS)} FROM claimed
 """
 _CLAIM_STATE = (
-    "SELECT user_id, status, pause_nonce, prompt_chat_id, prompt_message_id FROM runs WHERE id = %s"
+    "SELECT user_id, status, pause_nonce, prompt_chat_id, prompt_message_id, pause_approver"
+    " FROM runs WHERE id = %s"
 )
 _EXPIRE = (
-    "UPDATE runs SET status = 'expired', pause_nonce = NULL, updated_at = %(now)s"
+    "UPDATE runs SET status = 'expired', pause_nonce = NULL, updated_at = %(now)s,"
+    " lease_owner = NULL, lease_until = NULL"
     " WHERE id = %(run_id)s AND status = 'paused'"
 )
 
@@ -342,8 +438,10 @@ async def _explain_loss(conn: AsyncConnection[Any], params: dict[str, Any]) -> C
     row = await cur.fetchone()
     if row is None:
         return ClaimResult.NOT_FOUND
-    user_id, status, pause_nonce, chat_id, message_id = row
-    if int(user_id) != params["user_id"]:
+    user_id, status, pause_nonce, chat_id, message_id, approver = row
+    if not may_claim(
+        user_id, status, approver, user_id=params["user_id"], staff=bool(params["staff"])
+    ):
         return ClaimResult.NOT_ALLOWED
     if status != RunStatus.PAUSED.value or pause_nonce is None:
         return ClaimResult.ALREADY_HANDLED

@@ -273,4 +273,79 @@ PG_MIGRATIONS: list[str] = [
         expires_at DOUBLE PRECISION NOT NULL
     );
     """,
+    # 6: SQLite's 12 (issue 14): handoffs, handoff_topics and handoff_relays (storage.handoffs).
+    f"""
+    CREATE TABLE handoffs (
+        id {T} PRIMARY KEY,
+        customer_chat_id BIGINT NOT NULL,
+        customer_user_id BIGINT NOT NULL,
+        customer_name {T} NOT NULL,
+        language {T} NOT NULL,
+        trigger {T} NOT NULL,
+        run_id {T},
+        opened_at {T} NOT NULL,
+        topic_id BIGINT,
+        closed_at {T},
+        closed_by BIGINT,
+        to_staff INTEGER NOT NULL DEFAULT 0,
+        to_customer INTEGER NOT NULL DEFAULT 0,
+        first_staff_reply_at {T}
+    );
+    CREATE UNIQUE INDEX handoffs_one_open ON handoffs (customer_chat_id) WHERE closed_at IS NULL;
+    CREATE INDEX handoffs_by_opened ON handoffs (opened_at);
+    CREATE INDEX handoffs_by_run ON handoffs (run_id);
+    CREATE TABLE handoff_topics (
+        customer_chat_id BIGINT PRIMARY KEY,
+        staff_chat_id BIGINT NOT NULL,
+        topic_id BIGINT NOT NULL,
+        name {T} NOT NULL
+    );
+    CREATE UNIQUE INDEX handoff_topics_by_topic ON handoff_topics (staff_chat_id, topic_id);
+    CREATE TABLE handoff_relays (
+        handoff_id {T} NOT NULL,
+        direction {T} NOT NULL,
+        from_chat_id BIGINT NOT NULL,
+        message_id BIGINT NOT NULL,
+        variant BIGINT NOT NULL,
+        to_chat_id BIGINT NOT NULL,
+        to_topic_id BIGINT,
+        text {T},
+        received_at {T} NOT NULL,
+        copied_at {T},
+        gave_up_at {T},
+        failure {T},
+        PRIMARY KEY (from_chat_id, message_id, variant)
+    );
+    CREATE INDEX handoff_relays_pending ON handoff_relays (received_at)
+        WHERE copied_at IS NULL AND gave_up_at IS NULL;
+    """,
+    # 7: SQLite's 13 (issue 14, staff approval): runs.pause_approver and staff_approvals.
+    f"""
+    ALTER TABLE runs ADD COLUMN pause_approver {T};
+    CREATE TABLE staff_approvals (
+        run_id {T} NOT NULL,
+        nonce {T} NOT NULL,
+        staff_id BIGINT NOT NULL,
+        at {T} NOT NULL,
+        PRIMARY KEY (run_id, nonce, staff_id)
+    );
+    """,
+    # 8: SQLite's 14, run leases (issue 15 #1, #4; see storage/db.py): who drives a run or owes
+    # its delivery, until when; a partial index of the leased runs; process heartbeats.
+    f"""
+    ALTER TABLE runs ADD COLUMN lease_owner {T}, ADD COLUMN lease_until {T};
+    CREATE INDEX runs_leased ON runs (lease_owner) WHERE lease_owner IS NOT NULL;
+    CREATE TABLE process_heartbeats (
+        owner {T} PRIMARY KEY,
+        alive_until {T} NOT NULL
+    );
+    """,
+    # 9: SQLite's 15: the Bot API budget shared by every process of one bot
+    # (bot.shared_ratelimit): one row per budget (overall, a group, a chat), its state as JSON.
+    """
+    CREATE TABLE rate_limits (
+        key TEXT COLLATE "C" PRIMARY KEY,
+        state TEXT NOT NULL
+    );
+    """,
 ]

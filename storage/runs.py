@@ -19,14 +19,18 @@ Column lists and row mapping live in `storage.tables`; every staff read in
 
 from __future__ import annotations
 
+import contextlib
+import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import aiosqlite
 
+from agent_core.approval import may_claim
 from agent_core.models import (
     ClaimResult,
     EventKind,
@@ -39,13 +43,33 @@ from agent_core.models import (
 from storage.db import (
     DEFAULT_BUSY_TIMEOUT_S,
     Statements,
+    StorageUnavailable,
     connect,
     execute_statements,
     fetch,
     run_transaction,
 )
+from storage.handoffs import Handoffs
 from storage.history import History
 from storage.journal import JournalSql, transition_statements
+from storage.leases import (
+    DELIVERY_ENDS,
+    FORGET_DEAD,
+    GIVE_UP,
+    GONE,
+    HEARTBEAT,
+    LEASE_COLUMNS,
+    LET_GO,
+    RELEASE_DELIVERY,
+    SELECT_HEARTBEATS,
+    SELECT_OWED,
+    SELECT_RUNNING,
+    Lease,
+    live_others,
+    process_owner,
+    rows_of,
+    to_take,
+)
 from storage.revocations import Revocations
 from storage.tables import (
     EVENT_COLUMNS,
@@ -63,13 +87,18 @@ from storage.tables import (
 )
 from storage.writequeue import WriteQueue
 
-_UPSERT_RUN = upsert("runs", RUN_COLUMNS, ("id",))
+# The run's insert and its status change also write its lease (`storage.leases`): a drive
+# starts and ends with them, so taking and giving back a lease costs no statement.
+_UPSERT_RUN = upsert("runs", RUN_COLUMNS + LEASE_COLUMNS, ("id",))
 _UPSERT_STEP = upsert("steps", STEP_COLUMNS, ("run_id", "id"))
 _UPDATE_RUN = update("runs", RUN_STATE_COLUMNS, ("id",))
 # `status` is in two indexes; SQLite rewrites an index entry whenever an UPDATE assigns one
 # of its columns, changed or not. Most transitions leave the status as it was, so it gets
 # its own statement that only matches (and only touches the indexes) when it changes.
-_UPDATE_RUN_STATUS = "UPDATE runs SET status = :status WHERE id = :id AND status IS NOT :status"
+_UPDATE_RUN_STATUS = (
+    "UPDATE runs SET status = :status, lease_owner = :lease_owner, lease_until = :lease_until"
+    " WHERE id = :id AND status IS NOT :status"
+)
 _UPDATE_STEP = update("steps", STEP_STATE_COLUMNS, ("run_id", "id"))
 _INSERT_EVENT = insert("events", EVENT_COLUMNS)
 # An event about a run that changes nothing else; trace_id comes from the run's row.
@@ -86,22 +115,40 @@ _JOURNAL = JournalSql(
     insert_event=_INSERT_EVENT,
 )
 _SELECT_RUN = f"SELECT {columns(RUN_READ_COLUMNS)} FROM runs WHERE id = ?"
-# The prompt of the pause with this nonce was delivered on this message.
+# The prompt of the pause with this nonce was delivered on this message: the delivery its
+# lease was kept for is done.
 _BIND_PROMPT = (
-    "UPDATE runs SET prompt_chat_id = :chat_id, prompt_message_id = :message_id"
+    "UPDATE runs SET prompt_chat_id = :chat_id, prompt_message_id = :message_id,"
+    " lease_owner = NULL, lease_until = NULL"
     " WHERE id = :run_id AND status = 'paused' AND pause_nonce = :nonce"
 )
 _SELECT_STEPS = f"SELECT {columns(STEP_COLUMNS)} FROM steps WHERE run_id = ? ORDER BY position"
+_RENEW = (
+    "UPDATE runs SET lease_until = :until"
+    " WHERE lease_owner = :me AND id IN (SELECT value FROM json_each(:ids))"
+)
+# Compare-and-set on the lease the taker read (`storage.leases`): one taker wins.
+_TAKE = (
+    "UPDATE runs SET lease_owner = :me, lease_until = :until"
+    " WHERE id = :id AND status = :seen_status"
+    " AND lease_owner IS :seen_owner AND lease_until IS :seen_until"
+)
+
+
+def _take_leases(takes: Sequence[dict[str, str | None]], conn: sqlite3.Connection) -> list[str]:
+    return [str(p["id"]) for p in takes if conn.execute(_TAKE, p).rowcount == 1]
 
 
 class SqliteRunStore:
     """The `RunStore` of agent_core; `history` holds the reads staff make."""
 
-    def __init__(self, conn: aiosqlite.Connection) -> None:
+    def __init__(self, conn: aiosqlite.Connection, lease: Lease | None = None) -> None:
         self._conn = conn
+        self.lease = lease or Lease(process_owner())
         self._writes = WriteQueue(partial(run_transaction, conn))
         self.history = History(partial(fetch, conn))
         self.revocations = Revocations(conn, self._write)
+        self.handoffs = Handoffs(partial(fetch, conn), self._write)
 
     @classmethod
     async def open(
@@ -110,12 +157,21 @@ class SqliteRunStore:
         *,
         busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
         synchronous: str = "FULL",
+        lease: Lease | None = None,
     ) -> SqliteRunStore:
-        return cls(await connect(path, busy_timeout_s=busy_timeout_s, synchronous=synchronous))
+        conn = await connect(path, busy_timeout_s=busy_timeout_s, synchronous=synchronous)
+        return cls(conn, lease)
 
     async def close(self) -> None:
         await self._writes.drain()  # let queued writes finish (or fail) first
+        with contextlib.suppress(StorageUnavailable):
+            await self._write(self._letting_go())
         await self._conn.close()
+
+    def _letting_go(self) -> Statements:
+        """This process stops: its leases lapse now (others take its runs at once)."""
+        params = {"me": self.lease.owner, "now": self.lease.now()}
+        return [(LET_GO, params), (GONE, params)]
 
     # -- journal ---------------------------------------------------------------------------
 
@@ -130,16 +186,22 @@ class SqliteRunStore:
         executor keeps mutating `run` afterwards.
         """
         if events:
-            await self._write(transition_statements(run, events, _JOURNAL))
+            lease = self.lease.columns(run.status)
+            await self._write(transition_statements(run, events, _JOURNAL, lease))
 
     async def add_event(self, run_id: str, kind: EventKind, message: str | None = None) -> None:
         """Append an event to a run's history without touching the run's state.
 
         For facts the adapters learn after the executor is done with a transition (a prompt
         was delivered, the customer blocked the bot); nothing is written for an unknown run.
+        A delivered answer or a blocked customer (`DELIVERY_ENDS`) also gives back the lease
+        kept for the delivery, in the same commit.
         """
         params = {"kind": kind.value, "message": message, "at": ts(utcnow()), "run_id": run_id}
-        await self._write([(_APPEND_EVENT, params)])
+        statements: list[tuple[str, Any]] = [(_APPEND_EVENT, params)]
+        if kind in DELIVERY_ENDS:
+            statements.append((RELEASE_DELIVERY, {"run_id": run_id}))
+        await self._write(statements)
 
     async def bind_prompt(
         self, run_id: str, nonce: str, prompt: PromptRef, message: str | None = None
@@ -187,13 +249,47 @@ class SqliteRunStore:
         )
         return str(rows[0]["order_id"]) if rows else None
 
-    async def runs_to_recover(self) -> list[str]:
-        rows = await fetch(
-            self._conn,
-            "SELECT id FROM runs WHERE status = ? ORDER BY created_at",
-            (RunStatus.RUNNING.value,),
-        )
-        return [str(r["id"]) for r in rows]
+    async def runs_to_recover(self, abandoned: Collection[str] = ()) -> list[str]:
+        """Take the running runs whose lease this process may take (`storage.leases`):
+        one conditional UPDATE per run, so of two recovering processes one gets each run.
+        The runs come back leased to this process, in the order they were created."""
+        rows = rows_of(await fetch(self._conn, SELECT_RUNNING))
+        return await self._take(to_take(rows, self.lease, abandoned=abandoned))
+
+    async def owed_deliveries(self, since: datetime) -> list[str]:
+        """Take the runs whose answer or prompt was committed but never delivered and whose
+        lease (kept for the delivery) lapsed, if they changed after `since`; those older
+        are given up. Returned leased to this process (the delivered mark gives it back)."""
+        found = await fetch(self._conn, SELECT_OWED)
+        updated = [str(r["updated_at"]) for r in found]
+        stamp = ts(since)
+        takes = to_take(rows_of(found), self.lease, since=stamp, updated=updated)
+        if stamp is not None and any(u < stamp for u in updated):
+            await self._write([(GIVE_UP, {"since": stamp})])
+        return await self._take(takes)
+
+    async def _take(self, takes: Sequence[dict[str, str | None]]) -> list[str]:
+        if not takes:
+            return []
+        taken: list[str] = await self._writes.submit(partial(_take_leases, takes))
+        return taken
+
+    async def renew_leases(self, run_ids: Collection[str], *, heartbeat: bool = True) -> None:
+        """Extend this process's leases on `run_ids` (and its heartbeat): one commit."""
+        params = {"me": self.lease.owner, "until": self.lease.until(), "now": self.lease.now()}
+        statements: list[tuple[str, Any]] = []
+        if heartbeat:
+            statements += [(HEARTBEAT, params), (FORGET_DEAD, params)]
+        if run_ids:
+            renew = {**params, "ids": json.dumps(sorted(run_ids))}
+            statements.append((_RENEW, renew))
+        if statements:
+            await self._write(statements)
+
+    async def live_owners(self) -> list[str]:
+        """Other processes whose heartbeat says they are live on this database."""
+        rows = await fetch(self._conn, SELECT_HEARTBEATS)
+        return live_others([(str(r[0]), str(r[1])) for r in rows], self.lease)
 
     # -- the claim -------------------------------------------------------------------------
 
@@ -207,20 +303,24 @@ class SqliteRunStore:
         now: datetime,
         expires_before: datetime,
         prompt: PromptRef | None = None,
+        staff: bool = False,
     ) -> tuple[ClaimResult, Run | None]:
         """One conditional UPDATE decides; the claimed run is read back in the same
         transaction (None when not found or not the caller's run): one round trip.
 
-        With `prompt` (a button press) the pause must be bound to exactly that message."""
+        With `prompt` (a button press) the pause must be bound to exactly that message.
+        `staff`: `user_id` is a staff member (the caller checked) deciding a staff pause."""
         claim = partial(
             _claim_in_transaction,
             run_id=run_id,
             user_id=user_id,
+            staff=staff,
             approved=approved,
             nonce=nonce,
             prompt=prompt,
             now=ts(now),
             expires_before=ts(expires_before),
+            lease=self.lease.columns(RunStatus.RUNNING),
         )
         result, claimed, step_rows = await self._writes.submit(claim)
         run = run_from_rows(claimed, step_rows) if claimed is not None else None
@@ -314,8 +414,13 @@ def _claim_clarification(
 
 _CLAIM = (
     # The one conditional UPDATE that decides who wins; everything else explains a loss.
-    "UPDATE runs SET status = 'running', pause_nonce = NULL, updated_at = :now"
-    " WHERE id = :run_id AND status = 'paused' AND user_id = :user_id"
+    "UPDATE runs SET status = 'running', pause_nonce = NULL, updated_at = :now,"
+    " lease_owner = :lease_owner, lease_until = :lease_until"
+    " WHERE id = :run_id AND status = 'paused'"
+    # The run's customer decides a customer's pause; a staff member (checked by the caller,
+    # `staff`) a staff pause. Neither can decide the other's (issue 14).
+    " AND ((:staff = 0 AND user_id = :user_id AND coalesce(pause_approver, 'customer') = 'customer')"
+    "      OR (:staff = 1 AND pause_approver = 'staff'))"
     " AND pause_nonce IS NOT NULL AND pause_nonce = coalesce(:nonce, pause_nonce)"
     " AND (:message_id IS NULL"
     "      OR (prompt_chat_id = :chat_id AND prompt_message_id = :message_id))"
@@ -331,7 +436,8 @@ _CLAIM_EVENT = (
     " :decision, :message, :now FROM runs WHERE id = :run_id"
 )
 _EXPIRE = (
-    "UPDATE runs SET status = 'expired', pause_nonce = NULL, updated_at = :now"
+    "UPDATE runs SET status = 'expired', pause_nonce = NULL, updated_at = :now,"
+    " lease_owner = NULL, lease_until = NULL"
     " WHERE id = :run_id AND status = 'paused'"
 )
 
@@ -348,13 +454,17 @@ def _claim_in_transaction(
     prompt: PromptRef | None,
     now: str | None,
     expires_before: str | None,
+    lease: dict[str, str | None],
+    staff: bool = False,
 ) -> ClaimRows:
     """The whole claim, on the database thread inside one (group) transaction.
 
     Also reads the run as the claim left it (for the run's own customer only), so the
     caller needs no second round trip.
     """
-    result = _decide_claim(conn, run_id, user_id, approved, nonce, prompt, now, expires_before)
+    result = _decide_claim(
+        conn, run_id, user_id, approved, nonce, prompt, now, expires_before, lease, staff
+    )
     if result in (ClaimResult.NOT_FOUND, ClaimResult.NOT_ALLOWED):
         return result, None, []
     row = conn.execute(_SELECT_RUN, (run_id,)).fetchone()
@@ -371,11 +481,15 @@ def _decide_claim(
     prompt: PromptRef | None,
     now: str | None,
     expires_before: str | None,
+    lease: dict[str, str | None],
+    staff: bool = False,
 ) -> ClaimResult:
     claim = {
+        **lease,
         "now": now,
         "run_id": run_id,
         "user_id": user_id,
+        "staff": int(staff),
         "nonce": nonce,
         "chat_id": prompt.chat_id if prompt else None,
         "message_id": prompt.message_id if prompt else None,
@@ -391,20 +505,21 @@ def _decide_claim(
             {
                 "kind": EventKind.DECISION_CLAIMED.value,
                 "decision": "approved" if approved else "declined",
-                "message": f"{'confirmed' if approved else 'declined'} by user {user_id}",
+                "message": f"{'confirmed' if approved else 'declined'} by"
+                f" {'staff' if staff else 'user'} {user_id}",
                 "now": now,
                 "run_id": run_id,
             },
         )
         return ClaimResult.OK
     row = conn.execute(
-        "SELECT user_id, status, pause_nonce, prompt_chat_id, prompt_message_id"
+        "SELECT user_id, status, pause_nonce, prompt_chat_id, prompt_message_id, pause_approver"
         " FROM runs WHERE id = ?",
         (run_id,),
     ).fetchone()
     if row is None:
         return ClaimResult.NOT_FOUND
-    if int(row[0]) != user_id:
+    if not may_claim(row[0], row[1], row[5], user_id=user_id, staff=staff):
         return ClaimResult.NOT_ALLOWED
     if row[1] != RunStatus.PAUSED.value or row[2] is None:
         return ClaimResult.ALREADY_HANDLED

@@ -53,13 +53,7 @@ from storage.shop_ledger import (
     record,
     replayed,
 )
-from storage.shop_seed import (
-    DEFAULT_RETURN_WINDOW_DAYS,
-    RETURN_WINDOW_KEY,
-    SEEDED_KEY,
-    load_seed,
-    seed_statements,
-)
+from storage.shop_seed import SEEDED_KEY, load_seed, return_window_of, seed_statements
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -397,8 +391,9 @@ def matching_policies(rows: list[Row], query: str, lang: PolicyLang) -> list[Pol
 
 
 async def _return_window(tx: ShopTx) -> int:
-    row = await tx.fetchone("SELECT value FROM shop_meta WHERE key = ?", (RETURN_WINDOW_KEY,))
-    return int(row["value"]) if row is not None else DEFAULT_RETURN_WINDOW_DAYS
+    # Seeding keeps the window in the `seeded` marker (`seed_statements`), not a row of its own.
+    row = await tx.fetchone("SELECT value FROM shop_meta WHERE key = ?", (SEEDED_KEY,))
+    return return_window_of(row["value"] if row is not None else None)
 
 
 async def _is_seeded(tx: ShopTx) -> bool:

@@ -192,6 +192,20 @@ def seed_statements(
     ]
 
 
+def return_window_of(marker: str | None) -> int:
+    """The return window (days) a seeded shop keeps in its `seeded` marker (JSON); the
+    default for a shop seeded before the window was kept, or not seeded at all."""
+    if marker is None:
+        return DEFAULT_RETURN_WINDOW_DAYS
+    try:
+        days = json.loads(marker).get(RETURN_WINDOW_KEY, DEFAULT_RETURN_WINDOW_DAYS)
+    except (ValueError, AttributeError):
+        return DEFAULT_RETURN_WINDOW_DAYS
+    return (
+        days if isinstance(days, int) and not isinstance(days, bool) else DEFAULT_RETURN_WINDOW_DAYS
+    )
+
+
 def order_rows(seed: ShopSeed, now: datetime) -> list[tuple[Any, ...]]:
     """The `shop_orders` rows of a seed, in `ORDER_COLUMNS` order."""
     rows = []

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Collection
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
@@ -25,8 +27,10 @@ from agent_core.agent import RunStore as AgentRunStore
 from agent_core.models import EventKind, PromptRef
 from agent_core.shop import ShopBackend
 from storage.db import DEFAULT_BUSY_TIMEOUT_S, MIGRATIONS, StorageUnavailable, connect
+from storage.handoffs import Handoffs
 from storage.history import History
 from storage.inbox import Inbox, SqliteInbox
+from storage.leases import Lease
 from storage.runs import SqliteRunStore
 from storage.shop import SqliteShop
 
@@ -45,9 +49,25 @@ class RunStore(AgentRunStore, Protocol):
     delivered on, console sign-outs, and closing."""
 
     history: History
+    handoffs: Handoffs
+    # This process's side of the run leases (`storage.leases`).
+    lease: Lease
 
     @property
     def revocations(self) -> SessionRevocations: ...
+
+    async def owed_deliveries(self, since: datetime) -> list[str]:
+        """Take the runs whose answer or prompt was committed but not delivered (their
+        lease, kept for the delivery, lapsed), changed after `since`."""
+        ...
+
+    async def renew_leases(self, run_ids: Collection[str], *, heartbeat: bool = True) -> None:
+        """Extend this process's leases on `run_ids`, and its heartbeat."""
+        ...
+
+    async def live_owners(self) -> list[str]:
+        """Other processes live on this database (their heartbeats)."""
+        ...
 
     async def add_event(self, run_id: str, kind: EventKind, message: str | None = None) -> None: ...
 
@@ -77,14 +97,19 @@ def is_postgres_url(target: str | Path) -> bool:
 
 
 async def open_store(
-    target: str | Path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S
+    target: str | Path,
+    *,
+    busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
+    lease: Lease | None = None,
 ) -> RunStore:
-    """The run store `target` names: a `postgresql://` URL, or a SQLite file path."""
+    """The run store `target` names: a `postgresql://` URL, or a SQLite file path.
+
+    `lease`: this process's id and lease length (a fresh process id by default)."""
     if isinstance(target, str) and is_postgres_url(target):
         from storage.pg_runs import PgRunStore
 
-        return await PgRunStore.open(target, busy_timeout_s=busy_timeout_s)
-    return await SqliteRunStore.open(target, busy_timeout_s=busy_timeout_s)
+        return await PgRunStore.open(target, busy_timeout_s=busy_timeout_s, lease=lease)
+    return await SqliteRunStore.open(target, busy_timeout_s=busy_timeout_s, lease=lease)
 
 
 async def open_shop(

@@ -66,6 +66,7 @@ RUN_STATE_COLUMNS = (
     "pause_tool",
     "pause_args_hash",
     "paused_at",
+    "pause_approver",
     "attempts",
     "stop_reason",
     "answer",
@@ -263,6 +264,7 @@ def run_state_row(run: Run) -> Row:
         "pause_tool": pause.tool if pause else None,
         "pause_args_hash": pause.args_hash if pause else None,
         "paused_at": ts(pause.paused_at) if pause else None,
+        "pause_approver": pause.approver if pause else None,
         "attempts": run.attempts,
         "stop_reason": run.stop_reason,
         "answer": run.answer,
@@ -358,6 +360,7 @@ def run_from_rows(row: NamedRow, step_rows: Iterable[NamedRow]) -> Run:
             args_hash=row["pause_args_hash"],
             paused_at=required_ts(row["paused_at"]),
             prompt=prompt,
+            approver=row["pause_approver"] or "customer",
         )
     return Run(
         id=row["id"],

@@ -38,6 +38,7 @@ from stepwise.cli import dispatch
 from stepwise.settings import Settings
 from storage import tables
 from storage.db import MIGRATIONS, StorageUnavailable, fetch
+from storage.leases import Lease
 from storage.pg_schema import PG_MIGRATIONS
 from storage.runs import SqliteRunStore
 from storage.store import RunStore, migrate_database, open_store
@@ -288,18 +289,28 @@ async def test_history_filters_pages_and_counts_failures(store: RunStore) -> Non
     }
 
 
-async def test_runs_left_running_are_offered_for_recovery(store: RunStore) -> None:
+async def test_runs_left_running_are_offered_for_recovery(
+    store: RunStore, store_backend: Backend
+) -> None:
     executor, _ = executor_for(store)
     paused = await executor.start(make_run([STATUS, CANCEL]))
+    # Left running by a process whose lease lapsed (its clock: a minute ago).
+    crashed = await store_backend.open_store(lease=Lease("elsewhere:1:x", clock=_minute_ago))
     interrupted = make_run([STATUS])
     interrupted.id = "crashed"
     interrupted.steps[0].status = StepStatus.RUNNING
-    await store.record(
+    await crashed.record(
         interrupted,
         RunEvent(kind=EventKind.RUN_PLANNED, run_id="crashed", trace_id="t"),
     )
+    await crashed.close()
     assert await store.runs_to_recover() == ["crashed"]
+    assert await store.runs_to_recover() == []  # now this store's, and live
     assert paused.status is RunStatus.PAUSED
+
+
+def _minute_ago() -> datetime:
+    return utcnow() - timedelta(minutes=1)
 
 
 async def test_last_order_id_is_per_chat_and_user(store: RunStore) -> None:
@@ -426,12 +437,13 @@ async def test_standard_cancel_run_takes_six_commits_and_tools_and_listeners_see
     done = await agent.proceed(claimed.run)
     assert done.status is RunStatus.COMPLETED
     stored = committed_kinds(run.id)
+    committed = len(commits)  # closing commits once more: its leases lapse at once
     observer.close()
     await store.close()
 
     assert problems == []
     assert len(stored) == 11  # every transition is still in the log, in order
-    assert len(commits) == 6  # 5 by the executor + the claim (was 11)
+    assert committed == 6  # 5 by the executor + the claim (was 11); leases ride along
     assert told == [e for e in stored if e[0] != "decision_claimed"]
     assert len(scripts["cancel_order"].calls) == 1
 
@@ -517,7 +529,7 @@ def test_timestamps_keep_their_stored_form_and_parse_back() -> None:
 # writing "as that version" leaves them out (steps: the refusal code; runs: what the planner
 # understood, issue 13).
 _LATER_STEP_COLUMNS = ("error_code",)
-_LATER_RUN_COLUMNS = ("interpretation", "unsupported", "clarify_nonce")
+_LATER_RUN_COLUMNS = ("interpretation", "unsupported", "clarify_nonce", "pause_approver")
 
 
 def _schema_as_of(monkeypatch: pytest.MonkeyPatch, version: int) -> None:
@@ -533,6 +545,8 @@ def _schema_as_of(monkeypatch: pytest.MonkeyPatch, version: int) -> None:
         update_run=tables.update("runs", run_state, ("id",)),
         upsert_step=tables.upsert("steps", step, ("run_id", "id")),
         update_step=tables.update("steps", state, ("run_id", "id")),
+        # Before leases (storage/leases.py) a status change wrote the status only.
+        update_run_status="UPDATE runs SET status = :status WHERE id = :id AND status IS NOT :status",
     )
     monkeypatch.setattr(storage.runs, "_JOURNAL", journal)
 
@@ -782,20 +796,22 @@ def test_postgres_schema_mirrors_sqlite(postgres_backend: Backend) -> None:
 async def test_recovery_skips_a_run_another_transaction_holds(
     postgres_backend: Backend,
 ) -> None:
-    """`FOR UPDATE SKIP LOCKED`: the seam where leases will keep two processes from
-    recovering one run."""
-    store = await postgres_backend.open_store()
+    """`FOR UPDATE SKIP LOCKED`: a run another transaction is taking right now is skipped,
+    not waited for (its lease lapsed: both runs are up for recovery)."""
+    crashed = await postgres_backend.open_store(lease=Lease("elsewhere:1:x", clock=_minute_ago))
     for run_id in ("held", "free"):
         interrupted = make_run([STATUS])
         interrupted.id = run_id
-        await store.record(
+        await crashed.record(
             interrupted, RunEvent(kind=EventKind.RUN_PLANNED, run_id=run_id, trace_id="t")
         )
+    await crashed.close()
+    store = await postgres_backend.open_store()
     with psycopg.connect(postgres_backend.url) as other:
         other.execute("SELECT id FROM runs WHERE id = 'held' FOR UPDATE")
         assert await store.runs_to_recover() == ["free"]
         other.rollback()
-    assert await store.runs_to_recover() == ["held", "free"]
+    assert await store.runs_to_recover() == ["held"]
     await store.close()
 
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from bot.progress import PROMPT_SHOWN_NOTE
 from standin import StandIn
 
@@ -233,14 +231,6 @@ def _acked_now(standin: StandIn, update_id: int) -> bool:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "bot/progress.py: the final answer is sent after the run is recorded finished; a "
-        "crash in between loses it (recovery only drives unfinished runs). Needs a durable "
-        "'answer delivered' mark (storage) and a re-send on start."
-    ),
-)
 async def test_an_answer_interrupted_by_a_crash_is_delivered_after_restart(
     standin: StandIn, tmp_path: Path
 ) -> None:
@@ -277,6 +267,17 @@ async def test_an_answer_interrupted_by_a_crash_is_delivered_after_restart(
             within=5,
             what="the final answer after the restart",
         )
+        await until(
+            lambda: (
+                query(db, "SELECT count(*) FROM events WHERE kind = 'answer_delivered'") == [(1,)]
+            ),
+            what="the answer marked delivered",
+        )
+        answers = [
+            t for t in bot_texts(standin, user) if t.startswith(f"Order {customer.shipping[0]}")
+        ]
+        assert len(answers) == 1
+        assert query(db, "SELECT lease_owner FROM runs") == [(None,)]  # nothing owed any more
     finally:
         await serve.stop()
 

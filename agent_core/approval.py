@@ -1,0 +1,127 @@
+"""Who must approve a high-risk call, and what one press on its buttons decides (issue 14,
+item 6: staff approval). Pure decisions only, not wired into the executor yet.
+
+A high-risk call waits for its customer's Confirm today. Staff approval adds two rules,
+both keyed on an amount argument of the call (`request_refund`'s `amount`):
+
+* above `staff_above`, staff approve instead of the customer (the customer is told they
+  are waiting for our team, and cannot press the staff buttons);
+* above `four_eyes_above`, two distinct staff members must approve; a reject by any one
+  of them decides at once.
+
+`needed_approval` says who decides a call; `judge_press` what one press does, given the
+approvals already recorded for this pause. The store's conditional update remains the one
+place a decision is taken (nonce, expiry, tool and arguments as for the customer's
+Confirm); these functions say which update to attempt.
+
+Deliberately separate from `agent_core.spec.Approver`: adding a "staff" value there would
+let a tools file declare staff approval before the executor enforces it, i.e. a customer
+could confirm what staff were meant to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from enum import StrEnum
+from typing import Any
+
+
+class Decider(StrEnum):
+    CUSTOMER = "customer"
+    STAFF = "staff"
+
+
+@dataclass(frozen=True)
+class StaffRule:
+    """The thresholds (None: never) and which argument is the amount."""
+
+    staff_above: Decimal | None = None
+    four_eyes_above: Decimal | None = None
+    amount_arg: str = "amount"
+
+    def __post_init__(self) -> None:
+        if (
+            self.staff_above is not None
+            and self.four_eyes_above is not None
+            and self.four_eyes_above < self.staff_above
+        ):
+            raise ValueError("the four-eyes threshold cannot be below the staff threshold")
+
+
+@dataclass(frozen=True)
+class Needed:
+    decider: Decider
+    approvals: int = 1  # distinct approvals needed (2: four eyes)
+
+
+def amount_of(args: Mapping[str, Any], name: str) -> Decimal | None:
+    """The call's amount, or None when it has none (or one that is not a number)."""
+    value = args.get(name)
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        amount = Decimal(str(value))
+    except InvalidOperation:
+        return None
+    return amount if amount.is_finite() else None
+
+
+def needed_approval(args: Mapping[str, Any], rule: StaffRule | None) -> Needed:
+    """Who decides a high-risk call with `args`. Strictly above a threshold: a refund of
+    exactly the threshold is still the customer's to confirm."""
+    if rule is None:
+        return Needed(Decider.CUSTOMER)
+    amount = amount_of(args, rule.amount_arg)
+    if amount is None or rule.staff_above is None or amount <= rule.staff_above:
+        return Needed(Decider.CUSTOMER)
+    if rule.four_eyes_above is not None and amount > rule.four_eyes_above:
+        return Needed(Decider.STAFF, approvals=2)
+    return Needed(Decider.STAFF)
+
+
+class Verdict(StrEnum):
+    """What one press does."""
+
+    DECIDE_APPROVE = "decide_approve"  # claim the pause as approved
+    DECIDE_REJECT = "decide_reject"  # claim the pause as rejected
+    RECORD_APPROVAL = "record_approval"  # four eyes: a first approval, wait for another
+    NOT_ALLOWED = "not_allowed"  # not this presser's to decide
+    SAME_PERSON = "same_person"  # four eyes: this staff member approved already
+
+
+def judge_press(
+    needed: Needed,
+    *,
+    presser: int,
+    customer: int,
+    staff: frozenset[int],
+    approve: bool,
+    earlier_approvals: Sequence[int] = (),
+) -> Verdict:
+    """What a press on a pause's buttons does. `earlier_approvals`: the staff members who
+    approved this pause already (four eyes)."""
+    if needed.decider is Decider.CUSTOMER:
+        if presser != customer:
+            return Verdict.NOT_ALLOWED
+        return Verdict.DECIDE_APPROVE if approve else Verdict.DECIDE_REJECT
+    if presser not in staff:  # the customer included: staff buttons are staff's
+        return Verdict.NOT_ALLOWED
+    if not approve:
+        return Verdict.DECIDE_REJECT
+    if presser in earlier_approvals:
+        return Verdict.SAME_PERSON
+    distinct = len(set(earlier_approvals) & staff) + 1
+    if distinct >= needed.approvals:
+        return Verdict.DECIDE_APPROVE
+    return Verdict.RECORD_APPROVAL
+
+
+def may_claim(owner: int, status: str, approver: str | None, *, user_id: int, staff: bool) -> bool:
+    """Whether a lost claim lost because the pause was not the caller's to decide (the
+    store's explanation of a lost claim): a customer's pause is its run's customer's, a
+    staff pause staff's. Staff may learn what became of any other run (status not paused)."""
+    if staff:
+        return (approver or Decider.CUSTOMER) == Decider.STAFF or status != "paused"
+    return int(owner) == user_id and (approver or Decider.CUSTOMER) == Decider.CUSTOMER

@@ -1,0 +1,91 @@
+"""Staff approval's decisions (issue 14 item 6), as pure functions: who decides a call by its
+amount, and what one press does (customer vs staff buttons, four eyes, rejects)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from agent_core.approval import (
+    Decider,
+    Needed,
+    StaffRule,
+    Verdict,
+    amount_of,
+    judge_press,
+    needed_approval,
+)
+
+RULE = StaffRule(staff_above=Decimal("100"), four_eyes_above=Decimal("500"))
+CUSTOMER, ALICE, BOB = 10001, 900, 901
+STAFF = frozenset({ALICE, BOB})
+
+
+@pytest.mark.parametrize(
+    ("amount", "expected"),
+    [
+        ("59.00", Needed(Decider.CUSTOMER)),
+        ("100.00", Needed(Decider.CUSTOMER)),  # the threshold itself: still the customer's
+        ("100.01", Needed(Decider.STAFF)),
+        ("500.00", Needed(Decider.STAFF)),
+        ("500.01", Needed(Decider.STAFF, approvals=2)),
+    ],
+)
+def test_who_decides_by_amount(amount: str, expected: Needed) -> None:
+    assert needed_approval({"order_id": "A1002", "amount": amount}, RULE) == expected
+
+
+def test_without_a_rule_or_an_amount_the_customer_decides() -> None:
+    assert needed_approval({"amount": "9999"}, None) == Needed(Decider.CUSTOMER)
+    assert needed_approval({"order_id": "A1003"}, RULE) == Needed(Decider.CUSTOMER)
+    assert needed_approval({"amount": "lots"}, RULE) == Needed(Decider.CUSTOMER)
+    staff_only = StaffRule(staff_above=Decimal("0"))
+    assert needed_approval({"amount": 1}, staff_only) == Needed(Decider.STAFF)
+
+
+def test_amounts_are_read_exactly() -> None:
+    assert amount_of({"amount": "100.10"}, "amount") == Decimal("100.10")
+    assert amount_of({"amount": 59}, "amount") == Decimal(59)
+    assert amount_of({"amount": True}, "amount") is None
+    assert amount_of({"amount": "NaN"}, "amount") is None
+    assert amount_of({}, "amount") is None
+
+
+def test_four_eyes_threshold_cannot_be_below_the_staff_threshold() -> None:
+    with pytest.raises(ValueError, match="four-eyes"):
+        StaffRule(staff_above=Decimal("500"), four_eyes_above=Decimal("100"))
+
+
+def test_customer_buttons_are_the_customers() -> None:
+    needed = Needed(Decider.CUSTOMER)
+    assert judge_press(needed, presser=CUSTOMER, customer=CUSTOMER, staff=STAFF, approve=True) is (
+        Verdict.DECIDE_APPROVE
+    )
+    assert judge_press(needed, presser=ALICE, customer=CUSTOMER, staff=STAFF, approve=True) is (
+        Verdict.NOT_ALLOWED
+    )
+
+
+def test_a_customer_cannot_press_staff_buttons_and_one_staff_member_decides() -> None:
+    needed = Needed(Decider.STAFF)
+    press = {"customer": CUSTOMER, "staff": STAFF}
+    assert judge_press(needed, presser=CUSTOMER, approve=True, **press) is Verdict.NOT_ALLOWED
+    assert judge_press(needed, presser=777, approve=True, **press) is Verdict.NOT_ALLOWED
+    assert judge_press(needed, presser=ALICE, approve=True, **press) is Verdict.DECIDE_APPROVE
+    assert judge_press(needed, presser=BOB, approve=False, **press) is Verdict.DECIDE_REJECT
+
+
+def test_four_eyes_needs_two_distinct_staff_and_any_reject_decides() -> None:
+    needed = Needed(Decider.STAFF, approvals=2)
+    press = {"customer": CUSTOMER, "staff": STAFF}
+    assert judge_press(needed, presser=ALICE, approve=True, **press) is Verdict.RECORD_APPROVAL
+    again = judge_press(needed, presser=ALICE, approve=True, earlier_approvals=[ALICE], **press)
+    assert again is Verdict.SAME_PERSON
+    second = judge_press(needed, presser=BOB, approve=True, earlier_approvals=[ALICE], **press)
+    assert second is Verdict.DECIDE_APPROVE
+    veto = judge_press(needed, presser=BOB, approve=False, earlier_approvals=[ALICE], **press)
+    assert veto is Verdict.DECIDE_REJECT
+    # An approval by someone no longer on staff does not count towards the two.
+    stale = judge_press(needed, presser=BOB, approve=True, earlier_approvals=[555], **press)
+    assert stale is Verdict.RECORD_APPROVAL

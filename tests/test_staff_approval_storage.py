@@ -1,0 +1,147 @@
+"""Staff approval's claim (issue 14 item 6) on both backends: a pause above the staff amount
+is decided by one staff member — never by the customer, and never twice — and a customer's
+pause stays the customer's. The same one conditional update as the customer's Confirm."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from agent_core.approval import StaffRule
+from agent_core.catalog import REQUEST_REFUND
+from agent_core.contracts import RefundArgs
+from agent_core.executor import Executor
+from agent_core.models import ClaimResult, RunStatus, utcnow
+from agent_core.tools import Tool, ToolContext, ToolRegistry
+from storage.store import RunStore
+from tests.fakes import STATUS, RecordingSleep, make_run, shop_like_tools
+from tests.storage_backends import Backend
+
+FAR_PAST = datetime(2000, 1, 1, tzinfo=UTC)
+CUSTOMER, ALICE, BOB = 10001, 900, 901
+RULE = StaffRule(staff_above=Decimal("100"))
+BIG = ("request_refund", {"order_id": "A1002", "amount": "150.00"}, "refund")
+SMALL = ("request_refund", {"order_id": "A1002", "amount": "20.00"}, "refund")
+refunds: list[str] = []
+
+
+async def refund(args: RefundArgs, ctx: ToolContext) -> dict[str, Any]:
+    refunds.append(ctx.idempotency_key)
+    return {"order_id": args.order_id, "refund_id": "R1", "amount": f"{args.amount:.2f}"}
+
+
+@pytest.fixture
+async def store(store_backend: Backend) -> AsyncIterator[RunStore]:
+    opened: RunStore = await store_backend.open_store()
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+def executor_for(store: RunStore) -> Executor:
+    registry, _ = shop_like_tools()
+    tools = [*registry, Tool.of(REQUEST_REFUND, refund)]
+    return Executor(ToolRegistry(tools), journal=store, sleep=RecordingSleep(), staff_rule=RULE)
+
+
+async def test_a_staff_pause_is_decided_by_one_staff_member_never_the_customer(
+    store: RunStore,
+) -> None:
+    executor = executor_for(store)
+    run = await executor.start(make_run([STATUS, BIG]))
+    assert run.status is RunStatus.PAUSED and run.pause is not None
+    assert run.pause.approver == "staff"
+    loaded = await store.load_run(run.id)
+    assert loaded is not None and loaded.pause is not None and loaded.pause.approver == "staff"
+    nonce = run.pause.nonce
+
+    refused, seen = await store.claim_pause(
+        run.id, user_id=CUSTOMER, approved=True, nonce=nonce, now=utcnow(), expires_before=FAR_PAST
+    )
+    assert (refused, seen) == (ClaimResult.NOT_ALLOWED, None)
+    won, claimed = await store.claim_pause(
+        run.id,
+        user_id=ALICE,
+        approved=True,
+        nonce=nonce,
+        now=utcnow(),
+        expires_before=FAR_PAST,
+        staff=True,
+    )
+    assert won is ClaimResult.OK and claimed is not None
+    approval = claimed.steps[1].approval
+    assert approval is not None and approval.approved and approval.by_user_id == ALICE
+    again, _ = await store.claim_pause(
+        run.id,
+        user_id=BOB,
+        approved=False,
+        nonce=nonce,
+        now=utcnow(),
+        expires_before=FAR_PAST,
+        staff=True,
+    )
+    assert again is ClaimResult.ALREADY_HANDLED
+    timeline = await store.history.timeline(run.id)
+    assert any(e.message == f"confirmed by staff {ALICE}" for e in timeline)
+    refunds.clear()
+    done = await executor.drive(claimed)
+    assert done.status is RunStatus.COMPLETED
+    assert refunds == [f"{run.id}:s2"]  # the side effect once, with its idempotency key
+
+
+async def test_a_customers_pause_is_not_staffs(store: RunStore) -> None:
+    run = await executor_for(store).start(make_run([STATUS, SMALL]))
+    assert run.pause is not None and run.pause.approver == "customer"
+    result, _ = await store.claim_pause(
+        run.id,
+        user_id=ALICE,
+        approved=True,
+        nonce=run.pause.nonce,
+        now=utcnow(),
+        expires_before=FAR_PAST,
+        staff=True,
+    )
+    assert result is ClaimResult.NOT_ALLOWED
+    mine, _ = await store.claim_pause(
+        run.id,
+        user_id=CUSTOMER,
+        approved=True,
+        nonce=run.pause.nonce,
+        now=utcnow(),
+        expires_before=FAR_PAST,
+    )
+    assert mine is ClaimResult.OK
+
+
+async def test_two_staff_members_pressing_at_once_give_one_decision(
+    store_backend: Backend,
+) -> None:
+    a = await store_backend.open_store()
+    b = await store_backend.open_store()
+    try:
+        run = await executor_for(a).start(make_run([STATUS, BIG]))
+        assert run.pause is not None
+        results = await asyncio.gather(
+            *(
+                s.claim_pause(
+                    run.id,
+                    user_id=who,
+                    approved=True,
+                    nonce=run.pause.nonce,
+                    now=utcnow(),
+                    expires_before=FAR_PAST,
+                    staff=True,
+                )
+                for s, who in ((a, ALICE), (b, BOB), (a, BOB), (b, ALICE))
+            )
+        )
+    finally:
+        await a.close()
+        await b.close()
+    assert sorted(r.value for r, _ in results) == ["already_handled"] * 3 + ["ok"]
