@@ -71,9 +71,11 @@ FLOW_TIMEOUT_S = 60.0  # a customer's patience for one prompt or one answer
 SETTLE_TIMEOUT_S = 90.0  # after the last flow: runs finish, owed deliveries are made
 THINK_S = (0.3, 1.5)  # a customer's pause before each flow and before pressing Confirm
 KILL_GAP_S = (0.5, 3.0)  # between two kills
+REPRESSES = 3  # presses of a prompt offered again (after a crash) before giving up
 VIEW_S = 0.1  # how often the customers' view of the chats is refreshed
 WEBHOOK_SECRET = "soak-webhook-secret"
 ANSWER = "Order {order_id} has been cancelled."
+PROMPT = "waiting for your confirmation"
 FIRST_USER = 600_001
 ORDERS_PER_CHAT = 60
 # Telegram retries a refused update for a day; the stand-in's default (6 attempts, then
@@ -325,6 +327,8 @@ class Flow:
     problem: str | None = None
     run_status: str | None = None  # read from the database at the end, for a failed flow
     late: bool = False  # what the customer gave up on arrived after all, by the end
+    queries: list[str] = field(default_factory=list)  # the presses' callback query ids
+    toasts: list[str] = field(default_factory=list)  # what the bot answered to them
 
     @property
     def loss(self) -> str | None:
@@ -370,18 +374,41 @@ class Chats:
             self.refresh()
             await asyncio.sleep(VIEW_S)
 
-    def prompt(self, chat: int, order_id: str, pressed: set[str]) -> tuple[ShownMessage, str]:
-        """The Confirm button of a not yet pressed prompt about `order_id`, if shown."""
+    def prompt(
+        self, chat: int, order_id: str, pressed: set[int], run_id: str | None = None
+    ) -> tuple[ShownMessage, str]:
+        """The Confirm button of a prompt about `order_id` (of `run_id`, if given) on a
+        message not pressed yet, if one is shown."""
         for message in reversed(self.shown.get(chat, [])):
+            if message.message_id in pressed:
+                continue
             for data in message.callback_data:
                 if not data.startswith("sw:c:"):
                     continue
-                run_id = data.split(":")[2]
                 labels = " ".join(b.text for row in message.buttons for b in row)
                 about = order_id in (message.text or "") or order_id in labels
-                if about and run_id not in pressed:
+                if about and run_id in (None, data.split(":")[2]):
                     return message, data
         raise LookupError(order_id)
+
+    def answered_or_prompted(
+        self, chat: int, order_id: str, pressed: set[int], run_id: str
+    ) -> tuple[ShownMessage, str] | bool:
+        """True once the answer is shown; a new prompt of the run (offered again after a
+        crash) to press instead; False while neither."""
+        if self.answers(chat, order_id):
+            return True
+        try:
+            return self.prompt(chat, order_id, pressed, run_id)
+        except LookupError:
+            return False
+
+    def prompts(self, chat: int, order_id: str) -> int:
+        """Messages that showed a prompt about `order_id`, now or before an edit."""
+        return sum(
+            any(PROMPT in (t or "") and order_id in (t or "") for t in (m.text, *m.history))
+            for m in self.shown.get(chat, [])
+        )
 
     def transcript(self) -> str:
         """Every chat's bot messages (text, buttons), for reading a miss afterwards."""
@@ -420,8 +447,10 @@ async def customer(
     stop: asyncio.Event,
     rng: random.Random,
 ) -> None:
-    """One customer: cancel orders one after another until told to stop (or stuck)."""
-    pressed: set[str] = set()
+    """One customer: cancel orders one after another until told to stop. A customer never
+    re-sends a message; one whose press got a prompt offered again presses that one (up to
+    `REPRESSES` times), as a person would."""
+    pressed: set[int] = set()
     for n, order_id in enumerate(orders):
         if n and stop.is_set():  # every customer runs at least one flow
             return
@@ -434,15 +463,27 @@ async def customer(
             flow.problem = f"no Confirm prompt within {FLOW_TIMEOUT_S:g} s"
             continue
         message, data = found
-        flow.run_id = data.split(":")[2]
-        pressed.add(flow.run_id)
+        flow.run_id = run_id = data.split(":")[2]
         await asyncio.sleep(rng.uniform(*THINK_S))
-        standin.press_button(user, message.message_id, data, user)
-        flow.pressed = time.time()
-        if not await _wait(partial(chats.answers, user, order_id), FLOW_TIMEOUT_S):
-            flow.problem = f"no answer within {FLOW_TIMEOUT_S:g} s of pressing Confirm"
-            continue
-        flow.answered = time.time()
+        while True:
+            pressed.add(message.message_id)
+            flow.queries.append(standin.press_button(user, message.message_id, data, user))
+            flow.pressed = time.time()
+            seen = await _wait(
+                partial(chats.answered_or_prompted, user, order_id, pressed, run_id),
+                FLOW_TIMEOUT_S,
+            )
+            if seen is None:
+                flow.problem = f"no answer within {FLOW_TIMEOUT_S:g} s of pressing Confirm"
+                break
+            if seen is True:
+                flow.answered = time.time()
+                break
+            if len(flow.queries) > REPRESSES:
+                flow.problem = f"prompt offered again after {REPRESSES} presses"
+                break
+            message, data = seen
+            await asyncio.sleep(rng.uniform(*THINK_S))
 
 
 async def killer(
@@ -674,11 +715,10 @@ async def soak(workdir: Path, *, placement: str, chats: int, kills: int, seed: i
             for flow in flows:
                 key = (flow.chat, flow.order_id)
                 answers[key] = view.answers(flow.chat, flow.order_id)
-                prompts[key] = sum(
-                    any(d.startswith("sw:c:") for d in m.callback_data)
-                    and flow.order_id in (m.text or "")
-                    for m in view.shown.get(flow.chat, [])
-                )
+                prompts[key] = view.prompts(flow.chat, flow.order_id)
+                flow.toasts = [
+                    a.text or "" for q in flow.queries for a in standin.callback_answers(q)
+                ]
             too_many = Counter(c.method for c in standin.state.calls if c.status == 429)
             for replica in replicas:
                 await replica.stop()
@@ -771,6 +811,9 @@ def report_outcome(report: Report, outcome: Outcome) -> None:
         ("lost answers", len(unanswered), ""),
         (f"late (> {FLOW_TIMEOUT_S:g} s)", sum(f.late for f in flows), ""),
         ("duplicate answers", sum(n - 1 for n in duplicates.values()), ""),
+        ("prompts shown", sum(outcome.prompts.values()), ""),
+        ("duplicate prompts", sum(max(0, n - 1) for n in outcome.prompts.values()), ""),
+        ("presses repeated", sum(max(0, len(f.queries) - 1) for f in flows), ""),
         ("cancel POSTs", len(outcome.posts), ""),
         ("cancels confirmed", len(answered_orders), ""),
         ("extra cancel POSTs", extra_posts, ""),
@@ -796,6 +839,8 @@ def report_outcome(report: Report, outcome: Outcome) -> None:
 
     def story(f: Flow) -> str:
         run = f" (run {f.run_id}: {f.run_status})" if f.run_id else ""
+        if f.toasts:
+            run += f"; toasts {f.toasts}"
         posts = by_order.get(f.order_id, [])
         sent = f"; POSTed by {_post_story(posts, outcome.lives)}" if posts else ""
         return f"chat {f.chat} order {f.order_id}: {f.problem}{run}{sent}"
@@ -866,6 +911,12 @@ def report_outcome(report: Report, outcome: Outcome) -> None:
         not left.unheld,
         held_note,
     )
+    repeated = [f for f in flows if len(f.queries) > 1]
+    if repeated:
+        report.note(
+            f"{name}: a prompt offered again after a crash was pressed again: "
+            + "; ".join(story(f) for f in repeated[:10])
+        )
     exits = [life for life in outcome.lives.values() if life.exited is not None]
     if exits:
         report.note(
