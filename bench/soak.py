@@ -258,9 +258,11 @@ class Replica:
     proc: asyncio.subprocess.Process | None = None
     lives: list[Life] = field(default_factory=list)
 
+    placement: str = ""
+
     @property
     def log(self) -> Path:
-        return self.workdir / f"soak-replica-{self.slot}.log"
+        return self.workdir / f"soak-{self.placement}-replica-{self.slot}.log"
 
     @property
     def up(self) -> bool:
@@ -328,6 +330,8 @@ class Flow:
     run_status: str | None = None  # read from the database at the end, for a failed flow
     late: bool = False  # what the customer gave up on arrived after all, by the end
     queries: list[str] = field(default_factory=list)  # the presses' callback query ids
+    updates: list[int] = field(default_factory=list)  # the message's and presses' update ids
+    trail: str = ""  # for a late or lost flow: how its updates travelled
     toasts: list[str] = field(default_factory=list)  # what the bot answered to them
 
     @property
@@ -458,6 +462,7 @@ async def customer(
         flow = Flow(user, order_id, time.time())
         flows.append(flow)
         standin.inject_message(user, user, f"cancel order {order_id}")
+        flow.updates.append(standin.state.updates[-1].update_id)
         found = await _wait(partial(chats.prompt, user, order_id, pressed), FLOW_TIMEOUT_S)
         if found is None:  # the customer gives up on this order and goes on
             flow.problem = f"no Confirm prompt within {FLOW_TIMEOUT_S:g} s"
@@ -468,6 +473,7 @@ async def customer(
         while True:
             pressed.add(message.message_id)
             flow.queries.append(standin.press_button(user, message.message_id, data, user))
+            flow.updates.append(standin.state.updates[-1].update_id)
             flow.pressed = time.time()
             seen = await _wait(
                 partial(chats.answered_or_prompted, user, order_id, pressed, run_id),
@@ -593,6 +599,28 @@ def _arrived_late(view: Chats, flow: Flow) -> bool:
     return True
 
 
+def _trail(db: str, standin: StandIn, flow: Flow) -> str:
+    """Each update of the flow: webhook attempts (seconds after the message was sent,
+    status) and the inbox's received/processed times, to tell where it waited."""
+    inbox = {
+        int(u): (r, p)
+        for u, r, p in _rows(db, "SELECT update_id, received_at, processed_at FROM inbox")
+    }
+    parts = []
+    for update_id in flow.updates:
+        tries = [
+            f"{d.time - flow.sent:.1f}s:{d.status or d.error}"
+            for d in standin.state.webhook_deliveries
+            if d.update_id == update_id
+        ]
+        received, processed = inbox.get(update_id, (None, None))
+        stored = "not stored" if received is None else f"stored {received - flow.sent:.1f}s"
+        done = "" if processed is None else f", processed {processed - flow.sent:.1f}s"
+        sent = f" posted [{', '.join(tries)}]" if tries else ""
+        parts.append(f"update {update_id}:{sent} {stored}{done}")
+    return "; ".join(parts)
+
+
 def _read_run_status(db: str, flows: list[Flow]) -> None:
     ids = [f.run_id for f in flows if f.run_id is not None]
     if not ids:
@@ -667,9 +695,12 @@ async def soak(workdir: Path, *, placement: str, chats: int, kills: int, seed: i
                         "--webhook-secret", WEBHOOK_SECRET,
                         "--port", str(port),
                     ]  # fmt: skip
-                    replicas.append(Replica(slot, argv, env, workdir, shop))
+                    replicas.append(Replica(slot, argv, env, workdir, shop, placement=placement))
             else:
-                replicas = [Replica(slot, serve, env, workdir, shop) for slot in range(count)]
+                replicas = [
+                    Replica(slot, serve, env, workdir, shop, placement=placement)
+                    for slot in range(count)
+                ]
             for replica in replicas:
                 replica.log.unlink(missing_ok=True)
                 await replica.start()
@@ -705,6 +736,9 @@ async def soak(workdir: Path, *, placement: str, chats: int, kills: int, seed: i
                 if flow.problem is not None and _arrived_late(view, flow):
                     flow.problem, flow.late = None, True
             _read_run_status(db, [f for f in flows if f.problem is not None])
+            for flow in flows:
+                if flow.problem is not None or flow.late:
+                    flow.trail = _trail(db, standin, flow)
             transcript = workdir / f"soak-{placement}-chats.txt"
             transcript.write_text(view.transcript(), encoding="utf-8")
             viewer.cancel()
@@ -838,12 +872,16 @@ def report_outcome(report: Report, outcome: Outcome) -> None:
     )
 
     def story(f: Flow) -> str:
-        run = f" (run {f.run_id}: {f.run_status})" if f.run_id else ""
+        what = f.problem or (f"arrived after {FLOW_TIMEOUT_S:g} s" if f.late else "answered")
+        run = ""
+        if f.run_id:
+            run = f" (run {f.run_id}" + (f": {f.run_status})" if f.run_status else ")")
         if f.toasts:
             run += f"; toasts {f.toasts}"
         posts = by_order.get(f.order_id, [])
         sent = f"; POSTed by {_post_story(posts, outcome.lives)}" if posts else ""
-        return f"chat {f.chat} order {f.order_id}: {f.problem}{run}{sent}"
+        trail = f"; {f.trail}" if f.trail else ""
+        return f"chat {f.chat} order {f.order_id}: {what}{run}{sent}{trail}"
 
     report.goal(
         f"{name}: lost customer messages (no prompt, or a press never acted on)",
@@ -911,6 +949,12 @@ def report_outcome(report: Report, outcome: Outcome) -> None:
         not left.unheld,
         held_note,
     )
+    late = [f for f in flows if f.late]
+    if late:
+        report.note(
+            f"{name}: what a customer gave up on arrived later: "
+            + "; ".join(story(f) for f in late[:10])
+        )
     repeated = [f for f in flows if len(f.queries) > 1]
     if repeated:
         report.note(
@@ -922,7 +966,7 @@ def report_outcome(report: Report, outcome: Outcome) -> None:
         report.note(
             f"{name}: {len(exits)} replica start(s) ended by themselves (not killed): "
             + ", ".join(f"{life.sender} exit {life.exited}" for life in exits[:10])
-            + "; see soak-replica-<slot>.log"
+            + f"; see soak-{outcome.placement}-replica-<slot>.log"
         )
     if outcome.conflicts:
         report.note(f"{name}: {outcome.conflicts} 'Conflict' lines in the replicas' logs")
