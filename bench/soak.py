@@ -644,6 +644,7 @@ class Outcome:
     flows: list[Flow]
     answers: dict[tuple[int, str], int]
     prompts: dict[tuple[int, str], int]
+    sends: dict[tuple[int, str], list[float]]  # when a duplicated answer was sent, each time
     posts: list[Post]
     lives: dict[str, Life]
     left: Leftovers
@@ -754,6 +755,18 @@ async def soak(workdir: Path, *, placement: str, chats: int, kills: int, seed: i
                     a.text or "" for q in flow.queries for a in standin.callback_answers(q)
                 ]
             too_many = Counter(c.method for c in standin.state.calls if c.status == 429)
+            sends: dict[tuple[int, str], list[float]] = {}
+            for key, n in answers.items():
+                if n > 1:
+                    needle = ANSWER.format(order_id=key[1])
+                    sends[key] = [
+                        c.finished or c.started
+                        for c in standin.state.calls
+                        if c.method == "sendMessage"
+                        and c.status == 200
+                        and c.chat_id == key[0]
+                        and needle in str(c.params.get("text", ""))
+                    ]
             for replica in replicas:
                 await replica.stop()
     finally:
@@ -777,6 +790,7 @@ async def soak(workdir: Path, *, placement: str, chats: int, kills: int, seed: i
         flows,
         answers,
         prompts,
+        sends,
         list(shop.posts),
         lives,
         left,
@@ -799,6 +813,21 @@ def _post_story(posts: list[Post], lives: dict[str, Life]) -> str:
             died = f" (killed {1000 * (life.killed - post.at):.0f} ms later)"
         parts.append(f"{post.sender} key={post.key}{died}")
     return "; ".join(parts)
+
+
+def _sends_story(sends: list[float], lives: dict[str, Life]) -> str:
+    """When each copy was sent, and the kills between the first and the second."""
+    if not sends:
+        return ""
+    first = min(sends)
+    kills = sorted(
+        (life.killed, life.sender)
+        for life in lives.values()
+        if life.killed is not None and first <= life.killed <= max(sends)
+    )
+    shown = ", ".join(f"+{t - first:.2f}s" for t in sorted(sends))
+    killed = ", ".join(f"{sender} +{t - first:.3f}s" for t, sender in kills[:3])
+    return f" (sent {shown}; kills after the first: {killed or 'none'})"
 
 
 def _replay(first: Post, later: Post, lives: dict[str, Life]) -> bool:
@@ -899,6 +928,7 @@ def report_outcome(report: Report, outcome: Outcome) -> None:
     )
     dup_note = "; ".join(
         f"chat {chat} order {order}: answer shown {n} times"
+        + _sends_story(outcome.sends.get((chat, order), []), outcome.lives)
         for (chat, order), n in duplicates.items()
     )
     report.goal(
