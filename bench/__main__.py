@@ -27,7 +27,7 @@ from pathlib import Path
 from bench.measure import machine
 from bench.report import Report
 
-SECTIONS = ("executor", "langgraph", "limit", "paused", "bot", "staff", "pg", "failover")
+SECTIONS = ("executor", "langgraph", "limit", "paused", "bot", "staff", "pg", "failover", "soak")
 THROUGHPUT = {"executor": "stepwise", "langgraph": "langgraph", "limit": "aiosqlite-limit"}
 
 
@@ -56,6 +56,8 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--staff-samples", type=int, help="timed calls per staff query (200)")
     parser.add_argument("--pg-runs", type=int, help="runs per system and mode on PostgreSQL (1000)")
     parser.add_argument("--kills", type=int, help="SIGKILLs of the poller per placement (20)")
+    parser.add_argument("--soak-chats", type=int, help="customers in the crash soak (20)")
+    parser.add_argument("--soak-kills", type=int, help="SIGKILLs of replicas per soak (20)")
     parser.add_argument("--workdir", type=Path, help="where database files go (a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the database files")
     parser.add_argument(
@@ -72,6 +74,8 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         "staff_samples": (200, 50),
         "pg_runs": (1000, 100),
         "kills": (20, 3),
+        "soak_chats": (20, 5),
+        "soak_kills": (20, 5),
     }
     for name, (full, quick) in sizes.items():
         if getattr(args, name) is None:
@@ -129,6 +133,10 @@ async def _main(args: argparse.Namespace, report: Report, workdir: Path) -> None
         from bench.failover import run_failover
 
         await run_failover(report, workdir, args.kills)
+    if "soak" in args.sections:
+        from bench.soak import run_soak
+
+        await run_soak(report, workdir, args.soak_chats, args.soak_kills)
     if args.profile is not None:
         from bench.profiling import profile
 
