@@ -125,3 +125,19 @@ def may_claim(owner: int, status: str, approver: str | None, *, user_id: int, st
     if staff:
         return (approver or Decider.CUSTOMER) == Decider.STAFF or status != "paused"
     return int(owner) == user_id and (approver or Decider.CUSTOMER) == Decider.CUSTOMER
+
+
+def pressed_on_the_prompt(
+    bound: tuple[int | None, int | None],
+    run_chat_id: int,
+    approver: str | None,
+    pressed: tuple[int, int],
+) -> bool:
+    """Whether a press on message `pressed` (chat id, message id) counts for a pause whose
+    prompt is bound to `bound`: on that message; or, while none is bound (the process died
+    between sending the prompt and recording it; the customer presses the one they have),
+    on a message in the run's chat, or in the staff group for a staff pause. The claim's
+    SQL says the same in both stores; this explains a lost claim (STALE otherwise)."""
+    if bound[1] is not None:
+        return bound == pressed
+    return pressed[0] == run_chat_id or (approver or Decider.CUSTOMER) == Decider.STAFF

@@ -30,7 +30,7 @@ from typing import Any
 import psycopg
 from psycopg import AsyncConnection
 
-from agent_core.approval import may_claim
+from agent_core.approval import may_claim, pressed_on_the_prompt
 from agent_core.models import (
     ClaimResult,
     EventKind,
@@ -383,7 +383,9 @@ WITH claimed AS (
          OR (%(staff)s = 1 AND pause_approver = 'staff'))
     AND pause_nonce IS NOT NULL AND pause_nonce = coalesce(%(nonce)s, pause_nonce)
     AND (%(message_id)s::bigint IS NULL
-         OR (prompt_chat_id = %(chat_id)s AND prompt_message_id = %(message_id)s))
+         OR (prompt_chat_id = %(chat_id)s AND prompt_message_id = %(message_id)s)
+         OR (prompt_message_id IS NULL
+             AND (chat_id = %(chat_id)s OR pause_approver = 'staff')))
     AND paused_at >= %(expires_before)s
     RETURNING {columns(RUN_READ_COLUMNS)}
 ), approval AS (
@@ -399,8 +401,8 @@ WITH claimed AS (
 SELECT {columns(RUN_READ_COLUMNS)} FROM claimed
 """
 _CLAIM_STATE = (
-    "SELECT user_id, status, pause_nonce, prompt_chat_id, prompt_message_id, pause_approver"
-    " FROM runs WHERE id = %s"
+    "SELECT user_id, status, pause_nonce, prompt_chat_id, prompt_message_id, pause_approver,"
+    " chat_id FROM runs WHERE id = %s"
 )
 _EXPIRE = (
     "UPDATE runs SET status = 'expired', pause_nonce = NULL, updated_at = %(now)s,"
@@ -438,7 +440,7 @@ async def _explain_loss(conn: AsyncConnection[Any], params: dict[str, Any]) -> C
     row = await cur.fetchone()
     if row is None:
         return ClaimResult.NOT_FOUND
-    user_id, status, pause_nonce, chat_id, message_id, approver = row
+    user_id, status, pause_nonce, chat_id, message_id, approver, run_chat_id = row
     if not may_claim(
         user_id, status, approver, user_id=params["user_id"], staff=bool(params["staff"])
     ):
@@ -447,9 +449,9 @@ async def _explain_loss(conn: AsyncConnection[Any], params: dict[str, Any]) -> C
         return ClaimResult.ALREADY_HANDLED
     if params["nonce"] is not None and pause_nonce != params["nonce"]:
         return ClaimResult.STALE
-    if params["message_id"] is not None and (chat_id, message_id) != (
-        params["chat_id"],
-        params["message_id"],
+    pressed = (params["chat_id"], params["message_id"])
+    if pressed[1] is not None and not pressed_on_the_prompt(
+        (chat_id, message_id), run_chat_id, approver, pressed
     ):
         return ClaimResult.STALE  # its data replayed onto another message: expire nothing
     await conn.execute(_EXPIRE, {"now": params["now"], "run_id": params["run_id"]})

@@ -30,7 +30,7 @@ from typing import Any
 
 import aiosqlite
 
-from agent_core.approval import may_claim
+from agent_core.approval import may_claim, pressed_on_the_prompt
 from agent_core.models import (
     ClaimResult,
     EventKind,
@@ -422,8 +422,12 @@ _CLAIM = (
     " AND ((:staff = 0 AND user_id = :user_id AND coalesce(pause_approver, 'customer') = 'customer')"
     "      OR (:staff = 1 AND pause_approver = 'staff'))"
     " AND pause_nonce IS NOT NULL AND pause_nonce = coalesce(:nonce, pause_nonce)"
+    # Pressed on the message the pause's prompt was bound to; or, while none is bound (the
+    # process died between sending it and recording it), on a message in the run's chat
+    # (or the staff group's, for staff) carrying the pause's nonce.
     " AND (:message_id IS NULL"
-    "      OR (prompt_chat_id = :chat_id AND prompt_message_id = :message_id))"
+    "      OR (prompt_chat_id = :chat_id AND prompt_message_id = :message_id)"
+    "      OR (prompt_message_id IS NULL AND (chat_id = :chat_id OR pause_approver = 'staff')))"
     " AND paused_at >= :expires_before"
 )
 _CLAIM_APPROVAL = (
@@ -513,8 +517,8 @@ def _decide_claim(
         )
         return ClaimResult.OK
     row = conn.execute(
-        "SELECT user_id, status, pause_nonce, prompt_chat_id, prompt_message_id, pause_approver"
-        " FROM runs WHERE id = ?",
+        "SELECT user_id, status, pause_nonce, prompt_chat_id, prompt_message_id, pause_approver,"
+        " chat_id FROM runs WHERE id = ?",
         (run_id,),
     ).fetchone()
     if row is None:
@@ -525,7 +529,8 @@ def _decide_claim(
         return ClaimResult.ALREADY_HANDLED
     if nonce is not None and row[2] != nonce:
         return ClaimResult.STALE
-    if prompt is not None and (row[3], row[4]) != (prompt.chat_id, prompt.message_id):
+    pressed = None if prompt is None else (prompt.chat_id, prompt.message_id)
+    if pressed is not None and not pressed_on_the_prompt((row[3], row[4]), row[6], row[5], pressed):
         return ClaimResult.STALE  # its data replayed onto another message: expire nothing
     conn.execute(_EXPIRE, {"now": now, "run_id": run_id})
     return ClaimResult.EXPIRED

@@ -73,6 +73,21 @@ async def test_a_press_on_another_message_is_stale_and_changes_nothing(store: Ru
     assert await press(store, run_id, nonce, SHOWN) is ClaimResult.OK
 
 
+async def test_a_prompt_sent_but_never_bound_is_pressable_in_the_runs_chat_only(
+    store: RunStore,
+) -> None:
+    """The process died between sending the prompt and binding it: the customer's press on
+    the message they have counts (it carries the nonce); the same data pressed in another
+    chat is stale and changes nothing (crash soak finding: "this button is no longer valid"
+    on the only prompt the customer had)."""
+    run_id, nonce = await paused(store)
+    other_chat = PromptRef(chat_id=20002, message_id=77)
+    assert await press(store, run_id, nonce, other_chat) is ClaimResult.STALE
+    still = await store.load_run(run_id)
+    assert still is not None and still.status is RunStatus.PAUSED
+    assert await press(store, run_id, nonce, SHOWN) is ClaimResult.OK
+
+
 async def test_a_stale_nonce_binds_nothing(store: RunStore) -> None:
     run_id, _ = await paused(store)
     await store.bind_prompt(run_id, "old-nonce", SHOWN)
