@@ -61,7 +61,11 @@ class Budgets:
     group_period: float = 61.2
     chat_burst: int = CHAT_BURST
     chat_interval: float = CHAT_INTERVAL_S * 1.02
-    flight_ttl: float = 60.0
+    # A mark this old belongs to a call that has surely ended: PTB bounds one call by its
+    # timeouts (pool 1 + connect 5 + write 5 + read 5 s). Longer, and a replica killed with
+    # a call in flight holds its chat for that long (the crash soak saw answers a minute
+    # late, 60 s before).
+    flight_ttl: float = 20.0
 
 
 @dataclass(frozen=True)
