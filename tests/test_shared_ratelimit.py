@@ -38,7 +38,7 @@ BUDGETS = Budgets(
     group_period=10.0,
     chat_burst=2,
     chat_interval=0.5,
-    flight_ttl=20.0,
+    flight_ttl=60.0,
 )
 CHATS = (101, 202, -303)  # two private chats and a group
 LATENCY = 0.01
