@@ -54,7 +54,7 @@ _ADDRESS_ZH = re.compile(
     r"(?:改成|改为|改到|地址是|地址为|新地址\s*[:：]?|地址\s*[:：])\s*|寄到\s*"
 )
 _ADDRESS_END_EN = re.compile(
-    r"[.?!;\n]|\s+(?:and|but|also|then|plus)\s+(?=(?:cancel|return|refund|check|where|track|"
+    r"[.?!;\n]|\s+(?:(?:and|but|also|then|plus)\s+)+(?=(?:cancel|return|refund|check|where|track|"
     r"please|also|what|how|can|could|tell)\b)"
 )
 _ADDRESS_END_ZH = re.compile(r"[,，。;；!?！？\n]")
