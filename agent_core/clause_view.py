@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 
 from agent_core.lexicon import (
@@ -162,7 +162,7 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
     if (track := TRACK.search(residual)) is not None:
         view.track = True
         residual = blank(residual, *track.span())
-    view.clause = Clause(residual, clause.ids, clause.injected, clause.raw)
+    view.clause = replace(clause, canonical=residual)
     if not declared:
         view.unsupported = [i for i, u in enumerate(UNSUPPORTED) if u.terms.search(text)]
     view.keep = KEEP.search(text) is not None
@@ -241,7 +241,7 @@ def merge_bare(views: list[View]) -> list[View]:
 def add_ids(view: View, ids: tuple[str, ...], *, front: bool = False) -> None:
     joined = (*ids, *view.clause.ids) if front else (*view.clause.ids, *ids)
     c = view.clause
-    view.clause = Clause(c.canonical, tuple(dict.fromkeys(joined)), c.injected, c.raw)
+    view.clause = replace(c, ids=tuple(dict.fromkeys(joined)))
 
 
 def blank(text: str, start: int, end: int) -> str:

@@ -183,10 +183,11 @@ POLICY_MARKERS = Terms(
         "what can i do", "is there", "do i get", "can i get"),
 ).compile()
 
-# Where one question ends and the next begins ("A1001 到哪了？另外退货政策是什么").
+# Where one question ends and the next begins ("A1001 到哪了？另外退货政策是什么"; "then"
+# like "然后": "… to 5 Main St then cancel A1002" is two requests on two orders).
 CLAUSE_BREAK = re.compile(
     r"[，。？！；,.?!;\n]|另外|还有|顺便|然后|以及|(?<![a-z])(?:also|btw|by the way|plus"
-    r"|additionally)(?![a-z])"
+    r"|additionally|then)(?![a-z])"
 )
 
 # Status words that name an order question by themselves ("track", "物流", "到哪了").

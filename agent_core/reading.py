@@ -54,8 +54,8 @@ _ADDRESS_ZH = re.compile(
     r"(?:改成|改为|改到|地址是|地址为|新地址\s*[:：]?|地址\s*[:：])\s*|寄到\s*"
 )
 _ADDRESS_END_EN = re.compile(
-    r"[.?!;\n]|\s+(?:and|but|also|then|plus)\s+(?=(?:cancel|return|refund|check|where|track|"
-    r"please|also|what|how|can|could|tell)\b)"
+    r"[.?!;\n]|\s+(?:(?:and|but|also|then|plus)\s+)+(?=(?:cancel|return|refund|check|where|track|"
+    r"please|also|what|how|can|could|tell|change|update|modify)\b)"
 )
 _ADDRESS_END_ZH = re.compile(r"[,，。;；!?！？\n]")
 _ADDRESS_TRIM = re.compile(r"(?:\s+(?:instead|please|thanks|thank you|pls))+\s*$|[\s,，:：]+$")
@@ -148,6 +148,9 @@ class Clause:
     ids: tuple[str, ...]  # the orders it names, in order
     injected: bool  # inside text that addresses the assistant as its operator
     raw: str  # as the customer wrote it (cleaned), for staff
+    # The first new address written inside this clause ("A1002 地址：北京…" gives A1002
+    # its own address, not the message's first one).
+    address: str | None = None
 
 
 @dataclass(frozen=True)
@@ -189,7 +192,7 @@ class Reader:
     def read(self, cleaned: str) -> Reading:
         work = _blank_transcripts(cleaned)
         folded = fold(work)
-        address, folded = _take_address(work, folded)
+        address, folded, addresses = _take_address(work, folded)
         ids: list[str] = []
         spans: list[tuple[int, int, str]] = []
         for match in self._order_id.finditer(folded.replace(ADDRESS_CHAR, " ")):
@@ -205,7 +208,7 @@ class Reader:
                 folded = _blank(folded, start, end, chr(ID_BASE + ids.index(order_id)))
         suspects, repairs, folded = self._suspects(work, folded)
         segments = _injection_segments(folded)
-        clauses = _split(work, folded, segments, ids)
+        clauses = _split(work, folded, segments, ids, addresses)
         injections = [work[s:e].strip() for s, e in segments]
         demands = any(INJECTION_DEMANDS.search(canonical(folded[s:e])) for s, e in segments)
         return Reading(work, ids, suspects, repairs, address, clauses, injections, demands)
@@ -260,9 +263,11 @@ def _blank_transcripts(cleaned: str) -> str:
     return work
 
 
-def _take_address(work: str, folded: str) -> tuple[str | None, str]:
-    """The first new address in the message (as written), and the folded text without it."""
+def _take_address(work: str, folded: str) -> tuple[str | None, str, dict[int, str]]:
+    """The first new address in the message (as written), the folded text without the
+    addresses (each marked by ADDRESS_CHAR where it starts), and every address by that start."""
     first: str | None = None
+    found: dict[int, str] = {}
     has_han = _HAN.search(work) is not None
     for pattern, end_at in ((_ADDRESS_ZH, _ADDRESS_END_ZH), (_ADDRESS_EN, _ADDRESS_END_EN)):
         for match in list(pattern.finditer(folded)):
@@ -284,8 +289,9 @@ def _take_address(work: str, folded: str) -> tuple[str | None, str]:
                 continue
             if first is None:
                 first = value
+            found[start] = value
             folded = _blank(folded, start, start + len(value), ADDRESS_CHAR)
-    return first, folded
+    return first, folded, found
 
 
 def _injection_segments(folded: str) -> list[tuple[int, int]]:
@@ -333,7 +339,13 @@ def _open_bracket(folded: str, position: int) -> int | None:
     return depth[-1] if depth else None
 
 
-def _split(work: str, folded: str, segments: list[tuple[int, int]], ids: list[str]) -> list[Clause]:
+def _split(
+    work: str,
+    folded: str,
+    segments: list[tuple[int, int]],
+    ids: list[str],
+    addresses: dict[int, str],
+) -> list[Clause]:
     """Clauses at punctuation, discourse words, "and/but" + a new request, and the edges of
     instruction-like text."""
     cuts = {0, len(folded)}
@@ -354,7 +366,9 @@ def _split(work: str, folded: str, segments: list[tuple[int, int]], ids: list[st
         chars = [ch for ch in text if ID_BASE <= ord(ch) < ID_BASE + len(ids)]
         clause_ids = tuple(dict.fromkeys(ids[ord(ch) - ID_BASE] for ch in chars))
         injected = any(s <= start < e for s, e in segments)
-        clauses.append(Clause(text, clause_ids, injected, work[start:end].strip(" ,.;，。")))
+        own = [addresses[at] for at in sorted(addresses) if start <= at < end]
+        raw = work[start:end].strip(" ,.;，。")
+        clauses.append(Clause(text, clause_ids, injected, raw, own[0] if own else None))
     return clauses
 
 

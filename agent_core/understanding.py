@@ -146,7 +146,8 @@ def understand(
                     continue
             args: dict[str, str | None] = {}
             if verb.tool == Action.ADDRESS:
-                args["address"] = reading.address
+                # The address written in the action's own clause, else the message's.
+                args["address"] = view.clause.address or reading.address
             if verb.tool == Action.REFUND:
                 args["amount"] = amount_in(view.text) or amount
             if any(v is None for v in args.values()) and (

@@ -557,6 +557,154 @@ def test_addresses() -> None:
     )
 
 
+def test_an_action_after_an_address_targets_its_own_clause() -> None:
+    """ "… to 5 Main St and then cancel A1002": the address ends at the clause boundary
+    (however many joining words it has), and "then" starts a new clause, so the cancel
+    acts on the order its own clause names, never on the address's order."""
+    assert plans(
+        "change the address of A1001 to 5 Main St and then cancel A1002",
+        "change the address of A1001 to 5 Main St then cancel A1002",
+        "把 A1001 的地址改成上海市浦东新区1号，然后取消 A1002",
+    ) == snapshot(
+        {
+            "change the address of A1001 to 5 Main St and then cancel A1002": {
+                "language": "en",
+                "steps": [
+                    'get_order_status {"order_id": "A1001"} [order_status] | Check the status of order A1001',
+                    'change_address {"address": "5 Main St", "order_id": "A1001"} [address] | Change the delivery address of order A1001',
+                    'get_order_status {"order_id": "A1002"} [order_status] | Check the status of order A1002',
+                    'cancel_order {"order_id": "A1002"} [cancel] | Cancel order A1002',
+                ],
+                "intents": [
+                    {
+                        "tool": "change_address",
+                        "order_ids": ["A1001"],
+                        "args": {"address": "5 Main St"},
+                        "clause": "change the address of A1001 to 5 Main St",
+                    },
+                    {"tool": "cancel_order", "order_ids": ["A1002"], "clause": "then cancel A1002"},
+                ],
+            },
+            "change the address of A1001 to 5 Main St then cancel A1002": {
+                "language": "en",
+                "steps": [
+                    'get_order_status {"order_id": "A1001"} [order_status] | Check the status of order A1001',
+                    'change_address {"address": "5 Main St", "order_id": "A1001"} [address] | Change the delivery address of order A1001',
+                    'get_order_status {"order_id": "A1002"} [order_status] | Check the status of order A1002',
+                    'cancel_order {"order_id": "A1002"} [cancel] | Cancel order A1002',
+                ],
+                "intents": [
+                    {
+                        "tool": "change_address",
+                        "order_ids": ["A1001"],
+                        "args": {"address": "5 Main St"},
+                        "clause": "change the address of A1001 to 5 Main St",
+                    },
+                    {"tool": "cancel_order", "order_ids": ["A1002"], "clause": "then cancel A1002"},
+                ],
+            },
+            "把 A1001 的地址改成上海市浦东新区1号，然后取消 A1002": {
+                "language": "zh",
+                "steps": [
+                    'get_order_status {"order_id": "A1001"} [order_status] | 查询订单 A1001 的物流状态',
+                    'change_address {"address": "上海市浦东新区1号", "order_id": "A1001"} [address] | 修改订单 A1001 的收货地址',
+                    'get_order_status {"order_id": "A1002"} [order_status] | 查询订单 A1002 的物流状态',
+                    'cancel_order {"order_id": "A1002"} [cancel] | 取消订单 A1002',
+                ],
+                "intents": [
+                    {
+                        "tool": "change_address",
+                        "order_ids": ["A1001"],
+                        "args": {"address": "上海市浦东新区1号"},
+                        "clause": "把 A1001 的地址改成上海市浦东新区1号",
+                    },
+                    {"tool": "cancel_order", "order_ids": ["A1002"], "clause": "然后取消 A1002"},
+                ],
+            },
+        }
+    )
+
+
+def test_each_address_goes_to_the_order_of_its_own_clause() -> None:
+    """Two orders, two addresses: each change takes the address written in its own clause
+    (before, both took the message's first address)."""
+    assert plans(
+        "A1001 地址：上海市浦东新区1号，A1002 地址：北京市朝阳区2号",
+        "change the address of A1001 to 5 Main St and change the address of A1002 to 7 Oak Rd",
+    ) == snapshot(
+        {
+            "A1001 地址：上海市浦东新区1号，A1002 地址：北京市朝阳区2号": {
+                "language": "zh",
+                "steps": [
+                    'get_order_status {"order_id": "A1001"} [order_status] | 查询订单 A1001 的物流状态',
+                    'change_address {"address": "上海市浦东新区1号", "order_id": "A1001"} [address] | 修改订单 A1001 的收货地址',
+                    'get_order_status {"order_id": "A1002"} [order_status] | 查询订单 A1002 的物流状态',
+                    'change_address {"address": "北京市朝阳区2号", "order_id": "A1002"} [address] | 修改订单 A1002 的收货地址',
+                ],
+                "intents": [
+                    {
+                        "tool": "change_address",
+                        "order_ids": ["A1001"],
+                        "args": {"address": "上海市浦东新区1号"},
+                        "clause": "A1001 地址:上海市浦东新区1号",
+                    },
+                    {
+                        "tool": "change_address",
+                        "order_ids": ["A1002"],
+                        "args": {"address": "北京市朝阳区2号"},
+                        "clause": "A1002 地址:北京市朝阳区2号",
+                    },
+                ],
+            },
+            "change the address of A1001 to 5 Main St and change the address of A1002 to 7 Oak Rd": {
+                "language": "en",
+                "steps": [
+                    'get_order_status {"order_id": "A1001"} [order_status] | Check the status of order A1001',
+                    'change_address {"address": "5 Main St", "order_id": "A1001"} [address] | Change the delivery address of order A1001',
+                    'get_order_status {"order_id": "A1002"} [order_status] | Check the status of order A1002',
+                    'change_address {"address": "7 Oak Rd", "order_id": "A1002"} [address] | Change the delivery address of order A1002',
+                ],
+                "intents": [
+                    {
+                        "tool": "change_address",
+                        "order_ids": ["A1001"],
+                        "args": {"address": "5 Main St"},
+                        "clause": "change the address of A1001 to 5 Main St",
+                    },
+                    {
+                        "tool": "change_address",
+                        "order_ids": ["A1002"],
+                        "args": {"address": "7 Oak Rd"},
+                        "clause": "and change the address of A1002 to 7 Oak Rd",
+                    },
+                ],
+            },
+        }
+    )
+
+
+def test_only_the_address_change_acts_on_the_address_order() -> None:
+    for text in (
+        "change the address of A1001 to 5 Main St and then cancel A1002",
+        "change the address of A1001 to 5 Main St then cancel A1002",
+        "change the address of A1001 to 5 Main St and also cancel A1002",
+        "把 A1001 的地址改成上海市浦东新区1号，然后取消 A1002",
+    ):
+        draft = RuleBasedPlanner().draft(PlanRequest(text=text))
+        on_a1001 = [
+            s.tool
+            for s in draft.steps
+            if s.args.get("order_id") == "A1001" and s.tool != "get_order_status"
+        ]
+        assert on_a1001 == ["change_address"], text
+        cancels = [s.args for s in draft.steps if s.tool == "cancel_order"]
+        assert cancels == [{"order_id": "A1002"}], text
+        address = next(s.args["address"] for s in draft.steps if s.tool == "change_address")
+        assert address in ("5 Main St", "上海市浦东新区1号"), text
+        assert draft.interpretation is not None
+        assert draft.interpretation.not_covered == [], text
+
+
 def test_order_ids_written_loosely() -> None:
     assert plans(
         "where is #A-1001",
