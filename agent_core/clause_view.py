@@ -30,6 +30,7 @@ from agent_core.lexicon_intents import (
     CHOOSE,
     KEEP,
     NEGATION_CHARS_ZH,
+    NEGATION_FILLERS_ZH,
     NEGATION_WORDS_EN,
     NEGATORS_EN,
     NEGATORS_ZH,
@@ -110,11 +111,12 @@ def negated(text: str, start: int) -> bool:
     before = text[:start]
     if _HAN.search(text[start : start + 1]) or (before and _HAN.search(before[-1:])):
         for match in NEGATORS_ZH.finditer(before):
-            if len(before) - match.end() <= NEGATION_CHARS_ZH:
+            between = before[match.end() :]
+            if len(between) <= NEGATION_CHARS_ZH or NEGATION_FILLERS_ZH.fullmatch(between):
                 return True
     for match in NEGATORS_EN.finditer(before):
-        gap = before[match.end() :].split()
-        if len(gap) <= NEGATION_WORDS_EN:
+        words = before[match.end() :].split()
+        if len(words) <= NEGATION_WORDS_EN:
             return True
     return False
 

@@ -97,6 +97,9 @@ NEGATORS_EN = re.compile(
 NEGATORS_ZH = re.compile(r"不要|别|先别|不用|没说要|先不|不需要|无需|不必|没有要|不是要|不想|甭|未")
 NEGATION_WORDS_EN = 3  # words allowed between the negator and the verb ("do not want to cancel")
 NEGATION_CHARS_ZH = 3  # characters allowed between them ("不用给我退款")
+# A longer gap still negates when it is only these ("不要现在给我取消"): when, for whom,
+# please. Anything else in it ("不是要退货而是取消", "别担心帮我取消") keeps the verb asked for.
+NEGATION_FILLERS_ZH = re.compile(r"(?:现在|马上|立刻|立即|急着|先|再|就|都|给我|帮我|替我|为我|请|您|你)+")
 
 # Before a verb, these make it a question about the policy, not a request ("can I return").
 QUESTION_EN = re.compile(

@@ -1003,6 +1003,24 @@ def test_typos_are_repaired_by_one_edit_only() -> None:
     )
 
 
+def test_negation_reaches_across_filler_words_only() -> None:
+    """A longer gap between the negator and the verb still negates when it only says when,
+    for whom or please ("不要现在给我取消"); any other word in it keeps the verb asked for."""
+    out = plans(
+        "不要现在给我取消 A1001",
+        "先别马上帮我取消 A1001",
+        "别担心帮我取消 A1001",
+        "不是要退货而是取消 A1001",
+    )
+    for text in ("不要现在给我取消 A1001", "先别马上帮我取消 A1001"):
+        assert not any("cancel_order" in step for step in out[text].get("steps", [])), text
+        assert [n["tool"] for n in out[text]["negated"]] == ["cancel_order"], text
+    for text in ("别担心帮我取消 A1001", "不是要退货而是取消 A1001"):
+        assert any(
+            step.startswith('cancel_order {"order_id": "A1001"}') for step in out[text]["steps"]
+        ), text
+
+
 def test_negation_at_its_distance_limits() -> None:
     assert plans(
         "don't cancel A1001",
