@@ -87,6 +87,14 @@ RETRY = WebhookRetry(attempts=40, first_delay=1.0, factor=2.0, max_delay=8.0)
 # -- the HTTP shop -------------------------------------------------------------------------
 
 
+async def serve_locally(app: web.Application) -> tuple[web.AppRunner, str]:
+    """`app` on a free loopback port: its runner (to clean up) and its base URL."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    return runner, f"http://127.0.0.1:{runner.addresses[0][1]}"
+
+
 @dataclass(frozen=True)
 class Post:
     order_id: str
@@ -114,11 +122,7 @@ class Shop:
         app.router.add_get("/{sender}/api/orders/{order_id}", self._order)
         app.router.add_get("/{sender}/api/policies", self._policies)
         app.router.add_post("/{sender}/api/orders/{order_id}/cancel", self._cancel)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
+        self._runner, self.url = await serve_locally(app)
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -200,11 +204,7 @@ class RoundRobin:
         self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=RETRY.timeout))
         app = web.Application()
         app.router.add_post("/{tail:.*}", self._forward)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
+        self._runner, self.url = await serve_locally(app)
 
     async def stop(self) -> None:
         if self._runner is not None:
