@@ -45,6 +45,16 @@ class Received:
     body: str
 
 
+def store_params(
+    updates: Sequence[Received], owner: str, now: float, until: float
+) -> list[dict[str, Any]]:
+    """One row of parameters per update for the backends' insert (claimed by `owner`)."""
+    return [
+        {"update_id": u.update_id, "body": u.body, "now": now, "owner": owner, "until": until}
+        for u in updates
+    ]
+
+
 @dataclass(frozen=True)
 class Lease:
     name: str
@@ -198,10 +208,7 @@ class SqliteInbox:
     async def store(
         self, updates: Sequence[Received], owner: str, now: float, until: float
     ) -> list[int]:
-        rows = [
-            {"update_id": u.update_id, "body": u.body, "now": now, "owner": owner, "until": until}
-            for u in updates
-        ]
+        rows = store_params(updates, owner, now, until)
         new: list[int] = await self._writes.submit(partial(_store_rows, rows))
         return new
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
-from storage.inbox import Lease, Received
+from storage.inbox import Lease, Received, store_params
 from storage.pg import (
     DEFAULT_LOCK_TIMEOUT_S,
     PG_FAULTS,
@@ -98,10 +98,7 @@ class PgInbox:
     async def store(
         self, updates: Sequence[Received], owner: str, now: float, until: float
     ) -> list[int]:
-        rows = [
-            {"update_id": u.update_id, "body": u.body, "now": now, "owner": owner, "until": until}
-            for u in updates
-        ]
+        rows = store_params(updates, owner, now, until)
         new: list[int] = await self._writes.submit(partial(_store_rows, rows))
         return new
 
