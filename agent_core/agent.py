@@ -58,6 +58,11 @@ class RunStore(Journal, Protocol):
         """
         ...
 
+    async def load_held(self, run_id: str) -> Run | None:
+        """The run as committed, if this process still owns its lease (renewed by the call);
+        None when another process took it over or it is no longer running."""
+        ...
+
     async def runs_to_recover(self, abandoned: Collection[str] = ()) -> list[str]:
         """Take the runs a crash (or a stalled process) left `running` and that no live
         process drives: ids of runs now this process's to drive (storage's leases).
@@ -93,20 +98,27 @@ class Working:
         self._count: Counter[str] = Counter()
         self._abandoned: set[str] = set()
 
-    @contextmanager
-    def holding(self, *run_ids: str) -> Iterator[None]:
+    def hold(self, *run_ids: str) -> None:
+        """Start holding: from now on the keeper renews these runs' leases."""
         self._count.update(run_ids)
         self._abandoned.difference_update(run_ids)
+
+    def release(self, *run_ids: str) -> None:
+        self._count.subtract(run_ids)
+        for run_id in run_ids:
+            if self._count[run_id] <= 0:
+                del self._count[run_id]
+
+    @contextmanager
+    def holding(self, *run_ids: str) -> Iterator[None]:
+        self.hold(*run_ids)
         try:
             yield
         except BaseException:
             self._abandoned.update(run_ids)
             raise
         finally:
-            self._count.subtract(run_ids)
-            for run_id in run_ids:
-                if self._count[run_id] <= 0:
-                    del self._count[run_id]
+            self.release(*run_ids)
 
     def ids(self) -> list[str]:
         return list(self._count)
@@ -291,12 +303,34 @@ class Agent:
             # The store already marked it expired; close the paused step, record, tell.
             with self.working.holding(run.id):
                 run = await self.executor.expire(run)
+        elif result is ClaimResult.OK:
+            # Held from the claim (which took the lease) until `proceed` has driven it: an
+            # adapter may queue the proceed behind other work in the chat (a slow read), and
+            # a lease left to lapse meanwhile would let recovery drive the run while the
+            # queued proceed still waits to drive it too.
+            self.working.hold(run.id)
         return DecisionOutcome(result, run)
 
     async def proceed(self, run: Run) -> Run:
-        """Continue a claimed run from its paused step."""
-        with self.working.holding(run.id):
-            return await self.executor.drive(run)
+        """Continue a claimed run from its paused step; `run` is the claim's (`claim`).
+
+        The run is driven as the database has it, re-read under this process's lease
+        (`load_held`), never from `run`: if the run was taken over meanwhile (this process
+        stalled past its lease and another one recovered it), that copy is stale and is
+        not driven; the run is returned as it now stands. Ends the claim's hold."""
+        try:
+            with self.working.holding(run.id):
+                held = await self.store.load_held(run.id)
+                if held is None:
+                    log.warning(
+                        "run %s was taken over before its confirmed step ran here; not driven",
+                        run.id,
+                        extra={"trace_id": run.trace_id},
+                    )
+                    return await self.store.load_run(run.id) or run
+                return await self.executor.drive(held)
+        finally:
+            self.working.release(run.id)
 
     async def recover(self, before: Callable[[Run], Awaitable[None]] | None = None) -> list[Run]:
         """Finish the runs a crash left `running` and no live process drives; paused runs
@@ -309,6 +343,10 @@ class Agent:
         """
         recovered = []
         taken = await self.store.runs_to_recover(self.working.abandoned())
+        # A run held here is driven (or about to be) by this process: its lease lapsed only
+        # because a renewal failed. Retaking it renewed the lease; driving it would be twice.
+        held = set(self.working.ids())
+        taken = [run_id for run_id in taken if run_id not in held]
         with self.working.holding(*taken):
             for run_id in taken:
                 run = await self.store.load_run(run_id)

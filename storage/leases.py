@@ -17,6 +17,12 @@ When a lease is taken, kept and given back
   between, and another process would then drive the same step. The keeper renews only the
   runs the agent is working on right now (`agent_core.agent.Working`), so a drive that died
   on an exception lets its lease lapse and is recovered, instead of being kept forever.
+  A claimed run is held from the claim on, not only once it is driven: the bot queues its
+  proceed behind other work in the chat (a slow read), and a lease lapsing in that queue
+  let recovery drive the run while the queued proceed still meant to (issue 20).
+* Driven from the database, never from a copy: a claimed run's drive starts with
+  `load_held` (KEEP_HELD: renew the lease only if this process still owns it, then read
+  the run), so a copy read at the claim is never driven after another process took over.
 * Kept when a drive ends with something to deliver (the run pauses, finishes, asks a
   clarifying question) in a process that delivers (the bot: `keep_for_delivery`), and
   given back by the delivered mark (`answer_delivered`, `prompt_shown`, or the customer
@@ -269,6 +275,13 @@ class LeaseKeeper:
 SELECT_RUNNING = (
     "SELECT id, status, lease_owner, lease_until FROM runs WHERE status = 'running'"
     " ORDER BY created_at"
+)
+# The drive of a claimed run starts by keeping its lease (`load_held`): it matches only while
+# this process still owns it. Another process's take changes the owner, and a take compares
+# the `lease_until` it read, so whichever of the two commits first wins and the other sees it.
+KEEP_HELD = (
+    "UPDATE runs SET lease_until = :until"
+    " WHERE id = :id AND lease_owner = :me AND status = 'running'"
 )
 # Runs no longer running that still hold a lease: a delivery owed (the partial index).
 SELECT_OWED = (

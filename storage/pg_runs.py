@@ -50,6 +50,7 @@ from storage.leases import (
     GIVE_UP,
     GONE,
     HEARTBEAT,
+    KEEP_HELD,
     LEASE_COLUMNS,
     LET_GO,
     RELEASE_DELIVERY,
@@ -134,6 +135,8 @@ _LAST_ORDER_ID = (
     " ORDER BY r.created_at DESC, s.position LIMIT 1"
 )
 _RENEW = "UPDATE runs SET lease_until = %(until)s WHERE lease_owner = %(me)s AND id = ANY(%(ids)s)"
+# RETURNING, not rowcount: writes may run pipelined, where rowcount is not known yet.
+_KEEP_HELD = pg_sql(KEEP_HELD) + " RETURNING id"
 # Compare-and-set on the lease the taker read, on a row nobody else is locking right now.
 _TAKE = (
     "UPDATE runs SET lease_owner = %(me)s, lease_until = %(until)s WHERE id = ("
@@ -234,6 +237,13 @@ class PgRunStore:
         except psycopg.Error as exc:
             raise unavailable(exc, "read failed") from exc
         return run_from_rows(row, step_rows) if row is not None else None
+
+    async def load_held(self, run_id: str) -> Run | None:
+        """As `SqliteRunStore.load_held`: the committed run, while this process owns it."""
+        params = {"id": run_id, "me": self.lease.owner, "until": self.lease.until()}
+        if not await self._writes.submit(partial(_keep_held, params=params)):
+            return None
+        return await self.load_run(run_id)
 
     async def last_order_id(self, chat_id: int, user_id: int) -> str | None:
         rows = await fetch(self._pool, _LAST_ORDER_ID, (chat_id, user_id))
@@ -360,6 +370,11 @@ async def _read_run(
     await run.execute(_SELECT_RUN, (run_id,))
     await steps.execute(_SELECT_STEPS, (run_id,))  # pipelined with the run's row
     return await run.fetchone(), await steps.fetchall()
+
+
+async def _keep_held(conn: AsyncConnection[Any], *, params: dict[str, str]) -> bool:
+    cur = await conn.execute(_KEEP_HELD, params)
+    return await cur.fetchone() is not None
 
 
 async def _take_leases(

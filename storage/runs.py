@@ -58,6 +58,7 @@ from storage.leases import (
     GIVE_UP,
     GONE,
     HEARTBEAT,
+    KEEP_HELD,
     LEASE_COLUMNS,
     LET_GO,
     RELEASE_DELIVERY,
@@ -137,6 +138,10 @@ _TAKE = (
 
 def _take_leases(takes: Sequence[dict[str, str | None]], conn: sqlite3.Connection) -> list[str]:
     return [str(p["id"]) for p in takes if conn.execute(_TAKE, p).rowcount == 1]
+
+
+def _keep_held(params: dict[str, str], conn: sqlite3.Connection) -> bool:
+    return bool(conn.execute(KEEP_HELD, params).rowcount == 1)
 
 
 class SqliteRunStore:
@@ -236,6 +241,15 @@ class SqliteRunStore:
         if not rows:
             return None
         return run_from_rows(rows[0], await fetch(self._conn, _SELECT_STEPS, (run_id,)))
+
+    async def load_held(self, run_id: str) -> Run | None:
+        """The run as committed, if this process still owns its lease (renewed by this
+        call); None when another process took it or it is no longer running. A claimed run
+        is driven from this copy, never from the one read at the claim (`Agent.proceed`)."""
+        params = {"id": run_id, "me": self.lease.owner, "until": self.lease.until()}
+        if not await self._writes.submit(partial(_keep_held, params)):
+            return None
+        return await self.load_run(run_id)
 
     async def last_order_id(self, chat_id: int, user_id: int) -> str | None:
         rows = await fetch(
