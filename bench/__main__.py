@@ -58,6 +58,12 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--kills", type=int, help="SIGKILLs of the poller per placement (20)")
     parser.add_argument("--soak-chats", type=int, help="customers in the crash soak (20)")
     parser.add_argument("--soak-kills", type=int, help="SIGKILLs of replicas per soak (20)")
+    parser.add_argument(
+        "--soak-shop-latency-ms",
+        type=int,
+        default=2000,
+        help="how long the soak's shop takes to answer each call (2000)",
+    )
     parser.add_argument("--workdir", type=Path, help="where database files go (a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the database files")
     parser.add_argument(
@@ -136,7 +142,9 @@ async def _main(args: argparse.Namespace, report: Report, workdir: Path) -> None
     if "soak" in args.sections:
         from bench.soak import run_soak
 
-        await run_soak(report, workdir, args.soak_chats, args.soak_kills)
+        await run_soak(
+            report, workdir, args.soak_chats, args.soak_kills, args.soak_shop_latency_ms / 1000
+        )
     if args.profile is not None:
         from bench.profiling import profile
 

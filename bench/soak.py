@@ -111,6 +111,9 @@ class Shop:
     status: dict[str, str] = field(default_factory=dict)
     posts: list[Post] = field(default_factory=list)
     url: str = ""
+    # Every answer takes this long (`--soak-shop-latency-ms`): a slow shop keeps runs in
+    # flight across kills and keeps confirmed proceeds waiting behind reads in their chat.
+    latency_s: float = 0.0
     _runner: web.AppRunner | None = None
 
     def add_order(self, order_id: str, owner: int) -> None:
@@ -128,6 +131,10 @@ class Shop:
         if self._runner is not None:
             await self._runner.cleanup()
 
+    async def _slow(self) -> None:
+        if self.latency_s > 0:
+            await asyncio.sleep(self.latency_s)  # the shop's own latency, simulated
+
     def _allowed(self, request: web.Request) -> web.Response | None:
         order_id = request.match_info["order_id"]
         if order_id not in self.owners:
@@ -137,6 +144,7 @@ class Shop:
         return None
 
     async def _order(self, request: web.Request) -> web.Response:
+        await self._slow()
         refused = self._allowed(request)
         if refused is not None:
             return refused
@@ -149,6 +157,9 @@ class Shop:
         return web.json_response({"results": []})
 
     async def _cancel(self, request: web.Request) -> web.Response:
+        """Cancels at once and answers after the latency (a kill in between leaves the
+        write unclear to its sender). The key is counted, never honoured: like most shop
+        APIs, this one ignores `Idempotency-Key`."""
         refused = self._allowed(request)
         if refused is not None:
             return refused
@@ -156,6 +167,7 @@ class Shop:
         key = request.headers.get("Idempotency-Key", "")
         self.posts.append(Post(order_id, key, request.match_info["sender"], time.time()))
         self.status[order_id] = "cancelled"
+        await self._slow()
         return web.json_response({"order_id": order_id, "status": "cancelled"})
 
     def tools_file(self, path: Path, sender: str) -> Path:
@@ -653,10 +665,18 @@ class Outcome:
     conflicts: int  # "Conflict" lines in the replicas' logs (two pollers at once)
 
 
-async def soak(workdir: Path, *, placement: str, chats: int, kills: int, seed: int = 15) -> Outcome:
+async def soak(
+    workdir: Path,
+    *,
+    placement: str,
+    chats: int,
+    kills: int,
+    seed: int = 15,
+    shop_latency_s: float = 0.0,
+) -> Outcome:
     rng = random.Random(seed)
     users = [FIRST_USER + n for n in range(chats)]
-    shop = Shop()
+    shop = Shop(latency_s=shop_latency_s)
     orders: dict[int, list[str]] = {}
     for n, user in enumerate(users, start=1):
         orders[user] = [f"C{n:02d}{k:03d}" for k in range(1, ORDERS_PER_CHAT + 1)]
@@ -1004,9 +1024,15 @@ def report_outcome(report: Report, outcome: Outcome) -> None:
         report.note(f"{name}: the stand-in answered 429 to {dict(outcome.too_many)}")
 
 
-async def run_soak(report: Report, workdir: Path, chats: int, kills: int) -> None:
+async def run_soak(
+    report: Report, workdir: Path, chats: int, kills: int, shop_latency_s: float = 0.0
+) -> None:
     from bench.pg_throughput import server_url
 
+    report.note(
+        f"soak: the shop answers every call after {shop_latency_s:g} s and ignores"
+        " Idempotency-Key (a repeated cancel POST is counted, never deduplicated)"
+    )
     placements = ["webhook", "polling"]
     try:
         import psycopg
@@ -1016,5 +1042,11 @@ async def run_soak(report: Report, workdir: Path, chats: int, kills: int) -> Non
         report.note(f"soak, webhook on PostgreSQL: left out (no server: {exc})")
         placements = ["polling"]
     for placement in placements:
-        outcome = await soak(workdir, placement=placement, chats=chats, kills=kills)
+        outcome = await soak(
+            workdir,
+            placement=placement,
+            chats=chats,
+            kills=kills,
+            shop_latency_s=shop_latency_s,
+        )
         report_outcome(report, outcome)
