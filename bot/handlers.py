@@ -33,7 +33,13 @@ from telegram.error import BadRequest, TelegramError
 from telegram.ext import ContextTypes
 
 from agent_core.agent import MAX_REQUEST_CHARS, Agent
-from agent_core.approval import Verdict, judge_press, needed_approval
+from agent_core.approval import (
+    StaffCheck,
+    Verdict,
+    check_staff_press,
+    judge_press,
+    needed_approval,
+)
 from agent_core.models import (
     ClaimResult,
     EventKind,
@@ -75,6 +81,15 @@ from storage.store import RunStore
 log = logging.getLogger(__name__)
 
 RUNS_PAGE_SIZE = 8
+
+# What a staff press that is not theirs to make here is told (`check_staff_press`).
+STAFF_CHECK_TOASTS = {
+    StaffCheck.NOT_FOUND: "toast_invalid",
+    StaffCheck.NOT_STAFFS: "toast_not_yours",
+    StaffCheck.HANDLED: "toast_handled",
+    StaffCheck.STALE: "toast_invalid",  # pressed on another message: this button is not valid
+    StaffCheck.OWN_ORDER: "toast_own_order",
+}
 
 
 class ChatQueues:
@@ -239,21 +254,13 @@ class StepwiseBot:
         if staff and (self.handoff is None or not self.handoff.is_staff(user.id)):
             await self._answer_quietly(query, say("toast_staff_only", language))
             return
-        if staff and parsed.approved and await self._first_of_two(query, where, parsed, user.id):
-            return
-        if staff and not parsed.approved and parsed.reason is None:
-            # Reject asks why first; the reason's press decides (same message, same nonce).
-            await self._answer_quietly(query, say("toast_pick_reason", language))
-            try:
-                await query.get_bot().edit_message_reply_markup(
-                    where.chat_id,
-                    where.message_id,
-                    reply_markup=reason_buttons(parsed.run_id, parsed.nonce),
-                )
-            except TelegramError as exc:
-                log.info("reason buttons not shown: %s", exc)
-            return
         try:
+            approvals = 1
+            if staff:
+                before = await self._staff_before_claim(query, where, parsed, user.id, language)
+                if before is None:
+                    return  # answered: stale, their own order, reasons shown, first of two
+                approvals = before
             await self.progress.prompt_settled(parsed.run_id)
             outcome = await self.agent.claim(
                 parsed.run_id,
@@ -262,6 +269,7 @@ class StepwiseBot:
                 nonce=parsed.nonce,
                 prompt=where.prompt,
                 staff=staff,
+                approvals=approvals,
             )
         except StorageUnavailable:
             log.exception("storage unavailable on a button press")
@@ -521,26 +529,91 @@ class StepwiseBot:
             return None, None
         return message.message_thread_id, user.id
 
-    async def _first_of_two(
-        self, query: Any, where: Where, data: DecisionData, staff_id: int
-    ) -> bool:
-        """Four eyes: an approval that needs a second staff member is recorded (who, when)
-        and waits; True when this press was such a first approval (or a repeat by the same
-        person), so nothing is claimed yet. The second distinct approval goes on to the
-        claim, which decides once whatever the number of presses."""
+    async def _staff_before_claim(
+        self, query: Any, where: Where, data: DecisionData, staff_id: int, language: Language
+    ) -> int | None:
+        """What a staff member's press does before the claim (issue 20). Every press is
+        checked against the message it was pressed on first: data replayed onto another
+        prompt changes nothing there (no buttons replaced, no text overwritten, no approval
+        counted) and the toast says the button is not valid; nobody decides their own order.
+        Then Reject asks why (the reason's press decides), and a four-eyes Approve is
+        recorded as a first approval. Returns None when the press was answered here, else
+        how many distinct approvals the claim completes (the claim checks it all again in
+        its one conditional update)."""
         assert self.handoff is not None
         run = await self.store.load_run(data.run_id)
-        pause = run.pause if run is not None else None
-        if run is None or pause is None or pause.nonce != data.nonce:
-            return False  # the claim says why (handled, stale, expired)
-        needed = needed_approval(run.step(pause.step_id).args, self.agent.executor.staff_rule)
+        expires_before = self.agent.now() - self.agent.approval_ttl
+        pressed = (where.chat_id, where.message_id)
+        check = check_staff_press(
+            run, presser=staff_id, nonce=data.nonce, pressed=pressed, expires_before=expires_before
+        )
+        if check is not StaffCheck.OK:
+            if check is StaffCheck.EXPIRED:
+                return 1  # the claim closes it as expired and tells both sides
+            await self._answer_quietly(query, say(STAFF_CHECK_TOASTS[check], language))
+            return None
+        assert run is not None and run.pause is not None
+        if not data.approved:
+            if data.reason is not None:
+                return 1
+            # Reject asks why first; the reason's press decides (same message, same nonce).
+            await self._answer_quietly(query, say("toast_pick_reason", language))
+            try:
+                await query.get_bot().edit_message_reply_markup(
+                    where.chat_id,
+                    where.message_id,
+                    reply_markup=reason_buttons(data.run_id, data.nonce),
+                )
+            except TelegramError as exc:
+                log.info("reason buttons not shown: %s", exc)
+            return None
+        needed = needed_approval(run.step(run.pause.step_id).args, self.agent.executor.staff_rule)
         if needed.approvals < 2:
-            return False
+            return 1
+        return await self._first_of_two(query, where, run, data, staff_id, language)
+
+    async def _first_of_two(
+        self,
+        query: Any,
+        where: Where,
+        run: Run,
+        data: DecisionData,
+        staff_id: int,
+        language: Language,
+    ) -> int | None:
+        """Four eyes: an approval that needs a second staff member is recorded (who, when)
+        and waits; None when this press was such a first approval (or a repeat by the same
+        person, or it did not count), so nothing is claimed yet. The second distinct
+        approval goes on to the claim, which decides once whatever the number of presses."""
+        assert self.handoff is not None and run.pause is not None
         handoffs = self.handoff.handoffs
         if staff_id in await handoffs.approvals_of(run.id, data.nonce):
             await self._answer_quietly(query, "You approved already; a second staff member must.")
-            return True
-        approvers = await handoffs.approve_once(run.id, data.nonce, staff_id, utcnow())
+            return None
+        now = self.agent.now()
+        approvers = await handoffs.approve_once(
+            run.id,
+            data.nonce,
+            staff_id,
+            now,
+            prompt=where.prompt,
+            expires_before=now - self.agent.approval_ttl,
+        )
+        if staff_id not in approvers:  # the pause moved on meanwhile: say why
+            check = check_staff_press(
+                await self.store.load_run(run.id),
+                presser=staff_id,
+                nonce=data.nonce,
+                pressed=(where.chat_id, where.message_id),
+                expires_before=now - self.agent.approval_ttl,
+            )
+            if check is StaffCheck.EXPIRED:
+                return 1  # the claim closes it as expired
+            await self._answer_quietly(
+                query, say(STAFF_CHECK_TOASTS.get(check, "toast_handled"), language)
+            )
+            return None
+        needed = needed_approval(run.step(run.pause.step_id).args, self.agent.executor.staff_rule)
         verdict = judge_press(
             needed,
             presser=staff_id,
@@ -550,10 +623,10 @@ class StepwiseBot:
             earlier_approvals=[a for a in approvers if a != staff_id],
         )
         if verdict is not Verdict.RECORD_APPROVAL:
-            return False
+            return needed.approvals
         await self.store.add_event(run.id, EventKind.NOTICE, f"first approval by staff {staff_id}")
         await self._answer_quietly(query, "Recorded. A second staff member must approve too.")
-        goal = html.escape(run.step(pause.step_id).goal)
+        goal = html.escape(run.step(run.pause.step_id).goal)
         try:
             await query.get_bot().edit_message_text(
                 f"<b>Approval needed</b> (two staff members)\n{goal}\n"
@@ -565,7 +638,7 @@ class StepwiseBot:
             )
         except TelegramError as exc:
             log.info("four eyes: prompt not updated: %s", exc)
-        return True
+        return None
 
     async def _staff_decided(
         self,
