@@ -17,7 +17,7 @@ import html
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from telegram import (
@@ -395,39 +395,46 @@ class StepwiseBot:
                     return
                 await sleep(1)
 
-    async def sweep_staff_expiries(self) -> int:
+    async def sweep_staff_expiries(self, *, page: int = 100) -> int:
         """Staff approvals nobody answered before they expired: each is closed as expired
         (nothing done), its prompt in the topic says so, and the customer is told. Returns
-        how many. Expired pauses only: the claim can never win one (it is past its time),
-        so this decides nothing."""
+        how many. Pages through EVERY expired one, oldest first, however many newer ones
+        wait (issue 20 #6). Expired pauses only, by the agent's clock: the claim can never
+        win one (it is past its time), so this decides nothing."""
         desk = self.handoff
         if desk is None or desk.staff_chat_id is None:
             return 0
-        cutoff = utcnow() - self.agent.approval_ttl
-        page = await self.store.history.list_runs(status=RunStatus.PAUSED, limit=200)
-        closed = 0
-        for item in page.items:
-            run = await self.store.load_run(item.id)
-            pause = run.pause if run is not None else None
-            if run is None or pause is None or pause.approver != "staff":
-                continue
-            if pause.paused_at >= cutoff or pause.nonce is None:
-                continue
-            outcome = await self.agent.claim(
-                run.id, user_id=0, approved=False, nonce=pause.nonce, staff=True
+        cutoff = self.agent.now() - self.agent.approval_ttl
+        closed, after = 0, None
+        while True:
+            ids, after = await self.store.history.expired_staff_pauses(
+                cutoff, after=after, limit=page
             )
-            if outcome.result is not ClaimResult.EXPIRED or outcome.run is None:
-                continue
-            closed += 1
-            goal = html.escape(run.step(pause.step_id).goal)
-            if pause.prompt is not None:
-                where = Where(pause.prompt.chat_id, pause.prompt.message_id)
-                note = (
-                    f"⌛ {goal} — nobody decided in time; nothing was done, the customer was told"
-                )
-                await _edit_quietly(desk.bot, where, note)
-            await _send_quietly(desk.bot, Where(run.chat_id, 0), outcome.run.answer or "")
-        return closed
+            for run_id in ids:
+                closed += await self._close_expired(desk, run_id, cutoff)
+            if after is None:
+                return closed
+
+    async def _close_expired(self, desk: HandoffDesk, run_id: str, cutoff: datetime) -> int:
+        """Close one staff approval found expired (1), or leave it (0: it moved on)."""
+        run = await self.store.load_run(run_id)
+        pause = run.pause if run is not None else None
+        if run is None or pause is None or pause.approver != "staff":
+            return 0
+        if pause.paused_at >= cutoff or pause.nonce is None:
+            return 0
+        outcome = await self.agent.claim(
+            run.id, user_id=0, approved=False, nonce=pause.nonce, staff=True
+        )
+        if outcome.result is not ClaimResult.EXPIRED or outcome.run is None:
+            return 0
+        goal = html.escape(run.step(pause.step_id).goal)
+        if pause.prompt is not None:
+            where = Where(pause.prompt.chat_id, pause.prompt.message_id)
+            note = f"⌛ {goal} — nobody decided in time; nothing was done, the customer was told"
+            await _edit_quietly(desk.bot, where, note)
+        await _send_quietly(desk.bot, Where(run.chat_id, 0), outcome.run.answer or "")
+        return 1
 
     async def human(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """/human: hand the conversation to a person, with the chat's last run for context."""

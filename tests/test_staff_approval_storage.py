@@ -246,3 +246,48 @@ async def test_four_eyes_claim_needs_another_staff_members_approval_on_the_pause
     assert await claim(BOB, PromptRef(chat_id=FORUM, message_id=78)) is ClaimResult.STALE
     assert await status_of(store, run_id) is RunStatus.PAUSED
     assert await claim(BOB) is ClaimResult.OK
+
+
+# -- issue 20, item 6: the expiry sweep reaches every expired staff approval ---------------
+
+
+async def pause_many(store: RunStore, prefix: str, users: range, at: datetime) -> list[str]:
+    """A staff pause for each of `users`, paused at `at` (the executor's clock)."""
+    registry, _ = shop_like_tools()
+    executor = Executor(
+        ToolRegistry([*registry, Tool.of(REQUEST_REFUND, refund)]),
+        journal=store,
+        sleep=RecordingSleep(),
+        staff_rule=RULE,
+        clock=lambda: at,
+    )
+    runs = [make_run([BIG], user_id=u).model_copy(update={"id": f"{prefix}{u}"}) for u in users]
+    started = await asyncio.gather(*(executor.start(run) for run in runs))
+    assert all(r.status is RunStatus.PAUSED for r in started)
+    return [run.id for run in runs]
+
+
+async def test_every_expired_staff_pause_is_found_oldest_first_in_pages(store: RunStore) -> None:
+    ttl = timedelta(hours=1)
+    now = T0 + timedelta(hours=2)
+    oldest = await pause_many(store, "a", range(30000, 30103), T0)
+    older = await pause_many(store, "b", range(31000, 31102), T0 + timedelta(minutes=30))
+    # Newer ones still waiting (created last), and a customer's pause as old as any.
+    waiting = await pause_many(store, "c", range(32000, 32003), now - timedelta(minutes=5))
+    customers = await executor_for(store).start(
+        make_run([STATUS, SMALL]).model_copy(update={"id": "customer1"})
+    )
+    assert customers.pause is not None and customers.pause.approver == "customer"
+
+    found: list[str] = []
+    after = None
+    pages = 0
+    while True:
+        ids, after = await store.history.expired_staff_pauses(now - ttl, after=after, limit=50)
+        found += ids
+        pages += 1
+        if after is None:
+            break
+    assert found == sorted(oldest) + sorted(older)  # all 205, oldest first
+    assert pages == 5
+    assert not set(found) & {*waiting, customers.id}

@@ -1,4 +1,5 @@
-"""Staff buttons are bound to their message (issue 20, item 4), over HTTP with the stand-in.
+"""Staff buttons are bound to their message (issue 20, item 4), and every expired staff
+approval is closed (item 6), over HTTP with the stand-in.
 
 Two customers wait for our team at once, so the staff group shows two approval prompts, X
 (DEMO's refund) and Y (OTHER's). Every staff press is checked against the message it was
@@ -10,13 +11,18 @@ not valid; Y stays decidable. A staff member who is the run's customer decides n
 
 from __future__ import annotations
 
+import asyncio
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from agent_core.models import Language
+from agent_core.executor import Executor
+from agent_core.models import Language, utcnow
+from bot.application import bot_of
 from bot.texts import TEXTS
 from standin import ShownMessage, StandIn
+from tests.fakes import make_run
 from tests.harness import DEMO, OTHER, STAFF, BotHarness, prompt_for, start_bot, until
 
 pytestmark = pytest.mark.timeout(60)
@@ -24,6 +30,7 @@ pytestmark = pytest.mark.timeout(60)
 FORUM = -1005555555555
 OTHER_STAFF = 901
 EN = Language.EN
+REFUND = ("request_refund", {"order_id": "A1002", "amount": "59.00"}, "refund")
 
 
 def _forum(standin: StandIn, *members: int) -> None:
@@ -68,6 +75,11 @@ def _shown(h: BotHarness, message_id: int) -> ShownMessage:
 async def _toast(h: BotHarness, query_id: str) -> str:
     (answer,) = await until(lambda: h.standin.callback_answers(query_id), what="the toast")
     return answer.text or ""
+
+
+async def refunds(h: BotHarness) -> int:
+    assert h.runtime.shop is not None
+    return await h.runtime.shop.ledger_count(tool="request_refund")
 
 
 def _status(h: BotHarness, run_id: str) -> str:
@@ -198,5 +210,70 @@ async def test_a_staff_member_never_decides_their_own_order(
             STAFF,
             OTHER_STAFF,
         ]
+    finally:
+        await h.stop()
+
+
+# -- item 6: an expired staff approval is closed however many newer ones wait --------------
+
+
+async def test_the_sweep_closes_every_expired_approval_behind_200_newer_ones(
+    standin: StandIn, tmp_path: Path
+) -> None:
+    """DEMO's approval (over HTTP) and four more expired ones are the oldest of 205 waiting;
+    the 200 newest have not expired. One sweep closes all five, page after page, and tells
+    each customer and the topic; the 200 keep waiting."""
+    _forum(standin)
+    start = utcnow()
+    now = [start]
+    h = await start_bot(
+        standin,
+        tmp_path / "sweep.db",
+        clock=lambda: now[0],
+        STEPWISE_STAFF_CHAT_ID=str(FORUM),
+        STEPWISE_STAFF_APPROVAL_ABOVE="50",
+        STEPWISE_APPROVAL_TTL="3600",
+    )
+    try:
+        x, px = await _waiting(h, DEMO, "refund 59 for order A1002")
+        executor = h.runtime.agent.executor
+
+        async def pause(users: range, at: datetime) -> list[str]:
+            paused = Executor(
+                executor.registry,
+                journal=h.runtime.store,
+                staff_rule=executor.staff_rule,
+                clock=lambda: at,
+            )
+            runs = [
+                make_run([REFUND], user_id=u).model_copy(update={"id": f"{u:08x}"}) for u in users
+            ]
+            for run in runs:
+                standin.add_chat(run.chat_id, run.user_id, first_name=f"C{run.user_id}")
+            started = await asyncio.gather(*(paused.start(run) for run in runs))
+            assert all(r.pause is not None and r.pause.approver == "staff" for r in started)
+            return [r.id for r in started]
+
+        expired = await pause(range(40000, 40004), start + timedelta(minutes=1))
+        waiting = await pause(range(50000, 50200), start + timedelta(hours=1))
+        assert len(waiting) == 200
+        now[0] = start + timedelta(minutes=90)  # DEMO's and the four: past the hour
+
+        assert await bot_of(h.app).sweep_staff_expiries(page=2) == 5
+        assert await bot_of(h.app).sweep_staff_expiries(page=2) == 0  # once
+        for run_id in (x, *expired):
+            assert _status(h, run_id) == "expired"
+        await h.until_text(DEMO, "expired")
+        for user in range(40000, 40004):
+            await h.until_text(user, "expired")
+        await until(
+            lambda: "nobody decided in time" in (_shown(h, px.message_id).text or ""),
+            what="the topic's prompt closed",
+        )
+        statuses = h.query(
+            "SELECT status, count(*) FROM runs WHERE user_id >= 50000 GROUP BY status"
+        )
+        assert statuses == [("paused", 200)]
+        assert await refunds(h) == 0
     finally:
         await h.stop()
