@@ -46,6 +46,7 @@ class RunStore(Journal, Protocol):
         expires_before: datetime,
         prompt: PromptRef | None = None,
         staff: bool = False,
+        approvals: int = 1,
     ) -> tuple[ClaimResult, Run | None]:
         """Atomically write the customer's decision on the paused step; one caller wins.
 
@@ -54,7 +55,9 @@ class RunStore(Journal, Protocol):
         whatever its nonce (the CLI, where the customer types the run id); buttons always
         carry the nonce they were sent with. `prompt` is the message a button was pressed
         on: it must be the one recorded for the pause (`STALE` otherwise). `staff`: the
-        caller checked that `user_id` is a staff member; only a staff pause is theirs.
+        caller checked that `user_id` is a staff member; only a staff pause is theirs,
+        never one of their own runs. `approvals` > 1 (four eyes): the other approvals must
+        be recorded on the pause by other staff members who are not the customer.
         """
         ...
 
@@ -278,6 +281,7 @@ class Agent:
         nonce: str | None = None,
         prompt: PromptRef | None = None,
         staff: bool = False,
+        approvals: int = 1,
     ) -> DecisionOutcome:
         """Record the decision on the paused step. At most one press ever wins.
 
@@ -294,6 +298,7 @@ class Agent:
             expires_before=now - self.approval_ttl,
             prompt=prompt,
             staff=staff,
+            approvals=approvals,
         )
         if result in (ClaimResult.NOT_FOUND, ClaimResult.NOT_ALLOWED):
             return DecisionOutcome(result)
@@ -310,6 +315,10 @@ class Agent:
             # queued proceed still waits to drive it too.
             self.working.hold(run.id)
         return DecisionOutcome(result, run)
+
+    def now(self) -> datetime:
+        """The agent's clock (the one its claims judge expiry by)."""
+        return self._clock()
 
     async def proceed(self, run: Run) -> Run:
         """Continue a claimed run from its paused step; `run` is the claim's (`claim`).

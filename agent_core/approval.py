@@ -23,9 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 from typing import Any
+
+from agent_core.models import Run, RunStatus
 
 
 class Decider(StrEnum):
@@ -89,6 +92,7 @@ class Verdict(StrEnum):
     RECORD_APPROVAL = "record_approval"  # four eyes: a first approval, wait for another
     NOT_ALLOWED = "not_allowed"  # not this presser's to decide
     SAME_PERSON = "same_person"  # four eyes: this staff member approved already
+    OWN_ORDER = "own_order"  # a staff member's own order: never theirs to approve (issue 20)
 
 
 def judge_press(
@@ -108,21 +112,40 @@ def judge_press(
         return Verdict.DECIDE_APPROVE if approve else Verdict.DECIDE_REJECT
     if presser not in staff:  # the customer included: staff buttons are staff's
         return Verdict.NOT_ALLOWED
+    if presser == customer:  # a staff member who is this run's customer decides nothing
+        return Verdict.OWN_ORDER
     if not approve:
         return Verdict.DECIDE_REJECT
     if presser in earlier_approvals:
         return Verdict.SAME_PERSON
-    distinct = len(set(earlier_approvals) & staff) + 1
+    # Four eyes: distinct staff members, neither of them the customer.
+    distinct = len((set(earlier_approvals) & staff) - {customer}) + 1
     if distinct >= needed.approvals:
         return Verdict.DECIDE_APPROVE
     return Verdict.RECORD_APPROVAL
 
 
-def may_claim(owner: int, status: str, approver: str | None, *, user_id: int, staff: bool) -> bool:
+def may_claim(
+    owner: int,
+    status: str,
+    approver: str | None,
+    *,
+    user_id: int,
+    staff: bool,
+    approvals: int = 1,
+    other_approvals: int = 0,
+) -> bool:
     """Whether a lost claim lost because the pause was not the caller's to decide (the
     store's explanation of a lost claim): a customer's pause is its run's customer's, a
-    staff pause staff's. Staff may learn what became of any other run (status not paused)."""
+    staff pause staff's, but never the staff member's own order (issue 20). Staff may
+    learn what became of any other run (status not paused). `approvals` > 1 (four eyes):
+    the claim completes that many approvals, so `other_approvals` (recorded on this pause
+    by other staff members, not the customer) must make up the rest."""
     if staff:
+        if int(owner) == user_id:
+            return False
+        if status == "paused" and other_approvals < approvals - 1:
+            return False
         return (approver or Decider.CUSTOMER) == Decider.STAFF or status != "paused"
     return int(owner) == user_id and (approver or Decider.CUSTOMER) == Decider.CUSTOMER
 
@@ -141,3 +164,48 @@ def pressed_on_the_prompt(
     if bound[1] is not None:
         return bound == pressed
     return pressed[0] == run_chat_id or (approver or Decider.CUSTOMER) == Decider.STAFF
+
+
+class StaffCheck(StrEnum):
+    """What a staff member's press on a staff prompt may do before anything is shown or
+    recorded (issue 20): the reason buttons after Reject, a four-eyes first approval."""
+
+    OK = "ok"
+    NOT_FOUND = "not_found"  # no such run
+    NOT_STAFFS = "not_staffs"  # a customer's pause: not staff's to decide
+    HANDLED = "handled"  # decided already, or the run moved on
+    STALE = "stale"  # another pause's nonce, or pressed on another message
+    OWN_ORDER = "own_order"  # the presser is the run's customer
+    EXPIRED = "expired"  # past its time: the claim closes it
+
+
+def check_staff_press(
+    run: Run | None,
+    *,
+    presser: int,
+    nonce: str,
+    pressed: tuple[int, int],
+    expires_before: datetime,
+) -> StaffCheck:
+    """Whether a staff press with `nonce` on message `pressed` belongs to `run`'s open
+    staff pause: the same conditions as the claim's conditional update (run, pause by its
+    nonce, the message its prompt is bound to, expiry), plus: not the presser's own order.
+    The writes that follow (a first approval, the claim) check them again in their one
+    conditional statement; this says what to show, and why nothing happened."""
+    if run is None:
+        return StaffCheck.NOT_FOUND
+    pause = run.pause
+    if pause is None or run.status is not RunStatus.PAUSED or pause.nonce is None:
+        return StaffCheck.HANDLED
+    if (pause.approver or Decider.CUSTOMER) != Decider.STAFF:
+        return StaffCheck.NOT_STAFFS
+    if pause.nonce != nonce:
+        return StaffCheck.STALE
+    bound = (pause.prompt.chat_id, pause.prompt.message_id) if pause.prompt else (None, None)
+    if not pressed_on_the_prompt(bound, run.chat_id, pause.approver, pressed):
+        return StaffCheck.STALE
+    if run.user_id == presser:
+        return StaffCheck.OWN_ORDER
+    if pause.paused_at < expires_before:
+        return StaffCheck.EXPIRED
+    return StaffCheck.OK

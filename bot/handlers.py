@@ -17,7 +17,7 @@ import html
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from telegram import (
@@ -33,7 +33,13 @@ from telegram.error import BadRequest, TelegramError
 from telegram.ext import ContextTypes
 
 from agent_core.agent import MAX_REQUEST_CHARS, Agent
-from agent_core.approval import Verdict, judge_press, needed_approval
+from agent_core.approval import (
+    StaffCheck,
+    Verdict,
+    check_staff_press,
+    judge_press,
+    needed_approval,
+)
 from agent_core.models import (
     ClaimResult,
     EventKind,
@@ -75,6 +81,15 @@ from storage.store import RunStore
 log = logging.getLogger(__name__)
 
 RUNS_PAGE_SIZE = 8
+
+# What a staff press that is not theirs to make here is told (`check_staff_press`).
+STAFF_CHECK_TOASTS = {
+    StaffCheck.NOT_FOUND: "toast_invalid",
+    StaffCheck.NOT_STAFFS: "toast_not_yours",
+    StaffCheck.HANDLED: "toast_handled",
+    StaffCheck.STALE: "toast_invalid",  # pressed on another message: this button is not valid
+    StaffCheck.OWN_ORDER: "toast_own_order",
+}
 
 
 class ChatQueues:
@@ -239,21 +254,13 @@ class StepwiseBot:
         if staff and (self.handoff is None or not self.handoff.is_staff(user.id)):
             await self._answer_quietly(query, say("toast_staff_only", language))
             return
-        if staff and parsed.approved and await self._first_of_two(query, where, parsed, user.id):
-            return
-        if staff and not parsed.approved and parsed.reason is None:
-            # Reject asks why first; the reason's press decides (same message, same nonce).
-            await self._answer_quietly(query, say("toast_pick_reason", language))
-            try:
-                await query.get_bot().edit_message_reply_markup(
-                    where.chat_id,
-                    where.message_id,
-                    reply_markup=reason_buttons(parsed.run_id, parsed.nonce),
-                )
-            except TelegramError as exc:
-                log.info("reason buttons not shown: %s", exc)
-            return
         try:
+            approvals = 1
+            if staff:
+                before = await self._staff_before_claim(query, where, parsed, user.id, language)
+                if before is None:
+                    return  # answered: stale, their own order, reasons shown, first of two
+                approvals = before
             await self.progress.prompt_settled(parsed.run_id)
             outcome = await self.agent.claim(
                 parsed.run_id,
@@ -262,6 +269,7 @@ class StepwiseBot:
                 nonce=parsed.nonce,
                 prompt=where.prompt,
                 staff=staff,
+                approvals=approvals,
             )
         except StorageUnavailable:
             log.exception("storage unavailable on a button press")
@@ -387,39 +395,46 @@ class StepwiseBot:
                     return
                 await sleep(1)
 
-    async def sweep_staff_expiries(self) -> int:
+    async def sweep_staff_expiries(self, *, page: int = 100) -> int:
         """Staff approvals nobody answered before they expired: each is closed as expired
         (nothing done), its prompt in the topic says so, and the customer is told. Returns
-        how many. Expired pauses only: the claim can never win one (it is past its time),
-        so this decides nothing."""
+        how many. Pages through EVERY expired one, oldest first, however many newer ones
+        wait (issue 20 #6). Expired pauses only, by the agent's clock: the claim can never
+        win one (it is past its time), so this decides nothing."""
         desk = self.handoff
         if desk is None or desk.staff_chat_id is None:
             return 0
-        cutoff = utcnow() - self.agent.approval_ttl
-        page = await self.store.history.list_runs(status=RunStatus.PAUSED, limit=200)
-        closed = 0
-        for item in page.items:
-            run = await self.store.load_run(item.id)
-            pause = run.pause if run is not None else None
-            if run is None or pause is None or pause.approver != "staff":
-                continue
-            if pause.paused_at >= cutoff or pause.nonce is None:
-                continue
-            outcome = await self.agent.claim(
-                run.id, user_id=0, approved=False, nonce=pause.nonce, staff=True
+        cutoff = self.agent.now() - self.agent.approval_ttl
+        closed, after = 0, None
+        while True:
+            ids, after = await self.store.history.expired_staff_pauses(
+                cutoff, after=after, limit=page
             )
-            if outcome.result is not ClaimResult.EXPIRED or outcome.run is None:
-                continue
-            closed += 1
-            goal = html.escape(run.step(pause.step_id).goal)
-            if pause.prompt is not None:
-                where = Where(pause.prompt.chat_id, pause.prompt.message_id)
-                note = (
-                    f"⌛ {goal} — nobody decided in time; nothing was done, the customer was told"
-                )
-                await _edit_quietly(desk.bot, where, note)
-            await _send_quietly(desk.bot, Where(run.chat_id, 0), outcome.run.answer or "")
-        return closed
+            for run_id in ids:
+                closed += await self._close_expired(desk, run_id, cutoff)
+            if after is None:
+                return closed
+
+    async def _close_expired(self, desk: HandoffDesk, run_id: str, cutoff: datetime) -> int:
+        """Close one staff approval found expired (1), or leave it (0: it moved on)."""
+        run = await self.store.load_run(run_id)
+        pause = run.pause if run is not None else None
+        if run is None or pause is None or pause.approver != "staff":
+            return 0
+        if pause.paused_at >= cutoff or pause.nonce is None:
+            return 0
+        outcome = await self.agent.claim(
+            run.id, user_id=0, approved=False, nonce=pause.nonce, staff=True
+        )
+        if outcome.result is not ClaimResult.EXPIRED or outcome.run is None:
+            return 0
+        goal = html.escape(run.step(pause.step_id).goal)
+        if pause.prompt is not None:
+            where = Where(pause.prompt.chat_id, pause.prompt.message_id)
+            note = f"⌛ {goal} — nobody decided in time; nothing was done, the customer was told"
+            await _edit_quietly(desk.bot, where, note)
+        await _send_quietly(desk.bot, Where(run.chat_id, 0), outcome.run.answer or "")
+        return 1
 
     async def human(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """/human: hand the conversation to a person, with the chat's last run for context."""
@@ -521,26 +536,91 @@ class StepwiseBot:
             return None, None
         return message.message_thread_id, user.id
 
-    async def _first_of_two(
-        self, query: Any, where: Where, data: DecisionData, staff_id: int
-    ) -> bool:
-        """Four eyes: an approval that needs a second staff member is recorded (who, when)
-        and waits; True when this press was such a first approval (or a repeat by the same
-        person), so nothing is claimed yet. The second distinct approval goes on to the
-        claim, which decides once whatever the number of presses."""
+    async def _staff_before_claim(
+        self, query: Any, where: Where, data: DecisionData, staff_id: int, language: Language
+    ) -> int | None:
+        """What a staff member's press does before the claim (issue 20). Every press is
+        checked against the message it was pressed on first: data replayed onto another
+        prompt changes nothing there (no buttons replaced, no text overwritten, no approval
+        counted) and the toast says the button is not valid; nobody decides their own order.
+        Then Reject asks why (the reason's press decides), and a four-eyes Approve is
+        recorded as a first approval. Returns None when the press was answered here, else
+        how many distinct approvals the claim completes (the claim checks it all again in
+        its one conditional update)."""
         assert self.handoff is not None
         run = await self.store.load_run(data.run_id)
-        pause = run.pause if run is not None else None
-        if run is None or pause is None or pause.nonce != data.nonce:
-            return False  # the claim says why (handled, stale, expired)
-        needed = needed_approval(run.step(pause.step_id).args, self.agent.executor.staff_rule)
+        expires_before = self.agent.now() - self.agent.approval_ttl
+        pressed = (where.chat_id, where.message_id)
+        check = check_staff_press(
+            run, presser=staff_id, nonce=data.nonce, pressed=pressed, expires_before=expires_before
+        )
+        if check is not StaffCheck.OK:
+            if check is StaffCheck.EXPIRED:
+                return 1  # the claim closes it as expired and tells both sides
+            await self._answer_quietly(query, say(STAFF_CHECK_TOASTS[check], language))
+            return None
+        assert run is not None and run.pause is not None
+        if not data.approved:
+            if data.reason is not None:
+                return 1
+            # Reject asks why first; the reason's press decides (same message, same nonce).
+            await self._answer_quietly(query, say("toast_pick_reason", language))
+            try:
+                await query.get_bot().edit_message_reply_markup(
+                    where.chat_id,
+                    where.message_id,
+                    reply_markup=reason_buttons(data.run_id, data.nonce),
+                )
+            except TelegramError as exc:
+                log.info("reason buttons not shown: %s", exc)
+            return None
+        needed = needed_approval(run.step(run.pause.step_id).args, self.agent.executor.staff_rule)
         if needed.approvals < 2:
-            return False
+            return 1
+        return await self._first_of_two(query, where, run, data, staff_id, language)
+
+    async def _first_of_two(
+        self,
+        query: Any,
+        where: Where,
+        run: Run,
+        data: DecisionData,
+        staff_id: int,
+        language: Language,
+    ) -> int | None:
+        """Four eyes: an approval that needs a second staff member is recorded (who, when)
+        and waits; None when this press was such a first approval (or a repeat by the same
+        person, or it did not count), so nothing is claimed yet. The second distinct
+        approval goes on to the claim, which decides once whatever the number of presses."""
+        assert self.handoff is not None and run.pause is not None
         handoffs = self.handoff.handoffs
         if staff_id in await handoffs.approvals_of(run.id, data.nonce):
             await self._answer_quietly(query, "You approved already; a second staff member must.")
-            return True
-        approvers = await handoffs.approve_once(run.id, data.nonce, staff_id, utcnow())
+            return None
+        now = self.agent.now()
+        approvers = await handoffs.approve_once(
+            run.id,
+            data.nonce,
+            staff_id,
+            now,
+            prompt=where.prompt,
+            expires_before=now - self.agent.approval_ttl,
+        )
+        if staff_id not in approvers:  # the pause moved on meanwhile: say why
+            check = check_staff_press(
+                await self.store.load_run(run.id),
+                presser=staff_id,
+                nonce=data.nonce,
+                pressed=(where.chat_id, where.message_id),
+                expires_before=now - self.agent.approval_ttl,
+            )
+            if check is StaffCheck.EXPIRED:
+                return 1  # the claim closes it as expired
+            await self._answer_quietly(
+                query, say(STAFF_CHECK_TOASTS.get(check, "toast_handled"), language)
+            )
+            return None
+        needed = needed_approval(run.step(run.pause.step_id).args, self.agent.executor.staff_rule)
         verdict = judge_press(
             needed,
             presser=staff_id,
@@ -550,10 +630,10 @@ class StepwiseBot:
             earlier_approvals=[a for a in approvers if a != staff_id],
         )
         if verdict is not Verdict.RECORD_APPROVAL:
-            return False
+            return needed.approvals
         await self.store.add_event(run.id, EventKind.NOTICE, f"first approval by staff {staff_id}")
         await self._answer_quietly(query, "Recorded. A second staff member must approve too.")
-        goal = html.escape(run.step(pause.step_id).goal)
+        goal = html.escape(run.step(run.pause.step_id).goal)
         try:
             await query.get_bot().edit_message_text(
                 f"<b>Approval needed</b> (two staff members)\n{goal}\n"
@@ -565,7 +645,7 @@ class StepwiseBot:
             )
         except TelegramError as exc:
             log.info("four eyes: prompt not updated: %s", exc)
-        return True
+        return None
 
     async def _staff_decided(
         self,

@@ -153,6 +153,11 @@ TEXTS: dict[str, dict[Language, str]] = {
         EN: "Reason: our after-sales policy does not allow it.",
     },
     "toast_pick_reason": {ZH: "请选择拒绝原因。", EN: "Pick a reason for the customer."},
+    # A staff member pressed a staff button on their own order (issue 20): never theirs.
+    "toast_own_order": {
+        ZH: "这是你自己的订单，请让其他同事审批。",
+        EN: "This is your own order; another team member must decide.",
+    },
     "team_declined": {
         ZH: "我们的同事没有批准这一步，没有做任何改动。",
         EN: "Our team did not approve this, so nothing was changed.",

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -23,7 +23,7 @@ from agent_core.catalog import CATALOG, ToolSpec
 from agent_core.executor import Executor, Listener
 from agent_core.http import build_http_tools, load_tools_config, new_client
 from agent_core.model_planner import ModelPlanner
-from agent_core.models import Run, RunEvent
+from agent_core.models import Run, RunEvent, utcnow
 from agent_core.planner import Planner, RuleBasedPlanner
 from agent_core.policy import FailurePolicy
 from agent_core.shop import shop_tools
@@ -133,11 +133,13 @@ async def open_runtime(
     *,
     tools: Sequence[Tool] | None = None,
     policy: FailurePolicy | None = None,
+    clock: Callable[[], datetime] = utcnow,
 ) -> Runtime:
     """Open storage and the shop, and wire the agent.
 
     `tools` replaces the demo shop's tools (another backend); `policy` replaces the default
-    failure policy (e.g. a shorter backoff).
+    failure policy (e.g. a shorter backoff); `clock` the agent's and executor's clock
+    (pauses and their expiry; tests).
     """
     # A bad tools file fails before anything is opened (ToolsConfigError: one clear line).
     http_config = load_tools_config(settings.tools_path) if settings.tools_path else None
@@ -162,7 +164,12 @@ async def open_runtime(
     hub = Listeners(listeners)
     registry = ToolRegistry(tools)
     executor = Executor(
-        registry, journal=store, listeners=[hub], policy=policy, staff_rule=staff_rule(settings)
+        registry,
+        journal=store,
+        listeners=[hub],
+        policy=policy,
+        staff_rule=staff_rule(settings),
+        clock=clock,
     )
     agent = Agent(
         # The catalog in use: a tool declared only in STEPWISE_TOOLS is planned from its phrases.
@@ -170,6 +177,7 @@ async def open_runtime(
         executor,
         store,
         approval_ttl=settings.approval_ttl,
+        clock=clock,
         new_id=new_run_id,  # a run started for a Telegram update: its id says which
     )
     keeper = LeaseKeeper(store, agent.working.ids)

@@ -430,6 +430,12 @@ MIGRATIONS: list[str] = [
         state TEXT NOT NULL
     ) WITHOUT ROWID;
     """,
+    # 16 (issue 20 #6): the staff approvals waiting, oldest first: the expiry sweep pages
+    # through every expired one (`History.expired_staff_pauses`) however many newer wait.
+    """
+    CREATE INDEX runs_staff_pauses ON runs(paused_at, id)
+        WHERE status = 'paused' AND pause_approver = 'staff';
+    """,
 ]
 
 

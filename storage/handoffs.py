@@ -29,6 +29,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from agent_core.models import PromptRef
 from storage.db import Statements
 from storage.history import Reader, ReadRow
 from storage.tables import parse_ts, ts
@@ -155,9 +156,19 @@ _COUNT_TO_CUSTOMER = (
 )
 
 
+# A four-eyes approval counts only for the open staff pause with this nonce, pressed on
+# the message its prompt is bound to (any message of the staff group while none is bound,
+# as the claim), before it expired, and never by the run's own customer (issue 20): the
+# same conditions as the claim (`storage.runs`), in this one conditional insert.
 _APPROVE = (
     "INSERT INTO staff_approvals (run_id, nonce, staff_id, at)"
-    " VALUES (:run_id, :nonce, :staff_id, :at) ON CONFLICT DO NOTHING"
+    " SELECT id, pause_nonce, :staff_id, :at FROM runs"
+    " WHERE id = :run_id AND status = 'paused' AND pause_approver = 'staff'"
+    " AND pause_nonce IS NOT NULL AND pause_nonce = :nonce AND user_id <> :staff_id"
+    " AND ((prompt_chat_id = :chat_id AND prompt_message_id = :message_id)"
+    "      OR prompt_message_id IS NULL)"
+    " AND paused_at >= :expires_before"
+    " ON CONFLICT DO NOTHING"
 )
 
 
@@ -273,11 +284,31 @@ class Handoffs:
 
     # -- four eyes (staff approval) -----------------------------------------------------------
 
-    async def approve_once(self, run_id: str, nonce: str, staff_id: int, at: datetime) -> list[int]:
-        """Record a staff member's approval of the pause `nonce` (once per person) and return
-        every staff member who approved it so far, in order. Written before it is read, so
-        of two approvals at once the later reader sees both (and decides)."""
-        params = {"run_id": run_id, "nonce": nonce, "staff_id": staff_id, "at": ts(at)}
+    async def approve_once(
+        self,
+        run_id: str,
+        nonce: str,
+        staff_id: int,
+        at: datetime,
+        *,
+        prompt: PromptRef,
+        expires_before: datetime,
+    ) -> list[int]:
+        """Record a staff member's approval of the pause `nonce`, pressed on `prompt` (once
+        per person), and return every staff member who approved it so far, in order.
+        Nothing is recorded unless the pause is open, its prompt is that message, it has not
+        expired and the run is not `staff_id`'s own (so `staff_id` is missing from the list).
+        Written before it is read, so of two approvals at once the later reader sees both
+        (and decides)."""
+        params = {
+            "run_id": run_id,
+            "nonce": nonce,
+            "staff_id": staff_id,
+            "at": ts(at),
+            "chat_id": prompt.chat_id,
+            "message_id": prompt.message_id,
+            "expires_before": ts(expires_before),
+        }
         await self._write([(_APPROVE, params)])
         return await self.approvals_of(run_id, nonce)
 

@@ -231,6 +231,29 @@ class History:
             cursor = f"{last['created_at']}|{last['id']}"
         return RunPage(items=items, next_cursor=cursor)
 
+    async def expired_staff_pauses(
+        self, expires_before: datetime, *, after: str | None = None, limit: int = 100
+    ) -> tuple[list[str], str | None]:
+        """Staff approvals still waiting that were paused before `expires_before`: run ids,
+        oldest first, a page of at most `limit`, and the cursor of the next page (None when
+        this was the last); `after` is the previous page's cursor. Keyset-paged on the
+        partial index `runs_staff_pauses`, so a sweep reaches every one however many wait."""
+        where = ["status = 'paused'", "pause_approver = 'staff'", "paused_at < ?"]
+        params: list[Any] = [ts(expires_before)]
+        if after:
+            paused_at, _, run_id = after.partition("|")
+            where.append("(paused_at, id) > (?, ?)")
+            params.extend([paused_at, run_id])
+        limit = max(1, limit)
+        rows = await self._read(
+            f"SELECT id, paused_at FROM runs WHERE {' AND '.join(where)}"
+            " ORDER BY paused_at, id LIMIT ?",
+            (*params, limit + 1),
+        )
+        ids = [str(r[0]) for r in rows[:limit]]
+        cursor = f"{rows[limit - 1][1]}|{rows[limit - 1][0]}" if len(rows) > limit else None
+        return ids, cursor
+
     async def timeline(self, run_id: str) -> list[TimelineEntry]:
         """Every event of one run, in the order it was committed."""
         rows = await self._read(

@@ -303,17 +303,19 @@ class PgRunStore:
         expires_before: datetime,
         prompt: PromptRef | None = None,
         staff: bool = False,
+        approvals: int = 1,
     ) -> tuple[ClaimResult, Run | None]:
         """One conditional UPDATE … RETURNING decides and hands back the claimed run.
 
         With `prompt` (a button press) the pause must be bound to exactly that message;
-        `staff` as in `SqliteRunStore.claim_pause`."""
+        `staff` and `approvals` as in `SqliteRunStore.claim_pause`."""
         claim = partial(
             _claim_in_transaction,
             params={
                 "run_id": run_id,
                 "user_id": user_id,
                 "staff": int(staff),
+                "approvals": approvals,
                 "nonce": nonce,
                 "chat_id": prompt.chat_id if prompt else None,
                 "message_id": prompt.message_id if prompt else None,
@@ -388,6 +390,13 @@ async def _take_leases(
     return [str(row[0]) for cur in cursors if (row := await cur.fetchone()) is not None]
 
 
+# As in SQLite (`storage.runs`): the approvals other staff members (not the customer)
+# recorded on the run's open pause; never on their own order (issue 20).
+_OTHER_APPROVALS = (
+    "(SELECT count(*) FROM staff_approvals a WHERE a.run_id = runs.id"
+    " AND a.nonce = runs.pause_nonce AND a.staff_id <> %(user_id)s"
+    " AND a.staff_id <> runs.user_id)"
+)
 _CLAIM = f"""
 WITH claimed AS (
     UPDATE runs SET status = 'running', pause_nonce = NULL, updated_at = %(now)s,
@@ -395,7 +404,8 @@ WITH claimed AS (
     WHERE id = %(run_id)s AND status = 'paused'
     AND ((%(staff)s = 0 AND user_id = %(user_id)s
           AND coalesce(pause_approver, 'customer') = 'customer')
-         OR (%(staff)s = 1 AND pause_approver = 'staff'))
+         OR (%(staff)s = 1 AND pause_approver = 'staff'
+             AND user_id <> %(user_id)s AND {_OTHER_APPROVALS} >= %(approvals)s - 1))
     AND pause_nonce IS NOT NULL AND pause_nonce = coalesce(%(nonce)s, pause_nonce)
     AND (%(message_id)s::bigint IS NULL
          OR (prompt_chat_id = %(chat_id)s AND prompt_message_id = %(message_id)s)
@@ -417,7 +427,7 @@ SELECT {columns(RUN_READ_COLUMNS)} FROM claimed
 """
 _CLAIM_STATE = (
     "SELECT user_id, status, pause_nonce, prompt_chat_id, prompt_message_id, pause_approver,"
-    " chat_id FROM runs WHERE id = %s"
+    f" chat_id, {_OTHER_APPROVALS} FROM runs WHERE id = %(run_id)s"
 )
 _EXPIRE = (
     "UPDATE runs SET status = 'expired', pause_nonce = NULL, updated_at = %(now)s,"
@@ -451,13 +461,19 @@ async def _claim_in_transaction(conn: AsyncConnection[Any], *, params: dict[str,
 
 
 async def _explain_loss(conn: AsyncConnection[Any], params: dict[str, Any]) -> ClaimResult:
-    cur = await conn.execute(_CLAIM_STATE, (params["run_id"],))
+    cur = await conn.execute(_CLAIM_STATE, params)
     row = await cur.fetchone()
     if row is None:
         return ClaimResult.NOT_FOUND
-    user_id, status, pause_nonce, chat_id, message_id, approver, run_chat_id = row
+    user_id, status, pause_nonce, chat_id, message_id, approver, run_chat_id, others = row
     if not may_claim(
-        user_id, status, approver, user_id=params["user_id"], staff=bool(params["staff"])
+        user_id,
+        status,
+        approver,
+        user_id=params["user_id"],
+        staff=bool(params["staff"]),
+        approvals=params["approvals"],
+        other_approvals=int(others),
     ):
         return ClaimResult.NOT_ALLOWED
     if status != RunStatus.PAUSED.value or pause_nonce is None:

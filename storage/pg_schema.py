@@ -348,4 +348,10 @@ PG_MIGRATIONS: list[str] = [
         state TEXT NOT NULL
     );
     """,
+    # 10: SQLite's 16 (issue 20 #6): the staff approvals waiting, oldest first, for the
+    # expiry sweep's pages.
+    """
+    CREATE INDEX runs_staff_pauses ON runs (paused_at, id)
+        WHERE status = 'paused' AND pause_approver = 'staff';
+    """,
 ]

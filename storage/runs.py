@@ -318,17 +318,21 @@ class SqliteRunStore:
         expires_before: datetime,
         prompt: PromptRef | None = None,
         staff: bool = False,
+        approvals: int = 1,
     ) -> tuple[ClaimResult, Run | None]:
         """One conditional UPDATE decides; the claimed run is read back in the same
         transaction (None when not found or not the caller's run): one round trip.
 
         With `prompt` (a button press) the pause must be bound to exactly that message.
-        `staff`: `user_id` is a staff member (the caller checked) deciding a staff pause."""
+        `staff`: `user_id` is a staff member (the caller checked) deciding a staff pause,
+        never one of their own runs; `approvals` > 1 (four eyes): the other approvals must
+        be recorded on the pause by other staff members (`staff_approvals`)."""
         claim = partial(
             _claim_in_transaction,
             run_id=run_id,
             user_id=user_id,
             staff=staff,
+            approvals=approvals,
             approved=approved,
             nonce=nonce,
             prompt=prompt,
@@ -426,6 +430,11 @@ def _claim_clarification(
 
 # -- the claim, on the database thread -----------------------------------------------------
 
+# The approvals other staff members (not the customer) recorded on the run's open pause.
+_OTHER_APPROVALS = (
+    "(SELECT count(*) FROM staff_approvals a WHERE a.run_id = runs.id"
+    " AND a.nonce = runs.pause_nonce AND a.staff_id <> :user_id AND a.staff_id <> runs.user_id)"
+)
 _CLAIM = (
     # The one conditional UPDATE that decides who wins; everything else explains a loss.
     "UPDATE runs SET status = 'running', pause_nonce = NULL, updated_at = :now,"
@@ -434,7 +443,10 @@ _CLAIM = (
     # The run's customer decides a customer's pause; a staff member (checked by the caller,
     # `staff`) a staff pause. Neither can decide the other's (issue 14).
     " AND ((:staff = 0 AND user_id = :user_id AND coalesce(pause_approver, 'customer') = 'customer')"
-    "      OR (:staff = 1 AND pause_approver = 'staff'))"
+    "      OR (:staff = 1 AND pause_approver = 'staff'"
+    # Never on their own order; four eyes: the other approvals were recorded, on this
+    # pause, by other staff members who are not the customer either (issue 20).
+    "          AND user_id <> :user_id AND " + _OTHER_APPROVALS + " >= :approvals - 1))"
     " AND pause_nonce IS NOT NULL AND pause_nonce = coalesce(:nonce, pause_nonce)"
     # Pressed on the message the pause's prompt was bound to; or, while none is bound (the
     # process died between sending it and recording it), on a message in the run's chat
@@ -474,6 +486,7 @@ def _claim_in_transaction(
     expires_before: str | None,
     lease: dict[str, str | None],
     staff: bool = False,
+    approvals: int = 1,
 ) -> ClaimRows:
     """The whole claim, on the database thread inside one (group) transaction.
 
@@ -481,7 +494,7 @@ def _claim_in_transaction(
     caller needs no second round trip.
     """
     result = _decide_claim(
-        conn, run_id, user_id, approved, nonce, prompt, now, expires_before, lease, staff
+        conn, run_id, user_id, approved, nonce, prompt, now, expires_before, lease, staff, approvals
     )
     if result in (ClaimResult.NOT_FOUND, ClaimResult.NOT_ALLOWED):
         return result, None, []
@@ -501,6 +514,7 @@ def _decide_claim(
     expires_before: str | None,
     lease: dict[str, str | None],
     staff: bool = False,
+    approvals: int = 1,
 ) -> ClaimResult:
     claim = {
         **lease,
@@ -508,6 +522,7 @@ def _decide_claim(
         "run_id": run_id,
         "user_id": user_id,
         "staff": int(staff),
+        "approvals": approvals,
         "nonce": nonce,
         "chat_id": prompt.chat_id if prompt else None,
         "message_id": prompt.message_id if prompt else None,
@@ -532,12 +547,20 @@ def _decide_claim(
         return ClaimResult.OK
     row = conn.execute(
         "SELECT user_id, status, pause_nonce, prompt_chat_id, prompt_message_id, pause_approver,"
-        " chat_id FROM runs WHERE id = ?",
-        (run_id,),
+        f" chat_id, {_OTHER_APPROVALS} FROM runs WHERE id = :run_id",
+        {"run_id": run_id, "user_id": user_id},
     ).fetchone()
     if row is None:
         return ClaimResult.NOT_FOUND
-    if not may_claim(row[0], row[1], row[5], user_id=user_id, staff=staff):
+    if not may_claim(
+        row[0],
+        row[1],
+        row[5],
+        user_id=user_id,
+        staff=staff,
+        approvals=approvals,
+        other_approvals=int(row[7]),
+    ):
         return ClaimResult.NOT_ALLOWED
     if row[1] != RunStatus.PAUSED.value or row[2] is None:
         return ClaimResult.ALREADY_HANDLED

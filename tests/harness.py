@@ -18,9 +18,11 @@ import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from agent_core.models import utcnow
 from agent_core.policy import Backoff, FailurePolicy
 from agent_core.tools import Tool
 from bot.application import start_application, stop_application
@@ -161,9 +163,11 @@ async def start_bot(
     tools: Sequence[Tool] | None = None,
     show_after_s: float = 0.5,
     typing: Typing = DEFAULT_TYPING,
+    clock: Callable[[], datetime] = utcnow,
     **env: str,
 ) -> BotHarness:
-    """The production application polling `standin`, with a short retry backoff."""
+    """The production application polling `standin`, with a short retry backoff (and the
+    agent's clock, `clock`, for tests where time matters)."""
     settings = Settings.model_validate(
         {
             "TELEGRAM_BOT_TOKEN": TOKEN,
@@ -174,7 +178,7 @@ async def start_bot(
         }
     )
     policy = FailurePolicy(backoff=Backoff(base_s=0.05, cap_s=0.2))
-    runtime = await open_runtime(settings, tools=tools, policy=policy)
+    runtime = await open_runtime(settings, tools=tools, policy=policy, clock=clock)
     app = bot_application(runtime, show_after_s=show_after_s, typing=typing)
     await app.initialize()
     receiving = await open_receiving(runtime)

@@ -146,14 +146,3 @@ async def test_per_day_and_median_first_reply(store: RunStore) -> None:
     assert await store.history.median_first_reply_s(T0 - timedelta(days=1)) == 120
     assert await store.history.median_first_reply_s(day_two) == 360  # b and c
     assert await store.history.median_first_reply_s(day_two + timedelta(days=1)) is None
-
-
-async def test_four_eyes_approvals_once_per_person_in_order(store: RunStore) -> None:
-    assert await store.handoffs.approvals_of("r1", "n1") == []
-    assert await store.handoffs.approve_once("r1", "n1", 900, T0) == [900]
-    assert await store.handoffs.approve_once("r1", "n1", 900, T0 + timedelta(seconds=1)) == [900]
-    assert await store.handoffs.approve_once("r1", "n1", 901, T0 + timedelta(seconds=2)) == [
-        900,
-        901,
-    ]
-    assert await store.handoffs.approvals_of("r1", "n2") == []  # a new pause starts over

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -16,13 +16,14 @@ from agent_core.approval import StaffRule
 from agent_core.catalog import REQUEST_REFUND
 from agent_core.contracts import RefundArgs
 from agent_core.executor import Executor
-from agent_core.models import ClaimResult, RunStatus, utcnow
+from agent_core.models import ClaimResult, PromptRef, RunStatus, utcnow
 from agent_core.tools import Tool, ToolContext, ToolRegistry
 from storage.store import RunStore
 from tests.fakes import STATUS, RecordingSleep, make_run, shop_like_tools
 from tests.storage_backends import Backend
 
 FAR_PAST = datetime(2000, 1, 1, tzinfo=UTC)
+T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 CUSTOMER, ALICE, BOB = 10001, 900, 901
 RULE = StaffRule(staff_above=Decimal("100"))
 BIG = ("request_refund", {"order_id": "A1002", "amount": "150.00"}, "refund")
@@ -145,3 +146,148 @@ async def test_two_staff_members_pressing_at_once_give_one_decision(
         await a.close()
         await b.close()
     assert sorted(r.value for r, _ in results) == ["already_handled"] * 3 + ["ok"]
+
+
+# -- issue 20, item 4: staff presses bound to their message; never on one's own order --------
+
+FORUM = -1005555555555
+FAR_FUTURE = datetime(2999, 1, 1, tzinfo=UTC)
+
+
+async def staff_pause(store: RunStore) -> tuple[str, str, PromptRef]:
+    """A staff pause of CUSTOMER's run, its prompt bound to a message in the staff group."""
+    run = await executor_for(store).start(make_run([STATUS, BIG]))
+    assert run.pause is not None and run.pause.nonce is not None
+    prompt = PromptRef(chat_id=FORUM, message_id=77)
+    await store.bind_prompt(run.id, run.pause.nonce, prompt)
+    return run.id, run.pause.nonce, prompt
+
+
+async def status_of(store: RunStore, run_id: str) -> RunStatus:
+    run = await store.load_run(run_id)
+    assert run is not None
+    return run.status
+
+
+async def test_a_staff_member_never_claims_their_own_order(store: RunStore) -> None:
+    run_id, nonce, prompt = await staff_pause(store)
+    for expires_before in (FAR_PAST, FAR_FUTURE):  # refused, and never taken for expired
+        own, seen = await store.claim_pause(
+            run_id,
+            user_id=CUSTOMER,
+            approved=True,
+            nonce=nonce,
+            now=utcnow(),
+            expires_before=expires_before,
+            prompt=prompt,
+            staff=True,
+        )
+        assert (own, seen) == (ClaimResult.NOT_ALLOWED, None)
+        assert await status_of(store, run_id) is RunStatus.PAUSED
+    refused = await store.handoffs.approve_once(
+        run_id, nonce, CUSTOMER, utcnow(), prompt=prompt, expires_before=FAR_PAST
+    )
+    assert refused == []  # not one of the four eyes either
+
+
+async def test_a_first_approval_counts_only_on_its_prompt_in_time(store: RunStore) -> None:
+    run_id, nonce, prompt = await staff_pause(store)
+    elsewhere = PromptRef(chat_id=FORUM, message_id=78)
+    approve = store.handoffs.approve_once
+    assert await approve(run_id, nonce, ALICE, T0, prompt=elsewhere, expires_before=FAR_PAST) == []
+    assert (
+        await approve(run_id, "other-nonce", ALICE, T0, prompt=prompt, expires_before=FAR_PAST)
+        == []
+    )
+    assert await approve(run_id, nonce, ALICE, T0, prompt=prompt, expires_before=FAR_FUTURE) == []
+    assert (
+        await approve("nosuchrun", nonce, ALICE, T0, prompt=prompt, expires_before=FAR_PAST) == []
+    )
+    # On its prompt, in time: once per person, in order.
+    assert await approve(run_id, nonce, ALICE, T0, prompt=prompt, expires_before=FAR_PAST) == [
+        ALICE
+    ]
+    later = T0 + timedelta(seconds=1)
+    assert await approve(run_id, nonce, ALICE, later, prompt=prompt, expires_before=FAR_PAST) == [
+        ALICE
+    ]
+    last = T0 + timedelta(seconds=2)
+    assert await approve(run_id, nonce, BOB, last, prompt=prompt, expires_before=FAR_PAST) == [
+        ALICE,
+        BOB,
+    ]
+    assert await store.handoffs.approvals_of(run_id, "n2") == []  # a new pause starts over
+
+
+async def test_four_eyes_claim_needs_another_staff_members_approval_on_the_pause(
+    store: RunStore,
+) -> None:
+    run_id, nonce, prompt = await staff_pause(store)
+
+    async def claim(who: int, on: PromptRef = prompt) -> ClaimResult:
+        result, _ = await store.claim_pause(
+            run_id,
+            user_id=who,
+            approved=True,
+            nonce=nonce,
+            now=utcnow(),
+            expires_before=FAR_PAST,
+            prompt=on,
+            staff=True,
+            approvals=2,
+        )
+        return result
+
+    assert await claim(ALICE) is ClaimResult.NOT_ALLOWED  # nobody approved first
+    assert await store.handoffs.approve_once(
+        run_id, nonce, ALICE, T0, prompt=prompt, expires_before=FAR_PAST
+    ) == [ALICE]
+    assert await claim(ALICE) is ClaimResult.NOT_ALLOWED  # her own approval is not a second
+    assert await claim(BOB, PromptRef(chat_id=FORUM, message_id=78)) is ClaimResult.STALE
+    assert await status_of(store, run_id) is RunStatus.PAUSED
+    assert await claim(BOB) is ClaimResult.OK
+
+
+# -- issue 20, item 6: the expiry sweep reaches every expired staff approval ---------------
+
+
+async def pause_many(store: RunStore, prefix: str, users: range, at: datetime) -> list[str]:
+    """A staff pause for each of `users`, paused at `at` (the executor's clock)."""
+    registry, _ = shop_like_tools()
+    executor = Executor(
+        ToolRegistry([*registry, Tool.of(REQUEST_REFUND, refund)]),
+        journal=store,
+        sleep=RecordingSleep(),
+        staff_rule=RULE,
+        clock=lambda: at,
+    )
+    runs = [make_run([BIG], user_id=u).model_copy(update={"id": f"{prefix}{u}"}) for u in users]
+    started = await asyncio.gather(*(executor.start(run) for run in runs))
+    assert all(r.status is RunStatus.PAUSED for r in started)
+    return [run.id for run in runs]
+
+
+async def test_every_expired_staff_pause_is_found_oldest_first_in_pages(store: RunStore) -> None:
+    ttl = timedelta(hours=1)
+    now = T0 + timedelta(hours=2)
+    oldest = await pause_many(store, "a", range(30000, 30103), T0)
+    older = await pause_many(store, "b", range(31000, 31102), T0 + timedelta(minutes=30))
+    # Newer ones still waiting (created last), and a customer's pause as old as any.
+    waiting = await pause_many(store, "c", range(32000, 32003), now - timedelta(minutes=5))
+    customers = await executor_for(store).start(
+        make_run([STATUS, SMALL]).model_copy(update={"id": "customer1"})
+    )
+    assert customers.pause is not None and customers.pause.approver == "customer"
+
+    found: list[str] = []
+    after = None
+    pages = 0
+    while True:
+        ids, after = await store.history.expired_staff_pauses(now - ttl, after=after, limit=50)
+        found += ids
+        pages += 1
+        if after is None:
+            break
+    assert found == sorted(oldest) + sorted(older)  # all 205, oldest first
+    assert pages == 5
+    assert not set(found) & {*waiting, customers.id}

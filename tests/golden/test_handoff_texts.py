@@ -99,3 +99,14 @@ def test_handoff_texts() -> None:
             },
         }
     )
+
+
+def test_staff_binding_texts() -> None:
+    """Issue 20, item 4: a staff member pressing Approve/Reject on their own order."""
+    texts = {lang.value: say("toast_own_order", lang) for lang in (ZH, EN)}
+    assert texts == snapshot(
+        {
+            "zh": "这是你自己的订单，请让其他同事审批。",
+            "en": "This is your own order; another team member must decide.",
+        }
+    )
