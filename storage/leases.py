@@ -21,8 +21,10 @@ When a lease is taken, kept and given back
   proceed behind other work in the chat (a slow read), and a lease lapsing in that queue
   let recovery drive the run while the queued proceed still meant to (issue 20).
 * Driven from the database, never from a copy: a claimed run's drive starts with
-  `load_held` (KEEP_HELD: renew the lease only if this process still owns it, then read
-  the run), so a copy read at the claim is never driven after another process took over.
+  `load_held` (the lease is still this process's, `held_here`; then the run is read), so
+  a copy read at the claim is never driven after another process took over. A read, not a
+  write, while the lease is live: nobody may take it before it lapses, and a confirmed run
+  costs no commit more.
 * Kept when a drive ends with something to deliver (the run pauses, finishes, asks a
   clarifying question) in a process that delivers (the bot: `keep_for_delivery`), and
   given back by the delivered mark (`answer_delivered`, `prompt_shown`, or the customer
@@ -276,13 +278,29 @@ SELECT_RUNNING = (
     "SELECT id, status, lease_owner, lease_until FROM runs WHERE status = 'running'"
     " ORDER BY created_at"
 )
-# The drive of a claimed run starts by keeping its lease (`load_held`): it matches only while
-# this process still owns it. Another process's take changes the owner, and a take compares
-# the `lease_until` it read, so whichever of the two commits first wins and the other sees it.
+# The drive of a claimed run starts by reading its lease (`load_held`, `held_here`).
+SELECT_LEASE = "SELECT lease_owner, lease_until FROM runs WHERE id = ? AND status = 'running'"
+# A lease of ours that lapsed (renewals failed) is kept only if nobody took it meanwhile: a
+# take changes the owner, and compares the `lease_until` it read, so of this UPDATE and a
+# take, whichever commits first wins and the other matches nothing.
 KEEP_HELD = (
     "UPDATE runs SET lease_until = :until"
     " WHERE id = :id AND lease_owner = :me AND status = 'running'"
 )
+
+
+def held_here(row: tuple[Any, Any] | None, lease: Lease) -> bool | None:
+    """Whether a running run's lease (`SELECT_LEASE`'s row) is this process's: True while
+    it is live (no other process may take it before it lapses, and the keeper renews it:
+    no write needed), None when it is ours but lapsed (`KEEP_HELD` decides), False when
+    another process owns it or the run is not running."""
+    if row is None or row[0] != lease.owner:
+        return False
+    if row[1] is not None and str(row[1]) > lease.now():
+        return True
+    return None
+
+
 # Runs no longer running that still hold a lease: a delivery owed (the partial index).
 SELECT_OWED = (
     "SELECT id, status, lease_owner, lease_until, updated_at FROM runs"

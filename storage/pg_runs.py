@@ -55,9 +55,11 @@ from storage.leases import (
     LET_GO,
     RELEASE_DELIVERY,
     SELECT_HEARTBEATS,
+    SELECT_LEASE,
     SELECT_OWED,
     SELECT_RUNNING,
     Lease,
+    held_here,
     live_others,
     process_owner,
     rows_of,
@@ -240,10 +242,12 @@ class PgRunStore:
 
     async def load_held(self, run_id: str) -> Run | None:
         """As `SqliteRunStore.load_held`: the committed run, while this process owns it."""
-        params = {"id": run_id, "me": self.lease.owner, "until": self.lease.until()}
-        if not await self._writes.submit(partial(_keep_held, params=params)):
-            return None
-        return await self.load_run(run_id)
+        rows = await fetch(self._pool, SELECT_LEASE, (run_id,))
+        held = held_here((rows[0][0], rows[0][1]) if rows else None, self.lease)
+        if held is None:
+            params = {"id": run_id, "me": self.lease.owner, "until": self.lease.until()}
+            held = await self._writes.submit(partial(_keep_held, params=params))
+        return await self.load_run(run_id) if held else None
 
     async def last_order_id(self, chat_id: int, user_id: int) -> str | None:
         rows = await fetch(self._pool, _LAST_ORDER_ID, (chat_id, user_id))

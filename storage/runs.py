@@ -63,9 +63,11 @@ from storage.leases import (
     LET_GO,
     RELEASE_DELIVERY,
     SELECT_HEARTBEATS,
+    SELECT_LEASE,
     SELECT_OWED,
     SELECT_RUNNING,
     Lease,
+    held_here,
     live_others,
     process_owner,
     rows_of,
@@ -246,10 +248,12 @@ class SqliteRunStore:
         """The run as committed, if this process still owns its lease (renewed by this
         call); None when another process took it or it is no longer running. A claimed run
         is driven from this copy, never from the one read at the claim (`Agent.proceed`)."""
-        params = {"id": run_id, "me": self.lease.owner, "until": self.lease.until()}
-        if not await self._writes.submit(partial(_keep_held, params)):
-            return None
-        return await self.load_run(run_id)
+        rows = await fetch(self._conn, SELECT_LEASE, (run_id,))
+        held = held_here((rows[0][0], rows[0][1]) if rows else None, self.lease)
+        if held is None:
+            params = {"id": run_id, "me": self.lease.owner, "until": self.lease.until()}
+            held = await self._writes.submit(partial(_keep_held, params))
+        return await self.load_run(run_id) if held else None
 
     async def last_order_id(self, chat_id: int, user_id: int) -> str | None:
         rows = await fetch(
