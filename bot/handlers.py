@@ -154,11 +154,11 @@ class StepwiseBot:
         hint = message.from_user.language_code if message.from_user else None
         await self._ask(message, customer.user_id, text, hint, customer)
 
-    async def _relayed(self, message: Message, *, edited: bool = False) -> bool:
+    async def _relayed(self, message: Message, *, edited: bool = False, update_id: int = 0) -> bool:
         if self.handoff is None:
             return False
         try:
-            return await self.handoff.from_customer(message, edited=edited)
+            return await self.handoff.from_customer(message, edited=edited, update_id=update_id)
         except StorageUnavailable:
             log.exception("storage unavailable while relaying to staff")
             await self._reply_quietly(message, say("busy", language_of(message.text, None)))
@@ -186,7 +186,8 @@ class StepwiseBot:
         a new message, under the edited one."""
         message = update.edited_message
         if message is not None and message.from_user is not None:
-            if await self._relayed(message, edited=True):  # shown to staff, marked edited
+            # Shown to staff, marked edited; each edit its own relay, keyed by its update.
+            if await self._relayed(message, edited=True, update_id=update.update_id):
                 return
             await self._reply_quietly(message, say("edited", self._language(update)), quote=True)
 
@@ -495,7 +496,7 @@ class StepwiseBot:
         desk, edited = self.handoff, update.edited_message is not None
 
         async def work() -> None:
-            ignored = await desk.from_staff(message, edited=edited)
+            ignored = await desk.from_staff(message, edited=edited, update_id=update.update_id)
             if ignored is not None:
                 log.debug("staff group message not relayed: %s", ignored.value)
 

@@ -4,6 +4,7 @@ name and header, and the buttons' data."""
 
 from __future__ import annotations
 
+import html
 from datetime import UTC, date, datetime
 
 import pytest
@@ -31,6 +32,7 @@ from bot.callbacks import (
 )
 from bot.handlers import opened_text
 from bot.handoff import (
+    EDIT_MARK,
     TOPIC_NAME_LIMIT,
     Ignore,
     Opened,
@@ -38,13 +40,16 @@ from bot.handoff import (
     StaffMessage,
     header_text,
     is_handoff_request,
+    marked_parts,
     offers_person,
+    relay_variant,
     staff_chat_problem,
     staff_relay_decision,
     topic_name,
 )
 from bot.staff import format_handoff_stats
 from bot.texts import TEXTS
+from bot.textsplit import visible_units
 from storage.handoffs import Handoff, Trigger
 from storage.history import HandoffDay
 
@@ -277,3 +282,23 @@ def test_every_handoff_text_has_both_languages() -> None:
     assert len(keys) >= 8
     for key in keys:
         assert set(TEXTS[key]) == {Language.ZH, Language.EN}, key
+
+
+def test_each_edit_is_its_own_relay_keyed_by_its_update() -> None:
+    assert relay_variant(False, 0) == 0 == relay_variant(False, 77)  # the message as sent
+    assert relay_variant(True, 77) != relay_variant(True, 78)  # two edits, however close
+    with pytest.raises(ValueError):
+        relay_variant(True, 0)  # an edit without its update has no key
+
+
+def test_an_edit_too_long_with_its_mark_is_split_into_marked_parts() -> None:
+    short = EDIT_MARK + "edited: fine"
+    assert marked_parts(short) == [(short, None)]  # as before: one plain message
+    body = "\n".join(f"{n:04d} <tag> & more" for n in range(300))  # 5,399 units
+    parts = marked_parts(EDIT_MARK + "edited: " + body)
+    assert [p[1] for p in parts] == ["HTML", "HTML"]
+    assert parts[0][0].startswith("✏️ (1/2) edited: 0000 &lt;tag&gt; &amp; more")
+    assert parts[1][0].startswith("✏️ (2/2) ")
+    assert all(visible_units(text) <= 4096 for text, _ in parts)
+    shown = [html.unescape(text.split(") ", 1)[1]) for text, _ in parts]
+    assert "\n".join(shown) == "edited: " + body  # nothing lost, in order
