@@ -67,6 +67,7 @@ class Customer:
     user_id: int
     name: str
     language: Language
+    private: bool = True  # a private chat with the bot, not a group (`handoff_is_private`)
 
 
 # The customer the current task serves (set where a customer's update is handled): a run's
@@ -189,6 +190,50 @@ def offers_person(run: Run, previous: RunStatus | None) -> bool:
     if run.refusal == "unsupported" or is_flagged(run.interpretation):
         return True
     return run.status is RunStatus.NEEDS_CLARIFICATION and previous is RunStatus.NEEDS_CLARIFICATION
+
+
+START_HUMAN = "human"  # the /start payload of the "continue privately" link
+
+
+def handoff_is_private(customer: Customer) -> bool:
+    """Whether a handoff may open where `customer` asked: only in a private chat.
+
+    In a group, a handoff keyed by the chat made every member's later messages the
+    requester's (copied into their topic, unnamed, the agent silent for them) and posted
+    staff replies, with the requester's orders, addresses and refunds, to the whole group.
+    Keying it by (chat, user) would fix the first, not the second: a person from our team
+    talking about one member's orders in front of everyone is what a customer does not
+    want, and a staff member cannot see who else is in the room. So a handoff is always a
+    private conversation: in a group the asker is told so, with a button that opens their
+    private chat with the bot and hands them over there at once (`/start human-<run>`,
+    the run they asked in for context: their own, checked on arrival). The group keeps
+    the agent for everyone, and nothing of the handoff is ever posted there."""
+    return customer.private
+
+
+def private_handoff_link(bot_username: str, run_id: str | None) -> str:
+    """t.me's deep link to the bot's private chat, starting with a handoff: Telegram sends
+    "/start <payload>" there (payload: 1-64 of A-Z a-z 0-9 _ -; run ids are hex)."""
+    payload = f"{START_HUMAN}-{run_id}" if run_id else START_HUMAN
+    return f"https://t.me/{bot_username}?start={payload}"
+
+
+def start_handoff_run(args: list[str]) -> tuple[bool, str | None]:
+    """/start's payload: (asks for a person, the run id it names if any)."""
+    if not args:
+        return False, None
+    head, _, run_id = args[0].partition("-")
+    if head != START_HUMAN:
+        return False, None
+    return True, run_id or None
+
+
+def private_handoff_button(
+    bot_username: str, run_id: str | None, language: Language
+) -> InlineKeyboardMarkup:
+    label = say("handoff_private_button", language)
+    url = private_handoff_link(bot_username, run_id)
+    return InlineKeyboardMarkup([[InlineKeyboardButton(label, url=url)]])
 
 
 def topic_name(name: str, user_id: int) -> str:

@@ -5,6 +5,10 @@ production bot long-polling the stand-in over HTTP, a forum supergroup as the st
   is held still, so both edits carry the same whole-second `edit_date`);
 - an edit too long to relay with its "✏️" mark arrives split in marked parts, and a relay
   Telegram refuses for good is told to staff and to the customer;
+- an unknown "/word" is a request outside a handoff (or, alone, answered with the real
+  commands), and is relayed during one;
+- a handoff asked for in a group goes to the asker's private chat: other members keep the
+  agent, nothing of the handoff is posted in the group.
 """
 
 from __future__ import annotations
@@ -15,14 +19,15 @@ from pathlib import Path
 import pytest
 
 from agent_core.models import Language
-from bot.texts import TEXTS
+from bot.texts import TEXTS, say
 from standin import FloodLimits, StandIn
-from tests.harness import DEMO, STAFF, BotHarness, until
-from tests.test_handoff_e2e import FORUM, customer_topic, in_topic, staff_forum, staffed
+from tests.harness import DEMO, OTHER, STAFF, BotHarness, until
+from tests.test_handoff_e2e import FORUM, customer_topic, in_topic, staff_forum, staffed, texts
 
 pytestmark = pytest.mark.timeout(60)
 
-EN = Language.EN
+EN, ZH = Language.EN, Language.ZH
+GROUP = -4001  # a plain group with several members (not the staff group)
 ROOMY = FloodLimits(per_chat=50, per_group=50, overall=200)
 
 
@@ -137,3 +142,90 @@ async def test_a_relay_refused_for_good_is_told_to_staff_and_customer(bot: BotHa
     settled = "SELECT gave_up_at IS NOT NULL, failure FROM handoff_relays"
     ((gave_up, failure),) = await until(lambda: h.query(settled), what="the relay settled")
     assert gave_up == 1 and "message to copy not found" in failure.lower()
+
+
+# -- 3. unknown /words -------------------------------------------------------------------
+
+
+async def test_unknown_slash_words_are_requests_or_get_the_real_commands(
+    bot: BotHarness,
+) -> None:
+    h = bot
+    h.standin.inject_message(DEMO, DEMO, "/cancel order A1003")
+    prompt = await h.buttons_message(DEMO)  # the agent's Confirm for cancelling A1003
+    assert "A1003" in (prompt.text or "")
+    assert h.query("SELECT request_text FROM runs") == [("cancel order A1003",)]
+
+    h.standin.inject_message(DEMO, DEMO, "/settings")
+    unknown = say("unknown_command", EN).format(command="/settings", commands="/help, /human")
+    await h.until_text(DEMO, unknown)
+    h.standin.inject_message(DEMO, DEMO, "/help")  # known commands keep working
+    await h.until_text(DEMO, TEXTS["help"][EN])
+    assert h.query("SELECT count(*) FROM runs") == [(1,)]
+
+
+async def test_unknown_slash_words_are_relayed_during_a_handoff(bot: BotHarness) -> None:
+    h = bot
+    h.standin.inject_message(DEMO, DEMO, "/human")
+    thread = await customer_topic(h)
+    h.standin.inject_message(DEMO, DEMO, "/cancel order P0002")
+    h.standin.inject_message(DEMO, DEMO, "/refund")
+    await until(
+        lambda: {"/cancel order P0002", "/refund"} <= set(topic_texts(h, thread)),
+        what="both /words in the topic",
+    )
+    assert texts(h, DEMO) == [TEXTS["handoff_opened"][EN]]  # the agent stayed silent
+    assert h.query("SELECT count(*) FROM runs") == [(0,)]
+
+
+# -- 4. a handoff asked for in a group ---------------------------------------------------
+
+
+@pytest.mark.standin(flood=ROOMY)
+async def test_a_handoff_asked_in_a_group_goes_private_and_the_group_keeps_the_agent(
+    bot: BotHarness,
+) -> None:
+    h = bot
+    h.standin.add_chat(GROUP, DEMO, title="Family orders", first_name="Ada")
+    h.standin.inject_message(GROUP, DEMO, "/human", first_name="Ada")
+    # Another member keeps talking to the agent: never copied into anyone's topic.
+    h.standin.inject_message(GROUP, OTHER, "where is B2001", first_name="Bob")
+    bobs = "SELECT chat_id, user_id FROM runs WHERE request_text = ?"
+    await until(
+        lambda: h.query(bobs, "where is B2001") == [(GROUP, OTHER)], what="the agent serving Bob"
+    )
+    await h.until_text(GROUP, "B2001")
+    assert h.standin.topics(FORUM) == []
+    # The asker is sent to a private chat with the bot, one tap away.
+    redirect = await h.until_text(GROUP, TEXTS["handoff_private_only"][EN])
+    (button,) = redirect.buttons[0]
+    assert button.text == TEXTS["handoff_private_button"][EN]
+    assert button.url == "https://t.me/stepwise_test_bot?start=human"
+    assert h.query("SELECT count(*) FROM handoffs") == [(0,)]
+
+    # Asked in words, in Chinese: the same, with the run for context in the link.
+    h.standin.inject_message(GROUP, DEMO, "我要转人工", first_name="Ada", language_code="zh")
+    worded = await h.until_text(GROUP, TEXTS["handoff_private_only"][ZH])
+    ((run_id,),) = await until(
+        lambda: h.query("SELECT id FROM runs WHERE request_text = '我要转人工'"), what="the run"
+    )
+    assert worded.buttons[0][0].url == f"https://t.me/stepwise_test_bot?start=human-{run_id}"
+
+    # The asker taps the button: Telegram opens the private chat with "/start human-<run>".
+    h.standin.inject_message(DEMO, DEMO, f"/start human-{run_id}", first_name="Ada")
+    await h.until_text(DEMO, TEXTS["handoff_opened"][EN])
+    thread = await customer_topic(h)
+    rows = h.query("SELECT customer_chat_id, customer_user_id, run_id, trigger FROM handoffs")
+    assert rows == [(DEMO, DEMO, run_id, "command")]
+    h.standin.inject_message(GROUP, OTHER, "and B2001 again?", first_name="Bob")
+    await until(
+        lambda: h.query(bobs, "and B2001 again?") == [(GROUP, OTHER)], what="Bob served again"
+    )
+    h.standin.inject_message(
+        FORUM, STAFF, "Hi Ada, your A1001 ships today", message_thread_id=thread
+    )
+    await h.until_text(DEMO, "Hi Ada, your A1001 ships today")
+
+    topic = topic_texts(h, thread)
+    assert not any("B2001" in t or "Bob" in t for t in topic)  # nothing of another member
+    assert not any("Hi Ada" in t for t in h.bot_texts(GROUP))  # staff never post in the group
