@@ -193,9 +193,9 @@ def build_application(
     application.add_handler(CommandHandler("runs", bot.runs, filters=new))
     application.add_handler(CommandHandler("run", bot.run_timeline, filters=new))
     application.add_handler(CommandHandler("stats", bot.stats, filters=new))
-    application.add_handler(
-        MessageHandler(new & PEOPLE & filters.TEXT & ~filters.COMMAND, bot.text)
-    )
+    # Text, and any "/word" the command handlers above did not take (`bot.slash`): a
+    # customer's "/cancel order P0002" is a request, and relayed during a handoff.
+    application.add_handler(MessageHandler(new & PEOPLE & filters.TEXT, bot.text))
     application.add_handler(MessageHandler(new & CUSTOMER_CONTENT & ~filters.TEXT, bot.not_text))
     application.add_handler(MessageHandler(filters.UpdateType.EDITED_MESSAGE, bot.edited))
     application.add_handler(CallbackQueryHandler(bot.button))

@@ -28,7 +28,7 @@ from telegram import (
     Message,
     Update,
 )
-from telegram.constants import ChatType, ParseMode
+from telegram.constants import ChatType, MessageEntityType, ParseMode
 from telegram.error import BadRequest, TelegramError
 from telegram.ext import ContextTypes
 
@@ -65,12 +65,16 @@ from bot.handoff import (
     Customer,
     HandoffDesk,
     Opened,
+    handoff_is_private,
     is_handoff_request,
     offers_person,
     person_button,
+    private_handoff_button,
     reason_buttons,
+    start_handoff_run,
 )
 from bot.progress import TOPIC, TelegramProgress, decision_text
+from bot.slash import Slash, read_slash
 from bot.staff import format_handoff_stats, format_runs_page, format_stats, format_timeline
 from bot.texts import language_of, say
 from bot.textsplit import split_message
@@ -133,33 +137,65 @@ class StepwiseBot:
             progress.answer_hook = self._answer_hook
             progress.staff_prompt_hook = handoff.post_staff_prompt
 
+    @property
+    def _staffed(self) -> bool:
+        """A staff group takes handoffs (so /human and "Talk to a person" lead somewhere)."""
+        return self.handoff is not None and self.handoff.staff_chat_id is not None
+
     # -- customers -----------------------------------------------------------------------
 
     async def help(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """/start and /help: what the bot can do, with examples in the user's language."""
+        """/start and /help: what the bot can do, with examples in the user's language.
+        "/start human[-<run>]" (the "continue privately" link of a handoff asked for in a
+        group) hands the customer over here instead."""
         message = update.effective_message
         if message is None:
+            return
+        asks, run_id = start_handoff_run(list(context.args or ()))
+        if asks and self.handoff is not None:
+            await self.human(update, context, run_id=run_id)
             return
         await message.reply_text(say("help", self._language(update)))
 
     async def text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """A question: the plan, step messages and the answer follow in the background."""
+        """A question: the plan, step messages and the answer follow in the background.
+        A "/word" no command handler took comes here too, as text (`bot.slash`)."""
         message, user = update.effective_message, update.effective_user
         if message is None or user is None:
             return
         text = (message.text or "").strip()
         language = self._language(update)
-        customer = Customer(message.chat_id, user.id, user.full_name, language)
+        slash = _leading_slash(message, context.bot.username)
+        if slash is not None:
+            if slash.other_bot:
+                return  # "/start@another_bot" in a group: not ours
+            hint = user.language_code
+            language = language_of(slash.rest, hint) if slash.rest else language
+        private = message.chat.type == ChatType.PRIVATE
+        customer = Customer(message.chat_id, user.id, user.full_name, language, private=private)
         context.application.create_task(
-            self.chats.run(message.chat_id, self._customer_text(message, customer, text)),
+            self.chats.run(message.chat_id, self._customer_text(message, customer, text, slash)),
             update=update,
         )
 
-    async def _customer_text(self, message: Message, customer: Customer, text: str) -> None:
+    async def _customer_text(
+        self, message: Message, customer: Customer, text: str, slash: Slash | None = None
+    ) -> None:
         """In the chat's order: relayed to staff while a handoff is open (the agent stays
-        silent), else asked."""
+        silent), else asked. A "/word" with words after it is asked without its slash; a
+        "/word" alone is told the real commands (in a group only when addressed to us)."""
         if await self._relayed(message):
             return
+        if slash is not None:
+            if not slash.request:
+                if customer.private or slash.addressed:
+                    known = "/help, /human" if self._staffed else "/help"
+                    unknown = say("unknown_command", customer.language)
+                    await self._reply_quietly(
+                        message, unknown.format(command=slash.command, commands=known)
+                    )
+                return
+            text = slash.request
         if not text:
             await self._reply_quietly(message, say("empty", customer.language))
             return
@@ -169,11 +205,11 @@ class StepwiseBot:
         hint = message.from_user.language_code if message.from_user else None
         await self._ask(message, customer.user_id, text, hint, customer)
 
-    async def _relayed(self, message: Message, *, edited: bool = False) -> bool:
+    async def _relayed(self, message: Message, *, edited: bool = False, update_id: int = 0) -> bool:
         if self.handoff is None:
             return False
         try:
-            return await self.handoff.from_customer(message, edited=edited)
+            return await self.handoff.from_customer(message, edited=edited, update_id=update_id)
         except StorageUnavailable:
             log.exception("storage unavailable while relaying to staff")
             await self._reply_quietly(message, say("busy", language_of(message.text, None)))
@@ -201,7 +237,8 @@ class StepwiseBot:
         a new message, under the edited one."""
         message = update.edited_message
         if message is not None and message.from_user is not None:
-            if await self._relayed(message, edited=True):  # shown to staff, marked edited
+            # Shown to staff, marked edited; each edit its own relay, keyed by its update.
+            if await self._relayed(message, edited=True, update_id=update.update_id):
                 return
             await self._reply_quietly(message, say("edited", self._language(update)), quote=True)
 
@@ -357,7 +394,12 @@ class StepwiseBot:
         if is_handoff_request(run):
             customer = CUSTOMER.get()
             if customer is None or customer.chat_id != run.chat_id:
-                customer = Customer(run.chat_id, run.user_id, f"user {run.user_id}", run.language)
+                # Telegram's private chats have the user's id; a group's never does.
+                private = run.chat_id == run.user_id
+                name = f"user {run.user_id}"
+                customer = Customer(run.chat_id, run.user_id, name, run.language, private=private)
+            if not handoff_is_private(customer):
+                return self._go_private(run.id, run.language)
             opened = await self.handoff.open(customer, Trigger.INTENT, run)
             return opened_text(opened, run.language), None
         previous = None
@@ -436,19 +478,35 @@ class StepwiseBot:
         await _send_quietly(desk.bot, Where(run.chat_id, 0), outcome.run.answer or "")
         return 1
 
-    async def human(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """/human: hand the conversation to a person, with the chat's last run for context."""
+    async def human(
+        self,
+        update: Update,
+        context: ContextTypes.DEFAULT_TYPE,
+        *,
+        run_id: str | None = None,
+    ) -> None:
+        """/human: hand the conversation to a person, with the chat's last run for context
+        (`run_id`: the run a group's "continue privately" link named, if it is theirs).
+        In a group: the way to a private handoff instead (`handoff_is_private`)."""
         message, user = update.effective_message, update.effective_user
         if message is None or user is None or self.handoff is None:
             return
-        customer = Customer(message.chat_id, user.id, user.full_name, self._language(update))
+        private = message.chat.type == ChatType.PRIVATE
+        language = self._language(update)
+        customer = Customer(message.chat_id, user.id, user.full_name, language, private=private)
         desk = self.handoff
 
         async def work() -> None:
-            page = await self.store.history.list_runs(
-                chat_id=customer.chat_id, user_id=customer.user_id, limit=1
-            )
-            run = await self.store.load_run(page.items[0].id) if page.items else None
+            run = await self.store.load_run(run_id) if run_id else None
+            if run is None or run.user_id != customer.user_id:  # only their own run
+                page = await self.store.history.list_runs(
+                    chat_id=customer.chat_id, user_id=customer.user_id, limit=1
+                )
+                run = await self.store.load_run(page.items[0].id) if page.items else None
+            if not handoff_is_private(customer):
+                text, markup = self._go_private(run.id if run else None, customer.language)
+                await self._reply_with(message, text, markup)
+                return
             opened = await desk.open(customer, Trigger.COMMAND, run)
             await self._reply_quietly(message, opened_text(opened, customer.language))
 
@@ -470,10 +528,23 @@ class StepwiseBot:
             await self._answer_quietly(query, say("toast_not_yours", language))
             return
         await self._answer_quietly(query, say("toast_person", run.language))
-        customer = Customer(run.chat_id, user.id, user.full_name, run.language)
+        private = pressed.chat.type == ChatType.PRIVATE
+        customer = Customer(run.chat_id, user.id, user.full_name, run.language, private=private)
         desk, bot = self.handoff, context.bot
 
         async def work() -> None:
+            if not handoff_is_private(customer):
+                text, markup = self._go_private(run.id, run.language)
+                try:
+                    await bot.send_message(
+                        run.chat_id,
+                        text,
+                        message_thread_id=Where.of(pressed).thread_id,
+                        reply_markup=markup,
+                    )
+                except TelegramError as exc:
+                    log.warning("could not send: %s", exc)
+                return
             opened = await desk.open(customer, Trigger.BUTTON, run)
             try:
                 await bot.edit_message_reply_markup(pressed.chat.id, pressed.message_id)
@@ -482,6 +553,16 @@ class StepwiseBot:
             await _send_quietly(bot, Where.of(pressed), opened_text(opened, run.language))
 
         context.application.create_task(self.chats.run(run.chat_id, work()), update=update)
+
+    def _go_private(
+        self, run_id: str | None, language: Language
+    ) -> tuple[str, InlineKeyboardMarkup | None]:
+        """What a customer who asked for a person in a group is told: a handoff is private
+        (`handoff_is_private`), and the button opens their private chat, handed over."""
+        assert self.handoff is not None
+        username = self.handoff.bot.username
+        markup = private_handoff_button(username, run_id, language) if username else None
+        return say("handoff_private_only", language), markup
 
     async def _close_pressed(self, update: Update, data: CloseHandoffData) -> None:
         """Close on a handoff's header in the staff group: staff members only."""
@@ -510,7 +591,7 @@ class StepwiseBot:
         desk, edited = self.handoff, update.edited_message is not None
 
         async def work() -> None:
-            ignored = await desk.from_staff(message, edited=edited)
+            ignored = await desk.from_staff(message, edited=edited, update_id=update.update_id)
             if ignored is not None:
                 log.debug("staff group message not relayed: %s", ignored.value)
 
@@ -842,6 +923,13 @@ class StepwiseBot:
             await message.reply_text(text, parse_mode=ParseMode.HTML, reply_markup=markup)
 
     @staticmethod
+    async def _reply_with(message: Message, text: str, markup: InlineKeyboardMarkup | None) -> None:
+        try:
+            await message.reply_text(text, reply_markup=markup)
+        except TelegramError as exc:
+            log.warning("could not reply: %s", exc)
+
+    @staticmethod
     async def _reply_quietly(message: Message, text: str, *, quote: bool | None = None) -> None:
         try:
             await message.reply_text(text, do_quote=quote)
@@ -874,6 +962,15 @@ class Where:
     @property
     def prompt(self) -> PromptRef:
         return PromptRef(chat_id=self.chat_id, message_id=self.message_id)
+
+
+def _leading_slash(message: Message, bot_username: str | None) -> Slash | None:
+    """The message's leading "/word", if Telegram marked one (a bot_command entity at 0)."""
+    entities = message.entities or ()
+    first = entities[0] if entities else None
+    if first is None or first.type != MessageEntityType.BOT_COMMAND or first.offset != 0:
+        return None
+    return read_slash(message.text or "", first.length, bot_username)
 
 
 async def _edit_quietly(bot: Bot, where: Where, text: str) -> None:

@@ -48,6 +48,7 @@ from agent_core.models import (
 )
 from bot.callbacks import close_handoff_data, decision_data, person_data, reason_data
 from bot.texts import say
+from bot.textsplit import MAX_MESSAGE_UNITS, split_message, utf16_units
 from storage.handoffs import Direction, Handoff, Handoffs, Relay, Topic, Trigger
 from storage.history import History
 
@@ -66,6 +67,7 @@ class Customer:
     user_id: int
     name: str
     language: Language
+    private: bool = True  # a private chat with the bot, not a group (`handoff_is_private`)
 
 
 # The customer the current task serves (set where a customer's update is handled): a run's
@@ -190,6 +192,50 @@ def offers_person(run: Run, previous: RunStatus | None) -> bool:
     return run.status is RunStatus.NEEDS_CLARIFICATION and previous is RunStatus.NEEDS_CLARIFICATION
 
 
+START_HUMAN = "human"  # the /start payload of the "continue privately" link
+
+
+def handoff_is_private(customer: Customer) -> bool:
+    """Whether a handoff may open where `customer` asked: only in a private chat.
+
+    In a group, a handoff keyed by the chat made every member's later messages the
+    requester's (copied into their topic, unnamed, the agent silent for them) and posted
+    staff replies, with the requester's orders, addresses and refunds, to the whole group.
+    Keying it by (chat, user) would fix the first, not the second: a person from our team
+    talking about one member's orders in front of everyone is what a customer does not
+    want, and a staff member cannot see who else is in the room. So a handoff is always a
+    private conversation: in a group the asker is told so, with a button that opens their
+    private chat with the bot and hands them over there at once (`/start human-<run>`,
+    the run they asked in for context: their own, checked on arrival). The group keeps
+    the agent for everyone, and nothing of the handoff is ever posted there."""
+    return customer.private
+
+
+def private_handoff_link(bot_username: str, run_id: str | None) -> str:
+    """t.me's deep link to the bot's private chat, starting with a handoff: Telegram sends
+    "/start <payload>" there (payload: 1-64 of A-Z a-z 0-9 _ -; run ids are hex)."""
+    payload = f"{START_HUMAN}-{run_id}" if run_id else START_HUMAN
+    return f"https://t.me/{bot_username}?start={payload}"
+
+
+def start_handoff_run(args: list[str]) -> tuple[bool, str | None]:
+    """/start's payload: (asks for a person, the run id it names if any)."""
+    if not args:
+        return False, None
+    head, _, run_id = args[0].partition("-")
+    if head != START_HUMAN:
+        return False, None
+    return True, run_id or None
+
+
+def private_handoff_button(
+    bot_username: str, run_id: str | None, language: Language
+) -> InlineKeyboardMarkup:
+    label = say("handoff_private_button", language)
+    url = private_handoff_link(bot_username, run_id)
+    return InlineKeyboardMarkup([[InlineKeyboardButton(label, url=url)]])
+
+
 def topic_name(name: str, user_id: int) -> str:
     """ "Ada Lovelace · 10001", cut to Telegram's limit (the id always stays whole)."""
     suffix = f" · {user_id}"
@@ -296,6 +342,28 @@ def close_button(handoff_id: str) -> InlineKeyboardMarkup:
     return InlineKeyboardMarkup(
         [[InlineKeyboardButton("Close", callback_data=close_handoff_data(handoff_id))]]
     )
+
+
+def marked_parts(text: str) -> list[tuple[str, str | None]]:
+    """An edit's marked text as the messages that carry it: (text, parse_mode) each.
+
+    Telegram takes at most 4096 UTF-16 units per message, and an edit of a message that
+    was near that limit no longer fits once marked "✏️ edited: ". Such an edit is split
+    (on line boundaries where it can, `bot.textsplit`) and every part is marked with the
+    pencil and its place, "✏️ (1/2) edited: …", "✏️ (2/2) …", so staff (or the customer)
+    see that all of it is one edit, in order. The parts are sent as HTML of the escaped
+    text: the splitter measures what Telegram shows, so `<` and `&` count as one unit
+    and are never cut in half. A text that fits goes as it always did, plain."""
+    if utf16_units(text) <= MAX_MESSAGE_UNITS:
+        return [(text, None)]
+    body = text.removeprefix(EDIT_MARK)
+    label_room = len(f"{EDIT_MARK}(99/99) ")
+    chunks = split_message(html.escape(body, quote=False), MAX_MESSAGE_UNITS - label_room)
+    total = len(chunks)
+    return [
+        (f"{EDIT_MARK}({number}/{total}) {chunk}", ParseMode.HTML)
+        for number, chunk in enumerate(chunks, start=1)
+    ]
 
 
 def gives_up(exc: TelegramError) -> bool:
@@ -578,13 +646,24 @@ class HandoffDesk:
 
     # -- relaying ----------------------------------------------------------------------
 
-    async def from_customer(self, message: Message, *, edited: bool = False) -> bool:
+    async def from_customer(
+        self, message: Message, *, edited: bool = False, update_id: int = 0
+    ) -> bool:
         """Relay a customer's message into their topic when a handoff is open; True when it
-        was theirs to relay (the agent then stays silent)."""
+        was theirs to relay (the agent then stays silent). `update_id`: the update that
+        brought an edit (each edit is its own relay, see `relay_variant`).
+
+        Only the handoff's own customer is relayed: in a chat with several people (a
+        group handoff recorded before handoffs became private-only, see
+        `handoff_is_private`) another member's message is not theirs, and the agent
+        answers it."""
         if self.staff_chat_id is None or message.chat_id == self.staff_chat_id:
             return False
         handoff = await self.handoffs.open_for(message.chat_id)
         if handoff is None:
+            return False
+        sender = message.from_user
+        if sender is None or sender.id != handoff.customer_user_id:
             return False
         text = None
         if edited:
@@ -594,7 +673,7 @@ class HandoffDesk:
             direction=Direction.TO_STAFF,
             from_chat_id=message.chat_id,
             message_id=message.message_id,
-            variant=_variant(message, edited),
+            variant=relay_variant(edited, update_id),
             to_chat_id=self.staff_chat_id or 0,
             to_topic_id=handoff.topic_id,
             text=text,
@@ -603,9 +682,12 @@ class HandoffDesk:
         await self._relay(relay, handoff)
         return True
 
-    async def from_staff(self, message: Message, *, edited: bool = False) -> Ignore | None:
+    async def from_staff(
+        self, message: Message, *, edited: bool = False, update_id: int = 0
+    ) -> Ignore | None:
         """Relay a staff member's message in a customer's topic to that customer; returns
-        why it was not relayed (None: relayed, or recorded for the start-up resend)."""
+        why it was not relayed (None: relayed, or recorded for the start-up resend).
+        `update_id`: the update that brought an edit (see `relay_variant`)."""
         facts = staff_message_facts(message)
         ignored = staff_relay_decision(
             facts, staff_chat_id=self.staff_chat_id, staff_ids=self.staff_ids, bot_id=self.bot.id
@@ -632,7 +714,7 @@ class HandoffDesk:
             direction=Direction.TO_CUSTOMER,
             from_chat_id=message.chat_id,
             message_id=message.message_id,
-            variant=_variant(message, edited),
+            variant=relay_variant(edited, update_id),
             to_chat_id=topic.customer_chat_id,
             to_topic_id=None,
             text=text,
@@ -696,6 +778,13 @@ class HandoffDesk:
                     await self._say_in_topic(
                         to_topic or handoff.topic_id, f"Not delivered to the customer: {why}."
                     )
+                else:  # both sides learn it: staff what is missing, the customer to resend
+                    await self._say_in_topic(
+                        to_topic or handoff.topic_id,
+                        f"A message from the customer could not be copied here: {exc}. "
+                        "They were asked to send it again.",
+                    )
+                    await self._tell_customer(handoff, "relay_failed")
                 return False
             await self.handoffs.mark_copied(relay, self._clock())
             return True
@@ -703,11 +792,22 @@ class HandoffDesk:
 
     async def _send_copy(self, relay: Relay, to_chat: int, to_topic: int | None) -> None:
         if relay.text is not None:
-            await self.bot.send_message(to_chat, relay.text, message_thread_id=to_topic)
+            for part, parse_mode in marked_parts(relay.text):
+                await self.bot.send_message(
+                    to_chat, part, message_thread_id=to_topic, parse_mode=parse_mode
+                )
         else:
             await self.bot.copy_message(
                 to_chat, relay.from_chat_id, relay.message_id, message_thread_id=to_topic
             )
+
+    async def _tell_customer(self, handoff: Handoff, key: str) -> None:
+        try:
+            await self.bot.send_message(
+                handoff.customer_chat_id, say(key, Language(handoff.language))
+            )
+        except TelegramError as exc:
+            log.info("human handoff: customer not told (%s): %s", key, exc)
 
     async def _run_of(self, handoff: Handoff) -> Run | None:
         return await self.store.load_run(handoff.run_id) if handoff.run_id else None
@@ -828,7 +928,19 @@ def _is_service(message: Message) -> bool:
     return not any(getattr(message, name, None) for name in _CONTENT)
 
 
-def _variant(message: Message, edited: bool) -> int:
-    if not edited or message.edit_date is None:
+def relay_variant(edited: bool, update_id: int) -> int:
+    """Which copy of a message a relay is: 0 for the message as sent, the `update_id` of
+    the update that brought an edit.
+
+    Not the edit's `edit_date`: Telegram dates are whole seconds, so two edits within one
+    second had one key and the second (the final text) was taken for a redelivery of the
+    first and never copied. Not a hash of the text either: editing back to an earlier
+    text is a new edit staff must see. Telegram gives every update its own `update_id`
+    and delivers the SAME id again when an update is redelivered (it was not acknowledged
+    before a crash), which is exactly the key's job: one row per edit, found again on
+    redelivery. Update ids are positive, so they never meet the original's 0."""
+    if not edited:
         return 0
-    return int(message.edit_date.timestamp())
+    if update_id <= 0:
+        raise ValueError("an edit is relayed under the update_id that brought it")
+    return update_id

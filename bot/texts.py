@@ -127,6 +127,26 @@ TEXTS: dict[str, dict[Language, str]] = {
         EN: "Our team has picked up your conversation again and will reply to you here.",
     },
     "staff_edited": {ZH: "（已修改）", EN: "(edited) "},
+    # Issue 20 #5. Telegram refused for good to copy a customer's message to our team.
+    "relay_failed": {
+        ZH: "抱歉，你刚才的消息没能转给我们的同事，请再发一次。",
+        EN: "Sorry, your last message didn't reach our team. Please send it again.",
+    },
+    # A handoff asked for in a group happens in the asker's private chat with the bot
+    # (`bot.handoff.handoff_is_private`); the button opens it.
+    "handoff_private_only": {
+        ZH: "为了保护你的订单信息，人工客服只在私聊中接待。点下面的按钮，在私聊里继续吧。",
+        EN: "To keep your order details private, our team talks to you in a private chat. "
+        "Tap the button below to continue there.",
+    },
+    "handoff_private_button": {ZH: "私聊联系人工客服", EN: "Talk to a person privately"},
+    # "/word" that is no command of ours and says nothing more ({commands}: the real ones).
+    "unknown_command": {
+        ZH: "我不认识 {command} 这个命令。可用的命令：{commands}。也可以直接告诉我你需要什么，"
+        "比如“订单 A1001 到哪了？”",
+        EN: "I don't know the command {command}. Commands I know: {commands}. Or just tell "
+        "me what you need, like “where is my order A1001?”",
+    },
     "toast_person": {ZH: "正在为你转接人工客服。", EN: "Connecting you to a person."},
     "toast_staff_only": {ZH: "只有员工可以操作。", EN: "Only staff can do this."},
     "toast_closed": {ZH: "已结束。", EN: "Closed."},

@@ -87,8 +87,10 @@ class Topic:
 class Relay:
     """One message to copy: from (`from_chat_id`, `message_id`) to (`to_chat_id`, topic).
 
-    `variant` tells copies of one message apart: 0 for the message as sent, its edit date
-    for an edit (an edit is relayed as a marked new message)."""
+    `variant` tells copies of one message apart: 0 for the message as sent, the
+    `update_id` of the update that brought an edit (an edit is relayed as a marked new
+    message; `bot.handoff.relay_variant` says why not its whole-second edit date). Rows
+    written before issue 20 keep their edit dates: no key of theirs is read again."""
 
     handoff_id: str
     direction: Direction

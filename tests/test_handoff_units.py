@@ -4,6 +4,7 @@ name and header, and the buttons' data."""
 
 from __future__ import annotations
 
+import html
 from datetime import UTC, date, datetime
 
 import pytest
@@ -31,20 +32,29 @@ from bot.callbacks import (
 )
 from bot.handlers import opened_text
 from bot.handoff import (
+    EDIT_MARK,
     TOPIC_NAME_LIMIT,
+    Customer,
     Ignore,
     Opened,
     StaffChatFacts,
     StaffMessage,
+    handoff_is_private,
     header_text,
     is_handoff_request,
+    marked_parts,
     offers_person,
+    private_handoff_link,
+    relay_variant,
     staff_chat_problem,
     staff_relay_decision,
+    start_handoff_run,
     topic_name,
 )
+from bot.slash import read_slash
 from bot.staff import format_handoff_stats
 from bot.texts import TEXTS
+from bot.textsplit import visible_units
 from storage.handoffs import Handoff, Trigger
 from storage.history import HandoffDay
 
@@ -277,3 +287,58 @@ def test_every_handoff_text_has_both_languages() -> None:
     assert len(keys) >= 8
     for key in keys:
         assert set(TEXTS[key]) == {Language.ZH, Language.EN}, key
+
+
+def test_each_edit_is_its_own_relay_keyed_by_its_update() -> None:
+    assert relay_variant(False, 0) == 0 == relay_variant(False, 77)  # the message as sent
+    assert relay_variant(True, 77) != relay_variant(True, 78)  # two edits, however close
+    with pytest.raises(ValueError):
+        relay_variant(True, 0)  # an edit without its update has no key
+
+
+def test_an_edit_too_long_with_its_mark_is_split_into_marked_parts() -> None:
+    short = EDIT_MARK + "edited: fine"
+    assert marked_parts(short) == [(short, None)]  # as before: one plain message
+    body = "\n".join(f"{n:04d} <tag> & more" for n in range(300))  # 5,399 units
+    parts = marked_parts(EDIT_MARK + "edited: " + body)
+    assert [p[1] for p in parts] == ["HTML", "HTML"]
+    assert parts[0][0].startswith("✏️ (1/2) edited: 0000 &lt;tag&gt; &amp; more")
+    assert parts[1][0].startswith("✏️ (2/2) ")
+    assert all(visible_units(text) <= 4096 for text, _ in parts)
+    shown = [html.unescape(text.split(") ", 1)[1]) for text, _ in parts]
+    assert "\n".join(shown) == "edited: " + body  # nothing lost, in order
+
+
+@pytest.mark.parametrize(
+    ("text", "units", "expected"),
+    [
+        ("/cancel order P0002", 7, ("/cancel", "order P0002", False, False, "cancel order P0002")),
+        ("/settings", 9, ("/settings", "", False, False, "")),
+        ("/settings@Stepwise_Bot", 22, ("/settings", "", True, False, "")),
+        ("/start@other_bot", 16, ("/start", "", False, True, "")),
+        (
+            "/refund  59 for A1002 😀",
+            7,
+            ("/refund", "59 for A1002 😀", False, False, "refund 59 for A1002 😀"),
+        ),
+    ],
+)
+def test_a_leading_slash_word_is_read_as_telegram_marked_it(
+    text: str, units: int, expected: tuple[str, str, bool, bool, str]
+) -> None:
+    slash = read_slash(text, units, "stepwise_bot")
+    assert (slash.command, slash.rest, slash.addressed, slash.other_bot, slash.request) == expected
+
+
+def test_handoffs_are_private_and_a_group_gets_a_link_to_the_private_chat() -> None:
+    assert handoff_is_private(Customer(10001, 10001, "Ada", Language.EN))
+    assert not handoff_is_private(Customer(-4001, 10001, "Ada", Language.EN, private=False))
+    assert private_handoff_link("stepwise_bot", None) == "https://t.me/stepwise_bot?start=human"
+    link = private_handoff_link("stepwise_bot", "0a1b2c3d4e5f")
+    assert link == "https://t.me/stepwise_bot?start=human-0a1b2c3d4e5f"
+    payload = link.split("start=")[1]
+    assert len(payload) <= 64 and payload.replace("-", "").isalnum()  # Telegram's rule
+    assert start_handoff_run([payload]) == (True, "0a1b2c3d4e5f")
+    assert start_handoff_run(["human"]) == (True, None)
+    assert start_handoff_run([]) == (False, None)
+    assert start_handoff_run(["promo-5"]) == (False, None)

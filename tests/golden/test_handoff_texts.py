@@ -110,3 +110,36 @@ def test_staff_binding_texts() -> None:
             "en": "This is your own order; another team member must decide.",
         }
     )
+
+
+def test_relay_and_private_handoff_texts() -> None:
+    """Issue 20 #5: a relay refused for good, a handoff asked for in a group (sent to the
+    private chat), and an unknown "/word" (rendered as the bot renders it)."""
+    keys = ("relay_failed", "handoff_private_only", "handoff_private_button")
+    texts = {key: {lang.value: say(key, lang) for lang in (ZH, EN)} for key in keys}
+    texts["unknown_command"] = {
+        lang.value: say("unknown_command", lang).format(
+            command="/settings", commands="/help, /human"
+        )
+        for lang in (ZH, EN)
+    }
+    assert texts == snapshot(
+        {
+            "relay_failed": {
+                "zh": "抱歉，你刚才的消息没能转给我们的同事，请再发一次。",
+                "en": "Sorry, your last message didn't reach our team. Please send it again.",
+            },
+            "handoff_private_only": {
+                "zh": "为了保护你的订单信息，人工客服只在私聊中接待。点下面的按钮，在私聊里继续吧。",
+                "en": "To keep your order details private, our team talks to you in a private chat. Tap the button below to continue there.",
+            },
+            "handoff_private_button": {
+                "zh": "私聊联系人工客服",
+                "en": "Talk to a person privately",
+            },
+            "unknown_command": {
+                "zh": "我不认识 /settings 这个命令。可用的命令：/help, /human。也可以直接告诉我你需要什么，比如“订单 A1001 到哪了？”",
+                "en": "I don't know the command /settings. Commands I know: /help, /human. Or just tell me what you need, like “where is my order A1001?”",
+            },
+        }
+    )
