@@ -26,12 +26,16 @@ $(DEV_STAMP): pyproject.toml | $(BIN)/python
 run: $(STAMP)
 	$(BIN)/stepwise run $(ARGS)
 
+# Workers for pytest-xdist: the suite mostly waits (subprocesses, sockets), so more
+# workers than cores. Each test has its own databases, ports and temp dirs.
+TEST_WORKERS ?= 4
+
 test: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS)
 
 $(BENCH_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[bench]'
