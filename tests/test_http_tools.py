@@ -151,7 +151,7 @@ def shop_toml(
     *,
     status: str = "",
     policy: str = "",
-    cancel: str = 'method = "POST"',
+    cancel: str = 'method = "POST"\nidempotency = "honoured"',
     http: str = 'headers = { Authorization = "Bearer ${SHOP_API_TOKEN}" }',
 ) -> str:
     """The three tools against `base`; the keyword strings are extra lines per table."""

@@ -85,6 +85,7 @@ url = "{base}/api/policies"
 method = "POST"
 url = "{base}/api/orders/{{order_id}}/cancel"
 risk = "high"
+idempotency = "honoured"
 {extra}
 [http]
 headers = {{ Authorization = "Bearer ${{SHOP_API_TOKEN}}" }}

@@ -54,6 +54,8 @@ url = "@BASE@/orders/{order_id}"
 description = { zh = "为顾客本人的订单开具发票，发送到下单邮箱。", en = "Send an invoice for one of the customer's own orders to the email it was ordered with." }
 goal = { zh = "为订单 {order_id} 开具发票", en = "Send an invoice for order {order_id}" }
 risk = "high"
+approval = "customer"
+idempotency = "honoured"
 confirm = { zh = "为订单 {order_id} 开具发票并发送到下单邮箱？", en = "Send an invoice for order {order_id} to the email you ordered with?" }
 approve_label = { zh = "确认开票", en = "Yes, send it" }
 decline_label = { zh = "不用了", en = "No, thanks" }
@@ -320,6 +322,7 @@ def test_a_bad_declaration_is_one_line_naming_file_tool_and_field(
         'goal = { zh = "备注 {order_id}", en = "Note on {order_id}" }',
         'args.order_id = { type = "order_id" }',
         'method = "POST"',
+        'risk = "read"',
         'url = "https://s.example/notes/{order_id}"',
     ]
     lines = [ln for ln in base_lines if not ln.startswith(key)] + [line]
