@@ -243,6 +243,8 @@ async def test_the_example_checks_and_probes(woo: Woo, tmp_path: Path) -> None:
     assert code == 0, lines
     assert any("get_order_status: probe HTTP 404" in line for line in lines)
     assert any("request_return: not configured" in line for line in lines)
+    (refund,) = [line for line in lines if "request_refund: POST" in line]
+    assert "idempotency=ignored reconcile=GET " in refund and refund.endswith("/refunds")
     assert all(BASIC not in line and KEY not in line for line in lines)
 
 
