@@ -479,3 +479,35 @@ async def test_a_cancel_nobody_can_check_is_an_unknown_outcome(
     assert len(posts(woo, "/wp-json/wc/v3/orders/1001")) == 1
     assert run.status is RunStatus.FAILED and run.stop_reason == "unknown_outcome"
     assert "we are checking" in (run.answer or "")
+
+
+async def test_what_a_failed_change_says_about_reaching_the_shop(
+    agent: tuple[Agent, ToolRegistry], woo: Woo, tmp_path: Path, unused_tcp_port: int
+) -> None:
+    """A 5xx may have been made; a failed ownership check, or a shop that was never
+    connected to, surely was not (then a retry needs no reconcile read)."""
+    _, tools = agent
+    refund = {"order_id": "1002", "amount": "10"}
+    woo.fail_once.add("refund")
+    after_sending = await tools.call("request_refund", refund, ctx())
+    assert isinstance(after_sending, ToolError) and after_sending.may_have_happened
+
+    woo.reads_down = True  # the check_first read fails: the refund is never sent
+    unchecked = await tools.call("request_refund", refund, ctx(step_id="s2"))
+    assert isinstance(unchecked, ToolError) and unchecked.error_type is ErrorType.UNAVAILABLE
+    assert not unchecked.may_have_happened
+
+    # A change sent straight (no check_first) to a port nobody listens on: never sent.
+    path = tmp_path / "nowhere.toml"
+    path.write_text(
+        "[tools.cancel_order]\n"
+        'method = "PUT"\n'
+        f'url = "http://127.0.0.1:{unused_tcp_port}/orders/{{order_id}}"\n'
+        'idempotency = "ignored"\n',
+        encoding="utf-8",
+    )
+    async with httpx.AsyncClient() as client:
+        nowhere = ToolRegistry(build_http_tools(load_tools_config(path, env={}), client))
+        refused = await nowhere.call("cancel_order", {"order_id": "1001"}, ctx())
+    assert isinstance(refused, ToolError) and refused.error_type is ErrorType.UNAVAILABLE
+    assert "ConnectError" in refused.message and not refused.may_have_happened
