@@ -74,6 +74,11 @@ NEXT_STEP_AFTER_FAILURE: dict[str, dict[Language, str]] = {
         ZH: "系统暂时繁忙，请稍后再试。",
         EN: "Our systems are busy; please try again in a few minutes.",
     },
+    # The change may have been made: a second request could make it twice.
+    ErrorType.UNKNOWN_OUTCOME: {
+        ZH: "请不要重复提交，我们的同事核实后会在这里回复你。",
+        EN: "Please don't send it again; a colleague will check and reply to you here.",
+    },
     "max_steps": {
         ZH: "请把问题拆成更小的请求，或联系人工客服。",
         EN: "Please split the request into smaller ones, or contact a human agent.",
@@ -319,6 +324,14 @@ def _describe_failure(step: PlanStep, lang: Language, order_id: str, spec: ToolS
         )
     if error is ErrorType.EMPTY_RESULT:
         return f"{step.goal}：没有找到结果。" if lang is ZH else f"{step.goal}: nothing was found."
+    if error is ErrorType.UNKNOWN_OUTCOME:
+        # Honest both ways: it may have been made, and it must not be asked for again.
+        return (
+            f"{step.goal}：系统没有及时答复，这项操作可能已经完成，我们正在核实。"
+            if lang is ZH
+            else f"{step.goal}: the system did not answer in time, so it may already have "
+            "been done; we are checking."
+        )
     return (
         f"{step.goal}：系统内部出了问题，没有完成。"
         if lang is ZH
@@ -412,5 +425,8 @@ def _failure_label(step: PlanStep, zh: bool) -> str:
         ErrorType.UNAVAILABLE: ("服务暂不可用", "service unavailable"),
         ErrorType.INVALID_ARGUMENTS: ("无法执行", "could not be done"),
     }
+    if error is ErrorType.UNKNOWN_OUTCOME:
+        # Not a failure the customer may retry: it may have been done.
+        return "结果待核实，请勿重复提交" if zh else "may have been done; being checked"
     zh_label, en_label = labels.get(error, ("出错了", "failed"))
     return f"失败：{zh_label}" if zh else f"failed: {en_label}"

@@ -56,6 +56,16 @@ them was shown to anyone, and recovery (`drive` on the runs left `running`) conv
   (`decision_claimed`, with `approval` on the step), so recovery applies it again.
 A transition that must never be lost gets its own commit point; the claim (one press wins)
 is storage's own transaction and is not affected.
+
+Writes to a backend that ignores idempotency keys (issue 20)
+------------------------------------------------------------
+The replay argument above holds only for a backend that honours the key. For one that
+ignores it (`Tool.idempotency`), a failed attempt that may have reached it, and a step a
+crash left `running` (its call may have arrived), are reconciled (`_reconcile`): the
+tool's reconcile read decides, and `agent_core.policy.after_reconcile` says what follows —
+done with what the read saw, sent again (it is not there), or stopped as
+`unknown_outcome` without sending. The read is harmless to repeat, so `step_reconciled`
+rides with the next commit point like `step_succeeded`: a crash before it reconciles again.
 """
 
 from __future__ import annotations
@@ -86,9 +96,9 @@ from agent_core.models import (
     ToolOk,
     utcnow,
 )
-from agent_core.policy import FailurePolicy
+from agent_core.policy import AfterReconcile, FailurePolicy, after_reconcile, reconciles
 from agent_core.rules import SkipRule, update_plan
-from agent_core.tools import ToolContext, ToolRegistry
+from agent_core.tools import Tool, ToolContext, ToolRegistry
 
 log = logging.getLogger(__name__)
 
@@ -305,8 +315,109 @@ class Executor:
                     transitions.stop_at_max_steps(run, now=self._clock(), catalog=self.catalog),
                 )
                 return
+            if step.status is StepStatus.RUNNING and _reconciled_on_recovery(tool):
+                # A crash interrupted this call; it may have reached a backend that would
+                # do it again: a read decides before anything is sent.
+                interrupted = ToolError(
+                    error_type=ErrorType.UNAVAILABLE,
+                    message="interrupted mid-call (recovered after a restart)",
+                    may_have_happened=True,
+                )
+                if not await self._reconcile(
+                    batch, step, interrupted, attempt=step.retry_count + 1
+                ):
+                    return
+                continue
             if not await self._act(batch, step):
                 return
+
+    def _ctx(self, run: Run, step: PlanStep) -> ToolContext:
+        return ToolContext(
+            user_id=run.user_id, trace_id=run.trace_id, run_id=run.id, step_id=step.id
+        )
+
+    async def _succeed(
+        self, batch: _Batch, step: PlanStep, result: ToolOk, *, attempt: int
+    ) -> None:
+        """The step is done with `result`: its notes, and the steps its observation skips."""
+        run = batch.run
+        now = self._clock()
+        await self._emit(
+            batch, transitions.succeed(run, step, result.data, attempt=attempt, now=now)
+        )
+        for note in result.notes:
+            await self._emit(batch, transitions.noticed(run, step, note, now=self._clock()))
+        for skipped in update_plan(run, self.rules):
+            await self._emit(batch, transitions.skipped(run, skipped, now=self._clock()))
+
+    async def _retry(self, batch: _Batch, step: PlanStep, error: ToolError, attempt: int) -> None:
+        """Back off (durably recorded first), then the step is pending again."""
+        delay = self.policy.backoff.delay(step.retry_count + 1, self._rand)
+        await self._emit(
+            batch,
+            transitions.retry(
+                batch.run, step, error, attempt=attempt, delay_s=delay, now=self._clock()
+            ),
+        )
+        await self._sleep(delay)
+
+    async def _reconcile(
+        self, batch: _Batch, step: PlanStep, error: ToolError, *, attempt: int
+    ) -> bool:
+        """Decide by the tool's reconcile read whether the change `error` left in doubt
+        happened, and act on it (see "Writes to a backend that ignores idempotency keys");
+        False when the run stopped."""
+        run = batch.run
+        found = await self.registry.reconcile(step.tool, step.args, self._ctx(run, step))
+        then = after_reconcile(
+            found.verdict, retry_count=step.retry_count, max_retries=step.max_retries
+        )
+        await self._emit(
+            batch,
+            transitions.reconciled(
+                run,
+                step,
+                error,
+                f"{found.verdict.value}: {found.message}",
+                attempt=attempt,
+                now=self._clock(),
+            ),
+        )
+        if then is AfterReconcile.DONE:
+            await self._succeed(
+                batch, step, ToolOk(data=found.data, notes=found.notes), attempt=attempt
+            )
+            return True
+        if then is AfterReconcile.RETRY:
+            await self._retry(batch, step, error, attempt)
+            return True
+        if then is AfterReconcile.STOP:
+            events = transitions.fail_step(
+                run, step, error, attempt=attempt, now=self._clock(), catalog=self.catalog
+            )
+            await self._emit(batch, *events)
+            return False
+        log.warning(
+            "run %s step %s (%s): unknown outcome, flagged for staff: %s",
+            run.id,
+            step.id,
+            step.tool,
+            found.message,
+            extra={"trace_id": run.trace_id},
+        )
+        await self._emit(
+            batch,
+            *transitions.unknown_outcome(
+                run,
+                step,
+                error,
+                found.message,
+                attempt=attempt,
+                now=self._clock(),
+                catalog=self.catalog,
+            ),
+        )
+        return False
 
     async def _act(self, batch: _Batch, step: PlanStep) -> bool:
         """Run one attempt of `step`; False when the run stopped or paused."""
@@ -314,23 +425,19 @@ class Executor:
         attempt = step.retry_count + 1
         await self._emit(batch, transitions.start_step(run, step, now=self._clock()))
 
-        ctx = ToolContext(
-            user_id=run.user_id, trace_id=run.trace_id, run_id=run.id, step_id=step.id
-        )
-        result = await self.registry.call(step.tool, step.args, ctx)
+        result = await self.registry.call(step.tool, step.args, self._ctx(run, step))
 
         if isinstance(result, ToolOk):
-            now = self._clock()
-            await self._emit(
-                batch, transitions.succeed(run, step, result.data, attempt=attempt, now=now)
-            )
-            for note in result.notes:
-                await self._emit(batch, transitions.noticed(run, step, note, now=self._clock()))
-            for skipped in update_plan(run, self.rules):
-                await self._emit(batch, transitions.skipped(run, skipped, now=self._clock()))
+            await self._succeed(batch, step, result, attempt=attempt)
             return True
 
         tool = self.registry.get(step.tool)
+        if tool is not None and reconciles(
+            risk=tool.risk,
+            idempotency=tool.idempotency,
+            may_have_happened=result.may_have_happened,
+        ):
+            return await self._reconcile(batch, step, result, attempt=attempt)
         decision = self.policy.decide(
             result.error_type,
             retry_count=step.retry_count,
@@ -342,14 +449,7 @@ class Executor:
             decision = Decision.STOP
 
         if decision is Decision.RETRY:
-            delay = self.policy.backoff.delay(step.retry_count + 1, self._rand)
-            await self._emit(
-                batch,
-                transitions.retry(
-                    run, step, result, attempt=attempt, delay_s=delay, now=self._clock()
-                ),
-            )
-            await self._sleep(delay)
+            await self._retry(batch, step, result, attempt)
             return True
         if decision is Decision.FALLBACK:
             await self._emit(
@@ -373,3 +473,11 @@ class Executor:
         )
         await self._emit(batch, *events)
         return False
+
+
+def _reconciled_on_recovery(tool: Tool | None) -> bool:
+    """A step found `running` at the start of a drive was interrupted by a crash; its call
+    may have arrived. Re-sending it is safe only where the backend honours the key."""
+    return tool is not None and reconciles(
+        risk=tool.risk, idempotency=tool.idempotency, may_have_happened=True
+    )

@@ -78,6 +78,9 @@ class ErrorType(StrEnum):
     UNAVAILABLE = "unavailable"
     # A tool raised something it did not declare; never retried, never shown raw to customers.
     INTERNAL = "internal"
+    # A change that may have reached a backend which ignores idempotency keys, and whose
+    # reconcile read could not tell whether it happened: never sent again, staff check it.
+    UNKNOWN_OUTCOME = "unknown_outcome"
 
 
 class StepTag(StrEnum):
@@ -112,11 +115,27 @@ class Decision(StrEnum):
     FALLBACK = "fallback"
     PAUSE = "pause"
     STOP = "stop"
+    # A change that may have happened at a backend that ignores idempotency keys: a read
+    # decides whether it did before anything is sent again (`agent_core.policy`).
+    RECONCILE = "reconcile"
 
 
 class Risk(StrEnum):
     READ = "read"
     HIGH = "high"
+
+
+class Idempotency(StrEnum):
+    """What a side-effecting tool's backend does with the `Idempotency-Key` it is sent.
+
+    `honoured`: a second request with the same key replays the first outcome (the demo
+    shop's ledger), so a retry is safe. `ignored`: a second request acts again (WooCommerce
+    and most shop APIs), so a request that may have arrived is reconciled, never re-sent
+    blindly. Unknown means ignored: that assumption can cost a retry, never a second refund.
+    """
+
+    HONOURED = "honoured"
+    IGNORED = "ignored"
 
 
 class ToolOk(BaseModel):
@@ -137,6 +156,11 @@ class ToolError(BaseModel):
     # Why, as a word the catalog can explain to the customer (a refusal's reason such as
     # "window_closed", or "argument:amount" for a bad argument); None when there is none.
     code: str | None = None
+    # The request may have reached the backend and been carried out (a read timeout, a
+    # connection lost after sending, a 5xx): for a backend that ignores idempotency keys,
+    # sending it again could do it twice. False when it surely was not (a refused
+    # connection, a 4xx, a check before the change that failed).
+    may_have_happened: bool = False
 
 
 ToolResult = Annotated[ToolOk | ToolError, Field(discriminator="ok")]
@@ -291,6 +315,9 @@ class EventKind(StrEnum):
     RUN_FINISHED = "run_finished"
     # Something outside the plan worth keeping for staff.
     NOTICE = "notice"
+    # A read decided whether a change that may have reached the backend happened (its
+    # verdict is the message): see `agent_core.policy.Verdict`.
+    STEP_RECONCILED = "step_reconciled"
     # Facts an adapter learns after a transition and needs again after a restart: the
     # Confirm/Cancel prompt reached the customer; the customer has blocked the bot.
     PROMPT_SHOWN = "prompt_shown"

@@ -14,7 +14,8 @@ and a refusal says nothing about somebody else's order beyond that it is not the
 
 Every change (cancel, return, refund, address) is keyed by the executor's idempotency key
 (`run_id:step_id`) in the backend's ledger, in the same transaction as the change: a retry
-or a recovery with the same key replays the first outcome instead of acting twice. A
+or a recovery with the same key replays the first outcome instead of acting twice, so
+these tools declare `Idempotency.HONOURED` and are retried without a reconcile read. A
 refusal carries a reason code the catalog explains to the customer (`ToolSpec.refusals`).
 """
 
@@ -42,7 +43,7 @@ from agent_core.contracts import OrderArgs as OrderArgs  # re-exported: the shop
 from agent_core.contracts import OrderStatus as OrderStatus
 from agent_core.contracts import PolicyArgs as PolicyArgs
 from agent_core.contracts import PolicyLang as PolicyLang
-from agent_core.models import ErrorType
+from agent_core.models import ErrorType, Idempotency
 from agent_core.tools import Tool, ToolContext, ToolFailure
 
 T = TypeVar("T")
@@ -229,13 +230,16 @@ def shop_tools(backend: ShopBackend, *, timeout_s: float = 5.0) -> list[Tool]:
         )
         return _acted(args.order_id, await _call(pending))
 
+    # The shop's ledger replays a repeated key (see the module docstring): its changes
+    # are retried as they are, with no reconcile read.
+    keyed = Idempotency.HONOURED
     return [
         Tool.of(GET_ORDER_STATUS, get_order_status, timeout_s=timeout_s),
         Tool.of(SEARCH_POLICY, search_policy, timeout_s=timeout_s),
-        Tool.of(CANCEL_ORDER, cancel_order, timeout_s=timeout_s),
-        Tool.of(REQUEST_RETURN, request_return, timeout_s=timeout_s),
-        Tool.of(REQUEST_REFUND, request_refund, timeout_s=timeout_s),
-        Tool.of(CHANGE_ADDRESS, change_address, timeout_s=timeout_s),
+        Tool.of(CANCEL_ORDER, cancel_order, timeout_s=timeout_s, idempotency=keyed),
+        Tool.of(REQUEST_RETURN, request_return, timeout_s=timeout_s, idempotency=keyed),
+        Tool.of(REQUEST_REFUND, request_refund, timeout_s=timeout_s, idempotency=keyed),
+        Tool.of(CHANGE_ADDRESS, change_address, timeout_s=timeout_s, idempotency=keyed),
         Tool.of(TRACK_PARCEL, track_parcel, timeout_s=timeout_s),
     ]
 

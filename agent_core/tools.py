@@ -6,6 +6,12 @@ take and whether calling it twice is harmless; a tool made from a catalog entry
 `ToolRegistry.call` never raises: whatever goes wrong comes back as a `ToolError` with one
 of the seed's error types, and a result comes back checked (contract, emptiness) and
 bounded (`agent_core.results`), with a note for every value it had to clip.
+
+A side-effecting tool also says whether its backend honours the idempotency key
+(`Tool.idempotency`, ignored unless declared) and may bring a reconcile read
+(`Tool.reconcile`): `ToolRegistry.reconcile` asks it whether a change that may have reached
+the backend happened (`agent_core.policy.Verdict`), so the executor never re-sends one
+blindly to a backend that would do it twice.
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from agent_core.catalog import CATALOG
-from agent_core.models import Decision, ErrorType, Risk, ToolError, ToolOk
+from agent_core.models import Decision, ErrorType, Idempotency, Risk, ToolError, ToolOk
+from agent_core.policy import Verdict
 from agent_core.results import ContractBroken, bound, check_result, is_empty
 from agent_core.spec import ToolSpec, catalog_of
 
@@ -29,12 +36,33 @@ log = logging.getLogger(__name__)
 class ToolFailure(Exception):
     """Raised by a tool to report a typed failure (not found, permission denied, ...)."""
 
-    def __init__(self, error_type: ErrorType, message: str, *, code: str | None = None) -> None:
+    def __init__(
+        self,
+        error_type: ErrorType,
+        message: str,
+        *,
+        code: str | None = None,
+        may_have_happened: bool | None = None,
+    ) -> None:
         super().__init__(message)
         self.error_type = error_type
         self.message = message
         # A reason the catalog explains to the customer (`ToolSpec.refusals`).
         self.code = code
+        # Whether the change may have reached the backend (`ToolError.may_have_happened`);
+        # None when the tool cannot say, which `may_have_happened` reads conservatively.
+        self.may_have_happened = may_have_happened
+
+
+# The failures after which a request may have reached its backend when the tool does not
+# say otherwise: whatever took too long or broke off may have been carried out.
+_IN_DOUBT = frozenset({ErrorType.TIMEOUT, ErrorType.UNAVAILABLE})
+
+
+def may_have_happened(error_type: ErrorType, told: bool | None) -> bool:
+    """What a failure says about the change: the tool's word if it gave one, else in doubt
+    for a transient failure (the request may have arrived) and not for a refusal."""
+    return told if told is not None else error_type in _IN_DOUBT
 
 
 @dataclass(frozen=True)
@@ -52,6 +80,19 @@ class ToolContext:
 
 
 ToolHandler = Callable[[Any, ToolContext], Awaitable[Any]]
+# The reconcile read of a change: its result if the change is there (what the change would
+# have answered), None if it is not; raising means it cannot tell.
+ReconcileHandler = Callable[[Any, ToolContext], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Reconciliation:
+    """What the reconcile read found; `message` says it for staff."""
+
+    verdict: Verdict
+    message: str
+    data: Any = None
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -69,6 +110,10 @@ class Tool:
     # The catalog entry it carries out; None for a bare tool (tests, benchmarks), whose
     # results are only bounded.
     spec: ToolSpec | None = None
+    # For a change: does its backend replay a repeated key? Assumed not unless declared.
+    idempotency: Idempotency = Idempotency.IGNORED
+    # For a change at a backend that ignores keys: the read that tells whether it happened.
+    reconcile: ReconcileHandler | None = None
 
     @classmethod
     def of(
@@ -79,9 +124,12 @@ class Tool:
         timeout_s: float = 5.0,
         max_retries: int = 2,
         risk: Risk | None = None,
+        idempotency: Idempotency = Idempotency.IGNORED,
+        reconcile: ReconcileHandler | None = None,
     ) -> Tool:
         """The catalog's `spec` carried out by `handler`. Only a read tool is idempotent;
-        `risk` may raise the catalog's risk (a configured backend), never lower it."""
+        `risk` may raise the catalog's risk (a configured backend), never lower it;
+        `idempotency` is what the backend does with a repeated key (see `Tool`)."""
         risk = risk or spec.risk
         return cls(
             name=spec.name,
@@ -93,6 +141,8 @@ class Tool:
             idempotent=risk is Risk.READ,
             max_retries=max_retries,
             spec=spec,
+            idempotency=idempotency,
+            reconcile=reconcile,
         )
 
 
@@ -146,10 +196,18 @@ class ToolRegistry:
         try:
             data = await asyncio.wait_for(tool.handler(parsed, ctx), timeout=tool.timeout_s)
         except ToolFailure as exc:
-            return ToolError(error_type=exc.error_type, message=exc.message, code=exc.code)
-        except TimeoutError:
             return ToolError(
-                error_type=ErrorType.TIMEOUT, message=f"{name} took longer than {tool.timeout_s}s"
+                error_type=exc.error_type,
+                message=exc.message,
+                code=exc.code,
+                may_have_happened=may_have_happened(exc.error_type, exc.may_have_happened),
+            )
+        except TimeoutError:
+            # Cut off mid-call: whatever it sent may have arrived.
+            return ToolError(
+                error_type=ErrorType.TIMEOUT,
+                message=f"{name} took longer than {tool.timeout_s}s",
+                may_have_happened=True,
             )
         except asyncio.CancelledError:
             raise
@@ -159,6 +217,43 @@ class ToolRegistry:
                 error_type=ErrorType.INTERNAL, message=f"{name} failed: {type(exc).__name__}"
             )
         return _checked(tool, data)
+
+    async def reconcile(
+        self, name: str, args: Mapping[str, Any], ctx: ToolContext
+    ) -> Reconciliation:
+        """Whether the change `name(args)` of step `ctx` happened, by the tool's reconcile
+        read. Never raises: a read that fails, answers off contract or takes too long, and
+        a tool without one, are `undecided`; only an answer decides."""
+        tool = self._tools.get(name)
+        if tool is None or tool.reconcile is None:
+            return Reconciliation(Verdict.UNDECIDED, f"{name} declares no reconcile read")
+        try:
+            parsed = tool.args_model.model_validate(dict(args))
+            found = await asyncio.wait_for(tool.reconcile(parsed, ctx), timeout=tool.timeout_s)
+        except asyncio.CancelledError:
+            raise
+        except ToolFailure as exc:
+            return Reconciliation(Verdict.UNDECIDED, f"reconcile read failed: {exc.message}")
+        except TimeoutError:
+            return Reconciliation(
+                Verdict.UNDECIDED, f"reconcile read took longer than {tool.timeout_s}s"
+            )
+        except Exception as exc:
+            log.exception("reconcile of %s raised", name, extra={"trace_id": ctx.trace_id})
+            return Reconciliation(Verdict.UNDECIDED, f"reconcile read failed: {type(exc).__name__}")
+        if found is None:
+            return Reconciliation(Verdict.NOT_HAPPENED, "reconcile read: the change is not there")
+        checked = _checked(tool, found)
+        if isinstance(checked, ToolError):
+            return Reconciliation(
+                Verdict.UNDECIDED, f"reconcile read found it but {checked.message}"
+            )
+        return Reconciliation(
+            Verdict.HAPPENED,
+            "reconcile read: the change is there",
+            data=checked.data,
+            notes=checked.notes,
+        )
 
 
 def _checked(tool: Tool, data: Any) -> ToolOk | ToolError:

@@ -131,6 +131,53 @@ def retry(
     )
 
 
+def reconciled(
+    run: Run, step: PlanStep, error: ToolError, verdict: str, *, attempt: int, now: datetime
+) -> RunEvent:
+    """A read decided whether the change `error` left in doubt happened (`verdict`, for
+    staff). Changes nothing on the step: what follows (done, retry, stop) does."""
+    return event(
+        run,
+        EventKind.STEP_RECONCILED,
+        step,
+        now=now,
+        attempt=attempt,
+        error_type=error.error_type,
+        decision=Decision.RECONCILE,
+        message=f"{error.message} -> {verdict}",
+    )
+
+
+UNKNOWN_OUTCOME_NOTICE = (
+    "unknown outcome: {tool} may have been carried out and nobody could tell; it was not "
+    "sent again. Check it at the backend before anyone tries again ({detail})"
+)
+
+
+def unknown_outcome(
+    run: Run,
+    step: PlanStep,
+    error: ToolError,
+    detail: str,
+    *,
+    attempt: int | None,
+    now: datetime,
+    catalog: Catalog = CATALOG,
+) -> list[RunEvent]:
+    """Nobody can tell whether the change happened: the step and the run stop as
+    `unknown_outcome` (the customer is told it is being checked) and a notice flags the run
+    for staff (`notice`, `step_failed`, `run_finished`)."""
+    flagged = noticed(
+        run, step, UNKNOWN_OUTCOME_NOTICE.format(tool=step.tool, detail=detail), now=now
+    )
+    doubt = ToolError(
+        error_type=ErrorType.UNKNOWN_OUTCOME,
+        message=f"{error.message}; {detail}",
+        may_have_happened=True,
+    )
+    return [flagged, *fail_step(run, step, doubt, attempt=attempt, now=now, catalog=catalog)]
+
+
 def fall_back(
     run: Run, step: PlanStep, error: ToolError, *, attempt: int, now: datetime
 ) -> RunEvent:

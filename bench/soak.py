@@ -185,6 +185,7 @@ url = "{base}/api/policies"
 method = "POST"
 url = "{base}/api/orders/{{order_id}}/cancel"
 risk = "high"
+idempotency = "honoured"
 timeout_s = 5
 """,
             encoding="utf-8",

@@ -34,6 +34,7 @@ _STEP_NOTES = {
     EventKind.DECISION_CLAIMED: "customer decided",
     EventKind.STEP_APPROVED: "approval applied",
     EventKind.STEP_DECLINED: "declined by the customer, nothing changed",
+    EventKind.STEP_RECONCILED: "reconciled: a read decided whether the change happened",
 }
 # Facts outside the plan that the page lists as notes under the answer.
 _NOTICE_KINDS = (EventKind.NOTICE, EventKind.PROMPT_SHOWN, EventKind.CUSTOMER_BLOCKED)

@@ -21,6 +21,7 @@ from agent_core.http import (
     all_passed,
     check_tools,
 )
+from agent_core.models import Risk
 from agent_core.spec import ToolSpec
 
 
@@ -28,10 +29,16 @@ def check_line(check: ToolCheck) -> str:
     """The report line of one record."""
     if isinstance(check, ConfiguredTool):
         spec = check.tool
-        return (
+        line = (
             f"  {spec.name}: {spec.method} {spec.url} risk={spec.risk.value} "
             f"timeout={spec.timeout_s:g}s max_retries={spec.max_retries}"
         )
+        if spec.risk is Risk.HIGH:
+            # What a lost answer leads to: a retry (honoured) or a reconcile read.
+            line += f" idempotency={spec.idempotency.value}"
+            if spec.reconcile is not None:
+                line += f" reconcile=GET {spec.reconcile.url}"
+        return line
     if isinstance(check, MissingTool):
         return f"  {check.name}: not configured (plans that need it stop with unknown_tool)"
     if not check.probed:

@@ -16,6 +16,7 @@ from agent_core.executor import Executor
 from agent_core.models import (
     Approval,
     ErrorType,
+    Idempotency,
     Language,
     PlanStep,
     Risk,
@@ -108,6 +109,8 @@ def shop_like_tools(
                 risk=Risk.HIGH,
                 idempotent=False,
                 max_retries=max_retries,
+                # Plays a backend that replays a repeated key (the demo shop's ledger).
+                idempotency=Idempotency.HONOURED,
             ),
         ]
     )

@@ -151,7 +151,7 @@ def shop_toml(
     *,
     status: str = "",
     policy: str = "",
-    cancel: str = 'method = "POST"',
+    cancel: str = 'method = "POST"\nidempotency = "honoured"',
     http: str = 'headers = { Authorization = "Bearer ${SHOP_API_TOKEN}" }',
 ) -> str:
     """The three tools against `base`; the keyword strings are extra lines per table."""
@@ -501,6 +501,26 @@ async def test_retry_after_is_waited_once_inside_the_attempt_with_the_same_key(
     assert isinstance(result, ToolOk) and result.data == CANCELLED
     assert sleep.delays == [1.0]
     assert [p.headers["idempotency-key"] for p in upstream.requests("POST")] == ["run1:s1"] * 2
+
+
+async def test_retry_after_never_resends_a_change_an_upstream_ignoring_keys_may_have_made(
+    upstream: Upstream, client: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """Issue 20: a 503 may come after the change was made; an upstream that ignores the key
+    would make it again, so the answer goes to the executor (which reconciles) instead.
+    A 429 refused the request unread: waiting it out and re-sending stays safe."""
+    sleep = RecordingSleep()
+    ignoring = 'method = "POST"\nidempotency = "ignored"'
+    tools = registry(load(tmp_path, shop_toml(upstream.base, cancel=ignoring)), client, sleep)
+
+    upstream.script(Reply(503, headers={"Retry-After": "1"}), js(CANCELLED))
+    failure = error(await tools.call("cancel_order", {"order_id": "A1001"}, CTX))
+    assert failure.error_type is ErrorType.UNAVAILABLE and failure.may_have_happened
+    assert sleep.delays == [] and len(upstream.requests("POST")) == 1
+
+    upstream.script(Reply(429, headers={"Retry-After": "1"}), js(CANCELLED))
+    result = await tools.call("cancel_order", {"order_id": "A1001"}, CTX)
+    assert isinstance(result, ToolOk) and sleep.delays == [1.0]
 
 
 async def test_retry_after_is_honoured_only_once_per_attempt(

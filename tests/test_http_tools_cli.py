@@ -85,6 +85,7 @@ url = "{base}/api/policies"
 method = "POST"
 url = "{base}/api/orders/{{order_id}}/cancel"
 risk = "high"
+idempotency = "honoured"
 {extra}
 [http]
 headers = {{ Authorization = "Bearer ${{SHOP_API_TOKEN}}" }}
@@ -95,12 +96,15 @@ probe_user_id = 10001
     return path
 
 
-async def stepwise(tmp_path: Path, config: Path, *args: str) -> tuple[int, str, str]:
+async def stepwise(
+    tmp_path: Path, config: Path, *args: str, **extra_env: str
+) -> tuple[int, str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("STEPWISE_", "TELEGRAM_"))}
     env.update(
         STEPWISE_DB=str(tmp_path / "runs.db"),
         STEPWISE_TOOLS=str(config),
         SHOP_API_TOKEN=SECRET,
+        **extra_env,
     )
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "stepwise", *args, env=env,
@@ -180,3 +184,37 @@ async def test_a_bad_config_fails_at_start_with_one_line(
     assert err.count("\n") == 1
     assert str(config) in err and "refund_everything" in err
     assert not (tmp_path / "runs.db").exists()  # nothing was opened
+
+
+async def test_a_delete_without_its_risk_line_is_refused_by_check_ask_and_serve(
+    tmp_path: Path, upstream: Upstream
+) -> None:
+    """Issue 20 item 3: "delete order 730" must never run unconfirmed because `risk` was
+    forgotten: the file is refused, one line naming the file, the tool and the field."""
+    config = write_config(
+        tmp_path,
+        upstream.url,
+        extra=(
+            "\n[tools.delete_order]\n"
+            'description = { zh = "删除订单", en = "Delete an order." }\n'
+            'goal = { zh = "删除订单 {order_id}", en = "Delete order {order_id}" }\n'
+            'args.order_id = { type = "order_id" }\n'
+            'phrases = { zh = ["删除订单"], en = ["delete order"] }\n'
+            'method = "DELETE"\n'
+            f'url = "{upstream.url}/api/orders/{{order_id}}"\n'
+        ),
+    )
+    expected = f"{config}: tool delete_order: risk: missing"
+    code, out, err = await stepwise(tmp_path, config, "tools", "check")
+    assert code == 2
+    assert out.count("\n") == 1 and out.startswith(expected), out
+    assert "Traceback" not in out + err
+    code, out, err = await stepwise(tmp_path, config, "ask", "delete order 730", "--user", "1")
+    assert code == 2 and err.count("\n") == 1 and err.find(expected) >= 0, err
+    assert "Traceback" not in err
+    code, out, err = await stepwise(
+        tmp_path, config, "serve", TELEGRAM_BOT_TOKEN="123456:" + "A" * 35
+    )
+    assert code == 2 and err.count("\n") == 1 and err.find(expected) >= 0, err
+    assert upstream.requests == []  # nothing was asked of the shop, let alone deleted
+    assert not (tmp_path / "runs.db").exists()

@@ -26,10 +26,15 @@ from aiohttp import web
 
 from agent_core.agent import Agent
 from agent_core.executor import Executor
-from agent_core.http import build_http_tools, check_tools_file, load_tools_config
-from agent_core.models import Language, RunStatus, StepStatus, StepTag
+from agent_core.http import (
+    ToolsConfigError,
+    build_http_tools,
+    check_tools_file,
+    load_tools_config,
+)
+from agent_core.models import Idempotency, Language, Risk, RunStatus, StepStatus, StepTag
 from agent_core.planner import PlanDraft, PlanRequest, RuleBasedPlanner, StepDraft
-from agent_core.spec import ToolSpec
+from agent_core.spec import Approver, ToolSpec
 from agent_core.tools import ToolRegistry
 from console.app import create_app
 from stepwise.runtime import open_runtime
@@ -54,6 +59,8 @@ url = "@BASE@/orders/{order_id}"
 description = { zh = "为顾客本人的订单开具发票，发送到下单邮箱。", en = "Send an invoice for one of the customer's own orders to the email it was ordered with." }
 goal = { zh = "为订单 {order_id} 开具发票", en = "Send an invoice for order {order_id}" }
 risk = "high"
+approval = "customer"
+idempotency = "honoured"
 confirm = { zh = "为订单 {order_id} 开具发票并发送到下单邮箱？", en = "Send an invoice for order {order_id} to the email you ordered with?" }
 approve_label = { zh = "确认开票", en = "Yes, send it" }
 decline_label = { zh = "不用了", en = "No, thanks" }
@@ -320,6 +327,7 @@ def test_a_bad_declaration_is_one_line_naming_file_tool_and_field(
         'goal = { zh = "备注 {order_id}", en = "Note on {order_id}" }',
         'args.order_id = { type = "order_id" }',
         'method = "POST"',
+        'risk = "read"',
         'url = "https://s.example/notes/{order_id}"',
     ]
     lines = [ln for ln in base_lines if not ln.startswith(key)] + [line]
@@ -380,3 +388,97 @@ async def test_the_production_runtime_plans_it_from_the_files_phrases(
         assert billing.posts[0]["Idempotency-Key"] == f"{run.id}:s2"
     finally:
         await runtime.close()
+
+
+# -- issue 20 item 3: nothing that changes data rests on a default -------------------------
+
+DELETE_ORDER = [
+    "[tools.delete_order]",
+    'description = { zh = "删除订单", en = "Delete an order." }',
+    'goal = { zh = "删除订单 {order_id}", en = "Delete order {order_id}" }',
+    'args.order_id = { type = "order_id" }',
+    'phrases = { zh = ["删除订单"], en = ["delete order"] }',
+    'method = "DELETE"',
+    'url = "https://s.example/orders/{order_id}"',
+]
+
+
+@pytest.mark.parametrize(
+    ("lines", "tool", "missing"),
+    [
+        (DELETE_ORDER, "delete_order", "risk"),
+        ([*DELETE_ORDER, 'risk = "high"'], "delete_order", "approval"),
+        ([*DELETE_ORDER, 'risk = "high"', 'approval = "customer"'], "delete_order", "idempotency"),
+        (
+            [
+                "[tools.cancel_order]",
+                'method = "PUT"',
+                'url = "https://s.example/orders/{order_id}"',
+            ],
+            "cancel_order",
+            "idempotency",
+        ),
+    ],
+)
+def test_a_change_missing_its_risk_approval_or_idempotency_is_refused_in_one_line(
+    lines: list[str], tool: str, missing: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "tools.toml"
+    path.write_text("\n".join(lines) + "\n")
+    config, problems = check_tools_file(path, env={})
+    assert config is None
+    (line,) = problems
+    assert line.startswith(f"{path}: tool {tool}: {missing}: missing"), line
+    with pytest.raises(ToolsConfigError) as refused:
+        load_tools_config(path, env={})
+    assert str(refused.value) == line and "\n" not in line
+
+
+def test_a_change_declaring_all_three_waits_for_the_customer(tmp_path: Path) -> None:
+    path = tmp_path / "tools.toml"
+    declared = [*DELETE_ORDER, 'risk = "high"', 'approval = "customer"', 'idempotency = "ignored"']
+    path.write_text("\n".join(declared) + "\n")
+    (tool,) = load_tools_config(path, env={}).tools
+    assert tool.risk is Risk.HIGH and tool.spec.approval is Approver.CUSTOMER
+    assert tool.idempotency is Idempotency.IGNORED and tool.reconcile is None
+    # A read declared as one, by a POST, needs neither approval nor idempotency.
+    reads = [ln.replace('"DELETE"', '"POST"') for ln in DELETE_ORDER] + ['risk = "read"']
+    path.write_text("\n".join(reads) + "\n")
+    (read,) = load_tools_config(path, env={}).tools
+    assert read.risk is Risk.READ
+
+
+@pytest.mark.parametrize(
+    ("extra", "problem"),
+    [
+        (
+            'idempotency = "honoured"\nreconcile = { url = "https://s.example/o/{order_id}", '
+            'match = { status = "cancelled" } }',
+            'reconcile: only a change whose backend ignores the key (idempotency = "ignored")',
+        ),
+        (
+            'idempotency = "ignored"\nreconcile = { url = "https://s.example/o/{id}", '
+            'match = { status = "cancelled" } }',
+            "reconcile.url: placeholder {id} is not an argument of cancel_order",
+        ),
+        (
+            'idempotency = "ignored"\nreconcile = { url = "https://s.example/o/{order_id}", '
+            'match = { note = "{secret}" } }',
+            "reconcile.match: {secret} is neither an argument of cancel_order nor "
+            "{idempotency_key}",
+        ),
+        ('idempotency = "sometimes"', "idempotency: Input should be 'honoured' or 'ignored'"),
+    ],
+)
+def test_a_bad_idempotency_or_reconcile_line_is_one_line(
+    extra: str, problem: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "tools.toml"
+    path.write_text(
+        '[tools.cancel_order]\nmethod = "PUT"\nurl = "https://s.example/o/{order_id}"\n'
+        + extra
+        + "\n"
+    )
+    _, problems = check_tools_file(path, env={})
+    (line,) = problems
+    assert line.startswith(f"{path}: tool cancel_order: {problem}"), line

@@ -1,12 +1,19 @@
 """`examples/woocommerce.toml` against a local server that answers like WooCommerce's REST
 API v3: its order JSON, `PUT` to change an order, refunds, and its error JSON.
 
-The example file is used as shipped; only its host is pointed at the local server. The
-agent (rule planner, executor, catalog) runs in-process and reaches the shop over HTTP.
+The example file is used as shipped; only its host is pointed at the local server (and,
+for the late-answer scenarios, the changes' timeout shortened). The agent (rule planner,
+executor, catalog) runs in-process and reaches the shop over HTTP.
+
+Like WooCommerce, the stand-in ignores `Idempotency-Key`: every refund POST makes a refund.
+It can make a change and then hold its answer until the test ends (`late`), so the client
+times out on a change that happened; fail a change before making it (`fail_once`); and
+fail every read after the first change (`reads_down`), so nothing can tell (issue 20).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import re
@@ -23,12 +30,22 @@ from aiohttp import web
 from agent_core.agent import Agent
 from agent_core.executor import Executor
 from agent_core.http import ToolsConfig, build_http_tools, load_tools_config
-from agent_core.models import ErrorType, RunStatus, StepStatus, ToolError, ToolOk
+from agent_core.models import (
+    ErrorType,
+    EventKind,
+    Run,
+    RunStatus,
+    StepStatus,
+    ToolError,
+    ToolOk,
+)
 from agent_core.planner import RuleBasedPlanner
 from agent_core.tools import ToolContext, ToolRegistry
+from console.timeline import build_run_view
 from stepwise.tools_check import print_tools_check
 from storage.runs import SqliteRunStore
 from tests.fakes import RecordingSleep
+from tests.storage_backends import Backend
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -68,9 +85,31 @@ class Woo:
     base: str = ""
     orders: dict[int, dict[str, Any]] = field(default_factory=dict)
     seen: list[tuple[str, str, dict[str, str], Any]] = field(default_factory=list)
+    # Writes ("PUT", "refund") made once and then answered only when the test ends.
+    late: set[str] = field(default_factory=set)
+    released: asyncio.Event = field(default_factory=asyncio.Event)
+    # Writes answered with a 503 once, before anything is made.
+    fail_once: set[str] = field(default_factory=set)
+    # Every GET after the first change answers 503 (the reconcile read cannot tell).
+    reads_down: bool = False
 
     def writes(self) -> list[tuple[str, str, dict[str, str], Any]]:
         return [s for s in self.seen if s[0] != "GET"]
+
+    async def answer(self, kind: str, made: web.Response) -> web.Response:
+        """The answer to a change already made: now, or (`late`) once the test ends."""
+        if kind in self.late:
+            self.late.discard(kind)
+            await self.released.wait()
+        return made
+
+    def refuses(self, request: web.Request, kind: str | None = None) -> web.Response | None:
+        if kind is not None and kind in self.fail_once:
+            self.fail_once.discard(kind)
+            return woo_error("internal_server_error", "Gateway hiccup.", 503)
+        if request.method == "GET" and self.reads_down and self.writes():
+            return woo_error("internal_server_error", "Database unavailable.", 503)
+        return None
 
 
 @pytest.fixture
@@ -94,6 +133,9 @@ async def woo() -> AsyncIterator[Woo]:
             return woo_error(
                 "woocommerce_rest_cannot_view", "Sorry, you cannot view this resource.", 401
             )
+        refused = shop.refuses(request, request.method)
+        if refused is not None:
+            return refused
         found = shop.orders.get(int(request.match_info["id"]))
         if found is None:
             return woo_error("woocommerce_rest_shop_order_invalid_id", "Invalid ID.", 404)
@@ -102,11 +144,15 @@ async def woo() -> AsyncIterator[Woo]:
                 found["status"] = body["status"]
             if "shipping" in body:
                 found["shipping"].update(body["shipping"])
+            return await shop.answer("PUT", web.json_response(found))
         return web.json_response(found)
 
     async def refund(request: web.Request) -> web.Response:
         body = await request.json()
         shop.seen.append((request.method, request.path, dict(request.headers), body))
+        refused = shop.refuses(request, "refund")
+        if refused is not None:
+            return refused
         found = shop.orders.get(int(request.match_info["id"]))
         if found is None:
             return woo_error("woocommerce_rest_shop_order_invalid_id", "Invalid ID.", 404)
@@ -119,10 +165,23 @@ async def woo() -> AsyncIterator[Woo]:
         made = {
             "id": 700 + len(found["refunds"]),
             "amount": body["amount"],
-            "reason": body["reason"],
+            "reason": body.get("reason", ""),
+            "meta_data": [
+                {"id": 800 + n, **meta} for n, meta in enumerate(body.get("meta_data", []))
+            ],
         }
-        found["refunds"].append(made)
-        return web.json_response(made, status=201)
+        found["refunds"].append(made)  # whatever Idempotency-Key said: WooCommerce ignores it
+        return await shop.answer("refund", web.json_response(made, status=201))
+
+    async def refunds(request: web.Request) -> web.Response:
+        shop.seen.append((request.method, request.path, dict(request.headers), None))
+        refused = shop.refuses(request)
+        if refused is not None:
+            return refused
+        found = shop.orders.get(int(request.match_info["id"]))
+        if found is None:
+            return woo_error("woocommerce_rest_shop_order_invalid_id", "Invalid ID.", 404)
+        return web.json_response(list(reversed(found["refunds"])))  # newest first
 
     async def pages(request: web.Request) -> web.Response:
         shop.seen.append((request.method, request.path_qs, dict(request.headers), None))
@@ -138,6 +197,7 @@ async def woo() -> AsyncIterator[Woo]:
     app = web.Application()
     app.router.add_route("*", "/wp-json/wc/v3/orders/{id}", order)
     app.router.add_post("/wp-json/wc/v3/orders/{id}/refunds", refund)
+    app.router.add_get("/wp-json/wc/v3/orders/{id}/refunds", refunds)
     app.router.add_get("/wp-json/wp/v2/pages", pages)
     runner = web.AppRunner(app)
     await runner.setup()
@@ -146,11 +206,17 @@ async def woo() -> AsyncIterator[Woo]:
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     shop.base = f"http://127.0.0.1:{port}"
     yield shop
+    shop.released.set()
     await runner.cleanup()
 
 
-def config_for(woo: Woo, tmp_path: Path) -> ToolsConfig:
+def config_for(woo: Woo, tmp_path: Path, *, write_timeout_s: float | None = None) -> ToolsConfig:
     text = (ROOT / "examples" / "woocommerce.toml").read_text(encoding="utf-8")
+    if write_timeout_s is not None:
+        for tool in ("cancel_order", "request_refund", "change_address"):
+            table = f"[tools.{tool}]\n"
+            assert table in text
+            text = text.replace(table, f"{table}timeout_s = {write_timeout_s}\n")
     path = tmp_path / "woocommerce.toml"
     path.write_text(text.replace("https://shop.example", woo.base), encoding="utf-8")
     return load_tools_config(path, env={"WOO_BASIC_AUTH": BASIC})
@@ -177,6 +243,8 @@ async def test_the_example_checks_and_probes(woo: Woo, tmp_path: Path) -> None:
     assert code == 0, lines
     assert any("get_order_status: probe HTTP 404" in line for line in lines)
     assert any("request_return: not configured" in line for line in lines)
+    (refund,) = [line for line in lines if "request_refund: POST" in line]
+    assert "idempotency=ignored reconcile=GET " in refund and refund.endswith("/refunds")
     assert all(BASIC not in line and KEY not in line for line in lines)
 
 
@@ -250,13 +318,20 @@ async def test_refunds_map_both_ways_and_a_refused_one_is_not_retried(
     )
     assert isinstance(made, ToolOk)
     assert made.data == {"refund_id": "700", "amount": "50.00", "order_id": "1002"}
-    assert woo.writes()[-1][3] == {"amount": "50.00", "reason": "Scratched", "api_refund": False}
+    key = [{"key": "stepwise_idempotency_key", "value": "r1:s1"}]
+    assert woo.writes()[-1][3] == {
+        "amount": "50.00",
+        "reason": "Scratched",
+        "api_refund": False,
+        "meta_data": key,  # the key, where WooCommerce stores it (it ignores the header)
+    }
 
     refused = await tools.call("request_refund", {"order_id": "1002", "amount": "10"}, ctx())
     # WooCommerce's 500 would be retried as "unavailable"; its error code says "refused".
     assert isinstance(refused, ToolError) and refused.error_type is ErrorType.INVALID_ARGUMENTS
     assert "Invalid refund amount." in refused.message
-    assert woo.writes()[-1][3] == {"amount": "10.00", "api_refund": False}  # no reason: left out
+    # No reason: left out.
+    assert woo.writes()[-1][3] == {"amount": "10.00", "api_refund": False, "meta_data": key}
     assert len(woo.orders[1002]["refunds"]) == 1
 
 
@@ -285,3 +360,154 @@ async def test_a_delivered_order_skips_the_cancel_and_sends_nothing(
     assert [s.status for s in run.steps] == [StepStatus.DONE, StepStatus.SKIPPED]
     assert woo.writes() == []
     assert json.dumps(run.model_dump(mode="json")).count(BASIC) == 0
+
+
+# -- issue 20: a change WooCommerce makes but answers too late is made once ---------------
+
+# Shorter than the test's own timeout; the late answer never comes before the test ends, so
+# the client's timeout always fires (nothing depends on how long anything takes).
+WRITE_TIMEOUT_S = 0.5
+REFUND = "I want a refund of 10 for order 1002"
+CANCEL = "cancel order 1001"
+
+
+@pytest.fixture
+async def stored(
+    woo: Woo, tmp_path: Path, store_backend: Backend
+) -> AsyncIterator[tuple[Agent, Any]]:
+    """The agent on the example file with short write timeouts, its runs in either store."""
+    config = config_for(woo, tmp_path, write_timeout_s=WRITE_TIMEOUT_S)
+    store = await store_backend.open_store()
+    async with httpx.AsyncClient() as client:
+        registry = ToolRegistry(build_http_tools(config, client, sleep=RecordingSleep()))
+        executor = Executor(registry, journal=store, sleep=RecordingSleep())
+        yield Agent(RuleBasedPlanner(order_id_pattern=r"\d{3,10}"), executor, store), store
+    await store.close()
+
+
+async def confirmed(agent: Agent, text: str) -> Run:
+    paused = await agent.ask(text, user_id=CUSTOMER, chat_id=CUSTOMER)
+    assert paused.status is RunStatus.PAUSED and paused.pause is not None, paused.answer
+    done = await agent.decide(paused.id, user_id=CUSTOMER, approved=True, nonce=paused.pause.nonce)
+    assert done.run is not None
+    return done.run
+
+
+def posts(woo: Woo, path: str) -> list[Any]:
+    return [body for method, at, _, body in woo.writes() if at == path]
+
+
+async def test_a_refund_made_but_answered_late_is_made_once_and_told_once(
+    stored: tuple[Agent, Any], woo: Woo
+) -> None:
+    agent, store = stored
+    woo.late.add("refund")
+    run = await confirmed(agent, REFUND)
+
+    refunds = woo.orders[1002]["refunds"]
+    assert len(refunds) == 1 and refunds[0]["amount"] == "10.00"
+    assert len(posts(woo, "/wp-json/wc/v3/orders/1002/refunds")) == 1
+    assert refunds[0]["meta_data"][0]["value"] == f"{run.id}:s2"
+    assert run.status is RunStatus.COMPLETED
+    step = run.steps[1]
+    assert step.observation == {"refund_id": "700", "amount": "10.00", "order_id": "1002"}
+    assert (run.answer or "").count("10.00") == 1, run.answer
+    timeline = await store.history.timeline(run.id)
+    (reconciled,) = [e for e in timeline if e.kind is EventKind.STEP_RECONCILED]
+    assert reconciled.decision == "reconcile" and "happened" in (reconciled.message or "")
+    assert not any(e.kind is EventKind.STEP_RETRYING for e in timeline)
+
+
+async def test_a_refund_that_failed_before_it_was_made_is_sent_again_once(
+    stored: tuple[Agent, Any], woo: Woo
+) -> None:
+    agent, _ = stored
+    woo.fail_once.add("refund")  # a 503: it may have reached the shop, so a read decides
+    run = await confirmed(agent, REFUND)
+
+    assert run.status is RunStatus.COMPLETED
+    assert len(woo.orders[1002]["refunds"]) == 1
+    assert len(posts(woo, "/wp-json/wc/v3/orders/1002/refunds")) == 2
+
+
+async def test_a_refund_nobody_can_check_is_an_unknown_outcome_for_staff(
+    stored: tuple[Agent, Any], woo: Woo
+) -> None:
+    agent, store = stored
+    woo.late.add("refund")
+    woo.reads_down = True
+    run = await confirmed(agent, REFUND)
+
+    assert len(woo.orders[1002]["refunds"]) == 1  # made once, never sent again
+    assert len(posts(woo, "/wp-json/wc/v3/orders/1002/refunds")) == 1
+    assert run.status is RunStatus.FAILED and run.stop_reason == "unknown_outcome"
+    step = run.steps[1]
+    assert step.error is not None and step.error.type is ErrorType.UNKNOWN_OUTCOME
+    answer = run.answer or ""
+    assert "may already have been done; we are checking" in answer
+    assert "Please don't send it again" in answer
+    assert "was not done" not in answer
+    stored_run = await store.load_run(run.id)
+    assert stored_run is not None and stored_run.stop_reason == "unknown_outcome"
+    timeline = await store.history.timeline(run.id)
+    view = build_run_view(stored_run, timeline)
+    (flag,) = view.notices
+    assert "unknown outcome" in (flag.message or "") and "HTTP 503" in (flag.message or "")
+
+
+async def test_a_cancel_made_but_answered_late_is_sent_once_and_told_once(
+    stored: tuple[Agent, Any], woo: Woo
+) -> None:
+    agent, _ = stored
+    woo.late.add("PUT")
+    run = await confirmed(agent, CANCEL)
+
+    assert woo.orders[1001]["status"] == "cancelled"
+    assert len(posts(woo, "/wp-json/wc/v3/orders/1001")) == 1
+    assert run.status is RunStatus.COMPLETED
+    assert run.answer == "Order 1001 has been cancelled."
+
+
+async def test_a_cancel_nobody_can_check_is_an_unknown_outcome(
+    stored: tuple[Agent, Any], woo: Woo
+) -> None:
+    agent, _ = stored
+    woo.late.add("PUT")
+    woo.reads_down = True
+    run = await confirmed(agent, CANCEL)
+
+    assert len(posts(woo, "/wp-json/wc/v3/orders/1001")) == 1
+    assert run.status is RunStatus.FAILED and run.stop_reason == "unknown_outcome"
+    assert "we are checking" in (run.answer or "")
+
+
+async def test_what_a_failed_change_says_about_reaching_the_shop(
+    agent: tuple[Agent, ToolRegistry], woo: Woo, tmp_path: Path, unused_tcp_port: int
+) -> None:
+    """A 5xx may have been made; a failed ownership check, or a shop that was never
+    connected to, surely was not (then a retry needs no reconcile read)."""
+    _, tools = agent
+    refund = {"order_id": "1002", "amount": "10"}
+    woo.fail_once.add("refund")
+    after_sending = await tools.call("request_refund", refund, ctx())
+    assert isinstance(after_sending, ToolError) and after_sending.may_have_happened
+
+    woo.reads_down = True  # the check_first read fails: the refund is never sent
+    unchecked = await tools.call("request_refund", refund, ctx(step_id="s2"))
+    assert isinstance(unchecked, ToolError) and unchecked.error_type is ErrorType.UNAVAILABLE
+    assert not unchecked.may_have_happened
+
+    # A change sent straight (no check_first) to a port nobody listens on: never sent.
+    path = tmp_path / "nowhere.toml"
+    path.write_text(
+        "[tools.cancel_order]\n"
+        'method = "PUT"\n'
+        f'url = "http://127.0.0.1:{unused_tcp_port}/orders/{{order_id}}"\n'
+        'idempotency = "ignored"\n',
+        encoding="utf-8",
+    )
+    async with httpx.AsyncClient() as client:
+        nowhere = ToolRegistry(build_http_tools(load_tools_config(path, env={}), client))
+        refused = await nowhere.call("cancel_order", {"order_id": "1001"}, ctx())
+    assert isinstance(refused, ToolError) and refused.error_type is ErrorType.UNAVAILABLE
+    assert "ConnectError" in refused.message and not refused.may_have_happened

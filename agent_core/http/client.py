@@ -10,6 +10,12 @@ Every request carries `X-Stepwise-User` (the customer's Telegram user id) and
 `X-Stepwise-Trace` (the run's trace id); every non-GET request also carries
 `Idempotency-Key: <run_id>:<step_id>`, the same on every retry and after crash recovery.
 The upstream owns authorisation: it must answer 403 (or 404) for another customer's order.
+
+Exactly once (issue 20): a write's failure says whether the request may have reached the
+upstream (`ToolFailure.may_have_happened`): not when the connection was never made (a
+connect error or timeout, no free connection) or the `check_first` read failed, so that
+retry is safe; yes after a read timeout, a connection lost after sending, or a 5xx. A tool
+whose upstream ignores the key gets its `reconcile` read as the tool's reconcile handler.
 """
 
 from __future__ import annotations
@@ -25,9 +31,9 @@ import httpx
 from pydantic import BaseModel
 
 from agent_core.http.config import DEFAULT_TIMEOUT_S, HttpToolConfig, ToolsConfig
-from agent_core.http.mapping import render_body
+from agent_core.http.mapping import IDEMPOTENCY_KEY, render_body
 from agent_core.http.responses import HttpOutcome, Reading, clip, map_response
-from agent_core.models import ErrorType
+from agent_core.models import ErrorType, Idempotency, Risk
 from agent_core.tools import Tool, ToolContext, ToolFailure
 
 log = logging.getLogger(__name__)
@@ -70,22 +76,27 @@ def build_http_tools(
     `sleep` is the Retry-After wait (tests pass a recorder).
     """
     by_name = {spec.name: spec for spec in config.tools}
-    return [
-        Tool.of(
-            spec.spec,
-            _HttpTool(
-                spec,
-                config,
-                client,
-                sleep,
-                first=by_name.get(spec.check_first) if spec.check_first else None,
-            ),
-            timeout_s=spec.timeout_s,
-            max_retries=spec.max_retries,
-            risk=spec.risk,
+    tools = []
+    for spec in config.tools:
+        handler = _HttpTool(
+            spec,
+            config,
+            client,
+            sleep,
+            first=by_name.get(spec.check_first) if spec.check_first else None,
         )
-        for spec in config.tools
-    ]
+        tools.append(
+            Tool.of(
+                spec.spec,
+                handler,
+                timeout_s=spec.timeout_s,
+                max_retries=spec.max_retries,
+                risk=spec.risk,
+                idempotency=spec.idempotency,
+                reconcile=handler.reconcile if spec.reconcile is not None else None,
+            )
+        )
+    return tools
 
 
 def _encode(value: Any) -> str:
@@ -114,7 +125,8 @@ def build_request(
             "GET", url, params=params, headers=headers, timeout=httpx.Timeout(timeout_s)
         )
     headers["Idempotency-Key"] = ctx.idempotency_key
-    body = render_body(spec.body, args) if spec.body is not None else rest
+    keyed = {**args, IDEMPOTENCY_KEY: ctx.idempotency_key}
+    body = render_body(spec.body, keyed) if spec.body is not None else rest
     return client.build_request(
         spec.method, url, json=body, headers=headers, timeout=httpx.Timeout(timeout_s)
     )
@@ -145,10 +157,14 @@ async def _exchange(
             await response.aclose()
     except httpx.TimeoutException as exc:
         message = transport_message(exc, reading.redact)
-        return HttpOutcome(None, error_type=ErrorType.TIMEOUT, message=message)
+        return HttpOutcome(
+            None, error_type=ErrorType.TIMEOUT, message=message, may_have_happened=_sent(exc)
+        )
     except httpx.TransportError as exc:
         message = transport_message(exc, reading.redact)
-        return HttpOutcome(None, error_type=ErrorType.UNAVAILABLE, message=message)
+        return HttpOutcome(
+            None, error_type=ErrorType.UNAVAILABLE, message=message, may_have_happened=_sent(exc)
+        )
     except httpx.HTTPError as exc:
         message = transport_message(exc, reading.redact)
         return HttpOutcome(None, error_type=ErrorType.INTERNAL, message=message)
@@ -159,6 +175,16 @@ async def _exchange(
             message=f"upstream answer is larger than {MAX_BODY_BYTES} bytes",
         )
     return map_response(response.status_code, response.headers, body, tool=tool, reading=reading)
+
+
+# Transport failures before any byte of the request left: the upstream cannot have acted.
+_NOT_SENT: Final = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+def _sent(exc: httpx.TransportError) -> bool:
+    """Whether the request may have reached the upstream before `exc` (conservative:
+    anything but a connection that was never made)."""
+    return not isinstance(exc, _NOT_SENT)
 
 
 def transport_message(exc: httpx.HTTPError, redact: Callable[[str], str] = lambda t: t) -> str:
@@ -196,22 +222,80 @@ class _HttpTool:
         if self._first is not None:
             fields = self._first.spec.spec.args_model.model_fields
             # Raises the read's failure (not found, not yours): then nothing is sent.
-            await self._first.send({k: v for k, v in values.items() if k in fields}, ctx)
+            try:
+                await self._first.send({k: v for k, v in values.items() if k in fields}, ctx)
+            except ToolFailure as exc:
+                # The change itself was never sent, whatever became of the read.
+                exc.may_have_happened = False
+                raise
         return await self.send(values, ctx)
+
+    def _resends(self, outcome: HttpOutcome) -> bool:
+        """Whether a Retry-After may re-send within the attempt: not a change that may have
+        arrived at an upstream that would make it again."""
+        honoured = self._spec.idempotency is Idempotency.HONOURED
+        return self._spec.risk is Risk.READ or honoured or not outcome.may_have_happened
 
     async def send(self, values: Mapping[str, Any], ctx: ToolContext) -> Any:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._spec.timeout_s
         outcome = await self._attempt(values, ctx, deadline - loop.time())
         wait = outcome.retry_after_s
-        if outcome.transient and wait is not None and self._fits(wait, deadline - loop.time()):
+        if (
+            outcome.transient
+            and wait is not None
+            and self._resends(outcome)
+            and self._fits(wait, deadline - loop.time())
+        ):
             await self._sleep(wait)
             outcome = await self._attempt(values, ctx, deadline - loop.time())
         if outcome.error_type is not None:
             raise ToolFailure(
-                outcome.error_type, self._config.redact(outcome.message), code=outcome.code
+                outcome.error_type,
+                self._config.redact(outcome.message),
+                code=outcome.code,
+                may_have_happened=outcome.may_have_happened,
             )
         return _redacted(outcome.data, self._config.redact)
+
+    async def reconcile(self, args: BaseModel, ctx: ToolContext) -> Any:
+        """Whether this change happened: its `reconcile` GET, read like the change's own
+        answer when an item matches (None when none does). Raises `ToolFailure` when the
+        read gets no usable answer: then nobody can tell."""
+        read = self._spec.reconcile
+        assert read is not None
+        values = args.model_dump(mode="json")
+        url = read.url.format_map(
+            {name: _encode(values[name]) for name in self._spec.reconcile_placeholders}
+        )
+        headers = {"Accept": "application/json"}
+        headers.update(
+            {name: value.get_secret_value() for name, value in self._config.headers.items()}
+        )
+        headers["X-Stepwise-User"] = str(ctx.user_id)
+        headers["X-Stepwise-Trace"] = ctx.trace_id
+        request = self._client.build_request(
+            "GET", url, headers=headers, timeout=httpx.Timeout(self._spec.timeout_s)
+        )
+        reading = Reading(errors=self._spec.errors, args=values, redact=self._config.redact)
+        outcome = await _exchange(self._client, request, f"{self._spec.name} reconcile", reading)
+        log.info(
+            "http tool %s: reconcile GET %s",
+            self._spec.name,
+            outcome.status if outcome.ok else f"{outcome.status} {outcome.error_type}",
+            extra={"trace_id": ctx.trace_id},
+        )
+        if outcome.error_type is ErrorType.EMPTY_RESULT:
+            return None  # an empty list: nothing there, so not our change either
+        if outcome.error_type is not None:
+            raise ToolFailure(outcome.error_type, self._config.redact(outcome.message))
+        texts = {k: str(v) for k, v in values.items() if v is not None}
+        texts[IDEMPOTENCY_KEY] = ctx.idempotency_key
+        found = read.find(outcome.data, texts)
+        if found is None:
+            return None
+        mapped = self._spec.response.apply(found, values) if self._spec.response else found
+        return _redacted(mapped, self._config.redact)
 
     def _fits(self, wait: float, remaining: float) -> bool:
         """Wait in-attempt only if capped and the retried request keeps half the budget."""

@@ -24,6 +24,19 @@ A catalog tool left out is simply not registered. The request mapping:
 - `risk`: "read" (default) or "high". A catalog tool's risk can be raised, never lowered
   (`cancel_order` is always high), so a forgotten or mistyped line can never remove the
   customer's confirmation. A high-risk tool is `idempotent=False` and must not use GET.
+- `idempotency`: "honoured" or "ignored": whether the backend replays a request whose
+  `Idempotency-Key` it has seen. A retry of a change is only safe where it does; where it
+  does not (WooCommerce, most shop APIs), a change that may have arrived is reconciled
+  (`reconcile`) and never re-sent blindly. `{idempotency_key}` in `body` sends the key in a
+  field the backend stores, so the reconcile read can find it.
+- `reconcile`: `{ url = "...", match = { <JMESPath> = "<value template>" } }`, the GET that
+  tells whether the change happened (`agent_core.http.mapping.ReconcileRead`); without
+  it, a change in doubt ends as `unknown_outcome` for staff to check.
+
+Safe defaults (issue 20): nothing that changes data may rest on a default. A tool whose
+method is not GET and that the file declares must say its `risk` (and, when high, its
+`approval`); every high-risk tool must say its `idempotency`. A table that forgets one is
+refused with one line naming the file, the tool and the missing field.
 - `probe_args`: arguments for `stepwise tools check --probe` (a catalog tool has defaults);
   validated against the arguments at load.
 
@@ -58,8 +71,8 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from agent_core.catalog import CATALOG
 from agent_core.http.declare import DECLARATION_KEYS, Problem, declare
-from agent_core.http.mapping import ErrorMapping, ResponseMapping
-from agent_core.models import Risk
+from agent_core.http.mapping import IDEMPOTENCY_KEY, ErrorMapping, ReconcileRead, ResponseMapping
+from agent_core.models import Idempotency, Risk
 from agent_core.spec import ToolSpec
 
 DEFAULT_TIMEOUT_S: Final = 5.0
@@ -102,6 +115,10 @@ class HttpToolConfig(BaseModel):
     response: ResponseMapping | None = None
     errors: ErrorMapping | None = None
     check_first: str | None = None
+    # What the backend does with a repeated Idempotency-Key (a read tool: irrelevant).
+    idempotency: Idempotency = Idempotency.IGNORED
+    reconcile: ReconcileRead | None = None
+    reconcile_placeholders: tuple[str, ...] = ()
     # Its catalog entry: the built-in one, or the one the file declares.
     spec: ToolSpec = Field(exclude=True, repr=False)
 
@@ -174,6 +191,8 @@ class _RawTool(BaseModel):
     response: ResponseMapping | None = None
     errors: ErrorMapping | None = None
     check_first: str | None = None
+    idempotency: Idempotency | None = None
+    reconcile: ReconcileRead | None = None
 
 
 class _RawHttp(BaseModel):
@@ -325,6 +344,8 @@ def _parse_tool(problems: _Problems, name: str, entry: Any) -> HttpToolConfig:
             raise _Problem("body: a GET sends no body (write `query` instead)")
         if raw.query is not None and method != "GET":
             raise _Problem("query: only a GET sends a query string (write `body` instead)")
+        _check_declared(name, method, risk, raw, declared)
+        reconcile_placeholders = _check_reconcile(raw, name, spec, risk)
     except ValidationError as exc:
         problems.fail(where, _describe(exc))
     except _Problem as exc:
@@ -343,8 +364,61 @@ def _parse_tool(problems: _Problems, name: str, entry: Any) -> HttpToolConfig:
         response=raw.response,
         errors=raw.errors,
         check_first=raw.check_first,
+        idempotency=raw.idempotency or Idempotency.IGNORED,
+        reconcile=raw.reconcile,
+        reconcile_placeholders=reconcile_placeholders,
         spec=spec,
     )
+
+
+def _check_declared(
+    name: str, method: str, risk: Risk, raw: _RawTool, declared: Mapping[str, Any]
+) -> None:
+    """Nothing that changes data rests on a default (see "Safe defaults"): a forgotten line
+    is refused, naming the field, instead of running unconfirmed or being retried twice."""
+    if method != "GET" and name not in CATALOG:
+        if raw.risk is None:
+            raise _Problem(
+                f'risk: missing: a {method} tool must say what it risks (risk = "read" or '
+                '"high"); it is never assumed to change nothing'
+            )
+        if risk is Risk.HIGH and "approval" not in declared:
+            raise _Problem(
+                'approval: missing: say who confirms this change (approval = "customer")'
+            )
+    if risk is Risk.HIGH and raw.idempotency is None:
+        raise _Problem(
+            "idempotency: missing: say whether the backend replays a request whose "
+            'Idempotency-Key it has seen (idempotency = "honoured") or acts again '
+            '(idempotency = "ignored")'
+        )
+    if raw.idempotency is not None and method == "GET":
+        raise _Problem("idempotency: a GET changes nothing (only a change declares it)")
+
+
+def _check_reconcile(raw: _RawTool, name: str, spec: ToolSpec, risk: Risk) -> tuple[str, ...]:
+    """The reconcile read's url placeholders; it belongs to a change at a backend that
+    ignores the key, and its `match` may name only arguments and the idempotency key."""
+    read = raw.reconcile
+    if read is None:
+        return ()
+    if risk is not Risk.HIGH or raw.idempotency is not Idempotency.IGNORED:
+        raise _Problem(
+            'reconcile: only a change whose backend ignores the key (idempotency = "ignored") '
+            "is reconciled"
+        )
+    try:
+        found = _check_url(read.url, name, spec.args_model)
+    except _Problem as exc:
+        raise _Problem(f"reconcile.{exc}") from None
+    allowed = {*spec.args_model.model_fields, IDEMPOTENCY_KEY}
+    unknown = sorted(read.names() - allowed)
+    if unknown:
+        raise _Problem(
+            f"reconcile.match: {{{unknown[0]}}} is neither an argument of {name} nor "
+            f"{{{IDEMPOTENCY_KEY}}}"
+        )
+    return found
 
 
 def _spec(

@@ -17,6 +17,13 @@ writing an adapter service. All of it is data from the tools file and pure funct
   code means (`woocommerce_rest_shop_order_invalid_id = "not_found"`, or
   `"invalid_arguments:amount_too_high"` to give the refusal its reason). A mapped code wins
   over the HTTP status: WooCommerce answers an invalid refund with a 500.
+- `ReconcileRead`: for a change whose backend ignores `Idempotency-Key`, the GET that tells
+  whether it happened (issue 20): the answer, or one item of a list answer, that holds
+  every `match` (`{ status = "cancelled" }`, or the idempotency key the write sent in a
+  field the shop stores: `{ "meta_data[?key=='stepwise_key'] | [0].value" =
+  "{idempotency_key}" }`) is the change, read like the write's own answer.
+  The matched values are compared in Python, never put into an expression, so an
+  argument's text cannot change what the path means.
 """
 
 from __future__ import annotations
@@ -30,7 +37,11 @@ from jmespath.parser import ParsedResult
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agent_core.models import ErrorType
-from agent_core.spec import fill
+from agent_core.spec import fill, placeholders
+
+# The placeholder a write's `body` and a reconcile `match` may use besides the arguments:
+# the step's idempotency key (`run_id:step_id`), the same on every retry and recovery.
+IDEMPOTENCY_KEY: Final = "idempotency_key"
 
 
 def compile_path(path: str) -> ParsedResult:
@@ -141,6 +152,50 @@ class ErrorMapping(BaseModel):
             return None, None, text
         error, _, refusal = meaning.partition(":")
         return ErrorType(error), refusal or None, text
+
+
+class ReconcileRead(BaseModel):
+    """How to tell whether a change happened (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    url: str
+    match: dict[str, str]
+
+    @field_validator("match")
+    @classmethod
+    def _matches(cls, value: dict[str, str]) -> dict[str, str]:
+        if not value:
+            raise ValueError("say what identifies the change (a path = its value)")
+        for path, template in value.items():
+            try:
+                compile_path(path)
+                placeholders(template)
+            except ValueError as exc:
+                raise ValueError(f"{path}: {exc}") from None
+        return value
+
+    def names(self) -> set[str]:
+        """The placeholders the `match` values use (arguments, or the idempotency key)."""
+        return {name for template in self.match.values() for name in placeholders(template)}
+
+    def find(self, data: Any, values: Mapping[str, str]) -> Any:
+        """The item of `data` (a list answer), or `data` itself, that holds every match;
+        None when none does: the change is not there."""
+        wanted = {path: fill(template, values, missing="") for path, template in self.match.items()}
+        for item in data if isinstance(data, list) else [data]:
+            if all(_text(search(path, item)) == want for path, want in wanted.items()):
+                return item
+        return None
+
+
+def _text(value: Any) -> str | None:
+    """A found value as the text a template fills in (None: nothing to compare)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or value is None or isinstance(value, dict | list):
+        return None
+    return str(value)
 
 
 def render_body(template: Any, args: Mapping[str, Any]) -> Any:

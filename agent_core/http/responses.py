@@ -27,7 +27,9 @@ A transient answer with `Retry-After` (seconds or an HTTP date) is retried once 
 same attempt, after waiting that long, when the wait is at most 10 s and still leaves half
 of `timeout_s` for the retried request; otherwise it is reported at once and the
 executor's backoff takes over. The retried request is the same request, idempotency key
-included.
+included — unless it may already have been carried out (`HttpOutcome.may_have_happened`: a
+5xx, a read timeout, a connection lost after sending) by a backend that ignores the key:
+then nothing is re-sent and the executor reconciles (`agent_core.policy`).
 """
 
 from __future__ import annotations
@@ -84,6 +86,9 @@ class HttpOutcome:
     retry_after_s: float | None = None
     # A refusal's reason from the error mapping (`invalid_arguments:<code>`).
     code: str | None = None
+    # The request may have reached the upstream and been carried out: a 5xx, or no answer
+    # after the request was (perhaps) sent. Not a refused connection, a 408 or a 429.
+    may_have_happened: bool = False
 
     @property
     def ok(self) -> bool:
@@ -142,7 +147,14 @@ def map_response(
     if retry_after is not None:
         message += f" (Retry-After {retry_after:g}s)"
     return HttpOutcome(
-        status, error_type=error_type, message=message, retry_after_s=retry_after, code=code
+        status,
+        error_type=error_type,
+        message=message,
+        retry_after_s=retry_after,
+        code=code,
+        # A 5xx the error mapping does not explain: the upstream got the request and broke
+        # somewhere, perhaps after it made the change.
+        may_have_happened=error_type in TRANSIENT and 500 <= status < 600,
     )
 
 

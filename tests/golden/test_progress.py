@@ -162,6 +162,10 @@ def test_progress_line_of_every_failure() -> None:
                 "zh": "❌ 查询订单 A1001 的物流状态 — 失败：出错了",
                 "en": "❌ Check the status of order A1001 — failed: failed",
             },
+            "unknown_outcome": {
+                "zh": "❌ 查询订单 A1001 的物流状态 — 结果待核实，请勿重复提交",
+                "en": "❌ Check the status of order A1001 — may have been done; being checked",
+            },
             "failed_without_error": {
                 "zh": "❌ 查询订单 A1001 的物流状态 — 失败：出错了",
                 "en": "❌ Check the status of order A1001 — failed: failed",

@@ -166,6 +166,7 @@ url = "{base}/api/orders/{{order_id}}"
 method = "POST"
 url = "{base}/api/orders/{{order_id}}/cancel"
 risk = "high"
+idempotency = "honoured"
 timeout_s = 60
 """,
         encoding="utf-8",
