@@ -185,8 +185,11 @@ url = "{base}/api/policies"
 method = "POST"
 url = "{base}/api/orders/{{order_id}}/cancel"
 risk = "high"
-idempotency = "honoured"
+# As most shop APIs: the key is not honoured, so a cancel that may have reached the shop
+# (a timeout, a kill mid-call and recovery) is reconciled by reading the order first.
+idempotency = "ignored"
 timeout_s = 5
+reconcile = {{ url = "{base}/api/orders/{{order_id}}", match = {{ status = "cancelled" }} }}
 """,
             encoding="utf-8",
         )

@@ -87,6 +87,7 @@ timeout_s = 60
 method = "POST"
 url = "{base}/api/orders/{{order_id}}/cancel"
 risk = "high"
+idempotency = "honoured"
 """,
         encoding="utf-8",
     )
