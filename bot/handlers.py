@@ -72,6 +72,7 @@ from bot.handoff import (
     private_handoff_button,
     reason_buttons,
     start_handoff_run,
+    unclear_change,
 )
 from bot.progress import TOPIC, TelegramProgress, decision_text
 from bot.slash import Slash, read_slash
@@ -340,8 +341,11 @@ class StepwiseBot:
             key = "you_confirmed" if parsed.approved else "you_cancelled"
             await _edit_quietly(bot, where, decision_text(run, step_id, key))
             self.progress.adopt(run, step_id, where.message_id, where.thread_id)
+        private = run.chat_id == run.user_id
+        customer = Customer(run.chat_id, user.id, user.full_name, run.language, private=private)
         context.application.create_task(
-            self.chats.run(where.chat_id, self._proceed(bot, where, run)), update=update
+            self.chats.run(where.chat_id, self._proceed(bot, where, run, customer)),
+            update=update,
         )
 
     async def _choice(
@@ -402,6 +406,8 @@ class StepwiseBot:
                 return self._go_private(run.id, run.language)
             opened = await self.handoff.open(customer, Trigger.INTENT, run)
             return opened_text(opened, run.language), None
+        if unclear_change(run) is not None:
+            await self.handoff.alert_unclear_change(run)
         previous = None
         if run.status is RunStatus.NEEDS_CLARIFICATION and self.handoff.staff_chat_id is not None:
             page = await self.store.history.list_runs(chat_id=run.chat_id, limit=2)
@@ -766,8 +772,14 @@ class StepwiseBot:
             self.chats.run(run.chat_id, self._proceed(bot, customer, run))
         )
 
-    async def _proceed(self, bot: Bot, where: Where, run: Run) -> None:
+    async def _proceed(
+        self, bot: Bot, where: Where, run: Run, customer: Customer | None = None
+    ) -> None:
+        """Go on with a claimed run in its chat's turn; `customer`: who pressed, when it was
+        the run's customer (staff then read their name, not their id)."""
         TOPIC.set(where.thread_id)
+        if customer is not None:
+            CUSTOMER.set(customer)
         try:
             await self.agent.proceed(run)
         except StorageUnavailable:

@@ -38,8 +38,10 @@ from telegram.error import BadRequest, Forbidden, TelegramError
 from agent_core.answer_notes import is_flagged
 from agent_core.answers import step_progress
 from agent_core.models import (
+    ErrorType,
     EventKind,
     Language,
+    PlanStep,
     PromptRef,
     Run,
     RunStatus,
@@ -304,6 +306,29 @@ def staff_prompt_text(run: Run, name: str, console_url: str | None) -> str:
             f"Request: {esc(run.request_text)}",
             f"Run: {run_link(console_url, run.id)}",
             "Only staff can decide; the customer waits for your answer.",
+        ]
+    )
+
+
+def unclear_change(run: Run) -> PlanStep | None:
+    """The step whose change may or may not have happened at the shop (`unknown_outcome`:
+    the write got no clear answer and the reconcile read could not tell), if any."""
+    if run.stop_reason != ErrorType.UNKNOWN_OUTCOME.value:
+        return None
+    return next((s for s in run.steps if s.status is StepStatus.FAILED), None)
+
+
+def unclear_change_text(run: Run, step: PlanStep, name: str, console_url: str | None) -> str:
+    """What staff read when nobody can tell whether a change happened (HTML, English)."""
+    esc = html.escape
+    return "\n".join(
+        [
+            "⚠️ <b>Check at the shop</b>: this may or may not have happened",
+            f"Customer: {esc(name)}",
+            f"Step: {esc(step.goal)}",
+            "The shop gave no clear answer and reading it back failed too, so nothing was"
+            " sent again. The customer was told it is being checked.",
+            f"Run: {run_link(console_url, run.id)}",
         ]
     )
 
@@ -604,11 +629,7 @@ class HandoffDesk:
         pause = run.pause
         if self.staff_chat_id is None or pause is None or pause.nonce is None:
             return False
-        customer = CUSTOMER.get()
-        name = customer.name if customer and customer.chat_id == run.chat_id else ""
-        if not name:
-            mapped = await self.handoffs.topic_of(run.chat_id)
-            name = mapped.name.rsplit(" · ", 1)[0] if mapped else f"customer {run.user_id}"
+        name = await self._customer_name(run)
         approve = decision_data(run.id, pause.nonce, approved=True)
         reject = decision_data(run.id, pause.nonce, approved=False)
         buttons = InlineKeyboardMarkup(
@@ -620,12 +641,49 @@ class HandoffDesk:
             ]
         )
         text = staff_prompt_text(run, name, self.console_url)
+        sent = await self._post_for_customer(run, name, text, buttons, "staff approval prompt")
+        if sent is None:
+            return False
+        prompt = PromptRef(chat_id=self.staff_chat_id, message_id=sent.message_id)
+        await self.store.bind_prompt(
+            run.id, pause.nonce, prompt, "telegram: staff approval buttons shown"
+        )
+        return True
+
+    async def alert_unclear_change(self, run: Run) -> bool:
+        """A change nobody can say happened (`unclear_change`): staff read it in the
+        customer's topic (made if needed) with the run's link, so a person checks at the
+        shop. Sent with the customer's answer; an answer re-sent after a crash may alert
+        twice, never zero times."""
+        step = unclear_change(run)
+        if self.staff_chat_id is None or step is None:
+            return False
+        name = await self._customer_name(run)
+        text = unclear_change_text(run, step, name, self.console_url)
+        return (
+            await self._post_for_customer(run, name, text, None, "unclear-change alert") is not None
+        )
+
+    async def _customer_name(self, run: Run) -> str:
+        """The name staff know the run's customer by (never a bare id where a name is known)."""
+        customer = CUSTOMER.get()
+        name = customer.name if customer and customer.chat_id == run.chat_id else ""
+        if not name:
+            mapped = await self.handoffs.topic_of(run.chat_id)
+            name = mapped.name.rsplit(" · ", 1)[0] if mapped else f"customer {run.user_id}"
+        return name
+
+    async def _post_for_customer(
+        self, run: Run, name: str, text: str, buttons: InlineKeyboardMarkup | None, what: str
+    ) -> Message | None:
+        """Post HTML `text` in the customer's topic, making it again if it was deleted."""
+        assert self.staff_chat_id is not None
         for attempt in (1, 2):
             topic = await self._customer_topic(run.chat_id, run.user_id, name, fresh=attempt == 2)
             if topic is None:
-                return False
+                return None
             try:
-                sent = await self.bot.send_message(
+                return await self.bot.send_message(
                     self.staff_chat_id,
                     text,
                     message_thread_id=topic,
@@ -635,14 +693,9 @@ class HandoffDesk:
             except TelegramError as exc:
                 if is_thread_gone(exc) and attempt == 1:
                     continue
-                log.warning("staff approval: prompt not posted: %s", exc)
-                return False
-            prompt = PromptRef(chat_id=self.staff_chat_id, message_id=sent.message_id)
-            await self.store.bind_prompt(
-                run.id, pause.nonce, prompt, "telegram: staff approval buttons shown"
-            )
-            return True
-        return False
+                log.warning("%s not posted: %s", what, exc)
+                return None
+        return None
 
     # -- relaying ----------------------------------------------------------------------
 

@@ -25,8 +25,6 @@ from stepwise.settings import Settings
 from storage.handoffs import Trigger
 from tests.harness import DEMO, STAFF, BotHarness, start_bot, until
 
-pytestmark = pytest.mark.timeout(60)
-
 FORUM = -1005555555555
 STRANGER = 779  # in the staff group, not a staff member
 EN, ZH = Language.EN, Language.ZH

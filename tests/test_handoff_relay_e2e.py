@@ -24,8 +24,6 @@ from standin import FloodLimits, StandIn
 from tests.harness import DEMO, OTHER, STAFF, BotHarness, until
 from tests.test_handoff_e2e import FORUM, customer_topic, in_topic, staff_forum, staffed, texts
 
-pytestmark = pytest.mark.timeout(60)
-
 EN, ZH = Language.EN, Language.ZH
 GROUP = -4001  # a plain group with several members (not the staff group)
 ROOMY = FloodLimits(per_chat=50, per_group=50, overall=200)

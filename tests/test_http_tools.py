@@ -41,8 +41,6 @@ from agent_core.tools import ToolContext, ToolFailure, ToolRegistry
 from stepwise.tools_check import print_tools_check
 from tests.fakes import RecordingSleep, make_executor, make_run, resume
 
-pytestmark = pytest.mark.timeout(5)
-
 TOKEN = "tok-7f3a9c2e-SECRET-51d0"
 ENV = {"SHOP_API_TOKEN": TOKEN}
 CTX = ToolContext(user_id=10001, trace_id="trace1", run_id="run1", step_id="s1")

@@ -42,8 +42,6 @@ from stepwise.settings import Settings
 from storage.runs import SqliteRunStore
 from tests.fakes import RecordingSleep
 
-pytestmark = pytest.mark.timeout(15)
-
 TOKEN = "staff-token-for-tests-0123456789"
 SECRET = "inv-token-2b7d9e41c0"
 CUSTOMER = 10001

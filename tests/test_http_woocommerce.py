@@ -47,8 +47,6 @@ from storage.runs import SqliteRunStore
 from tests.fakes import RecordingSleep
 from tests.storage_backends import Backend
 
-pytestmark = pytest.mark.timeout(10)
-
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "ck_5f2a9e:cs_77c1d0e4b3"
 BASIC = base64.b64encode(KEY.encode()).decode()

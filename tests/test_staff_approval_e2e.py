@@ -17,8 +17,6 @@ from bot.texts import TEXTS
 from standin import ShownMessage, StandIn
 from tests.harness import DEMO, STAFF, BotHarness, start_bot, until
 
-pytestmark = pytest.mark.timeout(60)
-
 FORUM = -1005555555555
 OTHER_STAFF = 901
 STRANGER = 779

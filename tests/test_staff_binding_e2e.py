@@ -15,8 +15,6 @@ import asyncio
 from datetime import datetime, timedelta
 from pathlib import Path
 
-import pytest
-
 from agent_core.executor import Executor
 from agent_core.models import Language, utcnow
 from bot.application import bot_of
@@ -24,8 +22,6 @@ from bot.texts import TEXTS
 from standin import ShownMessage, StandIn
 from tests.fakes import make_run
 from tests.harness import DEMO, OTHER, STAFF, BotHarness, prompt_for, start_bot, until
-
-pytestmark = pytest.mark.timeout(60)
 
 FORUM = -1005555555555
 OTHER_STAFF = 901

@@ -46,8 +46,6 @@ from standin import DEFAULT_TOKEN, SECRET_HEADER, FloodLimits, StandIn, WebhookR
 from standin.formatting import ParseError, parse
 from tests.botapi import assert_conforms
 
-pytestmark = pytest.mark.timeout(10)
-
 CHAT = 4242
 ROOT = Path(__file__).resolve().parents[1]
 

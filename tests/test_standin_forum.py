@@ -22,8 +22,6 @@ from telegram.error import BadRequest, Forbidden
 from standin import FloodLimits, StandIn
 from standin.webchat import StaffDesk, WebChat, prepare_staff_group
 
-pytestmark = pytest.mark.timeout(15)
-
 CUSTOMER = 4242
 STAFF = 77
 OTHER_STAFF = 78

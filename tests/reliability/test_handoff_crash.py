@@ -12,13 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from standin import StandIn
 
 from .conftest import DEMO, STAFF, ServeProcess, query, until
-
-pytestmark = pytest.mark.timeout(120)
 
 FORUM = -1005555555555
 
