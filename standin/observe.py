@@ -20,6 +20,9 @@ JSON = dict[str, Any]
 class Observation:
     """What a test can see of one bot's Telegram, and how it waits for the bot."""
 
+    # Multiplies every wait's timeout (`StandIn(patience=…)`).
+    patience: float = 1.0
+
     def __init__(self, state: BotState, changes: ChangeSignal) -> None:
         self.state = state
         self.changes = changes
@@ -109,7 +112,9 @@ class Observation:
         predicate: Callable[[], bool],
         timeout: float = 5.0,  # noqa: ASYNC109
     ) -> None:
-        """Wait until `predicate()` holds, re-checking on every change; TimeoutError if not."""
+        """Wait until `predicate()` holds, re-checking on every change; TimeoutError if not
+        (after `timeout` times the stand-in's `patience`)."""
+        timeout *= self.patience
         if not await self.changes.wait_until(predicate, timeout):
             recent = [f"{c.method}->{c.status}" for c in self.state.calls[-8:]]
             raise TimeoutError(f"condition not met within {timeout}s; recent calls: {recent}")

@@ -54,9 +54,12 @@ class StandIn(Controls):
         first_update_id: int = 1,
         clock: Clock | None = None,
         webhook_retry: WebhookRetry | None = None,
+        patience: float = 1.0,
     ) -> None:
         """`flood` defaults to Telegram's guidance; `clock` to the system's Unix time;
-        `webhook_retry` to Telegram's patience with a failing webhook.
+        `webhook_retry` to Telegram's patience with a failing webhook; `patience` multiplies
+        every `wait_for…` timeout (a test suite on a busy machine gives its waits more time:
+        a wait still ends as soon as its condition holds).
 
         One clock serves message dates, flood windows, callback query expiry and the call
         log, so a fake clock moves all of them together.
@@ -77,6 +80,7 @@ class StandIn(Controls):
             first_update_id=first_update_id,
         )
         super().__init__(state, ChangeSignal())
+        self.patience = patience
         self.api = BotApi(self.state, self.changes, lambda: self._closing)
         self.webhook = WebhookSender(
             self.state, self.changes, lambda: self._closing, webhook_retry or WebhookRetry()

@@ -16,6 +16,7 @@ import pytest
 
 from standin import StandIn
 from tests.botapi import assert_conforms
+from tests.harness import PATIENCE
 from tests.storage_backends import (
     deselect_without_server,
     postgres_backend,
@@ -44,6 +45,7 @@ def pytest_configure(config: pytest.Config) -> None:
 async def standin(request: pytest.FixtureRequest) -> AsyncIterator[StandIn]:
     mark = request.node.get_closest_marker("standin")
     options = dict(mark.kwargs) if mark is not None else {}
+    options.setdefault("patience", PATIENCE)
     async with StandIn(**options) as server:
         yield server
     assert_conforms(server)

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -38,6 +39,10 @@ STAFF = 900
 DEMO = 10001
 OTHER = 20002
 POLL_S = 0.01
+# Every wait's deadline is multiplied by this (and the stand-in's waits too, `patience`): on
+# a busy machine a subprocess may take many times its idle start-up to answer, and a wait
+# still ends the moment its condition holds. STEPWISE_TEST_PATIENCE overrides it.
+PATIENCE = float(os.environ.get("STEPWISE_TEST_PATIENCE", "3"))
 
 
 def query(db: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
@@ -58,7 +63,9 @@ def _check(condition: Callable[[], Any]) -> Any:
 async def until(
     condition: Callable[[], Any], *, within: float = 20.0, what: str = "condition"
 ) -> Any:
-    """Poll `condition` until it is truthy and return its value; fail after `within` s."""
+    """Poll `condition` until it is truthy and return its value; fail after `within` s
+    (times `PATIENCE`)."""
+    within *= PATIENCE
     deadline = time.monotonic() + within
     while not (value := _check(condition)):
         if time.monotonic() > deadline:
@@ -71,6 +78,7 @@ def until_sync(
     condition: Callable[[], Any], *, within: float = 20.0, what: str = "condition"
 ) -> Any:
     """`until` for synchronous tests (a CLI in a subprocess)."""
+    within *= PATIENCE
     deadline = time.monotonic() + within
     while not (value := _check(condition)):
         if time.monotonic() > deadline:

@@ -45,6 +45,7 @@ from telegram.ext import Application, ApplicationBuilder, CallbackQueryHandler, 
 from standin import DEFAULT_TOKEN, SECRET_HEADER, FloodLimits, StandIn, WebhookRetry
 from standin.formatting import ParseError, parse
 from tests.botapi import assert_conforms
+from tests.harness import PATIENCE
 
 CHAT = 4242
 ROOT = Path(__file__).resolve().parents[1]
@@ -1368,9 +1369,9 @@ async def test_python_m_standin_serves_until_terminated(http: aiohttp.ClientSess
     )
     try:
         assert process.stdout is not None
-        urls = json.loads(await asyncio.wait_for(process.stdout.readline(), 8))
+        urls = json.loads(await asyncio.wait_for(process.stdout.readline(), 8 * PATIENCE))
         async with http.get(f"{urls['base_url']}{DEFAULT_TOKEN}/getMe") as response:
             assert (await response.json())["result"]["username"] == "stepwise_test_bot"
     finally:
         process.terminate()
-        assert await asyncio.wait_for(process.wait(), 5) == 0
+        assert await asyncio.wait_for(process.wait(), 5 * PATIENCE) == 0

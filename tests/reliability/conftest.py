@@ -24,6 +24,7 @@ from storage.shop import DEFAULT_SEED_PATH
 from tests.harness import (
     DEMO,
     OTHER,
+    PATIENCE,
     STAFF,
     TOKEN,
     BotHarness,
@@ -127,7 +128,7 @@ async def stepwise(db: Path, *args: str, workdir: Path, **env: str) -> tuple[int
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    out, err = await asyncio.wait_for(proc.communicate(), 60 * PATIENCE)
     assert proc.returncode is not None
     return proc.returncode, out.decode(errors="replace"), err.decode(errors="replace")
 
@@ -202,7 +203,7 @@ class ServeProcess:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGKILL)
         calls = len(self.standin.state.calls)
-        await asyncio.wait_for(self.proc.wait(), 10)
+        await asyncio.wait_for(self.proc.wait(), 10 * PATIENCE)
         self.kills += 1
         return calls
 
@@ -213,7 +214,7 @@ class ServeProcess:
         if self.proc.returncode is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                await asyncio.wait_for(self.proc.wait(), 20)
+                await asyncio.wait_for(self.proc.wait(), 20 * PATIENCE)
             except TimeoutError:
                 self.proc.kill()
                 await self.proc.wait()
