@@ -6,6 +6,7 @@
 
 Prints counts per category, language and register; exits 1 on any problem.
 """
+
 import json
 import re
 import sys
@@ -14,19 +15,73 @@ from collections import Counter
 from pathlib import Path
 
 KEYS = {"id", "category", "lang", "register", "text", "context", "expect"}
-CATEGORIES = ["status", "track", "cancel", "return", "refund", "address", "faq", "cant_do",
-              "handoff", "choices", "clarify", "multi", "adversarial", "empty"]
-PLAIN_REGISTERS = ["plain", "typo", "run_on", "colloquial", "polite", "rude", "keyword",
-                   "indirect", "question_about_action", "negation", "multi_intent", "mixed_lang"]
-ADV_REGISTERS = ["homoglyph", "not_x", "retraction", "reported_speech", "hidden_instruction",
-                 "amount"]
+CATEGORIES = [
+    "status",
+    "track",
+    "cancel",
+    "return",
+    "refund",
+    "address",
+    "faq",
+    "cant_do",
+    "handoff",
+    "choices",
+    "clarify",
+    "multi",
+    "adversarial",
+    "empty",
+]
+PLAIN_REGISTERS = [
+    "plain",
+    "typo",
+    "run_on",
+    "colloquial",
+    "polite",
+    "rude",
+    "keyword",
+    "indirect",
+    "question_about_action",
+    "negation",
+    "multi_intent",
+    "mixed_lang",
+]
+ADV_REGISTERS = [
+    "homoglyph",
+    "not_x",
+    "retraction",
+    "reported_speech",
+    "hidden_instruction",
+    "amount",
+]
 READS = {"get_order_status", "track_parcel"}
 HIGH_RISK = {"cancel_order", "request_return", "request_refund", "change_address"}
-FAQ_TOPICS = ["returns", "refund", "shipping", "cancellation", "delay_compensation", "exchange",
-              "warranty", "payment_methods", "delivery_countries", "delivery_times",
-              "cancellation_fee", "refund_times", "invoices", "account_help", "newsletter"]
-CANT_DO_TOPICS = ["account", "place_order", "change_items", "payment_change", "discount",
-                  "review", "complaint", "other"]
+FAQ_TOPICS = [
+    "returns",
+    "refund",
+    "shipping",
+    "cancellation",
+    "delay_compensation",
+    "exchange",
+    "warranty",
+    "payment_methods",
+    "delivery_countries",
+    "delivery_times",
+    "cancellation_fee",
+    "refund_times",
+    "invoices",
+    "account_help",
+    "newsletter",
+]
+CANT_DO_TOPICS = [
+    "account",
+    "place_order",
+    "change_items",
+    "payment_change",
+    "discount",
+    "review",
+    "complaint",
+    "other",
+]
 ORDER_IDS = {"A1001", "A1002", "A1003", "A1004", "A1005", "A1006", "A1007", "B2001", "Z9999"}
 KINDS = ["plan", "clarify", "unsupported", "handoff", "choices", "refusal"]
 INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
@@ -84,9 +139,14 @@ def check_expect(expect, where, problems):
         problems.append(f"{where}: bad expect {expect!r}")
         return
     kind = expect["kind"]
-    allowed = {"plan": {"kind", "steps"}, "clarify": {"kind"}, "handoff": {"kind"},
-               "choices": {"kind"}, "unsupported": {"kind", "plan_steps", "topic"},
-               "refusal": {"kind", "refusal"}}[kind]
+    allowed = {
+        "plan": {"kind", "steps"},
+        "clarify": {"kind"},
+        "handoff": {"kind"},
+        "choices": {"kind"},
+        "unsupported": {"kind", "plan_steps", "topic"},
+        "refusal": {"kind", "refusal"},
+    }[kind]
     if set(expect) != allowed:
         problems.append(f"{where}: expect keys {sorted(expect)}, want {sorted(allowed)}")
     if kind == "plan":
@@ -137,8 +197,11 @@ def main(path):
             if lang != want:
                 problems.append(f"{where}: lang {lang}, text says {want}")
         ctx = case["context"]
-        if ctx != {} and not (isinstance(ctx, dict) and set(ctx) == {"last_order_id"}
-                              and ctx["last_order_id"] in ORDER_IDS):
+        if ctx != {} and not (
+            isinstance(ctx, dict)
+            and set(ctx) == {"last_order_id"}
+            and ctx["last_order_id"] in ORDER_IDS
+        ):
             problems.append(f"{where}: bad context {ctx!r}")
         check_expect(case["expect"], where, problems)
         exp = case["expect"]
@@ -168,12 +231,18 @@ def main(path):
                 faq[s.get("topic")] += 1
         if e.get("kind") == "unsupported":
             cant[e.get("topic")] += 1
-    for name, counter, wanted in () if "--partial" in sys.argv else (("category", cats, CATEGORIES),
-                                  ("register", regs, PLAIN_REGISTERS + ADV_REGISTERS),
-                                  ("tool", tools, sorted(READS | HIGH_RISK | {"search_policy"})),
-                                  ("FAQ topic", faq, FAQ_TOPICS),
-                                  ("can't-do topic", cant, CANT_DO_TOPICS),
-                                  ("kind", kinds, KINDS)):
+    for name, counter, wanted in (
+        ()
+        if "--partial" in sys.argv
+        else (
+            ("category", cats, CATEGORIES),
+            ("register", regs, PLAIN_REGISTERS + ADV_REGISTERS),
+            ("tool", tools, sorted(READS | HIGH_RISK | {"search_policy"})),
+            ("FAQ topic", faq, FAQ_TOPICS),
+            ("can't-do topic", cant, CANT_DO_TOPICS),
+            ("kind", kinds, KINDS),
+        )
+    ):
         for w in wanted:
             if not counter[w]:
                 problems.append(f"coverage: no case with {name} {w!r}")
@@ -188,12 +257,16 @@ def main(path):
     print(f"{len(valid)} cases: en {by_lang['en']}, zh {by_lang['zh']}")
     print("\ncategory          en   zh")
     for cat in CATEGORIES:
-        print(f"{cat:15} {sum(1 for c in valid if c['category'] == cat and c['lang'] == 'en'):4} "
-              f"{sum(1 for c in valid if c['category'] == cat and c['lang'] == 'zh'):4}")
+        print(
+            f"{cat:15} {sum(1 for c in valid if c['category'] == cat and c['lang'] == 'en'):4} "
+            f"{sum(1 for c in valid if c['category'] == cat and c['lang'] == 'zh'):4}"
+        )
     print("\nregister                 en   zh")
     for reg in PLAIN_REGISTERS + ADV_REGISTERS:
-        print(f"{reg:22} {sum(1 for c in valid if c['register'] == reg and c['lang'] == 'en'):4} "
-              f"{sum(1 for c in valid if c['register'] == reg and c['lang'] == 'zh'):4}")
+        print(
+            f"{reg:22} {sum(1 for c in valid if c['register'] == reg and c['lang'] == 'en'):4} "
+            f"{sum(1 for c in valid if c['register'] == reg and c['lang'] == 'zh'):4}"
+        )
     print("\nexpect kinds: " + ", ".join(f"{k} {kinds[k]}" for k in KINDS))
     print("FAQ topics: " + ", ".join(f"{t} {faq[t]}" for t in FAQ_TOPICS))
     print("can't-do topics: " + ", ".join(f"{t} {cant[t]}" for t in CANT_DO_TOPICS))
