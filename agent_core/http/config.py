@@ -37,6 +37,9 @@ Safe defaults (issue 20): nothing that changes data may rest on a default. A too
 method is not GET and that the file declares must say its `risk` (and, when high, its
 `approval`); every high-risk tool must say its `idempotency`. A table that forgets one is
 refused with one line naming the file, the tool and the missing field.
+- `graphql`: the request is one GraphQL operation (POST, no `body`): its `query`, templated
+  `variables`, user errors, a `lookup` before a change and a reconcile query
+  (`agent_core.http.graphql`).
 - `probe_args`: arguments for `stepwise tools check --probe` (a catalog tool has defaults);
   validated against the arguments at load.
 
