@@ -17,7 +17,7 @@ import pytest
 from agent_core.agent import Agent
 from agent_core.executor import Executor
 from agent_core.http import ToolsConfig, ToolsConfigError, build_http_tools, load_tools_config
-from agent_core.http.graphql import throttle_wait
+from agent_core.http.graphql import Operation, read_answer, throttle_wait
 from agent_core.models import ErrorType, EventKind, Run, RunStatus, StepStatus, ToolError, ToolOk
 from agent_core.planner import RuleBasedPlanner
 from agent_core.tools import ToolContext, ToolRegistry
@@ -357,3 +357,46 @@ def test_a_bad_graphql_table_is_refused_in_one_line(
     with pytest.raises(ToolsConfigError) as caught:
         load_tools_config(path, env={})
     assert "tool get_order_status" in str(caught.value) and problem in str(caught.value)
+
+
+# -- GraphQL's other top-level errors, read without a server -------------------------------
+
+
+def _answer(errors: Any) -> bytes:
+    return json.dumps({"errors": errors, "data": None}).encode()
+
+
+@pytest.mark.parametrize(
+    ("errors", "writes", "error", "maybe"),
+    [
+        ([{"message": "Access denied", "extensions": {"code": "ACCESS_DENIED"}}], True,
+         ErrorType.PERMISSION_DENIED, False),
+        ([{"message": "Internal error", "extensions": {"code": "INTERNAL_SERVER_ERROR"}}], True,
+         ErrorType.UNAVAILABLE, True),  # a change may have been made
+        ([{"message": "Internal error", "extensions": {"code": "INTERNAL_SERVER_ERROR"}}], False,
+         ErrorType.UNAVAILABLE, False),
+        ([{"message": "Field 'x' doesn't exist", "extensions": {"code": "undefinedField"}}], True,
+         ErrorType.INTERNAL, False),  # the file's query is wrong: staff fix it
+        ("[API] This action requires merchant approval", False, ErrorType.INTERNAL, False),
+        ([{"message": "Throttled"}], True, ErrorType.UNAVAILABLE, False),  # older shape
+    ],
+)  # fmt: skip
+def test_top_level_errors(errors: Any, writes: bool, error: ErrorType, maybe: bool) -> None:
+    operation = Operation(query="query A($q: String!) { orders { id } }")
+    outcome = read_answer(operation, 200, _answer(errors), {}, writes=writes, redact=str)
+    assert outcome is not None
+    assert (outcome.error_type, outcome.may_have_happened) == (error, maybe)
+    assert (outcome.retry_after_s is not None) == ("Throttled" in str(errors))
+
+
+def test_an_echoed_token_never_reaches_the_message() -> None:
+    operation = Operation(query="query A { shop { name } }")
+    body = _answer([{"message": f"bad token {TOKEN}", "extensions": {"code": "ACCESS_DENIED"}}])
+    outcome = read_answer(
+        operation, 200, body, {}, writes=False, redact=lambda t: t.replace(TOKEN, "***")
+    )
+    assert outcome is not None and TOKEN not in outcome.message and "***" in outcome.message
+    # A non-2xx, a body that is not JSON, or one without errors: read as any other answer.
+    assert read_answer(operation, 401, body, {}, writes=False, redact=str) is None
+    assert read_answer(operation, 200, b"<html>", {}, writes=False, redact=str) is None
+    assert read_answer(operation, 200, b'{"data": {}}', {}, writes=False, redact=str) is None
