@@ -7,6 +7,8 @@ the same, so the planner, the policy and the answers do not know which backend t
 - `config`: the tools file (TOML), validated completely; secrets and redaction.
 - `declare`: a tool the catalog does not know, declared in the file (its `ToolSpec`).
 - `mapping`: a shop's own API shapes (request bodies, JMESPath responses, error bodies).
+- `graphql`: a tool whose request is a GraphQL operation (Shopify's Admin API): variables,
+  top-level errors and throttling, user errors, a lookup before a change, reconcile queries.
 - `responses`: what one answer means (status → error type, Retry-After, contract). Pure.
 - `client`: the connection pool, request building, and the tools' handlers.
 - `check`: `stepwise tools check [--probe]` as typed records (the CLI prints them).

@@ -31,7 +31,8 @@ import httpx
 from pydantic import BaseModel
 
 from agent_core.http.config import DEFAULT_TIMEOUT_S, HttpToolConfig, ToolsConfig
-from agent_core.http.mapping import IDEMPOTENCY_KEY, render_body
+from agent_core.http.graphql import Lookup, Operation, Reconcile, read_answer
+from agent_core.http.mapping import IDEMPOTENCY_KEY, ReconcileRead, render_body
 from agent_core.http.responses import HttpOutcome, Reading, clip, map_response
 from agent_core.models import ErrorType, Idempotency, Risk
 from agent_core.tools import Tool, ToolContext, ToolFailure
@@ -126,7 +127,10 @@ def build_request(
         )
     headers["Idempotency-Key"] = ctx.idempotency_key
     keyed = {**args, IDEMPOTENCY_KEY: ctx.idempotency_key}
-    body = render_body(spec.body, keyed) if spec.body is not None else rest
+    if spec.graphql is not None:
+        body: Any = spec.graphql.body(keyed)
+    else:
+        body = render_body(spec.body, keyed) if spec.body is not None else rest
     return client.build_request(
         spec.method, url, json=body, headers=headers, timeout=httpx.Timeout(timeout_s)
     )
@@ -145,8 +149,17 @@ async def _read_body(response: httpx.Response) -> bytes:
     return bytes(body)
 
 
+# A reading of the answer before `map_response` (GraphQL's errors in a 200): an outcome, or
+# None to read it as any other.
+Before = Callable[[int, bytes], HttpOutcome | None]
+
+
 async def _exchange(
-    client: httpx.AsyncClient, request: httpx.Request, tool: str, reading: Reading
+    client: httpx.AsyncClient,
+    request: httpx.Request,
+    tool: str,
+    reading: Reading,
+    before: Before | None = None,
 ) -> HttpOutcome:
     """Send one request and map what came back; transport trouble becomes a typed outcome."""
     try:
@@ -174,6 +187,10 @@ async def _exchange(
             error_type=ErrorType.INTERNAL,
             message=f"upstream answer is larger than {MAX_BODY_BYTES} bytes",
         )
+    if before is not None:
+        early = before(response.status_code, body)
+        if early is not None:
+            return early
     return map_response(response.status_code, response.headers, body, tool=tool, reading=reading)
 
 
@@ -228,7 +245,76 @@ class _HttpTool:
                 # The change itself was never sent, whatever became of the read.
                 exc.may_have_happened = False
                 raise
+        lookup = self._spec.graphql.lookup if self._spec.graphql is not None else None
+        if lookup is not None:
+            # What the change needs and the customer cannot say (the order's global id);
+            # it fails (not found, not yours) before anything is sent.
+            values = {**values, **await self._lookup(lookup, values, ctx)}
         return await self.send(values, ctx)
+
+    def _graphql_request(
+        self, operation: Operation, values: Mapping[str, Any], ctx: ToolContext, budget_s: float
+    ) -> httpx.Request:
+        """A GraphQL query of this tool's (its lookup, its reconcile read)."""
+        headers = {"Accept": "application/json"}
+        headers.update(
+            {name: value.get_secret_value() for name, value in self._config.headers.items()}
+        )
+        headers["X-Stepwise-User"] = str(ctx.user_id)
+        headers["X-Stepwise-Trace"] = ctx.trace_id
+        body = operation.body({**values, IDEMPOTENCY_KEY: ctx.idempotency_key})
+        return self._client.build_request(
+            "POST", self._spec.url, json=body, headers=headers, timeout=httpx.Timeout(budget_s)
+        )
+
+    def _before(self, operation: Operation, values: Mapping[str, Any], *, writes: bool) -> Before:
+        redact = self._config.redact
+
+        def before(status: int, body: bytes) -> HttpOutcome | None:
+            return read_answer(operation, status, body, values, writes=writes, redact=redact)
+
+        return before
+
+    async def _lookup(
+        self, lookup: Lookup, values: Mapping[str, Any], ctx: ToolContext
+    ) -> dict[str, Any]:
+        """The lookup's bound values; `ToolFailure` (never sent) when it fails."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._spec.timeout_s
+        reading = Reading(args=values, redact=self._config.redact)
+        before = self._before(lookup, values, writes=False)
+        name = f"{self._spec.name} lookup"
+        for attempt in range(2):
+            request = self._graphql_request(lookup, values, ctx, max(deadline - loop.time(), 0.001))
+            outcome = await _exchange(self._client, request, name, reading, before)
+            wait = outcome.retry_after_s
+            if (
+                attempt == 0
+                and outcome.transient
+                and wait is not None
+                and self._fits(wait, deadline - loop.time())
+            ):
+                await self._sleep(wait)
+                continue
+            break
+        bound: dict[str, Any] = {}
+        if outcome.ok:
+            bound, refused = lookup.bound(outcome.data, ctx.user_id)
+            outcome = refused or outcome
+        log.info(
+            "http tool %s: lookup %s",
+            self._spec.name,
+            outcome.status if outcome.ok else f"{outcome.status} {outcome.error_type}",
+            extra={"trace_id": ctx.trace_id},
+        )
+        if outcome.error_type is not None:
+            raise ToolFailure(
+                outcome.error_type,
+                self._config.redact(f"{name}: {outcome.message}"),
+                code=outcome.code,
+                may_have_happened=False,
+            )
+        return bound
 
     def _resends(self, outcome: HttpOutcome) -> bool:
         """Whether a Retry-After may re-send within the attempt: not a change that may have
@@ -265,6 +351,9 @@ class _HttpTool:
         read = self._spec.reconcile
         assert read is not None
         values = args.model_dump(mode="json")
+        graphql = self._spec.graphql.reconcile if self._spec.graphql is not None else None
+        if graphql is not None:
+            return await self._reconcile_graphql(graphql, read, values, ctx)
         url = read.url.format_map(
             {name: _encode(values[name]) for name in self._spec.reconcile_placeholders}
         )
@@ -297,6 +386,34 @@ class _HttpTool:
         mapped = self._spec.response.apply(found, values) if self._spec.response else found
         return _redacted(mapped, self._config.redact)
 
+    async def _reconcile_graphql(
+        self, query: Reconcile, read: ReconcileRead, values: dict[str, Any], ctx: ToolContext
+    ) -> Any:
+        """`reconcile` for a GraphQL change: its query, the match tried under its `root`."""
+        request = self._graphql_request(query, values, ctx, self._spec.timeout_s)
+        reading = Reading(args=values, redact=self._config.redact)
+        before = self._before(query, values, writes=False)
+        name = f"{self._spec.name} reconcile"
+        outcome = await _exchange(self._client, request, name, reading, before)
+        log.info(
+            "http tool %s: reconcile query %s",
+            self._spec.name,
+            outcome.status if outcome.ok else f"{outcome.status} {outcome.error_type}",
+            extra={"trace_id": ctx.trace_id},
+        )
+        if outcome.error_type in (ErrorType.EMPTY_RESULT, ErrorType.NOT_FOUND):
+            return None
+        if outcome.error_type is not None:
+            raise ToolFailure(outcome.error_type, self._config.redact(outcome.message))
+        texts = {k: str(v) for k, v in values.items() if v is not None}
+        texts[IDEMPOTENCY_KEY] = ctx.idempotency_key
+        found = query.find(outcome.data, read, texts)
+        if found is None:
+            return None
+        mapping = query.response or self._spec.response
+        mapped = mapping.apply(found, values) if mapping is not None else found
+        return _redacted(mapped, self._config.redact)
+
     def _fits(self, wait: float, remaining: float) -> bool:
         """Wait in-attempt only if capped and the retried request keeps half the budget."""
         return wait <= RETRY_AFTER_CAP_S and wait + self._spec.timeout_s / 2 <= remaining
@@ -316,7 +433,13 @@ class _HttpTool:
             redact=self._config.redact,
         )
         started = time.perf_counter()
-        outcome = await _exchange(self._client, request, self._spec.name, reading)
+        graphql = self._spec.graphql
+        before = (
+            self._before(graphql, values, writes=self._spec.risk is Risk.HIGH)
+            if graphql is not None
+            else None
+        )
+        outcome = await _exchange(self._client, request, self._spec.name, reading, before)
         log.info(
             "http tool %s: %s %s in %.0f ms",
             self._spec.name,

@@ -37,6 +37,9 @@ Safe defaults (issue 20): nothing that changes data may rest on a default. A too
 method is not GET and that the file declares must say its `risk` (and, when high, its
 `approval`); every high-risk tool must say its `idempotency`. A table that forgets one is
 refused with one line naming the file, the tool and the missing field.
+- `graphql`: the request is one GraphQL operation (POST, no `body`): its `query`, templated
+  `variables`, user errors, a `lookup` before a change and a reconcile query
+  (`agent_core.http.graphql`).
 - `probe_args`: arguments for `stepwise tools check --probe` (a catalog tool has defaults);
   validated against the arguments at load.
 
@@ -71,6 +74,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from agent_core.catalog import CATALOG
 from agent_core.http.declare import DECLARATION_KEYS, Problem, declare
+from agent_core.http.graphql import GraphQLTool
 from agent_core.http.mapping import IDEMPOTENCY_KEY, ErrorMapping, ReconcileRead, ResponseMapping
 from agent_core.models import Idempotency, Risk
 from agent_core.spec import ToolSpec
@@ -119,6 +123,8 @@ class HttpToolConfig(BaseModel):
     idempotency: Idempotency = Idempotency.IGNORED
     reconcile: ReconcileRead | None = None
     reconcile_placeholders: tuple[str, ...] = ()
+    # The GraphQL operation the request sends (`agent_core.http.graphql`), if it is one.
+    graphql: GraphQLTool | None = None
     # Its catalog entry: the built-in one, or the one the file declares.
     spec: ToolSpec = Field(exclude=True, repr=False)
 
@@ -193,6 +199,7 @@ class _RawTool(BaseModel):
     check_first: str | None = None
     idempotency: Idempotency | None = None
     reconcile: ReconcileRead | None = None
+    graphql: GraphQLTool | None = None
 
 
 class _RawHttp(BaseModel):
@@ -346,6 +353,7 @@ def _parse_tool(problems: _Problems, name: str, entry: Any) -> HttpToolConfig:
             raise _Problem("query: only a GET sends a query string (write `body` instead)")
         _check_declared(name, method, risk, raw, declared)
         reconcile_placeholders = _check_reconcile(raw, name, spec, risk)
+        _check_graphql(raw, method, spec)
     except ValidationError as exc:
         problems.fail(where, _describe(exc))
     except _Problem as exc:
@@ -367,6 +375,7 @@ def _parse_tool(problems: _Problems, name: str, entry: Any) -> HttpToolConfig:
         idempotency=raw.idempotency or Idempotency.IGNORED,
         reconcile=raw.reconcile,
         reconcile_placeholders=reconcile_placeholders,
+        graphql=raw.graphql,
         spec=spec,
     )
 
@@ -419,6 +428,27 @@ def _check_reconcile(raw: _RawTool, name: str, spec: ToolSpec, risk: Risk) -> tu
             f"{{{IDEMPOTENCY_KEY}}}"
         )
     return found
+
+
+def _check_graphql(raw: _RawTool, method: str, spec: ToolSpec) -> None:
+    """A GraphQL tool POSTs its operation (no `body`, no `query`); its placeholders are its
+    arguments, the key and what its lookup binds; its reconcile read is a query too."""
+    graphql = raw.graphql
+    if graphql is None:
+        return
+    if method != "POST":
+        raise _Problem('graphql: a GraphQL operation is sent with method = "POST"')
+    if raw.body is not None:
+        raise _Problem("graphql: the body is the operation (leave `body` out)")
+    try:
+        graphql.check(set(spec.args_model.model_fields))
+    except ValueError as exc:
+        raise _Problem(f"graphql.{exc}") from None
+    if (raw.reconcile is None) != (graphql.reconcile is None):
+        raise _Problem(
+            "graphql.reconcile: a GraphQL change is reconciled by a query: write both "
+            "`reconcile` (url, match) and `graphql.reconcile` (query, variables, root)"
+        )
 
 
 def _spec(
