@@ -6,7 +6,7 @@ shaped <category>-<lang>-NNN; category, lang, register, kind, tool, topic and re
 valid for the file's version; step shape (order ids upper-case and matching the order pattern,
 search_policy with order_id null); at most 4 steps; every high-risk step preceded by a
 get_order_status step on the same order; lang agrees with the text (any Han character = zh);
-no two cases with the same text up to whitespace (and context). v2 also: the adversarial
+no two cases with the same non-blank text up to whitespace (and context). v2 also: the adversarial
 registers only in the adversarial category and back; `choices` takes no other key;
 `unsupported` may name a can't-do `topic`. Prints counts per category and language (v2: per
 register too). Exit code 1 when any problem is found. Standard library only.
@@ -195,7 +195,7 @@ def validate(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
         elif "last_order_id" in ctx and not ORDER_ID.fullmatch(str(ctx["last_order_id"])):
             problems.append(f"{where}: bad last_order_id {ctx['last_order_id']!r}")
         key = "".join(text.split()) + "|" + json.dumps(ctx, sort_keys=True)
-        if key in seen:
+        if key in seen and "".join(text.split()):  # blank texts (refusal: empty) may repeat
             problems.append(f"{where}: duplicate of {seen[key]} (up to whitespace)")
         seen.setdefault(key, str(cid))
         problems.extend(check_expect(case["expect"], where, v2))
