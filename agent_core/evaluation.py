@@ -227,7 +227,7 @@ def _table(title: str, tallies: Mapping[str, list[int]]) -> list[str]:
     if not tallies:
         return []
     width = max(len(title), *(len(n) for n in tallies))
-    out = [f"  {title:<{width}}"] if title else []
+    out = [f"  {title}"] if title else []
     for name, (c, t) in sorted(tallies.items()):
         out.append(f"  {name:<{width}}  {c:>3}/{t:<3}  {100 * c / t:5.1f} %")
     return out
