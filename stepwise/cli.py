@@ -78,9 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("migrate", help="bring the database schema (STEPWISE_DB) up to date, then exit")
 
     evaluate = sub.add_parser("eval", help="score the planner on labelled cases")
-    evaluate.add_argument("file", nargs="?", help="a cases.jsonl (default: tests/eval/)")
+    evaluate.add_argument(
+        "file", nargs="*", help="case files, one split each (default: the splits in tests/eval/)"
+    )
     evaluate.add_argument("--planner", choices=["rule", "model"], default="rule")
     evaluate.add_argument("--json", action="store_true")
+    evaluate.add_argument("--strict", action="store_true", help="compare topics too")
 
     tools = sub.add_parser("tools", help="the catalog of tools the agent uses")
     tools_sub = tools.add_subparsers(dest="tools_command")

@@ -1,8 +1,13 @@
-"""`stepwise eval [FILE] [--planner rule|model] [--json]`: score a planner on labelled cases.
+"""`stepwise eval [FILE ...] [--planner rule|model] [--strict] [--json]`: score a planner on
+labelled cases.
 
-Prints the accuracy per category, every miss with what was expected and what the planner
-proposed, and the wrong-action count (plans with a high-risk step the customer did not ask
-for), which must be 0. Exit code 1 when there is any wrong action, 2 for a bad file.
+Each file is a split (tests/eval/cases.jsonl v1, dev.jsonl and heldout.jsonl v2; without a
+FILE, every one of those present). Per split it prints the accuracy overall, per intent
+(category), per register and per language (v2), every miss with what was expected and what
+the planner proposed, and the wrong-action count (plans with a high-risk step the customer
+did not ask for), which must be 0; then one summary line per split. `--json`: one file gives
+its report object (as before), several give {"planner", "wrong_actions", "splits": [...]}.
+Exit code 1 when there is any wrong action in any split, 2 for a bad file.
 """
 
 from __future__ import annotations
@@ -13,12 +18,14 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agent_core.evaluation import evaluate, load_cases
+from agent_core.evaluation import Report, evaluate, load_cases
 from agent_core.planner import Planner, RuleBasedPlanner
 from stepwise.runtime import build_planner
 from stepwise.settings import Settings
 
-DEFAULT_CASES = Path(__file__).resolve().parent.parent / "tests" / "eval" / "cases.jsonl"
+EVAL_DIR = Path(__file__).resolve().parent.parent / "tests" / "eval"
+SPLITS = ("cases.jsonl", "dev.jsonl", "heldout.jsonl")
+DEFAULT_CASES = EVAL_DIR / "cases.jsonl"
 EXIT_OK, EXIT_WRONG_ACTION, EXIT_USAGE = 0, 1, 2
 
 
@@ -44,15 +51,47 @@ async def run_eval(settings: Settings, args: argparse.Namespace) -> int:
     return await cmd_eval(settings, args, planner)
 
 
+def default_files() -> list[Path]:
+    """The splits present in tests/eval/, in their fixed order."""
+    return [EVAL_DIR / name for name in SPLITS if (EVAL_DIR / name).exists()]
+
+
 async def cmd_eval(settings: Settings, args: argparse.Namespace, planner: Planner) -> int:
-    path = Path(args.file) if args.file else DEFAULT_CASES
-    try:
-        cases = load_cases(read_cases_file(path))
-    except (ValidationError, json.JSONDecodeError) as exc:
-        raise EvalError(f"{path}: not a valid case file ({str(exc).splitlines()[0]})") from exc
-    report = await evaluate(planner, cases, name=args.planner)
+    files = args.file if isinstance(args.file, list) else [args.file] if args.file else []
+    paths = [Path(f) for f in files] or default_files()
+    reports: list[Report] = []
+    for path in paths:
+        try:
+            cases = load_cases(read_cases_file(path))
+        except (ValidationError, json.JSONDecodeError) as exc:
+            first = str(exc).splitlines()[0]
+            raise EvalError(f"{path}: not a valid case file ({first})") from exc
+        strict = bool(getattr(args, "strict", False))
+        reports.append(
+            await evaluate(planner, cases, name=args.planner, split=path.name, strict=strict)
+        )
+    wrong = sum(r.wrong_action_cases for r in reports)
     if args.json:
-        print(json.dumps(report.to_json(), ensure_ascii=False))
+        if len(reports) == 1:
+            print(json.dumps(reports[0].to_json(), ensure_ascii=False))
+        else:
+            body = {
+                "planner": args.planner,
+                "wrong_actions": wrong,
+                "splits": [r.to_json() for r in reports],
+            }
+            print(json.dumps(body, ensure_ascii=False))
     else:
-        print("\n".join(report.lines()))
-    return EXIT_WRONG_ACTION if report.wrong_action_cases else EXIT_OK
+        for n, report in enumerate(reports):
+            if n:
+                print("\n" + "=" * 72 + "\n")
+            print("\n".join(report.lines()))
+        if len(reports) > 1:
+            print("\n" + "=" * 72 + "\n")
+            print("splits:")
+            for r in reports:
+                print(
+                    f"  {r.split:<16} {r.correct:>5}/{r.total:<5} {100 * r.accuracy:5.1f} %"
+                    f"   wrong actions: {r.wrong_action_cases}"
+                )
+    return EXIT_WRONG_ACTION if wrong else EXIT_OK
