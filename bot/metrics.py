@@ -25,6 +25,7 @@ is "other". Never a user id, an order id or free text.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
@@ -53,6 +54,8 @@ from telegram.error import (
 
 from agent_core.models import ErrorType, EventKind, Run, RunEvent, RunStatus
 from agent_core.policy import Verdict
+
+log = logging.getLogger(__name__)
 
 OTHER = "other"
 
@@ -302,6 +305,8 @@ class RunMetrics:
             DECISIONS.labels(_approver(run, event), decision).inc()
         elif kind is EventKind.RUN_FINISHED:
             RUNS_FINISHED.labels(bounded(run.status.value, RUN_STATUSES)).inc()
+            # Ids come from the log context (`agent_core.logcontext`); no customer text.
+            log.info("run finished: %s", run.status.value)
             for intent, outcome in understanding(run, self.tools):
                 UNDERSTANDING.labels(intent, outcome).inc()
 

@@ -248,7 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = ".".join(str(p) for p in first["loc"])
         print(f"stepwise: bad setting {where}: {first['msg']}", file=sys.stderr)
         return EXIT_USAGE
-    configure_logging(settings.log_format)
+    configure_logging(settings.log_format, settings.log_level)
     if args.command != "tools" and not is_postgres_url(settings.db_path):
         # Every other command opens the database; a SQLite path can be checked up front.
         problem = db_path_problem(Path(settings.db_path))

@@ -53,11 +53,13 @@ class JsonFormatter(logging.Formatter):
 _FORMATTER: JsonFormatter | None = None
 
 
-def configure_logging(fmt: Literal["text", "json"]) -> None:
-    """JSON lines on the process's stderr handler (`logging.basicConfig`'s, added if
-    missing) for "json"; "text" leaves the human-readable lines as they are. Handlers
-    others added (a test runner's) are left alone."""
+def configure_logging(fmt: Literal["text", "json"], level: str = "WARNING") -> None:
+    """The root logger's `level`; JSON lines on the process's stderr handler
+    (`logging.basicConfig`'s, added if missing) for "json", while "text" leaves the
+    human-readable lines as they are. Handlers others added (a test runner's) are left
+    alone."""
     global _FORMATTER
+    logging.getLogger().setLevel(level)
     if fmt != "json":
         return
     _FORMATTER = JsonFormatter()

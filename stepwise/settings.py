@@ -79,6 +79,10 @@ class Settings(BaseSettings):
     log_format: Literal["text", "json"] = Field(
         "text", validation_alias=_env("STEPWISE_LOG_FORMAT")
     )
+    # The root log level (WARNING by default; INFO adds a line per finished run).
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        "WARNING", validation_alias=_env("STEPWISE_LOG_LEVEL")
+    )
 
     @field_validator("staff_ids", mode="before")
     @classmethod
