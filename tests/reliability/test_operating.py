@@ -350,3 +350,39 @@ async def test_metrics_and_json_logs_of_a_scripted_conversation(
     assert all(line["run_id"] == run_id for line in finished)
     assert any(line["message"] == "run finished: completed" for line in finished)
     assert all(line["chat_id"] == DEMO and "replica" in line for line in finished)
+
+
+async def test_a_webhook_serves_the_same_paths_on_its_port(
+    standin: StandIn, tmp_path: Path
+) -> None:
+    port = free_port()
+    serve = ServeProcess(
+        standin,
+        tmp_path / "bot.db",
+        tmp_path,
+        argv=(
+            "-m",
+            "stepwise",
+            "serve",
+            "--webhook-url",
+            f"http://127.0.0.1:{port}",
+            "--port",
+            str(port),
+        ),
+        ready_method="setWebhook",
+    )
+    await serve.start()
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            ready = await until_http(
+                client, "/readyz", lambda r: r.status_code == 200, what="ready on the webhook port"
+            )
+            assert check_of(ready, "poller_lease")["reason"] == "webhook: no poller lease"
+            assert (await client.get("/healthz")).status_code == 200
+            text = (await client.get("/metrics")).text
+            assert (
+                value(text, "stepwise_telegram_requests_total", method="setWebhook", result="ok")
+                == 1
+            )
+    finally:
+        assert await serve.stop() == 0
