@@ -82,6 +82,7 @@ from typing import Protocol
 from agent_core import transitions
 from agent_core.approval import StaffRule, needed_approval
 from agent_core.catalog import rules_of
+from agent_core.logcontext import log_fields
 from agent_core.models import (
     Decision,
     ErrorType,
@@ -178,6 +179,10 @@ class Executor:
 
     async def start(self, run: Run) -> Run:
         """Record a freshly planned run and drive it to an answer or a pause."""
+        with log_fields(run_id=run.id, trace_id=run.trace_id, chat_id=run.chat_id):
+            return await self._start(run)
+
+    async def _start(self, run: Run) -> Run:
         batch = _Batch(run)
         await self._emit(batch, transitions.planned(run, now=self._clock()))
         invalid = self._first_invalid(run)
@@ -215,9 +220,10 @@ class Executor:
         with the same idempotency key; and how a decision continues: once the claim has
         written it on the paused step (`step.approval`), `drive` carries it out.
         """
-        batch = _Batch(run)
-        await self._drive(batch)
-        await self._settle(batch)
+        with log_fields(run_id=run.id, trace_id=run.trace_id, chat_id=run.chat_id):
+            batch = _Batch(run)
+            await self._drive(batch)
+            await self._settle(batch)
         return run
 
     async def expire(self, run: Run) -> Run:
@@ -225,7 +231,9 @@ class Executor:
 
         Committed and announced like any other end of a run.
         """
-        await self._commit(run, [transitions.expire(run, now=self._clock(), catalog=self.catalog)])
+        with log_fields(run_id=run.id, trace_id=run.trace_id, chat_id=run.chat_id):
+            expired = transitions.expire(run, now=self._clock(), catalog=self.catalog)
+            await self._commit(run, [expired])
         return run
 
     async def _commit(self, run: Run, events: Sequence[RunEvent]) -> None:

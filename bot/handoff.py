@@ -48,6 +48,7 @@ from agent_core.models import (
     StepStatus,
     utcnow,
 )
+from bot import metrics
 from bot.callbacks import close_handoff_data, decision_data, person_data, reason_data
 from bot.texts import say
 from bot.textsplit import MAX_MESSAGE_UNITS, split_message, utf16_units
@@ -839,9 +840,20 @@ class HandoffDesk:
                     )
                     await self._tell_customer(handoff, "relay_failed")
                 return False
-            await self.handoffs.mark_copied(relay, self._clock())
+            copied_at = self._clock()
+            await self.handoffs.mark_copied(relay, copied_at)
+            if relay.direction is Direction.TO_CUSTOMER:
+                await self._count_first_reply(handoff.id, copied_at)
             return True
         return False
+
+    async def _count_first_reply(self, handoff_id: str, copied_at: datetime) -> None:
+        """The time to the first staff reply, once per handoff: the mark just made is the
+        handoff's first (`first_staff_reply_at` is set by the first mark only)."""
+        marked = await self.handoffs.get(handoff_id)
+        if marked is not None and marked.first_staff_reply_at == copied_at:
+            seconds = (copied_at - marked.opened_at).total_seconds()
+            metrics.FIRST_STAFF_REPLY.observe(max(0.0, seconds))
 
     async def _send_copy(self, relay: Relay, to_chat: int, to_topic: int | None) -> None:
         if relay.text is not None:

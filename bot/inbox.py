@@ -51,6 +51,8 @@ from typing import Any, TypeVar
 from telegram import Bot, Update
 from telegram.ext import Application
 
+from agent_core.logcontext import log_fields
+from bot import metrics
 from storage.db import StorageUnavailable
 from storage.inbox import RUN_ID_FOR_UPDATE, Inbox, Received, run_id_for_update
 from storage.store import RunStore
@@ -204,8 +206,14 @@ class Intake:
     def _start(self, update: Update, *, check: bool) -> None:
         update_id = update.update_id
         self._handling.add(update_id)
-        task = self._spawn(self._handle(update, stored=True, check=check))
+        task = self._spawn(self._timed(self._handle(update, stored=True, check=check)))
         task.add_done_callback(lambda _: self._handling.discard(update_id))
+
+    async def _timed(self, handling: Coroutine[Any, Any, None]) -> None:
+        """A stored update's handling, its lag (stored or taken over → marked) measured."""
+        started = time.monotonic()
+        await handling
+        metrics.INBOX_LAG.observe(time.monotonic() - started)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.ensure_future(work)
@@ -245,10 +253,12 @@ class Intake:
         tracked: set[asyncio.Task[Any]] = set()
         _TRACKED.set(tracked)
         application = self.application
-        await application.update_processor.process_update(
-            update, application.process_update(update)
-        )
-        await _all_done(tracked)
+        chat = update.effective_chat
+        with log_fields(update_id=update.update_id, chat_id=chat.id if chat else None):
+            await application.update_processor.process_update(
+                update, application.process_update(update)
+            )
+            await _all_done(tracked)
 
 
 # -- keeping claims, sweeping, pruning ----------------------------------------------------
@@ -290,6 +300,7 @@ class Keeper:
             claimed = await inbox.claim_stale(intake.owner, now, until, dead)
             if claimed:
                 log.warning("inbox: processing %d update(s) a stopped process left", len(claimed))
+                metrics.INBOX_TAKEOVERS.inc(len(claimed))
                 await intake.replay(claimed)
         if self._pruned_at is None or now - self._pruned_at >= PRUNE_EVERY_S:
             self._pruned_at = now

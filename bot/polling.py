@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from telegram import Bot, Update
 from telegram.error import Conflict, NetworkError, TelegramError
 
+from bot import metrics
 from bot.inbox import Intake, owner_is_dead
 from storage.db import StorageUnavailable
 from storage.inbox import Inbox, Lease
@@ -66,6 +67,10 @@ class Poller:
         self._offset: int | None = None
         self._waiting_for: str | None = None
         self.takeovers = 0
+        # For readiness (`bot.health`): when the lease was last written or read (monotonic),
+        # and why the last try failed (None: it did not).
+        self.lease_seen_at: float | None = None
+        self.lease_error: str | None = None
 
     @property
     def inbox(self) -> Inbox:
@@ -81,6 +86,17 @@ class Poller:
 
     def holding(self) -> bool:
         return self._held.is_set()
+
+    def lease_problem(self) -> str | None:
+        """None when this process holds the poller lease, or is a standby that could take
+        it (its last try reached the database within a lease); else why not."""
+        if self.lease_error is not None:
+            return self.lease_error
+        if self.lease_seen_at is None:
+            return "the poller lease was not tried yet"
+        if self.monotonic() - self.lease_seen_at > self.lease_s:
+            return "the poller lease was not tried within a lease"
+        return None
 
     async def run(self) -> None:
         """Hold the lease and poll, until cancelled."""
@@ -118,8 +134,10 @@ class Poller:
         try:
             taken = await self.inbox.take_lease(POLLER, self.owner, now, now + self.lease_s)
         except StorageUnavailable as exc:
+            self.lease_error = f"the poller lease cannot be written: {type(exc).__name__}"
             await self._degraded(now, started, exc)
             return
+        self.lease_seen_at, self.lease_error = self.monotonic(), None
         if not taken:
             await self._lost_or_waiting(now)
             return
@@ -128,6 +146,9 @@ class Poller:
         if not self._held.is_set():
             if self._waiting_for is not None:
                 log.warning("poller: took over long polling from %s", self._waiting_for)
+                metrics.POLLER_TAKEOVERS.inc()
+            metrics.POLLER_CHANGES.labels("holding").inc()
+            metrics.POLLER_HOLDING.set(1)
             if self.takeovers == 0:
                 await self._delete_webhook()
             self.takeovers += 1
@@ -181,6 +202,9 @@ class Poller:
         self._held.set()
 
     def _stop_polling(self) -> None:
+        if self._held.is_set():
+            metrics.POLLER_CHANGES.labels("standby").inc()
+        metrics.POLLER_HOLDING.set(0)
         self._held.clear()
         if self._poll is not None and not self._poll.done():
             self._poll.cancel()
@@ -216,8 +240,15 @@ class Poller:
                 await self.sleep(RETRY_S)  # storage down: nothing acknowledged, try again
 
     async def _get_updates(self) -> tuple[Update, ...]:
-        return await self.bot.get_updates(
-            offset=self._offset,
-            timeout=self.poll_timeout_s,
-            allowed_updates=self.allowed_updates,
-        )
+        # getUpdates bypasses the rate limiter (PTB), where the other calls are counted.
+        try:
+            updates = await self.bot.get_updates(
+                offset=self._offset,
+                timeout=self.poll_timeout_s,
+                allowed_updates=self.allowed_updates,
+            )
+        except Exception as exc:
+            metrics.count_telegram_call("getUpdates", exc)
+            raise
+        metrics.count_telegram_call("getUpdates", None)
+        return updates

@@ -24,6 +24,8 @@ from typing import Any
 from telegram.error import RetryAfter
 from telegram.ext import BaseRateLimiter
 
+from bot import metrics
+
 log = logging.getLogger(__name__)
 
 JSONResult = bool | dict[str, Any] | list[dict[str, Any]]
@@ -208,16 +210,26 @@ class SlidingWindowRateLimiter(BaseRateLimiter[int]):
         chat_id = data.get("chat_id")
         message = chat_id is not None and counts_as_message(endpoint)
         for attempt in range(max_retries + 1):
+            waiting = time.monotonic()
             await self._wait_for_resume()
             release = await self._admit(chat_id, message)
+            metrics.LIMITER_WAIT.observe(time.monotonic() - waiting)
             try:
-                return await callback(*args, **kwargs)
+                result = await callback(*args, **kwargs)
             except RetryAfter as exc:
+                metrics.count_telegram_call(endpoint, exc)
+                metrics.TELEGRAM_RETRY_AFTER.inc(_seconds(exc))
                 if attempt == max_retries:
                     raise
                 pause = _seconds(exc) + 0.1
                 log.info("flood control on %s: pausing %.1fs", endpoint, pause)
                 self._resume_at = max(self._resume_at, self._clock() + pause)
+            except Exception as exc:
+                metrics.count_telegram_call(endpoint, exc)
+                raise
+            else:
+                metrics.count_telegram_call(endpoint, None)
+                return result
             finally:
                 await release()
         raise AssertionError("unreachable")

@@ -30,6 +30,7 @@ from stepwise.commands import (
 )
 from stepwise.dbpath import db_path_problem
 from stepwise.evaluate import EvalError, run_eval
+from stepwise.logs import configure_logging
 from stepwise.runtime import open_runtime
 from stepwise.settings import Settings
 from storage.db import StorageUnavailable
@@ -140,6 +141,17 @@ def _serve_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--listen", default="127.0.0.1", help="webhook listen address")
     parser.add_argument("--port", type=int, default=8443, help="webhook listen port")
     parser.add_argument("--staff-listen", default="127.0.0.1", help="staff console address")
+    parser.add_argument(
+        "--health-port",
+        type=int,
+        default=None,
+        help="/healthz, /readyz, /metrics port (0: off; default STEPWISE_HEALTH_PORT, 0)",
+    )
+    parser.add_argument(
+        "--health-listen",
+        default=None,
+        help="health address (default STEPWISE_HEALTH_LISTEN, 127.0.0.1)",
+    )
 
 
 def _demo_flags(parser: argparse.ArgumentParser) -> None:
@@ -180,6 +192,8 @@ async def _serve_or_demo(settings: Settings, args: argparse.Namespace) -> int:
         port=args.port,
         staff_port=args.staff_port,
         staff_listen=args.staff_listen,
+        health_port=settings.health_port if args.health_port is None else args.health_port,
+        health_listen=args.health_listen or settings.health_listen,
     )
     return await serve(settings, options)
 
@@ -237,6 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = ".".join(str(p) for p in first["loc"])
         print(f"stepwise: bad setting {where}: {first['msg']}", file=sys.stderr)
         return EXIT_USAGE
+    configure_logging(settings.log_format, settings.log_level)
     if args.command != "tools" and not is_postgres_url(settings.db_path):
         # Every other command opens the database; a SQLite path can be checked up front.
         problem = db_path_problem(Path(settings.db_path))

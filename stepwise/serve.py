@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError
 
+from bot import metrics
 from bot.application import (
     WEBHOOK_SECRET_RULE,
     BotConfig,
@@ -25,12 +26,14 @@ from bot.application import (
     start_application,
     stop_application,
 )
+from bot.health import Health, HealthServer, add_webhook_routes, serve_health
 from bot.inbox import new_owner
 from bot.progress import DEFAULT_TYPING, Typing
 from bot.recovery import keep_recovering
 from bot.redact import redact_in_logs
 from bot.shared_ratelimit import SharedRateLimiter
 from console.server import serve_staff_console
+from stepwise.logs import set_replica
 from stepwise.runtime import Runtime, open_runtime
 from stepwise.settings import TOKEN_SHAPE, Settings, configured_staff_token
 from stepwise.signals import stop_signals
@@ -55,6 +58,9 @@ class ServeOptions:
     port: int = 8443
     staff_port: int = 8080
     staff_listen: str = "127.0.0.1"
+    # /healthz, /readyz, /metrics (bot.health): 0 = off.
+    health_port: int = 0
+    health_listen: str = "127.0.0.1"
 
     def webhook(self) -> Webhook | None:
         """The webhook to serve (with `webhook_secret`, or a generated secret); None for
@@ -92,6 +98,9 @@ def bot_application(
         rate_limiter=shared_rate_limiter(runtime.settings.db_path, token),
     )
     runtime.add_listener(bot_of(application).progress)
+    # Metrics from the same committed transitions; tool labels from the catalog in use.
+    metrics.TOOLS.declare(runtime.agent.executor.catalog)
+    runtime.add_listener(metrics.RunMetrics())
     runtime.store.lease.keep_for_delivery = True  # a run's lease ends with its delivered mark
     return application
 
@@ -189,6 +198,7 @@ async def serve(settings: Settings, options: ServeOptions) -> int:
         redact_in_logs(webhook.secret)
     runtime = await open_runtime(settings)
     console = None
+    health_server: HealthServer | None = None
     try:
         # The staff console (read-only, loopback by default) runs next to the bot, on its store.
         try:
@@ -202,6 +212,18 @@ async def serve(settings: Settings, options: ServeOptions) -> int:
             print(f"stepwise: staff console: {exc}", file=sys.stderr)
             return EXIT_USAGE
         application = bot_application(runtime)
+        set_replica(runtime.store.lease.owner)
+        health = Health(application, runtime.store, backlog_max=settings.ready_backlog_max)
+        runtime.start_background(health.loop.run())
+        if options.health_port:
+            try:
+                health_server = await serve_health(
+                    health, options.health_listen, options.health_port
+                )
+            except OSError as exc:
+                print(f"stepwise: health port: {exc}", file=sys.stderr)
+                return EXIT_USAGE
+            log.warning("health and metrics on %s (/healthz /readyz /metrics)", health_server.url)
         try:
             reached = await reach_telegram(application, settings.telegram_api_base_url, token)
         except InvalidToken:
@@ -212,6 +234,8 @@ async def serve(settings: Settings, options: ServeOptions) -> int:
         with stop_signals() as stop:
             try:
                 await start_application(application, await open_receiving(runtime), webhook=webhook)
+                if webhook is not None:
+                    add_webhook_routes(application, health)
                 start_recovery(runtime, application, reoffer=True)
                 log.warning("stepwise bot @%s is running", application.bot.username)
                 await stop.wait()
@@ -223,6 +247,8 @@ async def serve(settings: Settings, options: ServeOptions) -> int:
         print(f"stepwise: Telegram refused the bot: {exc}", file=sys.stderr)
         return EXIT_USAGE
     finally:
+        if health_server is not None:
+            await health_server.stop()
         if console is not None:
             await console.stop()
         await runtime.close()

@@ -69,6 +69,20 @@ class Settings(BaseSettings):
     # after the holder dies. How long processed updates are kept.
     lease_s: float = Field(3.0, ge=0.3, le=60, validation_alias=_env("STEPWISE_LEASE"))
     inbox_keep: timedelta = Field(timedelta(hours=24), validation_alias=_env("STEPWISE_INBOX_KEEP"))
+    # Issue 25: /healthz, /readyz and /metrics of `serve` on this port (0: off, the default,
+    # so several processes on one host never collide), on this address (loopback unless
+    # said otherwise: no authentication there). Readiness fails above this many updates
+    # waiting in the inbox. Logs: "text" (human lines) or "json" (one object per line).
+    health_port: int = Field(0, ge=0, le=65535, validation_alias=_env("STEPWISE_HEALTH_PORT"))
+    health_listen: str = Field("127.0.0.1", validation_alias=_env("STEPWISE_HEALTH_LISTEN"))
+    ready_backlog_max: int = Field(1000, ge=1, validation_alias=_env("STEPWISE_READY_BACKLOG_MAX"))
+    log_format: Literal["text", "json"] = Field(
+        "text", validation_alias=_env("STEPWISE_LOG_FORMAT")
+    )
+    # The root log level (WARNING by default; INFO adds a line per finished run).
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        "WARNING", validation_alias=_env("STEPWISE_LOG_LEVEL")
+    )
 
     @field_validator("staff_ids", mode="before")
     @classmethod

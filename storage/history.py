@@ -36,6 +36,8 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, Protocol
 
 from agent_core.models import RunStatus, utcnow
+from storage.db import MIGRATIONS
+from storage.pg_schema import PG_MIGRATIONS
 from storage.records import FailureCount, RunPage, RunSummary, TimelineEntry
 from storage.tables import (
     SUMMARY_SELECT,
@@ -298,6 +300,33 @@ class History:
             (next_hour[:13], start, next_hour),
         )
         return {str(r[0]): int(r[1]) for r in rows}
+
+    async def schema_version(self) -> tuple[int, int]:
+        """(the database's schema version, the version this stepwise knows): readiness
+        wants them equal (a process older than the schema, or a schema not migrated)."""
+        if self._dialect is POSTGRES:
+            rows = await self._read("SELECT coalesce(max(version), 0) FROM schema_version", ())
+            return int(rows[0][0]), len(PG_MIGRATIONS)
+        rows = await self._read("PRAGMA user_version", ())
+        return int(rows[0][0]), len(MIGRATIONS)
+
+    async def pending_approvals(self) -> dict[str, tuple[int, datetime | None]]:
+        """Paused steps waiting for a decision, by who decides ("customer", "staff"): how
+        many, and when the oldest paused (for the metrics; one grouped read)."""
+        rows = await self._read(
+            "SELECT pause_approver, count(*) AS n, min(paused_at) AS oldest FROM runs"
+            " WHERE status = 'paused' GROUP BY pause_approver",
+            (),
+        )
+        waiting: dict[str, tuple[int, datetime | None]] = {}
+        for row in rows:
+            approver = str(row[0] or "customer")
+            count, oldest = waiting.get(approver, (0, None))
+            first = parse_ts(row[2])
+            if oldest is None or (first is not None and first < oldest):
+                oldest = first
+            waiting[approver] = (count + int(row[1]), oldest)
+        return waiting
 
     async def handoffs_per_day(self, since: datetime) -> list[HandoffDay]:
         """Handoffs to a person (issue 14) opened per UTC day since `since`, oldest first."""

@@ -102,6 +102,11 @@ class Inbox(Protocol):
 
     async def lease(self, name: str) -> Lease | None: ...
 
+    async def backlog(self) -> tuple[int, float | None]:
+        """How many stored updates are not processed yet, and the oldest one's
+        `received_at` (None: none). For readiness and metrics; one read."""
+        ...
+
     async def release_lease(self, name: str, owner: str) -> None:
         """Give lease `name` up (if `owner` holds it): a standby takes over at once."""
         ...
@@ -169,6 +174,7 @@ _TAKE_LEASE = (
     " WHERE leases.owner = excluded.owner OR leases.expires_at < :now"
 )
 _LEASE = "SELECT name, owner, expires_at FROM leases WHERE name = ?"
+BACKLOG = "SELECT count(*) AS n, min(received_at) AS oldest FROM inbox WHERE processed_at IS NULL"
 _RELEASE_LEASE = "DELETE FROM leases WHERE name = :name AND owner = :owner"
 
 
@@ -251,3 +257,8 @@ class SqliteInbox:
 
     async def release_lease(self, name: str, owner: str) -> None:
         await self._writes.submit(partial(_changes, _RELEASE_LEASE, {"name": name, "owner": owner}))
+
+    async def backlog(self) -> tuple[int, float | None]:
+        rows = await fetch(self._conn, BACKLOG)
+        oldest = rows[0]["oldest"]
+        return int(rows[0]["n"]), None if oldest is None else float(oldest)

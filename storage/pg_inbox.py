@@ -14,7 +14,7 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
-from storage.inbox import Lease, Received, store_params
+from storage.inbox import BACKLOG, Lease, Received, store_params
 from storage.pg import (
     DEFAULT_LOCK_TIMEOUT_S,
     PG_FAULTS,
@@ -138,3 +138,8 @@ class PgInbox:
 
     async def release_lease(self, name: str, owner: str) -> None:
         await self._writes.submit(partial(_execute, _RELEASE_LEASE, {"name": name, "owner": owner}))
+
+    async def backlog(self) -> tuple[int, float | None]:
+        rows = await fetch(self._pool, BACKLOG)
+        oldest = rows[0]["oldest"]
+        return int(rows[0]["n"]), None if oldest is None else float(oldest)
