@@ -38,9 +38,9 @@ GATES = {
     # The rule planner as of issue 21 item 5 scores 752/1206 = 62.4 % on the dev split; the
     # gate is that minus a small margin. Raise it as recognition improves (issue 21).
     "dev.jsonl": 0.60,
-    # Unseen by this engineer: set from the figure measured when the file is merged (until
-    # then no accuracy is promised, only the wrong-action gate).
-    "heldout.jsonl": 0.00,
+    # Measured when the split was merged (before any tuning): 566/898 = 63.0 % for the rule
+    # planner of issue 21 item 5; the gate is that minus a small margin, raised with it.
+    "heldout.jsonl": 0.61,
 }
 
 # Debt, not a gate: dev cases on which the rule planner of issue 21 item 5 still plans an
@@ -50,6 +50,65 @@ GATES = {
 # wrong action fails the test below, so the list only shrinks. Any OTHER wrong action, in
 # any split, fails at once. Empty = the spec's gate, 0 wrong actions, holds everywhere.
 KNOWN_WRONG_ACTIONS: dict[str, frozenset[str]] = {
+    # The held-out split's, measured when it was merged (ids only: nothing of its text is
+    # shown to whoever tunes recognition).
+    "heldout.jsonl": frozenset(
+        {
+            "ho-adversarial-en-014",
+            "ho-adversarial-en-015",
+            "ho-adversarial-en-016",
+            "ho-adversarial-en-019",
+            "ho-adversarial-en-022",
+            "ho-adversarial-en-023",
+            "ho-adversarial-en-024",
+            "ho-adversarial-en-026",
+            "ho-adversarial-en-028",
+            "ho-adversarial-en-029",
+            "ho-adversarial-en-030",
+            "ho-adversarial-en-031",
+            "ho-adversarial-en-032",
+            "ho-adversarial-en-033",
+            "ho-adversarial-en-034",
+            "ho-adversarial-en-037",
+            "ho-adversarial-en-038",
+            "ho-adversarial-en-043",
+            "ho-adversarial-en-044",
+            "ho-adversarial-en-052",
+            "ho-adversarial-en-053",
+            "ho-adversarial-en-055",
+            "ho-adversarial-en-061",
+            "ho-adversarial-zh-011",
+            "ho-adversarial-zh-013",
+            "ho-adversarial-zh-016",
+            "ho-adversarial-zh-017",
+            "ho-adversarial-zh-018",
+            "ho-adversarial-zh-019",
+            "ho-adversarial-zh-022",
+            "ho-adversarial-zh-023",
+            "ho-adversarial-zh-028",
+            "ho-adversarial-zh-031",
+            "ho-adversarial-zh-034",
+            "ho-adversarial-zh-036",
+            "ho-adversarial-zh-038",
+            "ho-cancel-en-033",
+            "ho-cancel-en-035",
+            "ho-cancel-en-036",
+            "ho-cancel-en-037",
+            "ho-cancel-en-039",
+            "ho-cancel-en-045",
+            "ho-cancel-zh-023",
+            "ho-cancel-zh-024",
+            "ho-cancel-zh-027",
+            "ho-cancel-zh-031",
+            "ho-cancel-zh-033",
+            "ho-clarify-en-020",
+            "ho-clarify-en-024",
+            "ho-faq-en-049",
+            "ho-faq-zh-037",
+            "ho-return-en-028",
+            "ho-return-zh-020",
+        }
+    ),
     "dev.jsonl": frozenset(
         {
             "adversarial-en-001",
