@@ -61,9 +61,9 @@ class RunStore(Journal, Protocol):
         """
         ...
 
-    async def load_held(self, run_id: str) -> Run | None:
-        """The run as committed, if this process still owns its lease (renewed by the call);
-        None when another process took it over or it is no longer running."""
+    async def still_held(self, run_id: str) -> bool:
+        """Whether this process still owns the running run's lease; then nobody else has
+        written the run since this process did."""
         ...
 
     async def runs_to_recover(self, abandoned: Collection[str] = ()) -> list[str]:
@@ -323,21 +323,22 @@ class Agent:
     async def proceed(self, run: Run) -> Run:
         """Continue a claimed run from its paused step; `run` is the claim's (`claim`).
 
-        The run is driven as the database has it, re-read under this process's lease
-        (`load_held`), never from `run`: if the run was taken over meanwhile (this process
-        stalled past its lease and another one recovered it), that copy is stale and is
-        not driven; the run is returned as it now stands. Ends the claim's hold."""
+        Driven only while the run is still this process's (`still_held`): then the claim's
+        copy is the database's, since another process must take the lease before it may
+        write, and this process's own recovery never drives a held run. If it was taken over
+        meanwhile (this process stalled past its lease and another one recovered it), the
+        copy is stale and is not driven; the run is returned as it now stands. Ends the
+        claim's hold."""
         try:
             with self.working.holding(run.id):
-                held = await self.store.load_held(run.id)
-                if held is None:
+                if not await self.store.still_held(run.id):
                     log.warning(
                         "run %s was taken over before its confirmed step ran here; not driven",
                         run.id,
                         extra={"trace_id": run.trace_id},
                     )
                     return await self.store.load_run(run.id) or run
-                return await self.executor.drive(held)
+                return await self.executor.drive(run)
         finally:
             self.working.release(run.id)
 

@@ -20,11 +20,11 @@ When a lease is taken, kept and given back
   A claimed run is held from the claim on, not only once it is driven: the bot queues its
   proceed behind other work in the chat (a slow read), and a lease lapsing in that queue
   let recovery drive the run while the queued proceed still meant to (issue 20).
-* Driven from the database, never from a copy: a claimed run's drive starts with
-  `load_held` (the lease is still this process's, `held_here`; then the run is read), so
-  a copy read at the claim is never driven after another process took over. A read, not a
-  write, while the lease is live: nobody may take it before it lapses, and a confirmed run
-  costs no commit more.
+* Never driven from a stale copy: a claimed run's drive starts with `still_held` (the
+  lease is still this process's, `held_here`), so the copy read at the claim is driven
+  only while nobody else can have written the run, never after another process took it
+  over. A read, not a write, while the lease is live: nobody may take it before it
+  lapses, and a confirmed run costs no commit more.
 * Kept when a drive ends with something to deliver (the run pauses, finishes, asks a
   clarifying question) in a process that delivers (the bot: `keep_for_delivery`), and
   given back by the delivered mark (`answer_delivered`, `prompt_shown`, or the customer
@@ -278,7 +278,7 @@ SELECT_RUNNING = (
     "SELECT id, status, lease_owner, lease_until FROM runs WHERE status = 'running'"
     " ORDER BY created_at"
 )
-# The drive of a claimed run starts by reading its lease (`load_held`, `held_here`).
+# The drive of a claimed run starts by reading its lease (`still_held`, `held_here`).
 SELECT_LEASE = "SELECT lease_owner, lease_until FROM runs WHERE id = ? AND status = 'running'"
 # A lease of ours that lapsed (renewals failed) is kept only if nobody took it meanwhile: a
 # take changes the owner, and compares the `lease_until` it read, so of this UPDATE and a

@@ -240,14 +240,14 @@ class PgRunStore:
             raise unavailable(exc, "read failed") from exc
         return run_from_rows(row, step_rows) if row is not None else None
 
-    async def load_held(self, run_id: str) -> Run | None:
-        """As `SqliteRunStore.load_held`: the committed run, while this process owns it."""
+    async def still_held(self, run_id: str) -> bool:
+        """As `SqliteRunStore.still_held`."""
         rows = await fetch(self._pool, SELECT_LEASE, (run_id,))
         held = held_here((rows[0][0], rows[0][1]) if rows else None, self.lease)
         if held is None:
             params = {"id": run_id, "me": self.lease.owner, "until": self.lease.until()}
             held = await self._writes.submit(partial(_keep_held, params=params))
-        return await self.load_run(run_id) if held else None
+        return bool(held)
 
     async def last_order_id(self, chat_id: int, user_id: int) -> str | None:
         rows = await fetch(self._pool, _LAST_ORDER_ID, (chat_id, user_id))

@@ -244,16 +244,16 @@ class SqliteRunStore:
             return None
         return run_from_rows(rows[0], await fetch(self._conn, _SELECT_STEPS, (run_id,)))
 
-    async def load_held(self, run_id: str) -> Run | None:
-        """The run as committed, if this process still owns its lease (renewed by this
-        call); None when another process took it or it is no longer running. A claimed run
-        is driven from this copy, never from the one read at the claim (`Agent.proceed`)."""
+    async def still_held(self, run_id: str) -> bool:
+        """Whether this process still owns the running run's lease (a lapsed one is kept by
+        a compare-and-set): then nobody else has written the run since this process did,
+        and the copy in hand is the database's (`Agent.proceed`)."""
         rows = await fetch(self._conn, SELECT_LEASE, (run_id,))
         held = held_here((rows[0][0], rows[0][1]) if rows else None, self.lease)
         if held is None:
             params = {"id": run_id, "me": self.lease.owner, "until": self.lease.until()}
             held = await self._writes.submit(partial(_keep_held, params))
-        return await self.load_run(run_id) if held else None
+        return bool(held)
 
     async def last_order_id(self, chat_id: int, user_id: int) -> str | None:
         rows = await fetch(

@@ -159,15 +159,15 @@ async def test_a_failed_proceed_leaves_its_run_to_this_process_recovery_at_once(
     assert run.pause is not None
     claimed = await a.agent.claim(run.id, user_id=10001, approved=True, nonce=run.pause.nonce)
     assert claimed.run is not None
-    real_load_held = a.store.load_held
+    real_still_held = a.store.still_held
 
-    async def broken(run_id: str) -> Run | None:
+    async def broken(run_id: str) -> bool:
         raise RuntimeError("storage error")
 
-    a.store.load_held = broken
+    a.store.still_held = broken
     with pytest.raises(RuntimeError):
         await a.agent.proceed(claimed.run)
-    a.store.load_held = real_load_held
+    a.store.still_held = real_still_held
     assert a.agent.working.ids() == [] and a.agent.working.abandoned() == [run.id]
     (recovered,) = await a.agent.recover()  # no wait for its own lease to lapse
     assert recovered.status is RunStatus.COMPLETED and len(a.cancels.calls) == 1
