@@ -37,6 +37,18 @@ test: $(DEV_STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/pytest -n $(TEST_WORKERS)
 
+# The inner loop: lint, types, import contracts, and the unit tests of the layers the
+# change touches (tests/changed_layers.py: by what each test module imports).
+.PHONY: check
+check: $(DEV_STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+	@tests="$$($(BIN)/python tests/changed_layers.py)"; \
+	if [ -n "$$tests" ]; then $(BIN)/pytest -q -n $(TEST_WORKERS) $$tests; \
+	else echo "check: no unit tests cover this change"; fi
+
 $(BENCH_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[bench]'
 	touch $@ $(STAMP)
