@@ -209,6 +209,8 @@ async def test_staff_commands_and_paging_refuse_non_staff(standin: StandIn, tmp_
 # -- secrets -------------------------------------------------------------------------------
 
 WEBHOOK_SECRET = "whsec-Reliability-Suite-0123456789"
+# The operator's switch (the root level), with basicConfig's format naming each level.
+DEBUG_ENV = {"STEPWISE_LOG_LEVEL": "DEBUG"}
 DEBUG_SERVE = (
     "-c",
     "import logging, sys; logging.basicConfig(level=logging.DEBUG); "
@@ -230,7 +232,7 @@ async def test_secrets_never_reach_debug_logs_the_database_or_exports(
     standin: StandIn, tmp_path: Path
 ) -> None:
     db = tmp_path / "bot.db"
-    serve = ServeProcess(standin, db, tmp_path, argv=(*DEBUG_SERVE, "serve"))
+    serve = ServeProcess(standin, db, tmp_path, env=DEBUG_ENV, argv=(*DEBUG_SERVE, "serve"))
     await serve.start()
     try:
         standin.inject_message(DEMO, DEMO, "cancel order A1003")
@@ -268,6 +270,7 @@ async def test_secrets_never_reach_debug_logs_the_database_or_exports(
                 "--port",
                 str(_free_port()),
             ),
+            env=DEBUG_ENV,
             ready_method="setWebhook",
         )
         await webhook.start()
