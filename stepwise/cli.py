@@ -35,6 +35,17 @@ from storage.db import StorageUnavailable
 from storage.store import is_postgres_url
 
 
+def port(text: str) -> int:
+    """A TCP port for argparse: 0-65535 (a bigger one was an OverflowError from bind())."""
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"{number} is not a port (0-65535)")
+    return number
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="stepwise", description="A customer-service agent that plans, acts and observes."
@@ -94,12 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the Telegram bot (long polling or --webhook-url)")
     _serve_flags(serve)
     serve.add_argument(
-        "--staff-port", type=int, default=8080, help="staff console port (0: no console)"
+        "--staff-port", type=port, default=8080, help="staff console port (0: no console)"
     )
 
     demo = sub.add_parser("demo", help="try the real bot in a browser, no Telegram token needed")
     _demo_flags(demo)
-    demo.add_argument("--staff-port", type=int, default=8080, help="staff console port")
+    demo.add_argument("--staff-port", type=port, default=8080, help="staff console port")
 
     run = sub.add_parser(
         "run",
@@ -107,11 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _serve_flags(run)
     _demo_flags(run)
-    run.add_argument("--staff-port", type=int, default=8080, help="staff console port")
+    run.add_argument("--staff-port", type=port, default=8080, help="staff console port")
 
     standin = sub.add_parser("standin", help="serve the local Bot API stand-in (tests, demos)")
     standin.add_argument("--host", default="127.0.0.1")
-    standin.add_argument("--port", type=int, default=8081, help="0 picks a free port")
+    standin.add_argument("--port", type=port, default=8081, help="0 picks a free port")
     standin.add_argument("--token", default=None, help="default: the stand-in's test token")
     standin.add_argument(
         "--per-chat-limit",
@@ -134,13 +145,13 @@ def _serve_flags(parser: argparse.ArgumentParser) -> None:
         help="secret Telegram sends with each update (1-256 of A-Z a-z 0-9 _ -; default: random)",
     )
     parser.add_argument("--listen", default="127.0.0.1", help="webhook listen address")
-    parser.add_argument("--port", type=int, default=8443, help="webhook listen port")
+    parser.add_argument("--port", type=port, default=8443, help="webhook listen port")
     parser.add_argument("--staff-listen", default="127.0.0.1", help="staff console address")
 
 
 def _demo_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--chat-port", type=int, default=8090, help="chat page port (0: any)")
-    parser.add_argument("--bot-api-port", type=int, default=0, help="local Bot API port (0: any)")
+    parser.add_argument("--chat-port", type=port, default=8090, help="chat page port (0: any)")
+    parser.add_argument("--bot-api-port", type=port, default=0, help="local Bot API port (0: any)")
 
 
 # The options that take a Telegram id: parsed as text and checked by

@@ -263,18 +263,24 @@ def test_every_command_refuses_a_bad_setting_in_one_line(args: tuple[str, ...], 
 BAD_USER = [str(2**64), "99999999999999999999999", str(MAX_ID + 1), "0", "-5", "abc", "1.5", ""]
 
 
+USER_COMMANDS = [
+    ("runs", "--user"),
+    ("ask", "where is A1001", "--user"),
+    ("confirm", "r1", "--user"),
+    ("reject", "r1", "--user"),
+    ("export", "--user"),
+    ("chat", "--user"),
+]
+
+
 @pytest.mark.parametrize("user", BAD_USER)
 def test_a_user_id_no_telegram_account_has_is_one_line_from_every_command(
     user: str, db: Path
 ) -> None:
-    for args in (
-        ("runs", "--user", user),
-        ("ask", "where is A1001", "--user", user),
-        ("confirm", "r1", "--user", user),
-        ("export", "--user", user),
-        ("chat", "--user", user),
-    ):
-        proc = stepwise(db, *args)
+    # `runs`, and one other command in turn (each process costs half a second).
+    turn = USER_COMMANDS[1 + BAD_USER.index(user) % (len(USER_COMMANDS) - 1)]
+    for args in (USER_COMMANDS[0], turn):
+        proc = stepwise(db, *args, user)
         one_line_exit_2(proc, "--user")
         assert "Telegram user id" in proc.stderr
     assert not db.exists()
@@ -303,6 +309,14 @@ def test_the_one_id_validator() -> None:
     for bad_chat in (0, MAX_ID + 1, -MAX_ID - 1, "--5"):
         with pytest.raises(BadId):
             telegram_id(bad_chat, "chat")
+
+
+def test_a_port_out_of_range_is_a_usage_error_not_a_traceback(db: Path) -> None:
+    for args in (("demo", "--staff-port", "99999"), ("serve", "--port", "-1")):
+        proc = stepwise(db, *args)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert "is not a port (0-65535)" in proc.stderr
+    assert not db.exists()
 
 
 # -- the tools file -------------------------------------------------------------------------
