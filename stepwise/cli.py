@@ -32,6 +32,7 @@ from stepwise.evaluate import EvalError, run_eval
 from stepwise.runtime import open_runtime
 from stepwise.settings import BadSettings, Settings, load_settings
 from storage.db import StorageUnavailable
+from storage.shop_seed import SeedError
 from storage.store import is_postgres_url
 
 
@@ -285,6 +286,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_UNAVAILABLE
     except (ToolsConfigError, EvalError) as exc:
         print(f"stepwise: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except SeedError as exc:
+        print(f"stepwise: STEPWISE_SHOP_SEED: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

@@ -10,6 +10,7 @@ never a traceback.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from stepwise.settings import Settings
 from tests.test_cli import stepwise
 
 STAFF = "111111111,222222222"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -317,6 +319,22 @@ def test_a_port_out_of_range_is_a_usage_error_not_a_traceback(db: Path) -> None:
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
         assert "is not a port (0-65535)" in proc.stderr
     assert not db.exists()
+
+
+def test_a_shop_seed_that_cannot_be_used_is_one_line_naming_it(db: Path, tmp_path: Path) -> None:
+    seed = json.loads((ROOT / "storage" / "shop_seed.json").read_text(encoding="utf-8"))
+    seed["orders"][0]["owner_user_id"] = 2**64  # an id no Telegram account has
+    too_big = tmp_path / "big.json"
+    too_big.write_text(json.dumps(seed))
+    not_utf8 = tmp_path / "bytes.json"
+    not_utf8.write_bytes(b'{"orders": "\xff"}')
+    for path in (too_big, not_utf8, tmp_path / "missing.json"):
+        proc = stepwise(
+            db, "ask", "where is A1001", "--user", "10001", STEPWISE_SHOP_SEED=str(path)
+        )
+        one_line_exit_2(proc, "STEPWISE_SHOP_SEED")
+        assert path.name in proc.stderr
+    assert "Telegram user id" in stepwise(db, "runs", STEPWISE_SHOP_SEED=str(too_big)).stderr
 
 
 # -- the tools file -------------------------------------------------------------------------
