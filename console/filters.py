@@ -1,7 +1,8 @@
 """The runs list's query string: parsed into a `RunFilter`, and written back into links.
 
 Staff edit URLs by hand and share them, so nothing here raises: a bad value is dropped
-from the filter and reported next to the form, and the rest of the filter still applies.
+from the filter and reported next to the form (the page answers 400), and the rest of the
+filter still applies.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from urllib.parse import urlencode
 
+from agent_core.ids import BadId, telegram_id
 from agent_core.models import ErrorType, RunStatus
 from storage.history import ANY_ERROR, RunFilter
 
@@ -61,9 +63,9 @@ def parse_filter(params: Mapping[str, str]) -> ParsedFilter:
     user_id = None
     if values["user"]:
         try:
-            user_id = int(values["user"])
-        except ValueError:
-            errors.append("User must be a numeric Telegram user id.")
+            user_id = telegram_id(values["user"], "user")
+        except BadId as exc:
+            errors.append(f"User: {exc}.")
     error_type = None
     if values["error"]:
         known = {e.value for e in ErrorType} | {ANY_ERROR}

@@ -65,6 +65,9 @@ class Views:
         return self._page(
             request,
             "runs.html",
+            # A bad value (an id no Telegram account has, an unknown status) is a bad
+            # request: the page says which next to the form, and the rest still applies.
+            status_code=400 if parsed.errors else 200,
             parsed=parsed,
             page=page,
             older=parsed.query(before=page.older.encode()) if page.older else None,

@@ -15,9 +15,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from agent_core.http import ToolsConfigError
+from agent_core.ids import BadId, IdKind, telegram_id
 from agent_core.models import RunStatus
 from stepwise.chat import cmd_chat
 from stepwise.commands import (
@@ -32,9 +31,21 @@ from stepwise.dbpath import db_path_problem
 from stepwise.evaluate import EvalError, run_eval
 from stepwise.logs import configure_logging
 from stepwise.runtime import open_runtime
-from stepwise.settings import Settings
+from stepwise.settings import BadSettings, Settings, load_settings
 from storage.db import StorageUnavailable
+from storage.shop_seed import SeedError
 from storage.store import is_postgres_url
+
+
+def port(text: str) -> int:
+    """A TCP port for argparse: 0-65535 (a bigger one was an OverflowError from bind())."""
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"{number} is not a port (0-65535)")
+    return number
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,19 +56,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     ask = sub.add_parser("ask", help="plan and run one request")
     ask.add_argument("text")
-    ask.add_argument("--user", type=int, required=True)
-    ask.add_argument("--chat", type=int)
+    ask.add_argument("--user", required=True, metavar="USER_ID")
+    ask.add_argument("--chat", metavar="CHAT_ID")
     ask.add_argument("--lang", help="language hint, e.g. zh or en")
     ask.add_argument("--json", action="store_true")
 
     for name, help_text in (("confirm", "approve a paused step"), ("reject", "decline it")):
         cmd = sub.add_parser(name, help=help_text)
         cmd.add_argument("run_id")
-        cmd.add_argument("--user", type=int, required=True)
+        cmd.add_argument("--user", required=True, metavar="USER_ID")
         cmd.add_argument("--json", action="store_true")
 
     runs = sub.add_parser("runs", help="recent runs, newest first")
-    runs.add_argument("--user", type=int)
+    runs.add_argument("--user", metavar="USER_ID")
     runs.add_argument("--status", choices=[s.value for s in RunStatus])
     runs.add_argument("--limit", type=int, default=20)
     runs.add_argument(
@@ -71,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = sub.add_parser("export", help="runs as JSON lines, for regression cases")
     export.add_argument("--status", choices=[s.value for s in RunStatus])
-    export.add_argument("--user", type=int)
+    export.add_argument("--user", metavar="USER_ID")
     export.add_argument("--cases", action="store_true", help="as eval cases for a person to label")
     export.add_argument("--unsupported", action="store_true", help="only flagged runs")
 
@@ -94,17 +105,17 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--probe", action="store_true", help="send a harmless GET to read tools")
 
     chat = sub.add_parser("chat", help="chat with the agent in this terminal")
-    chat.add_argument("--user", type=int)
+    chat.add_argument("--user", metavar="USER_ID")
 
     serve = sub.add_parser("serve", help="run the Telegram bot (long polling or --webhook-url)")
     _serve_flags(serve)
     serve.add_argument(
-        "--staff-port", type=int, default=8080, help="staff console port (0: no console)"
+        "--staff-port", type=port, default=8080, help="staff console port (0: no console)"
     )
 
     demo = sub.add_parser("demo", help="try the real bot in a browser, no Telegram token needed")
     _demo_flags(demo)
-    demo.add_argument("--staff-port", type=int, default=8080, help="staff console port")
+    demo.add_argument("--staff-port", type=port, default=8080, help="staff console port")
 
     run = sub.add_parser(
         "run",
@@ -112,11 +123,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _serve_flags(run)
     _demo_flags(run)
-    run.add_argument("--staff-port", type=int, default=8080, help="staff console port")
+    run.add_argument("--staff-port", type=port, default=8080, help="staff console port")
 
     standin = sub.add_parser("standin", help="serve the local Bot API stand-in (tests, demos)")
     standin.add_argument("--host", default="127.0.0.1")
-    standin.add_argument("--port", type=int, default=8081, help="0 picks a free port")
+    standin.add_argument("--port", type=port, default=8081, help="0 picks a free port")
     standin.add_argument("--token", default=None, help="default: the stand-in's test token")
     standin.add_argument(
         "--per-chat-limit",
@@ -139,7 +150,7 @@ def _serve_flags(parser: argparse.ArgumentParser) -> None:
         help="secret Telegram sends with each update (1-256 of A-Z a-z 0-9 _ -; default: random)",
     )
     parser.add_argument("--listen", default="127.0.0.1", help="webhook listen address")
-    parser.add_argument("--port", type=int, default=8443, help="webhook listen port")
+    parser.add_argument("--port", type=port, default=8443, help="webhook listen port")
     parser.add_argument("--staff-listen", default="127.0.0.1", help="staff console address")
     parser.add_argument(
         "--health-port",
@@ -155,8 +166,32 @@ def _serve_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _demo_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--chat-port", type=int, default=8090, help="chat page port (0: any)")
-    parser.add_argument("--bot-api-port", type=int, default=0, help="local Bot API port (0: any)")
+    parser.add_argument("--chat-port", type=port, default=8090, help="chat page port (0: any)")
+    parser.add_argument("--bot-api-port", type=port, default=0, help="local Bot API port (0: any)")
+
+
+# The options that take a Telegram id: parsed as text and checked by
+# `agent_core.ids.telegram_id` in `dispatch` (argparse's own error would print its usage
+# too; a bad id is one line, like a bad setting).
+ID_OPTIONS: tuple[tuple[str, str, IdKind], ...] = (
+    ("user", "--user", "user"),
+    ("chat", "--chat", "chat"),
+)
+
+
+def id_problem(args: argparse.Namespace) -> str | None:
+    """Turn the id options of `args` into ints, or say (one line) which one is not an id."""
+    for attr, flag, kind in ID_OPTIONS:
+        value = getattr(args, attr, None)
+        if value is None:
+            continue
+        try:
+            setattr(args, attr, telegram_id(value, kind))
+        except BadId as exc:
+            text = str(value)
+            shown = text if text.isprintable() and 0 < len(text) <= 30 else repr(text[:30])
+            return f"{flag} {shown}: {exc}"
+    return None
 
 
 def chosen_command(settings: Settings, command: str) -> str:
@@ -220,6 +255,9 @@ def _serve_standin(args: argparse.Namespace) -> int:
 
 
 async def dispatch(settings: Settings, args: argparse.Namespace) -> int:
+    problem = id_problem(args)
+    if problem is not None:
+        raise CliError(problem, EXIT_USAGE)
     if args.command == "chat":
         return await cmd_chat(settings, args)
     if args.command == "tools":
@@ -245,11 +283,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "standin":
         return _serve_standin(args)
     try:
-        settings = Settings()
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        print(f"stepwise: bad setting {where}: {first['msg']}", file=sys.stderr)
+        settings = load_settings()
+    except BadSettings as exc:
+        print(f"stepwise: {exc}", file=sys.stderr)
         return EXIT_USAGE
     configure_logging(settings.log_format, settings.log_level)
     if args.command != "tools" and not is_postgres_url(settings.db_path):
@@ -268,6 +304,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_UNAVAILABLE
     except (ToolsConfigError, EvalError) as exc:
         print(f"stepwise: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except SeedError as exc:
+        print(f"stepwise: STEPWISE_SHOP_SEED: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

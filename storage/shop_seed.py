@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from agent_core.contracts import OrderStatus, PolicyLang
+from agent_core.ids import UserId
 
 DEFAULT_SEED_PATH = Path(__file__).with_name("shop_seed.json")
 SEEDED_KEY = "seeded"
@@ -56,7 +57,7 @@ class SeedOrder(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: Annotated[str, StringConstraints(min_length=1, max_length=32)]
-    owner_user_id: int
+    owner_user_id: UserId  # a Telegram user id (agent_core.ids), like every id that comes in
     status: OrderStatus
     eta: str | None
     items: list[NonEmpty]
@@ -120,17 +121,21 @@ class ShopSeed(BaseModel):
         return self
 
 
+class SeedError(ValueError):
+    """A seed file that cannot be used: the message (one line) names it and what is wrong."""
+
+
 def load_seed(path: str | Path) -> ShopSeed:
-    """Read and validate a seed file; a ValueError names the file and the bad field."""
+    """Read and validate a seed file; a SeedError names the file and the bad field."""
     path = Path(path)
     try:
         raw = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"shop seed {path} cannot be read: {exc}") from exc
+        raise SeedError(f"shop seed {path} cannot be read: {exc}") from exc
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise ValueError(
+        raise SeedError(
             f"shop seed {path} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
         ) from exc
     try:
@@ -140,7 +145,7 @@ def load_seed(path: str | Path) -> ShopSeed:
             f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}"
             for err in exc.errors()
         )
-        raise ValueError(f"shop seed {path} is invalid: {problems}") from exc
+        raise SeedError(f"shop seed {path} is invalid: {problems}") from exc
 
 
 ORDER_COLUMNS = (

@@ -225,11 +225,43 @@ async def test_runs_list_filters(staff: httpx.AsyncClient, seeded: Seeded) -> No
 
 async def test_bad_filter_values_are_reported_not_crashed_on(staff: httpx.AsyncClient) -> None:
     response = await staff.get("/runs?status=bogus&user=abc&error=nope&since=yesterday")
-    assert response.status_code == 200
-    for message in ("Unknown status", "numeric Telegram user id", "Unknown error type", "From"):
+    assert response.status_code == 400
+    for message in ("Unknown status", "Telegram user id", "Unknown error type", "From"):
         assert message in response.text
     assert (await staff.get("/runs?before=garbage")).status_code == 200
     assert (await staff.get("/api/runs?user=abc")).status_code == 400
+
+
+BAD_USER_IDS = [str(2**64), "99999999999999999999999", str(2**52), "0", "-5", "1.5", "1e3"]
+
+
+@pytest.mark.parametrize("user", BAD_USER_IDS)
+async def test_a_user_id_no_telegram_account_has_is_a_400_everywhere(
+    staff: httpx.AsyncClient, user: str
+) -> None:
+    """Issue 20 item 7: a user id beyond 64 bits was a 500 on /runs and /api/runs and an
+    empty 200 from /export.jsonl; every id is Telegram's (agent_core.ids) or a 400."""
+    rule = "a Telegram user id is a whole number from 1 to 4503599627370495"
+    page = await staff.get("/runs", params={"user": user})
+    assert page.status_code == 400 and rule in page.text
+    assert run_ids(page.text) == run_ids((await staff.get("/runs")).text)  # the rest applies
+    api = await staff.get("/api/runs", params={"user": user})
+    assert api.status_code == 400 and api.json() == {"errors": [f"User: {rule}."]}
+    export = await staff.get("/export.jsonl", params={"user": user})
+    assert export.status_code == 400 and export.text == f"User: {rule}."
+    assert "content-disposition" not in export.headers
+
+
+async def test_the_largest_telegram_user_id_is_a_filter_like_any_other(
+    staff: httpx.AsyncClient, seeded: Seeded
+) -> None:
+    largest = str(2**52 - 1)
+    assert (await staff.get("/api/runs", params={"user": largest})).json()["items"] == []
+    assert (await staff.get("/runs", params={"user": largest})).status_code == 200
+    export = await staff.get("/export.jsonl", params={"user": largest})
+    assert (export.status_code, export.text) == (200, "")
+    mine = await staff.get("/export.jsonl", params={"user": "10001"})
+    assert mine.status_code == 200 and len(mine.text.splitlines()) >= 1
 
 
 async def test_request_text_with_html_is_shown_as_text(

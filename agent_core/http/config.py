@@ -330,6 +330,8 @@ def _read_toml(path: Path, problems: _Problems) -> dict[str, Any]:
         problems.fail("file", f"cannot read it ({exc.strerror or type(exc).__name__})")
     except tomllib.TOMLDecodeError as exc:
         problems.fail("file", f"TOML syntax error: {exc}")
+    except UnicodeDecodeError as exc:
+        problems.fail("file", f"not UTF-8 text (byte {exc.start} is {exc.object[exc.start]:#04x})")
 
 
 def _parse_tool(problems: _Problems, name: str, entry: Any) -> HttpToolConfig:
