@@ -72,7 +72,9 @@ class ServeOptions:
         try:
             return Webhook(self.webhook_url, self.listen, self.port, self.webhook_secret)
         except ValueError:
-            raise ValueError(f"--webhook-secret must be {WEBHOOK_SECRET_RULE}") from None
+            raise ValueError(
+                f"--webhook-secret (STEPWISE_WEBHOOK_SECRET) must be {WEBHOOK_SECRET_RULE}"
+            ) from None
 
 
 def bot_application(
