@@ -217,6 +217,7 @@ async def serve(settings: Settings, options: ServeOptions) -> int:
         set_replica(runtime.store.lease.owner)
         health = Health(application, runtime.store, backlog_max=settings.ready_backlog_max)
         runtime.start_background(health.loop.run())
+        bot_of(application).readiness = health.ready_words  # /status in the staff group
         if options.health_port:
             try:
                 health_server = await serve_health(
