@@ -178,13 +178,17 @@ def build_application(
     new = filters.UpdateType.MESSAGE  # commands and questions: new messages only
     if config.staff_chat_id is not None:
         # First: nothing in the staff group ever reaches the agent (staff replies to
-        # customers, /close and /reopen in their topics; the rest is ignored).
+        # customers, /close and /reopen in their topics, /status anywhere in it; the rest
+        # is ignored).
         staff_group = filters.Chat(config.staff_chat_id)
         application.add_handler(
             CommandHandler("close", bot.close_command, filters=new & staff_group)
         )
         application.add_handler(
             CommandHandler("reopen", bot.reopen_command, filters=new & staff_group)
+        )
+        application.add_handler(
+            CommandHandler("status", bot.status_command, filters=new & staff_group)
         )
         application.add_handler(MessageHandler(staff_group & ~filters.COMMAND, bot.staff_group))
         application.add_handler(MessageHandler(staff_group, _ignore))

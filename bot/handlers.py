@@ -132,6 +132,9 @@ class StepwiseBot:
         self.progress = progress
         self.staff_ids = staff_ids
         self.chats = ChatQueues()
+        # `/status` in the staff group: the readiness report in words (`bot.health`), set
+        # by whoever runs the health checks (`stepwise serve`); None: not available here.
+        self.readiness: Callable[[], Awaitable[str]] | None = None
         # Human handoff (issue 14); without a desk (no bot to talk to staff) none opens.
         self.handoff = handoff
         if handoff is not None:
@@ -614,6 +617,20 @@ class StepwiseBot:
         topic, user = self._staff_topic(update)
         if topic is not None and user is not None and self.handoff is not None:
             await self.handoff.reopen(topic, by=user)
+
+    async def status_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """/status in the staff group (staff only, anyone else is ignored as in that group):
+        what `/readyz` says, in words, where it was asked (a topic or General)."""
+        message, user = update.effective_message, update.effective_user
+        if message is None or user is None or self.handoff is None:
+            return
+        if not self.handoff.is_staff(user.id):
+            return
+        if self.readiness is None:
+            text = "Status is not available in this process (no health checks run here)."
+        else:
+            text = await self.readiness()
+        await self._reply(update, html.escape(text))
 
     def _staff_topic(self, update: Update) -> tuple[int | None, int | None]:
         message, user = update.effective_message, update.effective_user

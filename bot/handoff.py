@@ -128,6 +128,26 @@ def staff_chat_problem(
     return None
 
 
+async def staff_chat_facts(bot: Bot, chat_id: int) -> StaffChatFacts:
+    """Ask Telegram about the staff group (`getChat`, then `getChatMember` of the bot, whose
+    id `bot` knows once initialized): what `staff_chat_problem` judges. Never raises a
+    Telegram error: a failure is a fact too."""
+    try:
+        chat = await bot.get_chat(chat_id)
+    except TelegramError as exc:
+        return StaffChatFacts(found=False, error=str(exc))
+    try:
+        member = await bot.get_chat_member(chat_id, bot.id)
+    except TelegramError as exc:
+        return StaffChatFacts(found=True, is_forum=bool(chat.is_forum), error=str(exc))
+    return StaffChatFacts(
+        found=True,
+        is_forum=bool(chat.is_forum),
+        bot_status=str(member.status),
+        can_manage_topics=bool(getattr(member, "can_manage_topics", False)),
+    )
+
+
 class Ignore(StrEnum):
     """Why a message in the staff group is not relayed to a customer."""
 
@@ -499,20 +519,7 @@ class HandoffDesk:
         return problem
 
     async def _facts(self, chat_id: int) -> StaffChatFacts:
-        try:
-            chat = await self.bot.get_chat(chat_id)
-        except TelegramError as exc:
-            return StaffChatFacts(found=False, error=str(exc))
-        try:
-            member = await self.bot.get_chat_member(chat_id, self.bot.id)
-        except TelegramError as exc:
-            return StaffChatFacts(found=True, is_forum=bool(chat.is_forum), error=str(exc))
-        return StaffChatFacts(
-            found=True,
-            is_forum=bool(chat.is_forum),
-            bot_status=str(member.status),
-            can_manage_topics=bool(getattr(member, "can_manage_topics", False)),
-        )
+        return await staff_chat_facts(self.bot, chat_id)
 
     async def on_start(self) -> None:
         """The start-up work: the staff group check, a topic for every open handoff that has

@@ -208,6 +208,10 @@ class Health:
         reason = f"{waiting} update(s) waiting (bound {self.backlog_max})"
         return [Check("inbox_backlog", waiting < self.backlog_max, reason)]
 
+    async def ready_words(self) -> str:
+        """`ready()` in words (`report_words`), for `/status`."""
+        return report_words(await self.ready())
+
     # -- metrics -------------------------------------------------------------------------
 
     async def metrics(self) -> bytes:
@@ -238,6 +242,21 @@ class Health:
             inbox_backlog=backlog[0],
             inbox_oldest=backlog[1],
         )
+
+
+def report_words(report: Report) -> str:
+    """The readiness report in words (`/status` in the staff group): a verdict, then one
+    line per check with its reason; the same checks and reasons `/readyz` answers."""
+    failing = [c for c in report.checks if not c.ok]
+    if failing:
+        lines = [f"Not ready: {len(failing)} check(s) failing."]
+    else:
+        lines = ["Ready: every check passes."]
+    for check in report.checks:
+        mark = "✔" if check.ok else "✘"
+        name = check.name.replace("_", " ")
+        lines.append(f"{mark} {name}" + (f": {check.reason}" if check.reason else ""))
+    return "\n".join(lines)
 
 
 def _short(exc: BaseException) -> str:

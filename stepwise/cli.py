@@ -104,6 +104,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--probe", action="store_true", help="send a harmless GET to read tools")
 
+    doctor = sub.add_parser(
+        "doctor",
+        help="check this deployment (Telegram, staff group, database, tools, model, clock)",
+    )
+    doctor.add_argument(
+        "--webhook-url",
+        help="the webhook URL serve is given (default STEPWISE_WEBHOOK_URL; none: polling)",
+    )
+
     chat = sub.add_parser("chat", help="chat with the agent in this terminal")
     chat.add_argument("--user", metavar="USER_ID")
 
@@ -220,9 +229,10 @@ async def _serve_or_demo(settings: Settings, args: argparse.Namespace) -> int:
         )
     from stepwise.serve import ServeOptions, serve
 
+    secret = settings.webhook_secret.get_secret_value() if settings.webhook_secret else None
     options = ServeOptions(
-        webhook_url=args.webhook_url,
-        webhook_secret=args.webhook_secret,
+        webhook_url=args.webhook_url or settings.webhook_url or None,
+        webhook_secret=args.webhook_secret or secret or None,
         listen=args.listen,
         port=args.port,
         staff_port=args.staff_port,
@@ -262,6 +272,10 @@ async def dispatch(settings: Settings, args: argparse.Namespace) -> int:
         return await cmd_chat(settings, args)
     if args.command == "tools":
         return await cmd_tools(settings, args)
+    if args.command == "doctor":
+        from stepwise.doctor import run_doctor  # PTB and httpx: loaded only when needed
+
+        return await run_doctor(settings, webhook_url=args.webhook_url or settings.webhook_url)
     if args.command == "migrate":
         return await cmd_migrate(settings, args)
     if args.command == "eval":
@@ -288,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"stepwise: {exc}", file=sys.stderr)
         return EXIT_USAGE
     configure_logging(settings.log_format, settings.log_level)
-    if args.command != "tools" and not is_postgres_url(settings.db_path):
+    if args.command not in ("tools", "doctor") and not is_postgres_url(settings.db_path):
         # Every other command opens the database; a SQLite path can be checked up front.
         problem = db_path_problem(Path(settings.db_path))
         if problem is not None:

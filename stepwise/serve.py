@@ -72,7 +72,9 @@ class ServeOptions:
         try:
             return Webhook(self.webhook_url, self.listen, self.port, self.webhook_secret)
         except ValueError:
-            raise ValueError(f"--webhook-secret must be {WEBHOOK_SECRET_RULE}") from None
+            raise ValueError(
+                f"--webhook-secret (STEPWISE_WEBHOOK_SECRET) must be {WEBHOOK_SECRET_RULE}"
+            ) from None
 
 
 def bot_application(
@@ -215,6 +217,7 @@ async def serve(settings: Settings, options: ServeOptions) -> int:
         set_replica(runtime.store.lease.owner)
         health = Health(application, runtime.store, backlog_max=settings.ready_backlog_max)
         runtime.start_background(health.loop.run())
+        bot_of(application).readiness = health.ready_words  # /status in the staff group
         if options.health_port:
             try:
                 health_server = await serve_health(

@@ -171,6 +171,12 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "WARNING", validation_alias=_env("STEPWISE_LOG_LEVEL")
     )
+    # Webhook mode (`serve --webhook-url` / `--webhook-secret` say the same): the public
+    # https URL Telegram posts to (<url>/telegram), and the secret it sends with each
+    # update; replicas behind one load balancer share both (`stepwise doctor` compares the
+    # URL with getWebhookInfo). Unset: long polling.
+    webhook_url: str | None = Field(None, validation_alias=_env("STEPWISE_WEBHOOK_URL"))
+    webhook_secret: SecretStr | None = Field(None, validation_alias=_env("STEPWISE_WEBHOOK_SECRET"))
 
     @field_validator("*", mode="before")
     @classmethod

@@ -218,3 +218,28 @@ async def test_a_delete_without_its_risk_line_is_refused_by_check_ask_and_serve(
     assert code == 2 and err.count("\n") == 1 and err.find(expected) >= 0, err
     assert upstream.requests == []  # nothing was asked of the shop, let alone deleted
     assert not (tmp_path / "runs.db").exists()
+
+
+async def test_doctor_probes_the_read_tools_and_fails_on_a_dead_one(
+    tmp_path: Path, upstream: Upstream
+) -> None:
+    """`stepwise doctor`'s catalog lines: the file loads, each read tool answers its probe
+    (as `tools check --probe`); a tool whose server is gone is one ✘ line, exit 1."""
+    config = write_config(tmp_path, upstream.url)
+    code, out, err = await stepwise(tmp_path, config, "doctor")
+    lines = out.splitlines()
+    assert any(line.startswith(f"✔ catalog: {config} loads: 3 tool(s)") for line in lines), out
+    assert any(line.startswith("✔ tool get_order_status: probe HTTP") for line in lines), out
+    assert any(line.startswith("✔ tool search_policy: probe HTTP") for line in lines), out
+    assert {method for method, _, _ in upstream.requests} == {"GET"}  # cancel never probed
+    assert SECRET not in out + err and "Traceback" not in out + err
+
+    dead = write_config(tmp_path, "http://127.0.0.1:9")
+    code, out, err = await stepwise(tmp_path, dead, "doctor")
+    assert code == 1
+    failing = [line for line in out.splitlines() if line.startswith("✘ tool ")]
+    assert [line.split(":")[0] for line in failing] == [
+        "✘ tool get_order_status",
+        "✘ tool search_policy",
+    ]
+    assert SECRET not in out + err and "Traceback" not in out + err
