@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: run test bench bench-quick clean
+.PHONY: run test bench bench-quick clean screenshots
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -59,6 +59,11 @@ bench: $(BENCH_STAMP)
 
 bench-quick: $(BENCH_STAMP)
 	$(BIN)/python -m bench --quick
+
+# The README's screenshots (docs/screenshots/demo-*.png), taken from a running demo on free
+# ports by Debian's chromium: phone and desktop chat, the staff group, the console run page.
+screenshots: $(DEV_STAMP)
+	$(BIN)/python -m tests.browser.screenshots docs/screenshots
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -101,7 +101,7 @@ class WebChat:
         self.language_code = language_code
         self.console_url = console_url
         self.staff = staff
-        self._queries: list[str] = []
+        self._queries: list[tuple[str, str]] = []  # (callback query id, panel pressed in)
         self._closing = False
         self._runner: web.AppRunner | None = None
         self._url: str | None = None
@@ -154,16 +154,24 @@ class WebChat:
     # ----- what the page sees ----------------------------------------------------------
 
     def snapshot(self) -> JSON:
-        """The chat as the page renders it, plus answered button presses (toasts)."""
+        """The chat as the page renders it, plus answered button presses (toasts, each
+        with the panel it was pressed in: "chat" for the customer, "staff")."""
         chat_id = self.user_id
         messages = (
             self.standin.chat_messages(chat_id) if chat_id in self.standin.state.chats else []
         )
         toasts = []
-        for query_id in self._queries:
+        for query_id, panel in self._queries:
             for answer in self.standin.callback_answers(query_id):
                 if answer.text:
-                    toasts.append({"id": query_id, "text": answer.text, "alert": answer.show_alert})
+                    toasts.append(
+                        {
+                            "id": query_id,
+                            "text": answer.text,
+                            "alert": answer.show_alert,
+                            "panel": panel,
+                        }
+                    )
         body: JSON = {
             "messages": [_message(m) for m in messages],
             "toasts": toasts,
@@ -259,7 +267,7 @@ class WebChat:
             query_id = self.standin.press_button(self.user_id, message_id, data, self.user_id)
         except (LookupError, ValueError) as exc:
             raise _bad("that button is no longer there") from exc
-        self._queries.append(query_id)
+        self._queries.append((query_id, "chat"))
         return web.json_response({"ok": True, "query_id": query_id})
 
     # ----- what the staff member does --------------------------------------------------
@@ -290,7 +298,7 @@ class WebChat:
             query_id = self.standin.press_button(desk.chat_id, message_id, data, desk.user_id)
         except (LookupError, ValueError) as exc:
             raise _bad("that button is no longer there") from exc
-        self._queries.append(query_id)
+        self._queries.append((query_id, "staff"))
         return web.json_response({"ok": True, "query_id": query_id})
 
     def _desk(self) -> StaffDesk:

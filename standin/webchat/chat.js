@@ -11,7 +11,10 @@ const view = {
   staffTopic: null, // the topic the staff panel shows (0 is General)
   staffPicked: false, // whether the user chose it (else it follows the newest topic)
   staffRendered: "", // what the staff panel last rendered
+  staffSeen: null, // the staff group's messages when last rendered, to tell what is new
 };
+// Narrower than this, one panel at a time behind the tabs (the CSS has the same width).
+const NARROW = window.matchMedia("(max-width: 899.98px)");
 
 const $ = (id) => document.getElementById(id);
 
@@ -26,11 +29,12 @@ async function api(path, body) {
   return data;
 }
 
-function toast(text, error = false) {
+// A toast over the customer's chat, or over the staff panel (`panel` "staff").
+function toast(text, error = false, panel = "chat") {
   const el = document.createElement("div");
   el.className = error ? "toast error" : "toast";
   el.textContent = text;
-  $("toasts").appendChild(el);
+  $(panel === "staff" ? "staff-toasts" : "toasts").appendChild(el);
   setTimeout(() => el.remove(), 3300);
 }
 
@@ -106,7 +110,7 @@ async function press(messageId, button, keyboard, path) {
   try {
     await api(path, { message_id: messageId, callback_data: button.callback_data });
   } catch (error) {
-    toast(error.message, true);
+    toast(error.message, true, path === "/api/staff/press" ? "staff" : "chat");
     keyboard.querySelectorAll("button").forEach((b) => (b.disabled = false));
   }
 }
@@ -128,6 +132,7 @@ function render(state) {
     }
     renderMessage(el, message);
     view.signatures.set(message.id, signature);
+    if (!view.firstState) notify("chat");
     if (changed) {
       el.classList.add("flash"); // an edit in place: show that this message changed
       setTimeout(() => el.classList.remove("flash"), 1300);
@@ -140,7 +145,7 @@ function render(state) {
   for (const t of state.toasts) {
     if (view.toastsSeen.has(t.id)) continue;
     view.toastsSeen.add(t.id);
-    if (!view.firstState) toast(t.text);
+    if (!view.firstState) toast(t.text, false, t.panel);
   }
   view.firstState = false;
   if (nearBottom) list.scrollTop = list.scrollHeight;
@@ -157,6 +162,9 @@ function renderStaff(staff) {
   const signature = JSON.stringify([view.staffTopic, staff]);
   if (signature === view.staffRendered) return;
   view.staffRendered = signature;
+  const messages = JSON.stringify(staff.messages);
+  if (view.staffSeen !== null && messages !== view.staffSeen) notify("staff");
+  view.staffSeen = messages;
 
   const nav = $("topics");
   nav.replaceChildren();
@@ -202,12 +210,50 @@ async function sendStaff() {
     await api("/api/staff/send", { topic: view.staffTopic ?? 0, text: value });
     $("staff-text").value = "";
   } catch (error) {
-    toast(error.message, true);
+    toast(error.message, true, "staff");
   }
+}
+
+// ----- the tabs: one panel at a time on a narrow screen ----------------------------------
+
+function showTab(panel) {
+  $("layout").dataset.tab = panel;
+  for (const tab of $("tabs").querySelectorAll("[role=tab]")) {
+    const selected = tab.dataset.panel === panel;
+    tab.setAttribute("aria-selected", String(selected));
+    tab.tabIndex = selected ? 0 : -1;
+  }
+  $(`badge-${panel}`).hidden = true;
+  const list = $(panel === "staff" ? "staff-messages" : "messages");
+  list.scrollTop = list.scrollHeight; // the newest message, as a chat opens
+}
+
+// Something changed in `panel`: if the tabs hide it, its tab shows a dot until opened.
+function notify(panel) {
+  if (NARROW.matches && $("layout").dataset.tab !== panel) $(`badge-${panel}`).hidden = false;
+}
+
+function startTabs() {
+  const tabs = [...$("tabs").querySelectorAll("[role=tab]")];
+  $("tabs").hidden = false;
+  for (const tab of tabs) {
+    tab.addEventListener("click", () => showTab(tab.dataset.panel));
+    tab.addEventListener("keydown", (event) => {
+      if (event.key !== "ArrowLeft" && event.key !== "ArrowRight") return;
+      const next = tabs[(tabs.indexOf(tab) + 1) % tabs.length]; // two tabs: either key flips
+      showTab(next.dataset.panel);
+      next.focus();
+    });
+  }
+  // Wide again: both panels show, so no tab has anything unseen.
+  NARROW.addEventListener("change", () => {
+    if (!NARROW.matches) tabs.forEach((tab) => ($(`badge-${tab.dataset.panel}`).hidden = true));
+  });
 }
 
 function startStaff(staff) {
   $("staff").hidden = false;
+  startTabs();
   $("staff-title").textContent = staff.title;
   $("staff-name").textContent = staff.name;
   $("staff-id").textContent = String(staff.user_id);

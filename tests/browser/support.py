@@ -21,7 +21,8 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-# Set STEPWISE_SCREENSHOTS=docs/screenshots to refresh the README's screenshots.
+# Set STEPWISE_SCREENSHOTS=docs/screenshots to refresh the console tests' screenshots
+# (console-*.png); the demo's (demo-*.png) come from `make screenshots`.
 SCREENSHOTS = os.environ.get("STEPWISE_SCREENSHOTS")
 
 

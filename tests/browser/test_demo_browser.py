@@ -16,7 +16,7 @@ from agent_core.models import Language
 from bot.texts import decision_labels
 from stepwise.demo import Demo
 from stepwise.settings import Settings
-from tests.browser.support import missing_browser, screenshot_path
+from tests.browser.support import missing_browser
 
 pytestmark = pytest.mark.skipif(missing_browser() is not None, reason=str(missing_browser()))
 
@@ -60,9 +60,6 @@ async def test_customer_cancels_an_order_and_staff_see_the_confirmation(
     paused = await bubble(page, "waiting for your confirmation").inner_text()
     assert 'Please press "Yes, cancel A1003" or "No, keep it" below.' in paused
 
-    if path := screenshot_path("demo-chat-confirm.png"):
-        await page.screenshot(path=path)
-
     await confirm.click()
     await page.locator(".toast", has_text="Confirmed, working on it.").wait_for()
     await bubble(page, "Order A1003 has been cancelled.").wait_for()
@@ -70,9 +67,6 @@ async def test_customer_cancels_an_order_and_staff_see_the_confirmation(
     done = bubble(page, "Cancel order A1003 — confirmed and done")
     assert "edited" in await done.inner_text()
     assert await bubble(page, "waiting for your confirmation").count() == 0
-    if path := screenshot_path("demo-chat.png"):
-        await page.locator(".toast").wait_for(state="detached")
-        await page.screenshot(path=path)
 
     await page.set_viewport_size({"width": 1280, "height": 860})
     await page.goto(demo.console_url)
@@ -87,5 +81,3 @@ async def test_customer_cancels_an_order_and_staff_see_the_confirmation(
     assert (await decision.locator("dt").inner_text()) == "Confirmed"
     assert (await decision.locator("dd").inner_text()).startswith("by user 10001 at ")
     assert "Order A1003 has been cancelled." in await page.locator(".answer").inner_text()
-    if path := screenshot_path("demo-console-run.png"):
-        await page.screenshot(path=path, full_page=True)

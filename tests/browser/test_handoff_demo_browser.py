@@ -18,7 +18,7 @@ from agent_core.models import Language
 from bot.texts import TEXTS
 from stepwise.demo import Demo
 from stepwise.settings import Settings
-from tests.browser.support import missing_browser, screenshot_path
+from tests.browser.support import missing_browser
 
 pytestmark = pytest.mark.skipif(missing_browser() is not None, reason=str(missing_browser()))
 
@@ -61,8 +61,6 @@ async def test_hand_off_reply_as_staff_and_close_in_the_browser(page: Any, demo:
     await page.fill("#staff-text", "Sorry to hear that, sending a new one today.")
     await page.press("#staff-text", "Enter")
     await customer_bubble(page, "sending a new one today").wait_for()
-    if path := screenshot_path("demo-handoff.png"):
-        await page.screenshot(path=path)
 
     await page.locator("#staff-messages .keyboard button", has_text="Close").click()
     await customer_bubble(page, TEXTS["handoff_closed"][EN]).wait_for()

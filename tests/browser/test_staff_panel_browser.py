@@ -16,7 +16,7 @@ from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup
 
 from standin import DEFAULT_TOKEN, StandIn
 from standin.webchat import StaffDesk, WebChat, prepare_staff_group
-from tests.browser.support import missing_browser, screenshot_path
+from tests.browser.support import missing_browser
 
 pytestmark = pytest.mark.skipif(missing_browser() is not None, reason=str(missing_browser()))
 
@@ -93,8 +93,6 @@ async def test_staff_see_a_topic_reply_in_it_and_press_its_buttons(
     await standin.wait_for(lambda: bool(updates_in(standin, "callback_query", thread)))
     (pressed,) = updates_in(standin, "callback_query", thread)
     assert (pressed["data"], pressed["from"]["id"]) == ("close:1", DESK.user_id)
-    if path := screenshot_path("demo-staff-panel.png"):
-        await page.screenshot(path=path)
 
     await page.locator("#topics button", has_text="General").click()
     await page.locator("#staff-messages .msg", has_text="The bot started.").wait_for()
