@@ -90,6 +90,8 @@ class Woo:
     fail_once: set[str] = field(default_factory=set)
     # Every GET after the first change answers 503 (the reconcile read cannot tell).
     reads_down: bool = False
+    # The REST API key the shop accepts (base64 of "ck:cs"); changing it revokes ours.
+    key: str = BASIC
 
     def writes(self) -> list[tuple[str, str, dict[str, str], Any]]:
         return [s for s in self.seen if s[0] != "GET"]
@@ -121,16 +123,29 @@ async def woo() -> AsyncIterator[Woo]:
         }
     )
 
-    def authorised(request: web.Request) -> bool:
-        return request.headers.get("Authorization") == f"Basic {BASIC}"
+    def unauthorised(request: web.Request) -> web.Response | None:
+        """WooCommerce's answers to a request without a valid key: 401 either way."""
+        given = request.headers.get("Authorization")
+        if given is None and "consumer_key" in request.query:
+            # Query-string keys (over HTTPS), for hosts that strip Authorization.
+            pair = f"{request.query['consumer_key']}:{request.query.get('consumer_secret')}"
+            given = f"Basic {base64.b64encode(pair.encode()).decode()}"
+        if given is None:
+            return woo_error(
+                "woocommerce_rest_cannot_view", "Sorry, you cannot view this resource.", 401
+            )
+        if given != f"Basic {shop.key}":
+            return woo_error(
+                "woocommerce_rest_authentication_error", "Consumer key is invalid.", 401
+            )
+        return None
 
     async def order(request: web.Request) -> web.Response:
         body = await request.json() if request.can_read_body else None
         shop.seen.append((request.method, request.path, dict(request.headers), body))
-        if not authorised(request):
-            return woo_error(
-                "woocommerce_rest_cannot_view", "Sorry, you cannot view this resource.", 401
-            )
+        denied = unauthorised(request)
+        if denied is not None:
+            return denied
         refused = shop.refuses(request, request.method)
         if refused is not None:
             return refused
@@ -192,11 +207,23 @@ async def woo() -> AsyncIterator[Woo]:
         }
         return web.json_response([page])
 
+    async def nowhere(request: web.Request) -> web.Response:
+        """What WordPress answers outside its routes: under /wp-json/ the REST API's own
+        404 (`rest_no_route`), anywhere else the theme's HTML "page not found"."""
+        shop.seen.append((request.method, request.path, dict(request.headers), None))
+        if "/wp-json/" in request.path:
+            return woo_error(
+                "rest_no_route", "No route was found matching the URL and request method.", 404
+            )
+        page = "<!doctype html><html><body><h1>Page not found</h1></body></html>"
+        return web.Response(text=page, status=404, content_type="text/html")
+
     app = web.Application()
-    app.router.add_route("*", "/wp-json/wc/v3/orders/{id}", order)
-    app.router.add_post("/wp-json/wc/v3/orders/{id}/refunds", refund)
-    app.router.add_get("/wp-json/wc/v3/orders/{id}/refunds", refunds)
+    app.router.add_route("*", "/wp-json/wc/v3/orders/{id:[0-9]+}", order)
+    app.router.add_post("/wp-json/wc/v3/orders/{id:[0-9]+}/refunds", refund)
+    app.router.add_get("/wp-json/wc/v3/orders/{id:[0-9]+}/refunds", refunds)
     app.router.add_get("/wp-json/wp/v2/pages", pages)
+    app.router.add_route("*", "/{tail:.*}", nowhere)
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -208,7 +235,10 @@ async def woo() -> AsyncIterator[Woo]:
     await runner.cleanup()
 
 
-def config_for(woo: Woo, tmp_path: Path, *, write_timeout_s: float | None = None) -> ToolsConfig:
+def config_for(
+    woo: Woo, tmp_path: Path, *, write_timeout_s: float | None = None, base: str | None = None
+) -> ToolsConfig:
+    """The example file as shipped, pointed at the stand-in (`base`: another address)."""
     text = (ROOT / "examples" / "woocommerce.toml").read_text(encoding="utf-8")
     if write_timeout_s is not None:
         for tool in ("cancel_order", "request_refund", "change_address"):
@@ -216,7 +246,7 @@ def config_for(woo: Woo, tmp_path: Path, *, write_timeout_s: float | None = None
             assert table in text
             text = text.replace(table, f"{table}timeout_s = {write_timeout_s}\n")
     path = tmp_path / "woocommerce.toml"
-    path.write_text(text.replace("https://shop.example", woo.base), encoding="utf-8")
+    path.write_text(text.replace("https://shop.example", base or woo.base), encoding="utf-8")
     return load_tools_config(path, env={"WOO_BASIC_AUTH": BASIC})
 
 
@@ -243,6 +273,49 @@ async def test_the_example_checks_and_probes(woo: Woo, tmp_path: Path) -> None:
     assert any("request_return: not configured" in line for line in lines)
     (refund,) = [line for line in lines if "request_refund: POST" in line]
     assert "idempotency=ignored reconcile=GET " in refund and refund.endswith("/refunds")
+    assert all(BASIC not in line and KEY not in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("suffix", "said"),
+    [("/shop", "no such route (rest_no_route"), ("/shop/wp", "the answer is not JSON (text/html)")],
+)
+async def test_a_probe_of_a_wrong_base_address_fails_naming_the_url(
+    woo: Woo, tmp_path: Path, suffix: str, said: str
+) -> None:
+    """Every route answers 404 there: not "no such order" but a url to fix."""
+    base = woo.base + suffix
+    if suffix == "/shop/wp":  # the WordPress front end, not its REST API: an HTML page
+        base = woo.base + "/shop"
+        text = (ROOT / "examples" / "woocommerce.toml").read_text(encoding="utf-8")
+        text = text.replace("https://shop.example/wp-json/", f"{base}/")
+        path = tmp_path / "front.toml"
+        path.write_text(text.replace("https://shop.example", base), encoding="utf-8")
+        config = load_tools_config(path, env={"WOO_BASIC_AUTH": BASIC})
+    else:
+        config = config_for(woo, tmp_path, base=base)
+    lines: list[str] = []
+    assert await print_tools_check(config, probe=True, out=lines.append) == 1
+    (probe,) = [line for line in lines if "get_order_status: probe" in line]
+    assert "probe HTTP 404 in " in probe and " FAILED: " in probe and said in probe, probe
+    assert "base address looks wrong" in probe and "fix `url`" in probe
+    assert all(BASIC not in line and KEY not in line for line in lines)
+
+
+@pytest.mark.parametrize("key", ["revoked", None])
+async def test_a_probe_with_a_refused_key_fails_as_credentials(
+    woo: Woo, tmp_path: Path, key: str | None
+) -> None:
+    config = config_for(woo, tmp_path)
+    if key is None:  # a host that strips the Authorization header: "cannot view"
+        config = config.model_copy(update={"headers": {}})
+    woo.key = base64.b64encode(b"ck_new:cs_new").decode() if key else woo.key
+    lines: list[str] = []
+    assert await print_tools_check(config, probe=True, out=lines.append) == 1
+    (probe,) = [line for line in lines if "get_order_status: probe" in line]
+    assert "probe HTTP 401 in " in probe and "FAILED: the shop refused the credentials" in probe
+    code = "woocommerce_rest_authentication_error" if key else "woocommerce_rest_cannot_view"
+    assert code in probe and "check the key in [http]" in probe, probe
     assert all(BASIC not in line and KEY not in line for line in lines)
 
 
