@@ -88,6 +88,11 @@ class ErrorType(StrEnum):
     BACKEND = "backend"
 
 
+# The code of an `unavailable` failure that was the backend's own server error (a 5xx): when
+# the retries run out it is a `backend` failure, not a busy moment (`agent_core.executor`).
+SERVER_ERROR_CODE = "server_error"
+
+
 class StepTag(StrEnum):
     """Why a step is in the plan; observation rules key on it."""
 

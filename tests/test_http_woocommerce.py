@@ -42,15 +42,19 @@ from agent_core.models import (
 from agent_core.planner import RuleBasedPlanner
 from agent_core.tools import ToolContext, ToolRegistry
 from console.timeline import build_run_view
+from standin import StandIn
 from stepwise.tools_check import print_tools_check
 from storage.runs import SqliteRunStore
 from tests.fakes import RecordingSleep
+from tests.harness import DEMO, start_bot
 from tests.storage_backends import Backend
+from tests.test_handoff_e2e import FORUM, staff_forum, texts
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "ck_5f2a9e:cs_77c1d0e4b3"
 BASIC = base64.b64encode(KEY.encode()).decode()
 CUSTOMER = 10001
+OTHER = 10002  # a second customer, for the bot's tests
 
 
 def woo_order(order_id: int, status: str, owner: int | None, total: str) -> dict[str, Any]:
@@ -582,3 +586,85 @@ async def test_what_a_failed_change_says_about_reaching_the_shop(
         refused = await nowhere.call("cancel_order", {"order_id": "1001"}, ctx())
     assert isinstance(refused, ToolError) and refused.error_type is ErrorType.UNAVAILABLE
     assert "ConnectError" in refused.message and not refused.may_have_happened
+
+
+# -- issue 22 item 3: the shop's own system broken is a backend failure, told to staff once --
+
+
+async def test_a_revoked_key_is_a_backend_failure_not_a_missing_order(
+    agent: tuple[Agent, ToolRegistry], woo: Woo
+) -> None:
+    ask, tools = agent
+    woo.key = base64.b64encode(b"ck_new:cs_new").decode()  # the shop revoked our key
+    read = await tools.call("get_order_status", {"order_id": "1001"}, ctx())
+    assert isinstance(read, ToolError) and read.error_type is ErrorType.BACKEND
+    assert "woocommerce_rest_authentication_error" not in read.message  # the shop's words:
+    assert "Consumer key is invalid." in read.message and BASIC not in read.message
+    run = await ask.ask("where is my order 1001", user_id=CUSTOMER, chat_id=CUSTOMER)
+    assert run.status is RunStatus.FAILED and run.stop_reason == "backend"
+    answer = run.answer or ""
+    assert "our order system has a problem" in answer and "a person has been told" in answer
+    assert "couldn't find order" not in answer
+
+
+async def test_an_answer_that_breaks_the_contract_is_a_backend_failure(
+    agent: tuple[Agent, ToolRegistry], woo: Woo
+) -> None:
+    _, tools = agent
+    woo.orders[1001]["status"] = "wc-shipped-by-plugin"  # a status nobody mapped
+    read = await tools.call("get_order_status", {"order_id": "1001"}, ctx())
+    assert isinstance(read, ToolError) and read.error_type is ErrorType.BACKEND
+    assert "breaks the contract" in read.message
+
+
+async def test_a_shop_server_failing_through_every_retry_is_a_backend_failure(
+    agent: tuple[Agent, ToolRegistry], woo: Woo
+) -> None:
+    ask, _ = agent
+    woo.reads_down = True
+    woo.seen.append(("PUT", "/", {}, None))  # reads_down starts after a change
+    run = await ask.ask("where is my order 1001", user_id=CUSTOMER, chat_id=CUSTOMER)
+    gets = [s for s in woo.seen if s[0] == "GET"]
+    assert len(gets) == 3  # the first try and two retries, then it stops
+    assert run.stop_reason == "backend"
+    assert "our order system has a problem" in (run.answer or "")
+
+
+async def test_staff_read_one_alert_per_backend_incident_and_customers_are_told(
+    woo: Woo, standin: StandIn, tmp_path: Path
+) -> None:
+    """Over HTTP both ways: the bot polls the Telegram stand-in, its tools call the
+    WooCommerce stand-in, whose key was revoked. Two customers' questions, one alert."""
+    staff_forum(standin)
+    woo.key = base64.b64encode(b"ck_new:cs_new").decode()
+    woo.orders[1003] = woo_order(1003, "processing", OTHER, "20.00")
+    config = config_for(woo, tmp_path)
+    async with httpx.AsyncClient() as client:
+        h = await start_bot(
+            standin,
+            tmp_path / "bot.db",
+            tools=build_http_tools(config, client),
+            STEPWISE_STAFF_CHAT_ID=str(FORUM),
+            STEPWISE_CONSOLE_URL="https://staff.example",
+            STEPWISE_ORDER_PATTERN=r"\d{3,10}",
+        )
+        try:
+            standin.inject_message(DEMO, DEMO, "where is my order 1001", first_name="Ada")
+            await h.until_text(DEMO, "our order system has a problem, so this was not done")
+            standin.add_chat(OTHER, OTHER, first_name="Bo")
+            standin.inject_message(OTHER, OTHER, "订单 1003 到哪了", first_name="Bo")
+            await h.until_text(OTHER, "我们的订单系统出了问题")
+            assert not any("找到" in t for t in texts(h, OTHER))
+        finally:
+            await h.stop()
+
+    general = [m for m in standin.chat_messages(FORUM) if m.message_thread_id is None]
+    (alert,) = [m for m in general if "Order system problem" in (m.text or "")]
+    text = alert.text or ""
+    assert "Tool: get_order_status · HTTP 401" in text
+    assert "Consumer key is invalid." in text
+    assert BASIC not in text and KEY not in text and "cs_77c1d0e4b3" not in text
+    assert str(DEMO) not in text and "Ada" not in text  # about the shop, not a customer
+    assert standin.topics(FORUM) == []  # nobody's conversation: no customer topic made
+    flagged = h.query("SELECT message FROM events WHERE kind = 'notice'")
+    assert len(flagged) == 2 and all("backend failure" in m for (m,) in flagged)
