@@ -55,6 +55,13 @@ KEY = "ck_5f2a9e:cs_77c1d0e4b3"
 BASIC = base64.b64encode(KEY.encode()).decode()
 CUSTOMER = 10001
 OTHER = 10002  # a second customer, for the bot's tests
+REFUND_EXCERPT = (
+    "<p>Returns are accepted within 30&nbsp;days of delivery. Refunds take 5&ndash;7 days."
+    "</p>\n<ul>\n<li>Unused items</li>\n<li>In the <strong>original</strong> box</li>\n</ul>\n"
+    "<p>Write to us first &#8211; we reply within a day. "
+    + "We check every return by hand and tell you what we found. " * 12
+    + "[&hellip;]</p>\n"
+)
 
 
 def woo_order(order_id: int, status: str, owner: int | None, total: str) -> dict[str, Any]:
@@ -204,10 +211,11 @@ async def woo() -> AsyncIterator[Woo]:
         shop.seen.append((request.method, request.path_qs, dict(request.headers), None))
         if "refund" not in request.query.get("search", ""):
             return web.json_response([])
+        # As WordPress renders them: HTML with entities, and "[&hellip;]" when cut.
         page = {
             "id": 5,
-            "title": {"rendered": "Refunds"},
-            "excerpt": {"rendered": "Within 7 days."},
+            "title": {"rendered": "Refund &amp; Returns Policy"},
+            "excerpt": {"rendered": REFUND_EXCERPT},
         }
         return web.json_response([page])
 
@@ -419,9 +427,17 @@ async def test_address_and_policies(agent: tuple[Agent, ToolRegistry], woo: Woo)
     assert moved.data == {"order_id": "1001", "address": "7 Harbour Road, Ningbo"}
     assert woo.orders[1001]["shipping"]["address_1"] == "7 Harbour Road, Ningbo"
     found = await tools.call("search_policy", {"query": "refund", "lang": "en"}, ctx())
-    assert isinstance(found, ToolOk) and found.data == [
-        {"title": "Refunds", "text": "Within 7 days."}
-    ]
+    assert isinstance(found, ToolOk)
+    ((policy),) = found.data
+    assert policy["title"] == "Refund & Returns Policy"
+    text = policy["text"]
+    assert text.startswith(
+        "Returns are accepted within 30 days of delivery. Refunds take 5–7 days.\n"
+        "• Unused items\n• In the original box\n"
+        "Write to us first – we reply within a day. We check every return"
+    )
+    assert "<" not in text and "&" not in text
+    assert text.endswith("tell you what we found.…") and len(text) <= 600
     assert re.search(r"search=refund&per_page=3$", woo.seen[-1][1])
     none = await tools.call("search_policy", {"query": "warranty"}, ctx())
     assert isinstance(none, ToolError) and none.error_type is ErrorType.EMPTY_RESULT
@@ -668,3 +684,15 @@ async def test_staff_read_one_alert_per_backend_incident_and_customers_are_told(
     assert standin.topics(FORUM) == []  # nobody's conversation: no customer topic made
     flagged = h.query("SELECT message FROM events WHERE kind = 'notice'")
     assert len(flagged) == 2 and all("backend failure" in m for (m,) in flagged)
+
+
+async def test_a_wordpress_page_reaches_the_customer_as_plain_text(
+    agent: tuple[Agent, ToolRegistry],
+) -> None:
+    ask, _ = agent
+    run = await ask.ask("what is your refund policy?", user_id=CUSTOMER, chat_id=CUSTOMER)
+    answer = run.answer or ""
+    assert "Refund & Returns Policy" in answer, answer
+    assert "Returns are accepted within 30 days of delivery." in answer
+    assert "• Unused items" in answer
+    assert "<p>" not in answer and "&amp;" not in answer and "&hellip;" not in answer
