@@ -337,12 +337,57 @@ async def test_an_order_reads_in_stepwise_words(agent: tuple[Agent, ToolRegistry
     assert run.status is RunStatus.COMPLETED
     assert run.steps[0].observation == {
         "order_id": "1001",
-        "status": "pending",  # WooCommerce "processing": paid, not shipped yet
+        "status": "paid",  # WooCommerce "processing": paid, not shipped yet
         "items": ["Wireless earbuds"],
     }
-    assert run.answer == "Order 1001 is not shipped yet."
+    assert run.answer == "Order 1001 is paid and not shipped yet."
     done = await tools.call("get_order_status", {"order_id": "1002"}, ctx())
     assert isinstance(done, ToolOk) and done.data["status"] == "delivered"
+
+
+@pytest.mark.parametrize(
+    ("woo_status", "ours"),
+    [
+        ("pending", "pending"),
+        ("checkout-draft", "pending"),
+        ("on-hold", "pending"),
+        ("failed", "pending"),
+        ("processing", "paid"),
+        ("completed", "delivered"),
+        ("cancelled", "cancelled"),
+        ("refunded", "refunded"),
+        ("trash", "cancelled"),
+    ],
+)
+async def test_every_woocommerce_status_reads_as_woocommerce_means_it(
+    agent: tuple[Agent, ToolRegistry], woo: Woo, woo_status: str, ours: str
+) -> None:
+    _, tools = agent
+    woo.orders[1001]["status"] = woo_status
+    read = await tools.call("get_order_status", {"order_id": "1001"}, ctx())
+    assert isinstance(read, ToolOk) and read.data["status"] == ours
+
+
+async def test_a_paid_order_not_shipped_can_be_refunded(
+    stored: tuple[Agent, Any], woo: Woo
+) -> None:
+    """WooCommerce's most common refund: "processing" (paid, not shipped), once refused
+    with "cancel it instead"."""
+    agent, _ = stored
+    run = await confirmed(agent, "I want a refund of 29 for order 1001")
+    assert run.status is RunStatus.COMPLETED, run.answer
+    assert [r["amount"] for r in woo.orders[1001]["refunds"]] == ["29.00"]
+    assert "cancel it instead" not in (run.answer or "")
+
+
+async def test_a_refunded_order_is_not_refunded_again(
+    agent: tuple[Agent, ToolRegistry], woo: Woo
+) -> None:
+    ask, _ = agent
+    woo.orders[1002]["status"] = "refunded"
+    run = await ask.ask("I want a refund of 10 for order 1002", user_id=CUSTOMER, chat_id=CUSTOMER)
+    assert woo.writes() == []
+    assert "Order 1002 has already been refunded in full" in (run.answer or ""), run.answer
 
 
 @pytest.mark.parametrize(
