@@ -486,7 +486,15 @@ CHANGE_ADDRESS: Final = ToolSpec(
         "address": Texts(
             zh="地址需要 5 到 200 个字，写在一行里，不能包含控制字符",
             en="the address must be 5 to 200 characters on one line",
-        )
+        ),
+        # A shop that stores the address in parts (`address_parts` in the tools file).
+        "address_parts": Texts(
+            zh="请按“街道门牌, 城市, 邮编”的格式重新发送新地址，例如：海港路 7 号, 宁波, 315000",
+            en=(
+                "please send the new address again as street, city, postcode, for example: "
+                "7 Harbour Road, Ningbo, 315000"
+            ),
+        ),
     },
     skip_rules=(
         rule(

@@ -76,7 +76,15 @@ def woo_order(order_id: int, status: str, owner: int | None, total: str) -> dict
         "currency": "CNY",
         "total": total,
         "customer_id": 7,
-        "shipping": {"first_name": "Li", "address_1": "88 Century Avenue", "city": "Shanghai"},
+        "shipping": {
+            "first_name": "Li",
+            "address_1": "88 Century Avenue",
+            "address_2": "",
+            "city": "Hangzhou",
+            "state": "CN13",
+            "postcode": "310000",
+            "country": "CN",
+        },
         "line_items": [{"id": 1, "name": "Wireless earbuds", "quantity": 1, "total": total}],
         "meta_data": meta,
         "refunds": [],
@@ -429,7 +437,7 @@ async def test_a_change_to_someone_elses_order_is_never_sent(
     for tool, args in (
         ("cancel_order", {"order_id": "2001"}),
         ("request_refund", {"order_id": "2001", "amount": "1"}),
-        ("change_address", {"order_id": "2001", "address": "7 Harbour Road, Ningbo"}),
+        ("change_address", {"order_id": "2001", "address": "7 Harbour Road, Ningbo, 315000"}),
     ):
         result = await tools.call(tool, args, ctx())
         assert isinstance(result, ToolError) and result.error_type is ErrorType.PERMISSION_DENIED
@@ -466,11 +474,23 @@ async def test_refunds_map_both_ways_and_a_refused_one_is_not_retried(
 async def test_address_and_policies(agent: tuple[Agent, ToolRegistry], woo: Woo) -> None:
     _, tools = agent
     moved = await tools.call(
-        "change_address", {"order_id": "1001", "address": "7 Harbour Road, Ningbo"}, ctx()
+        "change_address", {"order_id": "1001", "address": "7 Harbour Road, Ningbo 315000"}, ctx()
     )
     assert isinstance(moved, ToolOk)
-    assert moved.data == {"order_id": "1001", "address": "7 Harbour Road, Ningbo"}
-    assert woo.orders[1001]["shipping"]["address_1"] == "7 Harbour Road, Ningbo"
+    assert moved.data == {"order_id": "1001", "address": "7 Harbour Road, Ningbo, 315000"}
+    put = [w for w in woo.writes() if w[0] == "PUT"][-1]
+    assert put[3] == {
+        "shipping": {
+            "address_1": "7 Harbour Road",
+            "address_2": "",
+            "city": "Ningbo",
+            "postcode": "315000",
+            "country": "CN",
+            "state": "",
+        }
+    }
+    shipping = woo.orders[1001]["shipping"]
+    assert (shipping["city"], shipping["postcode"]) == ("Ningbo", "315000")  # not Hangzhou
     found = await tools.call("search_policy", {"query": "refund", "lang": "en"}, ctx())
     assert isinstance(found, ToolOk)
     ((policy),) = found.data
@@ -486,6 +506,50 @@ async def test_address_and_policies(agent: tuple[Agent, ToolRegistry], woo: Woo)
     assert re.search(r"search=refund&per_page=3$", woo.seen[-1][1])
     none = await tools.call("search_policy", {"query": "warranty"}, ctx())
     assert isinstance(none, ToolError) and none.error_type is ErrorType.EMPTY_RESULT
+
+
+async def test_an_address_that_cannot_be_split_is_asked_for_again_before_confirming(
+    agent: tuple[Agent, ToolRegistry], woo: Woo
+) -> None:
+    ask, _ = agent
+    run = await ask.ask(
+        "change the address of order 1001 to 7 Harbour Road, Ningbo",
+        user_id=CUSTOMER,
+        chat_id=CUSTOMER,
+    )
+    assert run.status is not RunStatus.PAUSED  # no Confirm for an address we cannot send
+    assert "please send the new address again as street, city, postcode" in (run.answer or "")
+    assert woo.writes() == [] and woo.orders[1001]["shipping"]["city"] == "Hangzhou"
+
+
+async def test_a_chinese_address_is_sent_in_parts_and_reconciled_by_them(
+    stored: tuple[Agent, Any], woo: Woo
+) -> None:
+    """Written with full-width commas; its PUT answered too late, so the reconcile read
+    finds the new parts there and nothing is sent twice."""
+    agent, _ = stored
+    woo.late.add("PUT")
+    tools = agent.executor.registry
+    ctx_ = ToolContext(user_id=CUSTOMER, trace_id="t", run_id="r9", step_id="s2")
+    # The executor's path: the call times out, then the reconcile read decides.
+    lost = await tools.call(
+        "change_address", {"order_id": "1001", "address": "海港路 7 号，宁波，315000"}, ctx_
+    )
+    assert isinstance(lost, ToolError) and lost.may_have_happened
+    tool = tools.get("change_address")
+    assert tool is not None and tool.reconcile is not None
+    args = tool.args_model.model_validate(
+        {"order_id": "1001", "address": "海港路 7 号，宁波，315000"}
+    )
+    found = await tool.reconcile(args, ctx_)
+    assert found == {"order_id": "1001", "address": "海港路 7 号, 宁波, 315000"}
+    shipping = woo.orders[1001]["shipping"]
+    assert (shipping["address_1"], shipping["city"], shipping["postcode"]) == (
+        "海港路 7 号",
+        "宁波",
+        "315000",
+    )
+    assert len([w for w in woo.writes() if w[0] == "PUT"]) == 1
 
 
 async def test_a_delivered_order_skips_the_cancel_and_sends_nothing(

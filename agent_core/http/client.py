@@ -28,9 +28,11 @@ from typing import Any, Final
 from urllib.parse import quote
 
 import httpx
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticCustomError
 
-from agent_core.http.config import DEFAULT_TIMEOUT_S, HttpToolConfig, ToolsConfig
+from agent_core.http.address import split_address
+from agent_core.http.config import DEFAULT_TIMEOUT_S, AddressParts, HttpToolConfig, ToolsConfig
 from agent_core.http.mapping import IDEMPOTENCY_KEY, render_body
 from agent_core.http.responses import HttpOutcome, Reading, clip, map_response
 from agent_core.models import ErrorType, Idempotency, Risk
@@ -78,6 +80,11 @@ def build_http_tools(
     by_name = {spec.name: spec for spec in config.tools}
     tools = []
     for spec in config.tools:
+        entry = spec.spec
+        if spec.address_parts is not None:
+            # An address that cannot be split is refused before anyone confirms it.
+            checked = address_checked(entry.args_model, spec.address_parts)
+            entry = entry.model_copy(update={"args_model": checked})
         handler = _HttpTool(
             spec,
             config,
@@ -87,7 +94,7 @@ def build_http_tools(
         )
         tools.append(
             Tool.of(
-                spec.spec,
+                entry,
                 handler,
                 timeout_s=spec.timeout_s,
                 max_retries=spec.max_retries,
@@ -125,11 +132,48 @@ def build_request(
             "GET", url, params=params, headers=headers, timeout=httpx.Timeout(timeout_s)
         )
     headers["Idempotency-Key"] = ctx.idempotency_key
-    keyed = {**args, IDEMPOTENCY_KEY: ctx.idempotency_key}
+    keyed = {**args, **address_values(spec, args), IDEMPOTENCY_KEY: ctx.idempotency_key}
     body = render_body(spec.body, keyed) if spec.body is not None else rest
     return client.build_request(
         spec.method, url, json=body, headers=headers, timeout=httpx.Timeout(timeout_s)
     )
+
+
+def address_values(spec: HttpToolConfig, args: Mapping[str, Any]) -> dict[str, str]:
+    """`{address_1}`, `{city}`, `{postcode}`, `{country}` of a tool with `address_parts`
+    (empty otherwise; its arguments were checked to split, see `address_checked`)."""
+    parts = spec.address_parts
+    if parts is None:
+        return {}
+    return split_address(str(args.get(parts.arg) or ""), parts.country) or {}
+
+
+def address_checked(model: type[BaseModel], parts: AddressParts) -> type[BaseModel]:
+    """`model`, refusing an address `split_address` cannot split: a validation error of
+    `address_parts`, which the tool's `arg_hints` word for the customer."""
+
+    class Checked(model):  # type: ignore[valid-type,misc]
+        @classmethod
+        def model_validate(cls, obj: Any, **kwargs: Any) -> Any:
+            parsed = super().model_validate(obj, **kwargs)
+            if split_address(str(getattr(parsed, parts.arg)), parts.country) is None:
+                raise ValidationError.from_exception_data(
+                    model.__name__,
+                    [
+                        {
+                            "type": PydanticCustomError(
+                                "address_parts",
+                                "cannot tell the street, city and postcode apart",
+                            ),
+                            "loc": ("address_parts",),
+                            "input": getattr(parsed, parts.arg),
+                        }
+                    ],
+                )
+            return parsed
+
+    Checked.__name__ = model.__name__
+    return Checked
 
 
 class _BodyTooLarge(Exception):
@@ -290,6 +334,7 @@ class _HttpTool:
         if outcome.error_type is not None:
             raise ToolFailure(outcome.error_type, self._config.redact(outcome.message))
         texts = {k: str(v) for k, v in values.items() if v is not None}
+        texts.update(address_values(self._spec, values))
         texts[IDEMPOTENCY_KEY] = ctx.idempotency_key
         found = read.find(outcome.data, texts)
         if found is None:

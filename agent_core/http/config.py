@@ -37,6 +37,11 @@ Safe defaults (issue 20): nothing that changes data may rest on a default. A too
 method is not GET and that the file declares must say its `risk` (and, when high, its
 `approval`); every high-risk tool must say its `idempotency`. A table that forgets one is
 refused with one line naming the file, the tool and the missing field.
+- `address_parts`: `{ arg = "address", country = "CN" }`: the argument holding a customer's
+  one-line address is split into `{address_1}`, `{city}`, `{postcode}`, `{country}` for
+  `body` and `reconcile.match` (`agent_core.http.address`; `country` when the text names
+  none). An address that cannot be split is refused before the customer is asked to
+  confirm, with the hint to write it as "street, city, postcode".
 - `probe_args`: arguments for `stepwise tools check --probe` (a catalog tool has defaults);
   validated against the arguments at load.
 
@@ -70,6 +75,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from agent_core.catalog import CATALOG
+from agent_core.http.address import ADDRESS_PARTS
 from agent_core.http.declare import DECLARATION_KEYS, Problem, declare
 from agent_core.http.mapping import IDEMPOTENCY_KEY, ErrorMapping, ReconcileRead, ResponseMapping
 from agent_core.models import Idempotency, Risk
@@ -119,6 +125,7 @@ class HttpToolConfig(BaseModel):
     idempotency: Idempotency = Idempotency.IGNORED
     reconcile: ReconcileRead | None = None
     reconcile_placeholders: tuple[str, ...] = ()
+    address_parts: AddressParts | None = None
     # Its catalog entry: the built-in one, or the one the file declares.
     spec: ToolSpec = Field(exclude=True, repr=False)
 
@@ -177,6 +184,15 @@ def redact_prefixes(text: str, secret: str, min_chars: int = MIN_SECRET_PREFIX) 
 # ---------------------------------------------------------------------------------------
 
 
+class AddressParts(BaseModel):
+    """`address_parts`: which argument is the one-line address, and the default country."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    arg: str
+    country: str = Field(pattern=r"^[A-Z]{2}$")
+
+
 class _RawTool(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -193,6 +209,7 @@ class _RawTool(BaseModel):
     check_first: str | None = None
     idempotency: Idempotency | None = None
     reconcile: ReconcileRead | None = None
+    address_parts: AddressParts | None = None
 
 
 class _RawHttp(BaseModel):
@@ -345,6 +362,7 @@ def _parse_tool(problems: _Problems, name: str, entry: Any) -> HttpToolConfig:
         if raw.query is not None and method != "GET":
             raise _Problem("query: only a GET sends a query string (write `body` instead)")
         _check_declared(name, method, risk, raw, declared)
+        _check_address_parts(raw, spec)
         reconcile_placeholders = _check_reconcile(raw, name, spec, risk)
     except ValidationError as exc:
         problems.fail(where, _describe(exc))
@@ -367,6 +385,7 @@ def _parse_tool(problems: _Problems, name: str, entry: Any) -> HttpToolConfig:
         idempotency=raw.idempotency or Idempotency.IGNORED,
         reconcile=raw.reconcile,
         reconcile_placeholders=reconcile_placeholders,
+        address_parts=raw.address_parts,
         spec=spec,
     )
 
@@ -396,6 +415,15 @@ def _check_declared(
         raise _Problem("idempotency: a GET changes nothing (only a change declares it)")
 
 
+def _check_address_parts(raw: _RawTool, spec: ToolSpec) -> None:
+    parts = raw.address_parts
+    if parts is not None and parts.arg not in spec.args_model.model_fields:
+        raise _Problem(
+            f"address_parts.arg: {parts.arg!r} is not an argument of {spec.name} "
+            f"(arguments: {', '.join(sorted(spec.args_model.model_fields))})"
+        )
+
+
 def _check_reconcile(raw: _RawTool, name: str, spec: ToolSpec, risk: Risk) -> tuple[str, ...]:
     """The reconcile read's url placeholders; it belongs to a change at a backend that
     ignores the key, and its `match` may name only arguments and the idempotency key."""
@@ -412,6 +440,8 @@ def _check_reconcile(raw: _RawTool, name: str, spec: ToolSpec, risk: Risk) -> tu
     except _Problem as exc:
         raise _Problem(f"reconcile.{exc}") from None
     allowed = {*spec.args_model.model_fields, IDEMPOTENCY_KEY}
+    if raw.address_parts is not None:
+        allowed |= set(ADDRESS_PARTS)
     unknown = sorted(read.names() - allowed)
     if unknown:
         raise _Problem(
