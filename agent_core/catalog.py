@@ -355,6 +355,20 @@ REQUEST_REFUND: Final = ToolSpec(
     bounds={"order_id": 64, "refund_id": 64, "amount": 20},
     view=ResultView(
         lines=(
+            # A backend that only records the refund (WooCommerce with api_refund = false)
+            # says so with `money_moved: false`: the customer must not wait for the money.
+            Template(
+                zh=(
+                    "订单 {order_id} 的退款已登记：{amount} 元，退款单号 {refund_id}。"
+                    "这笔钱不会自动退回，店铺会另行退款给你。"
+                ),
+                en=(
+                    "A refund of {amount} for order {order_id} has been recorded (refund "
+                    "number {refund_id}). No money has moved yet: the shop pays it back "
+                    "separately."
+                ),
+                when={"money_moved": ("False",)},
+            ),
             Template(
                 zh="订单 {order_id} 的退款申请已提交：{amount} 元，退款单号 {refund_id}。",
                 en=(

@@ -16,7 +16,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import re
+import ssl
+import subprocess
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -29,7 +32,7 @@ from aiohttp import web
 
 from agent_core.agent import Agent
 from agent_core.executor import Executor
-from agent_core.http import ToolsConfig, build_http_tools, load_tools_config
+from agent_core.http import ToolsConfig, ToolsConfigError, build_http_tools, load_tools_config
 from agent_core.models import (
     ErrorType,
     EventKind,
@@ -41,6 +44,7 @@ from agent_core.models import (
 )
 from agent_core.planner import RuleBasedPlanner
 from agent_core.tools import ToolContext, ToolRegistry
+from bot.redact import redact_in_logs
 from console.timeline import build_run_view
 from standin import StandIn
 from stepwise.tools_check import print_tools_check
@@ -111,9 +115,14 @@ class Woo:
     reads_down: bool = False
     # The REST API key the shop accepts (base64 of "ck:cs"); changing it revokes ours.
     key: str = BASIC
+    # Order notes (POST /orders/{id}/notes), and whether that endpoint is failing.
+    notes: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    notes_down: bool = False
+    runner: web.AppRunner | None = None
 
     def writes(self) -> list[tuple[str, str, dict[str, str], Any]]:
-        return [s for s in self.seen if s[0] != "GET"]
+        """The changes sent (order notes left out: they record, they change nothing)."""
+        return [s for s in self.seen if s[0] != "GET" and "/notes" not in s[1]]
 
     async def answer(self, kind: str, made: web.Response) -> web.Response:
         """The answer to a change already made: now, or (`late`) once the test ends."""
@@ -182,6 +191,9 @@ async def woo() -> AsyncIterator[Woo]:
     async def refund(request: web.Request) -> web.Response:
         body = await request.json()
         shop.seen.append((request.method, request.path, dict(request.headers), body))
+        denied = unauthorised(request)
+        if denied is not None:
+            return denied
         refused = shop.refuses(request, "refund")
         if refused is not None:
             return refused
@@ -198,6 +210,8 @@ async def woo() -> AsyncIterator[Woo]:
             "id": 700 + len(found["refunds"]),
             "amount": body["amount"],
             "reason": body.get("reason", ""),
+            # WooCommerce: whether the payment gateway paid it back (api_refund = true).
+            "refunded_payment": bool(body.get("api_refund", True)),
             "meta_data": [
                 {"id": 800 + n, **meta} for n, meta in enumerate(body.get("meta_data", []))
             ],
@@ -227,6 +241,22 @@ async def woo() -> AsyncIterator[Woo]:
         }
         return web.json_response([page])
 
+    async def note(request: web.Request) -> web.Response:
+        body = await request.json()
+        shop.seen.append((request.method, request.path_qs, dict(request.headers), body))
+        denied = unauthorised(request)
+        if denied is not None:
+            return denied
+        if shop.notes_down:
+            return woo_error("internal_server_error", "Notes table locked.", 500)
+        order_id = int(request.match_info["id"])
+        if order_id not in shop.orders:
+            return woo_error("woocommerce_rest_order_invalid_id", "Invalid order ID.", 404)
+        notes = shop.notes.setdefault(order_id, [])
+        made = {"id": 900 + len(notes), "author": "WooCommerce", **body}
+        notes.append(made)
+        return web.json_response(made, status=201)
+
     async def nowhere(request: web.Request) -> web.Response:
         """What WordPress answers outside its routes: under /wp-json/ the REST API's own
         404 (`rest_no_route`), anywhere else the theme's HTML "page not found"."""
@@ -242,6 +272,7 @@ async def woo() -> AsyncIterator[Woo]:
     app.router.add_route("*", "/wp-json/wc/v3/orders/{id:[0-9]+}", order)
     app.router.add_post("/wp-json/wc/v3/orders/{id:[0-9]+}/refunds", refund)
     app.router.add_get("/wp-json/wc/v3/orders/{id:[0-9]+}/refunds", refunds)
+    app.router.add_post("/wp-json/wc/v3/orders/{id:[0-9]+}/notes", note)
     app.router.add_get("/wp-json/wp/v2/pages", pages)
     app.router.add_route("*", "/{tail:.*}", nowhere)
     runner = web.AppRunner(app)
@@ -250,16 +281,27 @@ async def woo() -> AsyncIterator[Woo]:
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     shop.base = f"http://127.0.0.1:{port}"
+    shop.runner = runner
     yield shop
     shop.released.set()
     await runner.cleanup()
 
 
 def config_for(
-    woo: Woo, tmp_path: Path, *, write_timeout_s: float | None = None, base: str | None = None
+    woo: Woo,
+    tmp_path: Path,
+    *,
+    write_timeout_s: float | None = None,
+    base: str | None = None,
+    edit: tuple[str, str] | None = None,
+    env: dict[str, str] | None = None,
 ) -> ToolsConfig:
-    """The example file as shipped, pointed at the stand-in (`base`: another address)."""
+    """The example file as shipped, pointed at the stand-in (`base`: another address;
+    `edit`: one line of it changed as a shop would)."""
     text = (ROOT / "examples" / "woocommerce.toml").read_text(encoding="utf-8")
+    if edit is not None:
+        assert edit[0] in text
+        text = text.replace(*edit)
     if write_timeout_s is not None:
         for tool in ("cancel_order", "request_refund", "change_address"):
             table = f"[tools.{tool}]\n"
@@ -267,7 +309,7 @@ def config_for(
             text = text.replace(table, f"{table}timeout_s = {write_timeout_s}\n")
     path = tmp_path / "woocommerce.toml"
     path.write_text(text.replace("https://shop.example", base or woo.base), encoding="utf-8")
-    return load_tools_config(path, env={"WOO_BASIC_AUTH": BASIC})
+    return load_tools_config(path, env={"WOO_BASIC_AUTH": BASIC} if env is None else env)
 
 
 @pytest.fixture
@@ -453,12 +495,17 @@ async def test_refunds_map_both_ways_and_a_refused_one_is_not_retried(
         "request_refund", {"order_id": "1002", "amount": "50", "reason": "Scratched"}, ctx()
     )
     assert isinstance(made, ToolOk)
-    assert made.data == {"refund_id": "700", "amount": "50.00", "order_id": "1002"}
+    assert made.data == {
+        "refund_id": "700",
+        "amount": "50.00",
+        "money_moved": True,
+        "order_id": "1002",
+    }
     key = [{"key": "stepwise_idempotency_key", "value": "r1:s1"}]
     assert woo.writes()[-1][3] == {
         "amount": "50.00",
         "reason": "Scratched",
-        "api_refund": False,
+        "api_refund": True,
         "meta_data": key,  # the key, where WooCommerce stores it (it ignores the header)
     }
 
@@ -467,7 +514,7 @@ async def test_refunds_map_both_ways_and_a_refused_one_is_not_retried(
     assert isinstance(refused, ToolError) and refused.error_type is ErrorType.INVALID_ARGUMENTS
     assert "Invalid refund amount." in refused.message
     # No reason: left out.
-    assert woo.writes()[-1][3] == {"amount": "10.00", "api_refund": False, "meta_data": key}
+    assert woo.writes()[-1][3] == {"amount": "10.00", "api_refund": True, "meta_data": key}
     assert len(woo.orders[1002]["refunds"]) == 1
 
 
@@ -610,7 +657,12 @@ async def test_a_refund_made_but_answered_late_is_made_once_and_told_once(
     assert refunds[0]["meta_data"][0]["value"] == f"{run.id}:s2"
     assert run.status is RunStatus.COMPLETED
     step = run.steps[1]
-    assert step.observation == {"refund_id": "700", "amount": "10.00", "order_id": "1002"}
+    assert step.observation == {
+        "refund_id": "700",
+        "amount": "10.00",
+        "money_moved": True,
+        "order_id": "1002",
+    }
     assert (run.answer or "").count("10.00") == 1, run.answer
     timeline = await store.history.timeline(run.id)
     (reconciled,) = [e for e in timeline if e.kind is EventKind.STEP_RECONCILED]
@@ -805,3 +857,160 @@ async def test_a_wordpress_page_reaches_the_customer_as_plain_text(
     assert "Returns are accepted within 30 days of delivery." in answer
     assert "• Unused items" in answer
     assert "<p>" not in answer and "&amp;" not in answer and "&hellip;" not in answer
+
+
+# -- issue 22 item 5: refunds say whether money moved, changes leave a note, query keys --
+
+
+async def test_a_change_leaves_an_order_note_with_its_idempotency_key(
+    agent: tuple[Agent, ToolRegistry], woo: Woo
+) -> None:
+    ask, _ = agent
+    run = await confirmed(ask, CANCEL)
+    assert run.status is RunStatus.COMPLETED
+    (note,) = woo.notes[1001]
+    assert note["note"] == (
+        f"Cancelled by stepwise at the customer's request in Telegram (key {run.id}:s2)."
+    )
+    assert note["customer_note"] is False  # for the shop's staff, not mailed to the customer
+    (sent,) = [s for s in woo.seen if s[1].endswith("/notes")]
+    assert sent[2]["Idempotency-Key"] == f"{run.id}:s2:note"
+
+
+async def test_a_note_that_fails_never_fails_the_change(
+    agent: tuple[Agent, ToolRegistry], woo: Woo
+) -> None:
+    ask, _ = agent
+    woo.notes_down = True
+    run = await confirmed(ask, CANCEL)
+    assert run.status is RunStatus.COMPLETED and run.answer == "Order 1001 has been cancelled."
+    assert woo.orders[1001]["status"] == "cancelled" and woo.notes == {}
+    assert len(posts(woo, "/wp-json/wc/v3/orders/1001")) == 1  # the change: sent once
+
+
+@pytest.mark.parametrize("api_refund", ["true", "false"])
+async def test_a_refund_says_whether_money_moved(woo: Woo, tmp_path: Path, api_refund: str) -> None:
+    config = config_for(woo, tmp_path, edit=("api_refund = true", f"api_refund = {api_refund}"))
+    store = await SqliteRunStore.open(tmp_path / "runs.db")
+    try:
+        async with httpx.AsyncClient() as client:
+            registry = ToolRegistry(build_http_tools(config, client, sleep=RecordingSleep()))
+            executor = Executor(registry, journal=store, sleep=RecordingSleep())
+            agent = Agent(RuleBasedPlanner(order_id_pattern=r"\d{3,10}"), executor, store)
+            run = await confirmed(agent, REFUND)
+    finally:
+        await store.close()
+    assert run.status is RunStatus.COMPLETED
+    assert posts(woo, "/wp-json/wc/v3/orders/1002/refunds")[0]["api_refund"] is (
+        api_refund == "true"
+    )
+    answer = run.answer or ""
+    if api_refund == "true":
+        assert "A refund of 10.00 for order 1002 has been requested" in answer, answer
+        assert "No money has moved" not in answer
+    else:
+        assert "has been recorded (refund number 700). No money has moved yet" in answer, answer
+    (note,) = woo.notes[1002]
+    assert "Refund of 10.00" in note["note"] and f"{run.id}:s2" in note["note"]
+
+
+QUERY_KEYS = (
+    'headers = { Authorization = "Basic ${WOO_BASIC_AUTH}" }',
+    'query = { consumer_key = "${WOO_CONSUMER_KEY}", consumer_secret = "${WOO_CONSUMER_SECRET}" }',
+)
+KEY_ENV = {"WOO_CONSUMER_KEY": "ck_5f2a9e", "WOO_CONSUMER_SECRET": "cs_77c1d0e4b3"}
+
+
+def test_query_string_keys_are_refused_over_plain_http(woo: Woo, tmp_path: Path) -> None:
+    with pytest.raises(ToolsConfigError) as refused:
+        config_for(woo, tmp_path, edit=QUERY_KEYS, env=KEY_ENV)
+    message = str(refused.value)
+    assert "[http] query: keys in the query string are only sent over https://" in message
+    assert "cs_77c1d0e4b3" not in message
+
+
+@pytest.fixture
+def tls(tmp_path: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """A self-signed certificate for 127.0.0.1: the server's context, and a client's that
+    trusts it."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "ec"),
+            *("-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"),
+            *("-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"),
+            *("-keyout", str(key), "-out", str(cert)),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server.load_cert_chain(cert, key)
+    return server, ssl.create_default_context(cafile=str(cert))
+
+
+async def test_query_string_keys_over_https_reach_the_shop_and_never_the_logs(
+    woo: Woo,
+    tmp_path: Path,
+    tls: tuple[ssl.SSLContext, ssl.SSLContext],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A host that strips Authorization: the key goes in the query string, over HTTPS."""
+    assert woo.runner is not None
+    site = web.TCPSite(woo.runner, "127.0.0.1", 0, ssl_context=tls[0])
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    config = config_for(
+        woo, tmp_path, base=f"https://127.0.0.1:{port}", edit=QUERY_KEYS, env=KEY_ENV
+    )
+    redact_in_logs(*config.url_secrets())  # as `stepwise serve` does on loading the file
+    for name in ("", "httpx", "httpcore", "agent_core"):
+        caplog.set_level(logging.DEBUG, logger=name or None)
+    lines: list[str] = []
+    async with httpx.AsyncClient(verify=tls[1]) as client:
+        tools = ToolRegistry(build_http_tools(config, client, sleep=RecordingSleep()))
+        read = await tools.call("get_order_status", {"order_id": "1001"}, ctx())
+        moved = await tools.call(
+            "change_address",
+            {"order_id": "1001", "address": "7 Harbour Road, Ningbo, 315000"},
+            ctx(),
+        )
+        woo.key = base64.b64encode(b"ck_new:cs_new").decode()  # now revoked
+        refused = await tools.call("get_order_status", {"order_id": "1001"}, ctx())
+        await print_tools_check(config, probe=True, out=lines.append, client=client)
+    assert isinstance(read, ToolOk) and read.data["status"] == "paid"
+    assert isinstance(moved, ToolOk)
+    sent = [s for s in woo.seen if "/orders/1001" in s[1]]
+    assert sent and all("Authorization" not in headers for _, _, headers, _ in sent)
+    assert isinstance(refused, ToolError) and refused.error_type is ErrorType.BACKEND
+    assert "https://127.0.0.1" in caplog.text  # httpx logged the urls, blanked
+    exposed = [caplog.text, refused.message, *lines, repr(config), config.model_dump_json()]
+    for text in exposed:
+        assert "cs_77c1d0e4b3" not in text and "ck_5f2a9e" not in text
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (
+            (
+                'address_parts = { arg = "address", country = "CN" }',
+                'address_parts = { arg = "street", country = "CN" }',
+            ),
+            "tool change_address: address_parts.arg: 'street' is not an argument of change_address",
+        ),
+        (
+            (
+                "[tools.search_policy.response]",
+                '[tools.search_policy.note]\nurl = "https://shop.example/n"\nbody = {}\n\n[tools.search_policy.response]',
+            ),
+            'tool search_policy: note: only a change (risk = "high") leaves a note',
+        ),
+    ],
+)
+def test_the_new_fields_are_checked_at_load(
+    woo: Woo, tmp_path: Path, edit: tuple[str, str], said: str
+) -> None:
+    with pytest.raises(ToolsConfigError) as refused:
+        config_for(woo, tmp_path, edit=edit)
+    assert said in str(refused.value)

@@ -129,13 +129,55 @@ def build_request(
     if spec.method == "GET":
         params = render_body(spec.query, args) if spec.query is not None else rest
         return client.build_request(
-            "GET", url, params=params, headers=headers, timeout=httpx.Timeout(timeout_s)
+            "GET",
+            url,
+            params={**params, **auth_params(config)},
+            headers=headers,
+            timeout=httpx.Timeout(timeout_s),
         )
     headers["Idempotency-Key"] = ctx.idempotency_key
     keyed = {**args, **address_values(spec, args), IDEMPOTENCY_KEY: ctx.idempotency_key}
     body = render_body(spec.body, keyed) if spec.body is not None else rest
     return client.build_request(
-        spec.method, url, json=body, headers=headers, timeout=httpx.Timeout(timeout_s)
+        spec.method,
+        url,
+        params=auth_params(config),
+        json=body,
+        headers=headers,
+        timeout=httpx.Timeout(timeout_s),
+    )
+
+
+def auth_params(config: ToolsConfig) -> dict[str, str]:
+    """The `[http] query` parameters every request carries (https only, see `config`)."""
+    return {name: value.get_secret_value() for name, value in config.query.items()}
+
+
+def build_note(
+    client: httpx.AsyncClient,
+    config: ToolsConfig,
+    spec: HttpToolConfig,
+    args: Mapping[str, Any],
+    ctx: ToolContext,
+    timeout_s: float,
+) -> httpx.Request:
+    """The `note` POST after a change (see `config`): its own idempotency key."""
+    note = spec.note
+    assert note is not None
+    url = note.url.format_map({name: _encode(args[name]) for name in spec.note_placeholders})
+    keyed = {**args, **address_values(spec, args), IDEMPOTENCY_KEY: ctx.idempotency_key}
+    headers = {"Accept": "application/json"}
+    headers.update({name: value.get_secret_value() for name, value in config.headers.items()})
+    headers["X-Stepwise-User"] = str(ctx.user_id)
+    headers["X-Stepwise-Trace"] = ctx.trace_id
+    headers["Idempotency-Key"] = f"{ctx.idempotency_key}:note"
+    return client.build_request(
+        "POST",
+        url,
+        params=auth_params(config),
+        json=render_body(note.body, keyed),
+        headers=headers,
+        timeout=httpx.Timeout(timeout_s),
     )
 
 
@@ -272,7 +314,33 @@ class _HttpTool:
                 # The change itself was never sent, whatever became of the read.
                 exc.may_have_happened = False
                 raise
-        return await self.send(values, ctx)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._spec.timeout_s
+        data = await self.send(values, ctx)
+        if self._spec.note is not None:
+            await self._note(values, ctx, deadline - loop.time())
+        return data
+
+    async def _note(self, values: Mapping[str, Any], ctx: ToolContext, budget_s: float) -> None:
+        """Leave the `note` at the backend; never raises (the change is done whatever it
+        answers), and keeps within the call's budget (with less than a tenth of a second
+        left it is skipped and logged)."""
+        name = self._spec.name
+        if budget_s < 0.15:
+            log.warning("http tool %s: note skipped (no time left)", name)
+            return
+        request = build_note(self._client, self._config, self._spec, values, ctx, budget_s - 0.05)
+        reading = Reading(redact=self._config.redact)
+        outcome = await _exchange(self._client, request, f"{name} note", reading)
+        if outcome.ok or outcome.error_type is ErrorType.EMPTY_RESULT:
+            log.info("http tool %s: note POST %s", name, outcome.status)
+        else:
+            log.warning(
+                "http tool %s: note not recorded: %s",
+                name,
+                self._config.redact(outcome.message),
+                extra={"trace_id": ctx.trace_id},
+            )
 
     def _resends(self, outcome: HttpOutcome) -> bool:
         """Whether a Retry-After may re-send within the attempt: not a change that may have
@@ -319,7 +387,11 @@ class _HttpTool:
         headers["X-Stepwise-User"] = str(ctx.user_id)
         headers["X-Stepwise-Trace"] = ctx.trace_id
         request = self._client.build_request(
-            "GET", url, headers=headers, timeout=httpx.Timeout(self._spec.timeout_s)
+            "GET",
+            url,
+            params=auth_params(self._config),
+            headers=headers,
+            timeout=httpx.Timeout(self._spec.timeout_s),
         )
         reading = Reading(errors=self._spec.errors, args=values, redact=self._config.redact)
         outcome = await _exchange(self._client, request, f"{self._spec.name} reconcile", reading)
