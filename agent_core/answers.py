@@ -79,6 +79,12 @@ NEXT_STEP_AFTER_FAILURE: dict[str, dict[Language, str]] = {
         ZH: "请不要重复提交，我们的同事核实后会在这里回复你。",
         EN: "Please don't send it again; a colleague will check and reply to you here.",
     },
+    # The shop's own system is broken (its key refused, its server failing): not the
+    # customer's doing, and a person has been told.
+    ErrorType.BACKEND: {
+        ZH: "请稍后再试。",
+        EN: "Please try again a little later.",
+    },
     "max_steps": {
         ZH: "请把问题拆成更小的请求，或联系人工客服。",
         EN: "Please split the request into smaller ones, or contact a human agent.",
@@ -324,6 +330,13 @@ def _describe_failure(step: PlanStep, lang: Language, order_id: str, spec: ToolS
         )
     if error is ErrorType.EMPTY_RESULT:
         return f"{step.goal}：没有找到结果。" if lang is ZH else f"{step.goal}: nothing was found."
+    if error is ErrorType.BACKEND:
+        return (
+            f"{step.goal}：我们的订单系统出了问题，这次没有完成；已通知工作人员。"
+            if lang is ZH
+            else f"{step.goal}: our order system has a problem, so this was not done; "
+            "a person has been told."
+        )
     if error is ErrorType.UNKNOWN_OUTCOME:
         # Honest both ways: it may have been made, and it must not be asked for again.
         return (
@@ -424,6 +437,7 @@ def _failure_label(step: PlanStep, zh: bool) -> str:
         ErrorType.TIMEOUT: ("多次超时", "timed out"),
         ErrorType.UNAVAILABLE: ("服务暂不可用", "service unavailable"),
         ErrorType.INVALID_ARGUMENTS: ("无法执行", "could not be done"),
+        ErrorType.BACKEND: ("订单系统故障", "order system problem"),
     }
     if error is ErrorType.UNKNOWN_OUTCOME:
         # Not a failure the customer may retry: it may have been done.

@@ -95,9 +95,11 @@ GET_ORDER_STATUS: Final = ToolSpec(
         labels={
             "status": {
                 "pending": Texts(zh="待发货", en="not shipped yet"),
+                "paid": Texts(zh="已付款，待发货", en="paid and not shipped yet"),
                 "shipping": Texts(zh="运输中", en="on its way"),
                 "delivered": Texts(zh="已签收", en="delivered"),
                 "cancelled": Texts(zh="已取消", en="cancelled"),
+                "refunded": Texts(zh="已退款", en="refunded"),
             }
         },
     ),
@@ -153,6 +155,17 @@ SEARCH_POLICY: Final = ToolSpec(
             reason=Texts(
                 zh="订单 {order_id} 已取消，不涉及延迟补偿。",
                 en="Order {order_id} is cancelled, so delay compensation does not apply.",
+            ),
+        ),
+        rule(
+            "refunded_needs_no_compensation",
+            after=STATUS,
+            field="status",
+            values={"refunded"},
+            skip_tag=StepTag.DELAY_COMPENSATION,
+            reason=Texts(
+                zh="订单 {order_id} 已退款，不涉及延迟补偿。",
+                en="Order {order_id} has been refunded, so delay compensation does not apply.",
             ),
         ),
     ),
@@ -222,6 +235,17 @@ CANCEL_ORDER: Final = ToolSpec(
                 en="Order {order_id} is already cancelled; nothing more to do.",
             ),
         ),
+        rule(
+            "refunded_cannot_be_cancelled",
+            after=STATUS,
+            field="status",
+            values={"refunded"},
+            skip_tag=StepTag.CANCEL,
+            reason=Texts(
+                zh="订单 {order_id} 已经退款，无需取消。",
+                en="Order {order_id} has already been refunded; there is nothing to cancel.",
+            ),
+        ),
     ),
 )
 
@@ -275,7 +299,7 @@ REQUEST_RETURN: Final = ToolSpec(
             "return_needs_delivery",
             after=STATUS,
             field="status",
-            values={"pending", "shipping"},
+            values={"pending", "paid", "shipping"},
             skip_tool="request_return",
             reason=Texts(
                 zh="订单 {order_id} 还没有签收，签收后才能申请退货。",
@@ -294,6 +318,17 @@ REQUEST_RETURN: Final = ToolSpec(
             reason=Texts(
                 zh="订单 {order_id} 已取消，无需退货。",
                 en="Order {order_id} is cancelled, so there is nothing to return.",
+            ),
+        ),
+        rule(
+            "refunded_needs_no_return",
+            after=STATUS,
+            field="status",
+            values={"refunded"},
+            skip_tool="request_return",
+            reason=Texts(
+                zh="订单 {order_id} 已经退款，无法再申请退货；如有疑问请联系人工客服。",
+                en="Order {order_id} has already been refunded, so a return can't be requested; a person can help with anything else.",
             ),
         ),
     ),
@@ -320,6 +355,20 @@ REQUEST_REFUND: Final = ToolSpec(
     bounds={"order_id": 64, "refund_id": 64, "amount": 20},
     view=ResultView(
         lines=(
+            # A backend that only records the refund (WooCommerce with api_refund = false)
+            # says so with `money_moved: false`: the customer must not wait for the money.
+            Template(
+                zh=(
+                    "订单 {order_id} 的退款已登记：{amount} 元，退款单号 {refund_id}。"
+                    "这笔钱不会自动退回，店铺会另行退款给你。"
+                ),
+                en=(
+                    "A refund of {amount} for order {order_id} has been recorded (refund "
+                    "number {refund_id}). No money has moved yet: the shop pays it back "
+                    "separately."
+                ),
+                when={"money_moved": ("False",)},
+            ),
             Template(
                 zh="订单 {order_id} 的退款申请已提交：{amount} 元，退款单号 {refund_id}。",
                 en=(
@@ -389,6 +438,17 @@ REQUEST_REFUND: Final = ToolSpec(
                 en="Order {order_id} is cancelled, so its payment is already being refunded.",
             ),
         ),
+        rule(
+            "already_refunded",
+            after=STATUS,
+            field="status",
+            values={"refunded"},
+            skip_tool="request_refund",
+            reason=Texts(
+                zh="订单 {order_id} 已经全额退款，无需再申请退款。",
+                en="Order {order_id} has already been refunded in full; nothing more to request.",
+            ),
+        ),
     ),
 )
 
@@ -440,7 +500,15 @@ CHANGE_ADDRESS: Final = ToolSpec(
         "address": Texts(
             zh="地址需要 5 到 200 个字，写在一行里，不能包含控制字符",
             en="the address must be 5 to 200 characters on one line",
-        )
+        ),
+        # A shop that stores the address in parts (`address_parts` in the tools file).
+        "address_parts": Texts(
+            zh="请按“街道门牌, 城市, 邮编”的格式重新发送新地址，例如：海港路 7 号, 宁波, 315000",
+            en=(
+                "please send the new address again as street, city, postcode, for example: "
+                "7 Harbour Road, Ningbo, 315000"
+            ),
+        ),
     },
     skip_rules=(
         rule(
@@ -466,6 +534,17 @@ CHANGE_ADDRESS: Final = ToolSpec(
             reason=Texts(
                 zh="订单 {order_id} 已取消，无需修改地址。",
                 en="Order {order_id} is cancelled, so there is no address to change.",
+            ),
+        ),
+        rule(
+            "refunded_needs_no_address",
+            after=STATUS,
+            field="status",
+            values={"refunded"},
+            skip_tool="change_address",
+            reason=Texts(
+                zh="订单 {order_id} 已退款，无需修改地址。",
+                en="Order {order_id} has been refunded, so there is no address to change.",
             ),
         ),
     ),
@@ -510,7 +589,7 @@ TRACK_PARCEL: Final = ToolSpec(
             "not_shipped_no_parcel",
             after=STATUS,
             field="status",
-            values={"pending"},
+            values={"pending", "paid"},
             skip_tool="track_parcel",
             reason=Texts(
                 zh="订单 {order_id} 还没有发货，暂时没有物流信息。",
@@ -526,6 +605,17 @@ TRACK_PARCEL: Final = ToolSpec(
             reason=Texts(
                 zh="订单 {order_id} 已取消，没有需要跟踪的包裹。",
                 en="Order {order_id} is cancelled, so there is no parcel to track.",
+            ),
+        ),
+        rule(
+            "refunded_no_parcel",
+            after=STATUS,
+            field="status",
+            values={"refunded"},
+            skip_tool="track_parcel",
+            reason=Texts(
+                zh="订单 {order_id} 已退款，没有包裹可查。",
+                en="Order {order_id} has been refunded, so there is no parcel to track.",
             ),
         ),
     ),

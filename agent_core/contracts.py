@@ -26,8 +26,11 @@ from pydantic import (
 )
 
 PolicyLang = Literal["zh", "en"]
-OrderStatus = Literal["pending", "shipping", "delivered", "cancelled"]
-ORDER_STATUSES: Final = ("pending", "shipping", "delivered", "cancelled")
+# "paid": paid for, not shipped yet (a refund or a cancel both give the money back);
+# "refunded": the shop paid it all back and closed it. The built-in demo shop uses neither;
+# a shop's own API may (WooCommerce's "processing" and "refunded").
+OrderStatus = Literal["pending", "paid", "shipping", "delivered", "cancelled", "refunded"]
+ORDER_STATUSES: Final = ("pending", "paid", "shipping", "delivered", "cancelled", "refunded")
 
 MAX_AMOUNT: Final = Decimal("1000000")
 

@@ -84,6 +84,7 @@ from agent_core.approval import StaffRule, needed_approval
 from agent_core.catalog import rules_of
 from agent_core.logcontext import log_fields
 from agent_core.models import (
+    SERVER_ERROR_CODE,
     Decision,
     ErrorType,
     EventKind,
@@ -455,6 +456,14 @@ class Executor:
         if decision is Decision.PAUSE and step.approval is not None:
             # Already approved and the tool still wants a confirmation: asking again would loop.
             decision = Decision.STOP
+        if (
+            decision is Decision.STOP
+            and result.error_type is ErrorType.UNAVAILABLE
+            and result.code == SERVER_ERROR_CODE
+        ):
+            # The backend's own server kept failing through every retry: not a busy moment
+            # but a broken shop system, for staff to fix (the customer is told so).
+            result = result.model_copy(update={"error_type": ErrorType.BACKEND})
 
         if decision is Decision.RETRY:
             await self._retry(batch, step, result, attempt)

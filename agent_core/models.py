@@ -81,6 +81,16 @@ class ErrorType(StrEnum):
     # A change that may have reached a backend which ignores idempotency keys, and whose
     # reconcile read could not tell whether it happened: never sent again, staff check it.
     UNKNOWN_OUTCOME = "unknown_outcome"
+    # The shop's own system is broken, not the customer's request: its credentials were
+    # refused (401, or a code the tools file maps to "backend"), it kept failing (5xx)
+    # after every retry, or its answer broke the contract. Never "not found" to the
+    # customer; the run is flagged and the staff group alerted (`bot.alerts`).
+    BACKEND = "backend"
+
+
+# The code of an `unavailable` failure that was the backend's own server error (a 5xx): when
+# the retries run out it is a `backend` failure, not a busy moment (`agent_core.executor`).
+SERVER_ERROR_CODE = "server_error"
 
 
 class StepTag(StrEnum):

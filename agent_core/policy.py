@@ -36,6 +36,7 @@ DEFAULT_TABLE: Mapping[ErrorType, Decision] = MappingProxyType(
         ErrorType.PERMISSION_DENIED: Decision.STOP,
         ErrorType.INTERNAL: Decision.STOP,
         ErrorType.UNKNOWN_OUTCOME: Decision.STOP,
+        ErrorType.BACKEND: Decision.STOP,
     }
 )
 

@@ -207,7 +207,13 @@ def fail_step(
     now: datetime,
     catalog: Catalog = CATALOG,
 ) -> list[RunEvent]:
-    """The step failed for good: it and the run stop (`step_failed`, `run_finished`)."""
+    """The step failed for good: it and the run stop (`step_failed`, `run_finished`). A
+    failure of the shop's own system (`backend`) also flags the run for staff (`notice`)."""
+    flagged = (
+        [noticed(run, step, BACKEND_NOTICE.format(tool=step.tool, detail=error.message), now=now)]
+        if error.error_type is ErrorType.BACKEND
+        else []
+    )
     _failed_attempt(step, error)
     step.status = StepStatus.FAILED
     step.finished_at = now
@@ -222,7 +228,14 @@ def fail_step(
         message=error.message,
     )
     run.stop_reason = error.error_type.value
-    return [failed, finish(run, RunStatus.FAILED, now=now, catalog=catalog)]
+    return [*flagged, failed, finish(run, RunStatus.FAILED, now=now, catalog=catalog)]
+
+
+BACKEND_NOTICE = (
+    "backend failure: {tool} could not use the shop's system (refused credentials, "
+    "repeated server errors or an answer that breaks the contract); fix it at the shop "
+    "({detail})"
+)
 
 
 def reject_plan(

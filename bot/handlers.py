@@ -50,6 +50,7 @@ from agent_core.models import (
     StepStatus,
     utcnow,
 )
+from bot.alerts import AlertGate, alert_backend
 from bot.callbacks import (
     ChoiceData,
     CloseHandoffData,
@@ -135,6 +136,8 @@ class StepwiseBot:
         # `/status` in the staff group: the readiness report in words (`bot.health`), set
         # by whoever runs the health checks (`stepwise serve`); None: not available here.
         self.readiness: Callable[[], Awaitable[str]] | None = None
+        # One staff alert per backend incident and 10 minutes, per process (`bot.alerts`).
+        self.alerts = AlertGate()
         # Human handoff (issue 14); without a desk (no bot to talk to staff) none opens.
         self.handoff = handoff
         if handoff is not None:
@@ -411,6 +414,7 @@ class StepwiseBot:
             return opened_text(opened, run.language), None
         if unclear_change(run) is not None:
             await self.handoff.alert_unclear_change(run)
+        await alert_backend(self.handoff, run, self.alerts)
         previous = None
         if run.status is RunStatus.NEEDS_CLARIFICATION and self.handoff.staff_chat_id is not None:
             page = await self.store.history.list_runs(chat_id=run.chat_id, limit=2)

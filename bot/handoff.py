@@ -672,6 +672,17 @@ class HandoffDesk:
             await self._post_for_customer(run, name, text, None, "unclear-change alert") is not None
         )
 
+    async def post_in_general(self, text: str, what: str) -> bool:
+        """Post HTML `text` in the staff group's General topic (no customer's topic)."""
+        if self.staff_chat_id is None:
+            return False
+        try:
+            await self.bot.send_message(self.staff_chat_id, text, parse_mode=ParseMode.HTML)
+        except TelegramError as exc:
+            log.warning("%s not posted: %s", what, exc)
+            return False
+        return True
+
     async def _customer_name(self, run: Run) -> str:
         """The name staff know the run's customer by (never a bare id where a name is known)."""
         customer = CUSTOMER.get()

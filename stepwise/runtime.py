@@ -28,6 +28,7 @@ from agent_core.planner import Planner, RuleBasedPlanner
 from agent_core.policy import FailurePolicy
 from agent_core.shop import shop_tools
 from agent_core.tools import Tool, ToolRegistry
+from bot.redact import redact_in_logs
 from stepwise.settings import Settings
 from storage.inbox import new_run_id
 from storage.leases import Lease, LeaseKeeper, process_owner
@@ -143,6 +144,9 @@ async def open_runtime(
     """
     # A bad tools file fails before anything is opened (ToolsConfigError: one clear line).
     http_config = load_tools_config(settings.tools_path) if settings.tools_path else None
+    if http_config is not None:
+        # httpx logs every request url at INFO: `[http] query` keys must not be in them.
+        redact_in_logs(*http_config.url_secrets())
     lease = Lease(process_owner(), length=timedelta(seconds=settings.lease_s))
     store = await open_store(settings.db_path, busy_timeout_s=settings.db_timeout_s, lease=lease)
     shop: DemoShop | None = None

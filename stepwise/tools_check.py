@@ -46,9 +46,10 @@ def check_line(check: ToolCheck) -> str:
     if check.status is None:
         return f"  {check.name}: probe FAILED: {check.error}"
     verdict = "ok" if check.passed else "FAILED"
-    return (
+    line = (
         f"  {check.name}: probe HTTP {check.status} in {check.latency_ms or 0.0:.0f} ms {verdict}"
     )
+    return line + (f": {check.problem}" if check.problem else "")
 
 
 async def print_tools_check(

@@ -203,7 +203,8 @@ MAPPING_ROWS = [
     ("search_policy", js({"results": []}), EMPTY),
     ("get_order_status", js({}), EMPTY),
     ("get_order_status", js({"error": "no such order"}, 404), ErrorType.NOT_FOUND),
-    ("get_order_status", js({}, 401), ErrorType.PERMISSION_DENIED),
+    # The shop refused stepwise's own key (issue 22): a backend failure, never "not found".
+    ("get_order_status", js({}, 401), ErrorType.BACKEND),
     ("get_order_status", js({}, 403), ErrorType.PERMISSION_DENIED),
     ("get_order_status", js({}, 400), ErrorType.INVALID_ARGUMENTS),
     ("get_order_status", js({}, 409), ErrorType.INVALID_ARGUMENTS),
@@ -214,7 +215,7 @@ MAPPING_ROWS = [
     ("get_order_status", Reply(502), ErrorType.UNAVAILABLE),
     ("get_order_status", Reply(503), ErrorType.UNAVAILABLE),
     ("get_order_status", Reply(504), ErrorType.UNAVAILABLE),
-    ("get_order_status", Reply(200, b"<html>hi</html>"), ErrorType.INTERNAL),
+    ("get_order_status", Reply(200, b"<html>hi</html>"), ErrorType.BACKEND),
     ("get_order_status", Reply(302, headers={"Location": "/elsewhere"}), ErrorType.INTERNAL),
     ("get_order_status", Reply(418), ErrorType.INTERNAL),
 ]
@@ -242,13 +243,13 @@ async def test_each_response_maps_to_its_result(
     assert len(upstream.seen) == 1  # no Retry-After: no retry inside the attempt
 
 
-async def test_a_non_json_2xx_is_a_clear_internal_error(
+async def test_a_non_json_2xx_is_a_clear_backend_error(
     upstream: Upstream, client: httpx.AsyncClient, tmp_path: Path
 ) -> None:
     upstream.script(Reply(200, b"<html>maintenance</html>", {"Content-Type": "text/html"}))
     tools = registry(load(tmp_path, shop_toml(upstream.base)), client)
     failure = error(await tools.call("get_order_status", {"order_id": "A1001"}, CTX))
-    assert failure.error_type is ErrorType.INTERNAL
+    assert failure.error_type is ErrorType.BACKEND
     assert failure.message == "upstream answered HTTP 200 with a body that is not JSON"
 
 
@@ -297,7 +298,7 @@ CONTRACT_ROWS = [  # pydantic names the field (the contracts are models)
 
 
 @pytest.mark.parametrize(("tool", "reply", "field_named"), CONTRACT_ROWS)
-async def test_a_2xx_that_breaks_the_contract_is_internal_naming_the_field(
+async def test_a_2xx_that_breaks_the_contract_is_a_backend_failure_naming_the_field(
     tool: str,
     reply: Reply,
     field_named: str,
@@ -309,7 +310,7 @@ async def test_a_2xx_that_breaks_the_contract_is_internal_naming_the_field(
     tools = registry(load(tmp_path, shop_toml(upstream.base)), client)
     args = {"query": "refund"} if tool == "search_policy" else {"order_id": "A1001"}
     failure = error(await tools.call(tool, args, CTX))
-    assert failure.error_type is ErrorType.INTERNAL
+    assert failure.error_type is ErrorType.BACKEND
     assert failure.message.startswith(f"{tool} response breaks the contract: ")
     assert field_named in failure.message
 

@@ -126,7 +126,7 @@ async def test_10_a_secret_at_any_offset_around_the_clip_never_survives(
                 upstream.replies["/orders/A1001"] = (401, body.encode())
                 result = await tools.call("get_order_status", {"order_id": "A1001"}, ctx)
                 assert isinstance(result, ToolError), result
-                assert result.error_type is ErrorType.PERMISSION_DENIED
+                assert result.error_type is ErrorType.BACKEND  # the key refused (issue 22)
                 assert _leaks(result.message) == [], (offset, shape, result.message)
                 if offset + 10 < MESSAGE_LIMIT:  # before the cut: shown as redacted
                     assert "auth ***" in result.message, result.message

@@ -42,6 +42,7 @@ def test_the_decision_for_every_error_type() -> None:
         ErrorType.PERMISSION_DENIED: Decision.STOP,
         ErrorType.INTERNAL: Decision.STOP,
         ErrorType.UNKNOWN_OUTCOME: Decision.STOP,
+        ErrorType.BACKEND: Decision.STOP,
     }
     assert dict(DEFAULT_TABLE) == decisions
 

@@ -2,15 +2,24 @@
 
 `check_tools` returns typed records in the order a report lists them; the CLI words them
 (`stepwise.tools_check`). A probe GETs a read tool once with its example arguments and
-passes on 2xx or 404 (the example order may not exist upstream). High-risk and non-GET
-tools are never probed: a probe must not change anything.
+passes on a JSON 2xx, or on a JSON 404 that is the API saying "no such order" (the
+example order may not exist upstream). It fails, naming what to fix (`probe_problem`), on:
+
+- a 404 of the route itself, not of the order: WordPress's `rest_no_route`, an HTML 404
+  page, or any answer that is not JSON: the `url` (its base address) is wrong;
+- 401 or 403, or an error code the tool's `errors.map` calls `backend`: the shop refused
+  the credentials in `[http]` (a revoked or mistyped key);
+- anything else that is not a 2xx.
+
+High-risk and non-GET tools are never probed: a probe must not change anything.
 """
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
-from typing import Literal
+from typing import Any, Final, Literal
 
 import httpx
 from pydantic import BaseModel, ConfigDict
@@ -18,7 +27,9 @@ from pydantic import BaseModel, ConfigDict
 from agent_core.catalog import CATALOG
 from agent_core.http.client import build_request, new_client, transport_message
 from agent_core.http.config import HttpToolConfig, ToolsConfig
-from agent_core.models import Risk
+from agent_core.http.mapping import ErrorMapping, search
+from agent_core.http.responses import clip
+from agent_core.models import ErrorType, Risk
 from agent_core.tools import ToolContext
 
 
@@ -55,6 +66,8 @@ class ProbeResult(BaseModel):
     latency_ms: float | None = None
     # Why no answer came (redacted); None when one did.
     error: str | None = None
+    # What the answer says is misconfigured and what to fix (redacted); None when nothing.
+    problem: str | None = None
 
 
 ToolCheck = ConfiguredTool | MissingTool | ProbeResult
@@ -102,16 +115,84 @@ async def _probe(
     started = time.perf_counter()
     try:
         response = await client.send(request, stream=True)
-        await response.aclose()
+        try:
+            body = b""
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > PROBE_BODY_BYTES:
+                    break
+        finally:
+            await response.aclose()
     except httpx.HTTPError as exc:
         error = config.redact(transport_message(exc, config.redact))
         return result.model_copy(update={"probed": True, "passed": False, "error": error})
     status = response.status_code
+    problem = probe_problem(status, response.headers.get("content-type", ""), body, spec.errors)
     return result.model_copy(
         update={
             "probed": True,
-            "passed": 200 <= status < 300 or status == 404,
+            "passed": problem is None,
             "status": status,
             "latency_ms": (time.perf_counter() - started) * 1000,
+            "problem": None if problem is None else config.redact(problem),
         }
     )
+
+
+# Error codes that say the route does not exist (the base url is wrong), not the order.
+ROUTE_CODES: Final = frozenset({"rest_no_route", "rest_no_route_found"})
+# A probe reads this much of an answer: enough for an error body, never a whole page.
+PROBE_BODY_BYTES: Final = 64 * 1024
+
+
+def probe_problem(
+    status: int, content_type: str, body: bytes, errors: ErrorMapping | None = None
+) -> str | None:
+    """What a probe's answer says is misconfigured, as "what is wrong; what to fix"; None
+    when the answer is one the tool can read (a JSON 2xx, or the API's own "no such
+    order"). Pure."""
+    data = _json(body) if "json" in content_type.lower() else None
+    code, message = _error_code(data, errors)
+    meaning = _mapped(code, errors)
+    said = f" ({clip(code + (': ' + message if message else ''))})" if code else ""
+    if status in (401, 403) or meaning is ErrorType.BACKEND:
+        return (
+            f"the shop refused the credentials{said}; check the key in [http] "
+            "(revoked, mistyped, or without read/write access)"
+        )
+    if data is None:
+        kind = content_type.split(";")[0].strip() or "no content type"
+        return (
+            f"the answer is not JSON ({kind}); the url's base address looks wrong "
+            "(a web page, not the API), fix `url`"
+        )
+    if code in ROUTE_CODES:
+        return f"no such route{said}; the url's base address looks wrong, fix `url`"
+    if 200 <= status < 300 or status == 404:
+        return None
+    return f"the API answered HTTP {status}{said}"
+
+
+def _json(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _error_code(data: Any, errors: ErrorMapping | None) -> tuple[str | None, str | None]:
+    if not isinstance(data, dict):
+        return None, None
+    errors = errors or ErrorMapping()
+    code, text = search(errors.code, data), search(errors.message, data)
+    return (
+        str(code) if isinstance(code, str | int) else None,
+        text if isinstance(text, str) else None,
+    )
+
+
+def _mapped(code: str | None, errors: ErrorMapping | None) -> ErrorType | None:
+    if code is None or errors is None:
+        return None
+    meaning = errors.map.get(code)
+    return ErrorType(meaning.partition(":")[0]) if meaning else None

@@ -28,9 +28,11 @@ from typing import Any, Final
 from urllib.parse import quote
 
 import httpx
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticCustomError
 
-from agent_core.http.config import DEFAULT_TIMEOUT_S, HttpToolConfig, ToolsConfig
+from agent_core.http.address import split_address
+from agent_core.http.config import DEFAULT_TIMEOUT_S, AddressParts, HttpToolConfig, ToolsConfig
 from agent_core.http.graphql import Lookup, Operation, Reconcile, read_answer
 from agent_core.http.mapping import IDEMPOTENCY_KEY, ReconcileRead, render_body
 from agent_core.http.responses import HttpOutcome, Reading, clip, map_response
@@ -79,6 +81,11 @@ def build_http_tools(
     by_name = {spec.name: spec for spec in config.tools}
     tools = []
     for spec in config.tools:
+        entry = spec.spec
+        if spec.address_parts is not None:
+            # An address that cannot be split is refused before anyone confirms it.
+            checked = address_checked(entry.args_model, spec.address_parts)
+            entry = entry.model_copy(update={"args_model": checked})
         handler = _HttpTool(
             spec,
             config,
@@ -88,7 +95,7 @@ def build_http_tools(
         )
         tools.append(
             Tool.of(
-                spec.spec,
+                entry,
                 handler,
                 timeout_s=spec.timeout_s,
                 max_retries=spec.max_retries,
@@ -123,17 +130,96 @@ def build_request(
     if spec.method == "GET":
         params = render_body(spec.query, args) if spec.query is not None else rest
         return client.build_request(
-            "GET", url, params=params, headers=headers, timeout=httpx.Timeout(timeout_s)
+            "GET",
+            url,
+            params={**params, **auth_params(config)},
+            headers=headers,
+            timeout=httpx.Timeout(timeout_s),
         )
     headers["Idempotency-Key"] = ctx.idempotency_key
-    keyed = {**args, IDEMPOTENCY_KEY: ctx.idempotency_key}
+    keyed = {**args, **address_values(spec, args), IDEMPOTENCY_KEY: ctx.idempotency_key}
     if spec.graphql is not None:
         body: Any = spec.graphql.body(keyed)
     else:
         body = render_body(spec.body, keyed) if spec.body is not None else rest
     return client.build_request(
-        spec.method, url, json=body, headers=headers, timeout=httpx.Timeout(timeout_s)
+        spec.method,
+        url,
+        params=auth_params(config),
+        json=body,
+        headers=headers,
+        timeout=httpx.Timeout(timeout_s),
     )
+
+
+def auth_params(config: ToolsConfig) -> dict[str, str]:
+    """The `[http] query` parameters every request carries (https only, see `config`)."""
+    return {name: value.get_secret_value() for name, value in config.query.items()}
+
+
+def build_note(
+    client: httpx.AsyncClient,
+    config: ToolsConfig,
+    spec: HttpToolConfig,
+    args: Mapping[str, Any],
+    ctx: ToolContext,
+    timeout_s: float,
+) -> httpx.Request:
+    """The `note` POST after a change (see `config`): its own idempotency key."""
+    note = spec.note
+    assert note is not None
+    url = note.url.format_map({name: _encode(args[name]) for name in spec.note_placeholders})
+    keyed = {**args, **address_values(spec, args), IDEMPOTENCY_KEY: ctx.idempotency_key}
+    headers = {"Accept": "application/json"}
+    headers.update({name: value.get_secret_value() for name, value in config.headers.items()})
+    headers["X-Stepwise-User"] = str(ctx.user_id)
+    headers["X-Stepwise-Trace"] = ctx.trace_id
+    headers["Idempotency-Key"] = f"{ctx.idempotency_key}:note"
+    return client.build_request(
+        "POST",
+        url,
+        params=auth_params(config),
+        json=render_body(note.body, keyed),
+        headers=headers,
+        timeout=httpx.Timeout(timeout_s),
+    )
+
+
+def address_values(spec: HttpToolConfig, args: Mapping[str, Any]) -> dict[str, str]:
+    """`{address_1}`, `{city}`, `{postcode}`, `{country}` of a tool with `address_parts`
+    (empty otherwise; its arguments were checked to split, see `address_checked`)."""
+    parts = spec.address_parts
+    if parts is None:
+        return {}
+    return split_address(str(args.get(parts.arg) or ""), parts.country) or {}
+
+
+def address_checked(model: type[BaseModel], parts: AddressParts) -> type[BaseModel]:
+    """`model`, refusing an address `split_address` cannot split: a validation error of
+    `address_parts`, which the tool's `arg_hints` word for the customer."""
+
+    class Checked(model):  # type: ignore[valid-type,misc]
+        @classmethod
+        def model_validate(cls, obj: Any, **kwargs: Any) -> Any:
+            parsed = super().model_validate(obj, **kwargs)
+            if split_address(str(getattr(parsed, parts.arg)), parts.country) is None:
+                raise ValidationError.from_exception_data(
+                    model.__name__,
+                    [
+                        {
+                            "type": PydanticCustomError(
+                                "address_parts",
+                                "cannot tell the street, city and postcode apart",
+                            ),
+                            "loc": ("address_parts",),
+                            "input": getattr(parsed, parts.arg),
+                        }
+                    ],
+                )
+            return parsed
+
+    Checked.__name__ = model.__name__
+    return Checked
 
 
 class _BodyTooLarge(Exception):
@@ -245,12 +331,38 @@ class _HttpTool:
                 # The change itself was never sent, whatever became of the read.
                 exc.may_have_happened = False
                 raise
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._spec.timeout_s
         lookup = self._spec.graphql.lookup if self._spec.graphql is not None else None
         if lookup is not None:
             # What the change needs and the customer cannot say (the order's global id);
             # it fails (not found, not yours) before anything is sent.
             values = {**values, **await self._lookup(lookup, values, ctx)}
-        return await self.send(values, ctx)
+        data = await self.send(values, ctx)
+        if self._spec.note is not None:
+            await self._note(values, ctx, deadline - loop.time())
+        return data
+
+    async def _note(self, values: Mapping[str, Any], ctx: ToolContext, budget_s: float) -> None:
+        """Leave the `note` at the backend; never raises (the change is done whatever it
+        answers), and keeps within the call's budget (with less than a tenth of a second
+        left it is skipped and logged)."""
+        name = self._spec.name
+        if budget_s < 0.15:
+            log.warning("http tool %s: note skipped (no time left)", name)
+            return
+        request = build_note(self._client, self._config, self._spec, values, ctx, budget_s - 0.05)
+        reading = Reading(redact=self._config.redact)
+        outcome = await _exchange(self._client, request, f"{name} note", reading)
+        if outcome.ok or outcome.error_type is ErrorType.EMPTY_RESULT:
+            log.info("http tool %s: note POST %s", name, outcome.status)
+        else:
+            log.warning(
+                "http tool %s: note not recorded: %s",
+                name,
+                self._config.redact(outcome.message),
+                extra={"trace_id": ctx.trace_id},
+            )
 
     def _graphql_request(
         self, operation: Operation, values: Mapping[str, Any], ctx: ToolContext, budget_s: float
@@ -364,7 +476,11 @@ class _HttpTool:
         headers["X-Stepwise-User"] = str(ctx.user_id)
         headers["X-Stepwise-Trace"] = ctx.trace_id
         request = self._client.build_request(
-            "GET", url, headers=headers, timeout=httpx.Timeout(self._spec.timeout_s)
+            "GET",
+            url,
+            params=auth_params(self._config),
+            headers=headers,
+            timeout=httpx.Timeout(self._spec.timeout_s),
         )
         reading = Reading(errors=self._spec.errors, args=values, redact=self._config.redact)
         outcome = await _exchange(self._client, request, f"{self._spec.name} reconcile", reading)
@@ -379,6 +495,7 @@ class _HttpTool:
         if outcome.error_type is not None:
             raise ToolFailure(outcome.error_type, self._config.redact(outcome.message))
         texts = {k: str(v) for k, v in values.items() if v is not None}
+        texts.update(address_values(self._spec, values))
         texts[IDEMPOTENCY_KEY] = ctx.idempotency_key
         found = read.find(outcome.data, texts)
         if found is None:

@@ -40,13 +40,26 @@ refused with one line naming the file, the tool and the missing field.
 - `graphql`: the request is one GraphQL operation (POST, no `body`): its `query`, templated
   `variables`, user errors, a `lookup` before a change and a reconcile query
   (`agent_core.http.graphql`).
+- `address_parts`: `{ arg = "address", country = "CN" }`: the argument holding a customer's
+  one-line address is split into `{address_1}`, `{city}`, `{postcode}`, `{country}` for
+  `body` and `reconcile.match` (`agent_core.http.address`; `country` when the text names
+  none). An address that cannot be split is refused before the customer is asked to
+  confirm, with the hint to write it as "street, city, postcode".
 - `probe_args`: arguments for `stepwise tools check --probe` (a catalog tool has defaults);
   validated against the arguments at load.
 
 `[http]`: `headers` sent on every request, where `${VAR}` is taken from the environment at
-load; `probe_user_id` (default 0) is the X-Stepwise-User a probe sends.
+load; `query`: query-string parameters sent on every request, the same way, for hosts that
+strip the Authorization header (WooCommerce's `consumer_key`/`consumer_secret`): refused
+unless every url of the file is https:// (a key in a plain http url is readable on the
+way); `probe_user_id` (default 0) is the X-Stepwise-User a probe sends.
 
-Every header value is treated as a secret: kept as `SecretStr`, never logged, and removed
+- `note`: `{ url = "...", body = { ... } }`, a POST sent after a change succeeded, to leave
+  a record at the backend (WooCommerce's order notes); its body may use the arguments and
+  `{idempotency_key}`. Best effort: it never fails the change, which already happened; a
+  failed note is logged. Not sent when a change is found by its reconcile read.
+
+Every header and query value is treated as a secret: kept as `SecretStr`, never logged, and removed
 from every message this module produces (an upstream that echoes a header back included;
 values under 4 characters are not worth hiding and would garble the messages). A secret
 is removed before any message is clipped, and so is any part of it of 6 or more
@@ -68,11 +81,13 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, NoReturn
+from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from agent_core.catalog import CATALOG
+from agent_core.http.address import ADDRESS_PARTS
 from agent_core.http.declare import DECLARATION_KEYS, Problem, declare
 from agent_core.http.graphql import GraphQLTool
 from agent_core.http.mapping import IDEMPOTENCY_KEY, ErrorMapping, ReconcileRead, ResponseMapping
@@ -125,6 +140,9 @@ class HttpToolConfig(BaseModel):
     reconcile_placeholders: tuple[str, ...] = ()
     # The GraphQL operation the request sends (`agent_core.http.graphql`), if it is one.
     graphql: GraphQLTool | None = None
+    address_parts: AddressParts | None = None
+    note: FollowUp | None = None
+    note_placeholders: tuple[str, ...] = ()
     # Its catalog entry: the built-in one, or the one the file declares.
     spec: ToolSpec = Field(exclude=True, repr=False)
 
@@ -137,6 +155,8 @@ class ToolsConfig(BaseModel):
     source: str
     tools: tuple[HttpToolConfig, ...]
     headers: dict[str, SecretStr]
+    # Query-string parameters of every request (secrets; https only).
+    query: dict[str, SecretStr] = Field(default_factory=dict)
     probe_user_id: int = 0
     # Every header value and every substituted variable, for `redact`.
     secrets: tuple[SecretStr, ...] = ()
@@ -155,6 +175,12 @@ class ToolsConfig(BaseModel):
         for secret in self.prefix_secrets:
             text = redact_prefixes(text, secret.get_secret_value())
         return text
+
+    def url_secrets(self) -> tuple[str, ...]:
+        """The secrets a request url carries (the query values, also percent-encoded), for
+        whoever logs urls (httpx does, at INFO) to blank them out."""
+        values = [s.get_secret_value() for s in self.query.values()]
+        return tuple(dict.fromkeys([*values, *(quote(v, safe="") for v in values)]))
 
     def catalog(self) -> dict[str, ToolSpec]:
         """The catalog entries of the configured tools (declared ones included)."""
@@ -183,6 +209,24 @@ def redact_prefixes(text: str, secret: str, min_chars: int = MIN_SECRET_PREFIX) 
 # ---------------------------------------------------------------------------------------
 
 
+class AddressParts(BaseModel):
+    """`address_parts`: which argument is the one-line address, and the default country."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    arg: str
+    country: str = Field(pattern=r"^[A-Z]{2}$")
+
+
+class FollowUp(BaseModel):
+    """`note`: the POST recording a change at the backend (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    url: str
+    body: dict[str, Any]
+
+
 class _RawTool(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -200,12 +244,15 @@ class _RawTool(BaseModel):
     idempotency: Idempotency | None = None
     reconcile: ReconcileRead | None = None
     graphql: GraphQLTool | None = None
+    address_parts: AddressParts | None = None
+    note: FollowUp | None = None
 
 
 class _RawHttp(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     headers: dict[str, str] = Field(default_factory=dict)
+    query: dict[str, str] = Field(default_factory=dict)
     probe_user_id: int = Field(0, ge=0)
 
 
@@ -257,7 +304,9 @@ def _load(path: str | Path, env: Mapping[str, str] | None) -> tuple[ToolsConfig 
     except _Stop:
         return None, problems.lines
     tools = _parse_tools(raw, problems)
-    headers, found, partial = _parse_http(raw, problems, os.environ if env is None else env)
+    environ = os.environ if env is None else env
+    headers, found, partial = _parse_http(raw, problems, environ)
+    query, in_query = _parse_query(raw, problems, environ, tools)
     if problems.lines:
         return None, problems.lines
     return (
@@ -265,9 +314,10 @@ def _load(path: str | Path, env: Mapping[str, str] | None) -> tuple[ToolsConfig 
             source=source,
             tools=tuple(tools),
             headers=headers,
+            query=query,
             probe_user_id=int(raw.get("http", {}).get("probe_user_id", 0)),
-            secrets=tuple(SecretStr(value) for value in found),
-            prefix_secrets=tuple(SecretStr(value) for value in partial),
+            secrets=tuple(SecretStr(value) for value in [*found, *in_query]),
+            prefix_secrets=tuple(SecretStr(value) for value in [*partial, *in_query]),
         ),
         [],
     )
@@ -354,8 +404,10 @@ def _parse_tool(problems: _Problems, name: str, entry: Any) -> HttpToolConfig:
         if raw.query is not None and method != "GET":
             raise _Problem("query: only a GET sends a query string (write `body` instead)")
         _check_declared(name, method, risk, raw, declared)
+        _check_address_parts(raw, spec)
         reconcile_placeholders = _check_reconcile(raw, name, spec, risk)
         _check_graphql(raw, method, spec)
+        note_placeholders = _check_note(raw, name, spec, risk)
     except ValidationError as exc:
         problems.fail(where, _describe(exc))
     except _Problem as exc:
@@ -378,6 +430,9 @@ def _parse_tool(problems: _Problems, name: str, entry: Any) -> HttpToolConfig:
         reconcile=raw.reconcile,
         reconcile_placeholders=reconcile_placeholders,
         graphql=raw.graphql,
+        address_parts=raw.address_parts,
+        note=raw.note,
+        note_placeholders=note_placeholders,
         spec=spec,
     )
 
@@ -407,6 +462,26 @@ def _check_declared(
         raise _Problem("idempotency: a GET changes nothing (only a change declares it)")
 
 
+def _check_address_parts(raw: _RawTool, spec: ToolSpec) -> None:
+    parts = raw.address_parts
+    if parts is not None and parts.arg not in spec.args_model.model_fields:
+        raise _Problem(
+            f"address_parts.arg: {parts.arg!r} is not an argument of {spec.name} "
+            f"(arguments: {', '.join(sorted(spec.args_model.model_fields))})"
+        )
+
+
+def _check_note(raw: _RawTool, name: str, spec: ToolSpec, risk: Risk) -> tuple[str, ...]:
+    if raw.note is None:
+        return ()
+    if risk is not Risk.HIGH:
+        raise _Problem('note: only a change (risk = "high") leaves a note')
+    try:
+        return _check_url(raw.note.url, name, spec.args_model)
+    except _Problem as exc:
+        raise _Problem(f"note.{exc}") from None
+
+
 def _check_reconcile(raw: _RawTool, name: str, spec: ToolSpec, risk: Risk) -> tuple[str, ...]:
     """The reconcile read's url placeholders; it belongs to a change at a backend that
     ignores the key, and its `match` may name only arguments and the idempotency key."""
@@ -423,6 +498,8 @@ def _check_reconcile(raw: _RawTool, name: str, spec: ToolSpec, risk: Risk) -> tu
     except _Problem as exc:
         raise _Problem(f"reconcile.{exc}") from None
     allowed = {*spec.args_model.model_fields, IDEMPOTENCY_KEY}
+    if raw.address_parts is not None:
+        allowed |= set(ADDRESS_PARTS)
     unknown = sorted(read.names() - allowed)
     if unknown:
         raise _Problem(
@@ -580,11 +657,54 @@ def _parse_http(
     return headers, found, partial
 
 
+def _parse_query(
+    raw: dict[str, Any], problems: _Problems, env: Mapping[str, str], tools: list[HttpToolConfig]
+) -> tuple[dict[str, SecretStr], list[str]]:
+    """The `[http]` query parameters with `${VAR}` substituted, and their values (secrets).
+    Refused when any url of the file could send them in the clear (http://)."""
+    http = raw.get("http", {})
+    wanted = http.get("query") if isinstance(http, dict) else None
+    if not isinstance(wanted, dict) or not wanted:
+        return {}, []
+    plain = [
+        (tool.name, url)
+        for tool in tools
+        for url in (tool.url, *(x.url for x in (tool.reconcile, tool.note) if x is not None))
+        if not url.lower().startswith("https://")
+    ]
+    if plain:
+        name, url = plain[0]
+        problems.note(
+            "[http] query",
+            f"keys in the query string are only sent over https://, and tool {name} "
+            f"uses {url.split('://')[0]}:// (use https, or send the key in a header)",
+        )
+        return {}, []
+    query: dict[str, SecretStr] = {}
+    values: list[str] = []
+    for name, template in wanted.items():
+        try:
+            try:
+                value, used = _substitute(str(template), env)
+            except _Problem as exc:
+                problems.fail(f"[http] query.{name}", str(exc))
+        except _Stop:
+            continue
+        query[name] = SecretStr(value)
+        values += [value, *used]
+    return query, values
+
+
 def _header_value(name: str, template: str, env: Mapping[str, str]) -> tuple[str, list[str]]:
     if not _HEADER_NAME.fullmatch(name):
         raise _Problem("not a valid header name")
     if name.lower() in RESERVED_HEADERS:
         raise _Problem("is set by stepwise on every request and cannot be configured")
+    return _substitute(template, env)
+
+
+def _substitute(template: str, env: Mapping[str, str]) -> tuple[str, list[str]]:
+    """`template` with every `${VAR}` taken from `env`, and the values used."""
     used: list[str] = []
 
     def substitute(match: re.Match[str]) -> str:

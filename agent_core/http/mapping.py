@@ -13,6 +13,8 @@ writing an adapter service. All of it is data from the tools file and pure funct
   (`order_id` of a refund), `root` picks the list of a list result, and `owner` names
   where the answer says whose it is: a result whose owner is not the requesting customer
   is `permission_denied` (for APIs that know every customer, like a shop's admin API).
+  Every text a field picks is plain text (`agent_core.http.text`: HTML converted,
+  clipped at a sentence).
 - `ErrorMapping`: where an error body keeps its code and message (JMESPath), and what a
   code means (`woocommerce_rest_shop_order_invalid_id = "not_found"`, or
   `"invalid_arguments:amount_too_high"` to give the refusal its reason). A mapped code wins
@@ -36,6 +38,7 @@ from jmespath.exceptions import JMESPathError
 from jmespath.parser import ParsedResult
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from agent_core.http.text import plain_text
 from agent_core.models import ErrorType
 from agent_core.spec import fill, placeholders
 
@@ -97,7 +100,8 @@ class ResponseMapping(BaseModel):
 
     def _one(self, data: Any, args: Mapping[str, Any]) -> Any:
         if self.fields:
-            out: Any = {name: search(path, data) for name, path in self.fields.items()}
+            # Customers read these: HTML becomes plain text, long texts end at a sentence.
+            out: Any = {name: _plain(search(path, data)) for name, path in self.fields.items()}
             out = {k: v for k, v in out.items() if v is not None}
         else:
             out = data
@@ -187,6 +191,15 @@ class ReconcileRead(BaseModel):
             if all(_text(search(path, item)) == want for path, want in wanted.items()):
                 return item
         return None
+
+
+def _plain(value: Any) -> Any:
+    """A mapped value with every text in it made plain (`agent_core.http.text`)."""
+    if isinstance(value, str):
+        return plain_text(value)
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
 
 
 def _text(value: Any) -> str | None:

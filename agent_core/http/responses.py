@@ -5,18 +5,27 @@ Responses
 ======================================================  ===================================
 2xx with a JSON body that keeps the contract            ok
 2xx with no body, `null`, `[]`, `{}`, `{"results": []}`  empty_result (cancel_order: internal)
-2xx that is not JSON, or breaks the contract            internal (the message names the field)
+2xx that is not JSON, or breaks the contract            backend (the message names the field)
 404                                                     not_found
-401, 403                                                permission_denied
+401                                                     backend (the shop's key refused)
+403                                                     permission_denied
 400, 409, 422                                           invalid_arguments
 408; read, write or pool timeout                        timeout (retried)
-429, 5xx; connection refused or broken                  unavailable (retried like timeout)
+429, 5xx; connection refused or broken                  unavailable (retried like timeout;
+                                                        a 5xx still failing after the last
+                                                        retry is backend, see `executor`)
 anything else (3xx too: redirects are not followed)     internal
 ======================================================  ===================================
 
 The upstream's own error text is kept for staff in the failure message, cut to 300
 characters AFTER every secret was removed from it (a secret cut in half would no longer be
 found); customers never see it (`answers` words every failure itself).
+
+A 401 is the shop refusing stepwise's own credentials (the customer is never the one
+authenticated: the upstream answers 403 or 404 for another customer's order), so it is
+`backend`, like an error code the mapping calls `"backend"` (WooCommerce's
+`woocommerce_rest_authentication_error`). Backend failures are never worded as "not
+found": the customer reads that the order system has a problem and staff are alerted.
 
 A tool configured with a response mapping (`agent_core.http.mapping`) has its 2xx answer
 mapped into its result contract before the contract is checked, an `owner` that is not the
@@ -45,7 +54,7 @@ from typing import Any, Final
 
 from agent_core.catalog import CATALOG
 from agent_core.http.mapping import ErrorMapping, ResponseMapping
-from agent_core.models import ErrorType, Risk
+from agent_core.models import SERVER_ERROR_CODE, ErrorType, Risk
 from agent_core.results import ContractBroken, check_result, is_empty
 from agent_core.spec import ToolSpec
 
@@ -102,7 +111,7 @@ class HttpOutcome:
 _STATUS_ERRORS: Final[Mapping[int, ErrorType]] = MappingProxyType(
     {
         400: ErrorType.INVALID_ARGUMENTS,
-        401: ErrorType.PERMISSION_DENIED,
+        401: ErrorType.BACKEND,
         403: ErrorType.PERMISSION_DENIED,
         404: ErrorType.NOT_FOUND,
         408: ErrorType.TIMEOUT,
@@ -146,6 +155,8 @@ def map_response(
     message = f"upstream answered HTTP {status}" + (f": {detail}" if detail else "")
     if retry_after is not None:
         message += f" (Retry-After {retry_after:g}s)"
+    if code is None and error_type is ErrorType.UNAVAILABLE and 500 <= status < 600:
+        code = SERVER_ERROR_CODE
     return HttpOutcome(
         status,
         error_type=error_type,
@@ -175,7 +186,7 @@ def _map_success(
         except (ValueError, RecursionError):
             return HttpOutcome(
                 status,
-                error_type=ErrorType.INTERNAL,
+                error_type=ErrorType.BACKEND,
                 message=f"upstream answered HTTP {status} with a body that is not JSON",
             )
     if reading.response is not None and data is not None:
@@ -205,7 +216,7 @@ def _map_success(
     except ContractBroken as exc:
         return HttpOutcome(
             status,
-            error_type=ErrorType.INTERNAL,
+            error_type=ErrorType.BACKEND,
             message=f"{tool} response breaks the contract: {exc}",
         )
 

@@ -166,6 +166,10 @@ def test_progress_line_of_every_failure() -> None:
                 "zh": "❌ 查询订单 A1001 的物流状态 — 结果待核实，请勿重复提交",
                 "en": "❌ Check the status of order A1001 — may have been done; being checked",
             },
+            "backend": {
+                "zh": "❌ 查询订单 A1001 的物流状态 — 失败：订单系统故障",
+                "en": "❌ Check the status of order A1001 — failed: order system problem",
+            },
             "failed_without_error": {
                 "zh": "❌ 查询订单 A1001 的物流状态 — 失败：出错了",
                 "en": "❌ Check the status of order A1001 — failed: failed",
