@@ -223,11 +223,15 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
 )
 
 # An amount of money in a refund request ("退款 59 元", "refund 59.00", "$59").
+# Only an amount written plainly counts: "1e9", "1,000", "59,00" or "5 9" is asked about
+# (a refund of 1.00 read from "1,000" would be a wrong action), never read in part.
+_AMOUNT_START = r"(?<![\w.,])(?<!\d\s)"
+_AMOUNT_END = r"(?![\d.]|[,，]\d|[eE][+-]?\d|\s+\d)"
 AMOUNT = re.compile(
-    r"(?<![\w.])(?P<a>\d{1,7}(?:\.\d{1,2})?)\s*(?:元|块|rmb|cny|usd|eur|gbp|dollars?|euros?"
-    r"|pounds?|bucks)(?![a-z])"
-    r"|[$€£¥￥]\s*(?P<b>\d{1,7}(?:\.\d{1,2})?)(?![\d.])"
-    r"|(?:refund|退款|退)\s*(?:of\s*)?(?P<c>\d{1,7}(?:\.\d{1,2})?)(?![\d.])"
+    rf"{_AMOUNT_START}(?P<a>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}\s*(?:元|块|rmb|cny|usd|eur|gbp"
+    r"|dollars?|euros?|pounds?|bucks)(?![a-z])"
+    rf"|[$€£¥￥]\s*(?P<b>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}"
+    rf"|(?:refund|退款|退)\s*(?:of\s*)?(?P<c>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}"
 )
 
 # Greetings and thanks are not unsupported requests.

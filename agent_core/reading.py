@@ -27,6 +27,7 @@ from agent_core.lexicon_intents import (
     TRANSCRIPT_SELF,
     ZH_TYPOS,
 )
+from agent_core.recognition.precision import blank_negation_fillers, confusable_ids
 
 # Telegram messages are at most 4096 characters; capping keeps the planner's cost bounded.
 MAX_TEXT_CHARS = 4096
@@ -183,21 +184,39 @@ class Reader:
             raise ValueError(f"invalid order id pattern {order_id_pattern!r}: {exc}") from exc
 
     def order_ids(self, cleaned: str) -> list[str]:
-        ids = (m.group(0).upper() for m in self._order_id.finditer(cleaned) if m.group(0))
+        ids = (m.group(0).upper() for m in self._matches(cleaned))
         return list(dict.fromkeys(ids))
+
+    def _matches(self, text: str) -> list[re.Match[str]]:
+        """Whole-token order ids, not part of a number ("120.50"), an amount ("$734") or a
+        word in another script ("А1003" with a Cyrillic А holds no id "1003")."""
+        found = []
+        for match in self._order_id.finditer(text):
+            start, end = match.span()
+            if start == end:
+                continue
+            before, after = text[max(0, start - 2) : start], text[end : end + 2]
+            if _foreign_letter(before[-1:]) or _foreign_letter(after[:1]):
+                continue
+            numeric = match.group(0)[:1].isdigit()  # a digits-only id pattern ("734")
+            if numeric and (re.fullmatch(r"\d[.,]", before) or re.match(r"[.,]\d", after)):
+                continue
+            if numeric and before[-1:] and before[-1:] in "$€£¥￥":
+                continue
+            found.append(match)
+        return found
 
     def without_ids(self, cleaned: str) -> str:
         return self._order_id.sub(" ", cleaned)
 
     def read(self, cleaned: str) -> Reading:
-        work = _blank_transcripts(cleaned)
+        work = blank_negation_fillers(_blank_transcripts(cleaned))
         folded = fold(work)
         address, folded, addresses = _take_address(work, folded)
         ids: list[str] = []
         spans: list[tuple[int, int, str]] = []
-        for match in self._order_id.finditer(folded.replace(ADDRESS_CHAR, " ")):
-            if match.group(0):
-                spans.append((match.start(), match.end(), match.group(0).upper()))
+        for match in self._matches(folded.replace(ADDRESS_CHAR, " ")):
+            spans.append((match.start(), match.end(), match.group(0).upper()))
         taken = [(s, e) for s, e, _ in spans]
         spans += self._decorated(folded, taken)
         spans.sort()
@@ -236,6 +255,14 @@ class Reader:
             start, end = match.span("n")
             suspects.append(work[start:end])
             folded = _blank(folded, start, end, SUSPECT_CHAR)
+        for start, end, token, repaired_id in confusable_ids(work, self._whole):
+            if SUSPECT_CHAR in folded[start:end] or ADDRESS_CHAR in folded[start:end]:
+                continue
+            if any(ID_BASE <= ord(ch) < ID_BASE + MAX_IDS for ch in folded[start:end]):
+                continue
+            suspects.append(token)
+            repairs.append(repaired_id)
+            folded = _blank(folded, start, end, SUSPECT_CHAR)
         for match in list(_CONFUSABLE.finditer(work)):
             start, end = match.span()
             token = match.group(0)
@@ -249,6 +276,12 @@ class Reader:
                 repairs.append(repaired.upper())
                 folded = _blank(folded, start, end, SUSPECT_CHAR)
         return suspects, list(dict.fromkeys(repairs)), folded
+
+
+def _foreign_letter(ch: str) -> bool:
+    """A letter or digit of an alphabetic script glued to an id ("А1003" with a Cyrillic А);
+    Chinese characters are not ("订单A1004")."""
+    return ch.isalnum() and not _HAN.match(ch) and not "\u3040" <= ch <= "\u30ff"
 
 
 def _blank_transcripts(cleaned: str) -> str:
@@ -353,6 +386,8 @@ def _split(
         for match in pattern.finditer(folded):
             if match.group(0) == "." and _is_abbreviation(folded, match.start()):
                 continue
+            if match.group(0) == "," and _in_number(folded, match.start()):
+                continue
             cuts.add(match.start())
     for start, end in segments:
         cuts.update((start, end))
@@ -377,3 +412,9 @@ def _is_abbreviation(folded: str, dot: int) -> bool:
     before = folded[max(0, dot - 3) : dot]
     after = folded[dot + 1 : dot + 2]
     return (before[-1:].isdigit() and after.isdigit()) or before.endswith(("no", " st"))
+
+
+def _in_number(folded: str, comma: int) -> bool:
+    """A ',' between digits ("1,000", "59,00") is part of a number: it ends no clause, so the
+    amount reads as written (and is then asked about, not read as "1")."""
+    return folded[comma - 1 : comma].isdigit() and folded[comma + 1 : comma + 2].isdigit()

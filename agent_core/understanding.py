@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent_core.clarifying import about_suspects, amount_in, which_order
+from agent_core.clarifying import about_suspects, amount_in, confirm_reported, which_order
 from agent_core.clause_view import (
     CustomPhrases,
     Mention,
@@ -56,6 +56,7 @@ from agent_core.lexicon_intents import (
 )
 from agent_core.models import Language
 from agent_core.reading import Reading
+from agent_core.recognition.precision import excluded_ids, retracts
 
 STATUS_TOOL = "get_order_status"
 MAX_REASON_CHARS = 200
@@ -118,22 +119,32 @@ def understand(
                 interp.unsupported.append(label)
 
     kept = [i for v in genuine if v.keep and not v.requests for i in v.clause.ids]
+    # "cancel A1007 not A1003", "instead of A1003": A1003 is left alone.
+    kept += [reading.id_of(ch) for v in genuine for ch in excluded_ids(v.text)]
     interp.kept = list(dict.fromkeys(kept))
+    # "cancel A1003? no wait, just tell me where it is": actions before a retraction go.
+    retracted_before = max(
+        (n for n, v in enumerate(genuine) if n > 0 and retracts(v.text)), default=0
+    )
     negated_ids = [i for v in genuine for verb in v.verbs if verb.negated for i in v.clause.ids]
     requested_ids = [i for v in genuine if v.requests for i in v.clause.ids]
     onlynegated = {i for i in negated_ids if i not in requested_ids}
     candidates = [i for i in order if i not in interp.kept and i not in onlynegated]
 
     ambiguous: list[tuple[str, list[str]]] = []
+    reported: list[tuple[str, list[str]]] = []
     intents: list[Intent] = []
     amount = amount_in(" ".join(v.text for v in genuine))
-    for view in genuine:
+    for number, view in enumerate(genuine):
         for verb in view.verbs:
             targets = [i for i in view.clause.ids if i not in interp.kept]
-            if verb.negated:
+            if verb.negated or number < retracted_before or retracts(view.text[verb.start :]):
                 interp.negated.append(_intent(verb.tool, list(view.clause.ids), view))
                 continue
             if verb.question:
+                continue
+            if verb.reported:
+                reported.append((verb.tool, targets or candidates))
                 continue
             if view.choose and len(targets) != 1:
                 ambiguous.append((verb.tool, targets or candidates))
@@ -160,6 +171,10 @@ def understand(
     if ambiguous:
         tool, options = ambiguous[0]
         interp.clarify = which_order(tool, options, context_order_id, reading, language, amount)
+        return Understood(interp, order, refusal="needs_clarification")
+    if reported and not intents:
+        # Somebody else's wish: asked back, with the action as an option the customer picks.
+        interp.clarify = confirm_reported(*reported[0], reading, language, amount)
         return Understood(interp, order, refusal="needs_clarification")
 
     # Policy questions: topics, and actions only asked about ("can I return A1002?").

@@ -1,0 +1,155 @@
+"""The precision layer: what must never become an action (issue 21).
+
+Every function here can only remove or narrow an action the rule reading found, never add
+one. They are pure functions over the text the rule planner reads (`agent_core.reading`):
+
+- confusable ids: "А1003" with a Cyrillic А is an id-like token that is asked about, never
+  mapped to A1003 (the customer may have pasted it from anywhere);
+- negation the keyword tables missed: "不取消", "请勿取消", "禁止取消", "千万别取消", and "do
+  NOT, under any circumstances, cancel" (a filler between commas cuts no negation);
+- questions about an action: "why did you cancel A1003?", "has it been cancelled",
+  "A1003 已经取消了吗" are about what happened (status), "should I cancel A1003?" about
+  whether to (status and the policy);
+- scope: "cancel A1007 not A1003", "instead of A1003" leave A1003 alone;
+- retraction: "cancel A1003? no wait, just tell me where it is" drops the earlier action;
+- reported speech: "my friend wants to cancel B2001" is not the customer's request.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+# Latin look-alikes from Cyrillic and Greek (upper and lower case), for spotting ids
+# written with them. Used only to *recognise* such a token, never to map it to an order.
+CONFUSABLES: Final = str.maketrans(
+    "АВЕКМНОРСТХУІЈЅаеорсхуіјѕΑΒΕΖΗΙΚΜΝΟΡΤΥΧαικνορτυχ",
+    "ABEKMHOPCTXYIJSaeopcxyijsABEZHIKMNOPTYXaikvoptux",
+)
+_CONFUSE_DIGITS: Final = str.maketrans({"O": "0", "o": "0", "I": "1", "l": "1", "i": "1"})
+# A word with at least one letter and digits: a candidate id whatever its script.
+_ID_LIKE: Final = re.compile(r"(?<![\w])[^\W\d_]{1,3}[-\s]?\d[\w]{2,11}(?![\w])")
+
+
+def confusable_ids(text: str, whole: re.Pattern[str]) -> list[tuple[int, int, str, str]]:
+    """Tokens that look like an order id only after folding non-ASCII look-alike letters:
+    (start, end, token as written, the id it resembles). Asked about, never used."""
+    found = []
+    for match in _ID_LIKE.finditer(text):
+        token = match.group(0)
+        if token.isascii():
+            continue
+        skeleton = token.translate(CONFUSABLES)
+        if not skeleton.isascii():
+            continue
+        skeleton = re.sub(r"[-\s]", "", skeleton)
+        repaired = skeleton[0] + skeleton[1:].translate(_CONFUSE_DIGITS)
+        if whole.fullmatch(repaired):
+            found.append((match.start(), match.end(), token, repaired.upper()))
+    return found
+
+
+# "do NOT, under any circumstances, cancel": the filler between commas is blanked so the
+# negator stays next to its verb. Position-keeping (same length), like the rest of reading.
+_FILLER_AFTER_NEGATOR: Final = re.compile(
+    r"(?<![a-z])(?:do not|don'?t|dont|never|please do not|please don'?t)\s*"
+    r"(?P<filler>[,，]\s*(?:under any circumstances?|under no circumstances?|whatever happens"
+    r"|no matter what|for any reason|for now|yet|please|i repeat|again)\s*[,，]?)",
+    re.IGNORECASE,
+)
+
+
+def blank_negation_fillers(text: str) -> str:
+    out = text
+    for match in _FILLER_AFTER_NEGATOR.finditer(text):
+        start, end = match.span("filler")
+        out = out[:start] + " " * (end - start) + out[end:]
+    return out
+
+
+# Chinese negators that must sit right before the verb (a bare 不 anywhere would read
+# "不好意思取消…" as negated), with only polite fillers between.
+_ZH_NEGATED_TAIL: Final = re.compile(
+    r"(?:不|勿|请勿|禁止|严禁|千万别|千万不要|千万不能|不能|不可以|不许|不准)"
+    r"(?:现在|马上|立刻|先|再|就|给我|帮我|替我|请|您|你)*\s*$"
+)
+_EN_NEGATED_TAIL: Final = re.compile(
+    r"(?<![a-z])(?:under no circumstances|in no case|by no means|not to|no)\s+(?:\w+\s+){0,2}$"
+)
+
+
+def negated_strictly(before: str) -> bool:
+    """Negators the keyword table does not list, checked on the text just before a verb."""
+    return bool(_ZH_NEGATED_TAIL.search(before) or _EN_NEGATED_TAIL.search(before))
+
+
+# A question about what happened: status, never the action (and no policy lookup).
+_PAST_EN: Final = re.compile(
+    r"(?<![a-z])(?:why|did (?:you|they|we|i|someone|somebody)|have you|has (?:it|this|that|my"
+    r"|the|[\ue000-\uefff])|was (?:it|this|that|my|the)|were|who)(?![a-z])"
+)
+_PAST_ZH_BEFORE: Final = re.compile(
+    r"(?:已经|为什么|为啥|怎么就|是不是已经|是否已经?|有没有|谁)[^，,。.;；!?！？]{0,6}$"
+)
+_PAST_ZH_AFTER: Final = re.compile(
+    r"^[^，,。.;；!?！？]{0,8}?(?:了吗|了么|了没|了嘛|没有[?？]?$|了\s*[?？])"
+)
+# "should I cancel …?": whether to; the policy answers it.
+_WHETHER_EN: Final = re.compile(r"(?<![a-z])(?:should|shall|must|do) (?:i|we)(?![a-z])")
+_WHETHER_ZH: Final = re.compile(r"要不要|该不该|应不应该|需不需要|我应该")
+
+
+def past_question(text: str, start: int, end: int) -> bool:
+    """Whether the verb at text[start:end] is asked about as something that happened."""
+    before, after = text[:start], text[end:]
+    if _PAST_EN.search(before):
+        return True
+    return bool(_PAST_ZH_BEFORE.search(before) or _PAST_ZH_AFTER.search(after))
+
+
+def whether_question(text: str, start: int) -> bool:
+    before = text[:start]
+    return bool(_WHETHER_EN.search(before) or _WHETHER_ZH.search(before))
+
+
+# "cancel A1007 not A1003", "… instead of A1003", "取消 A1007 而不是 A1003".
+_EXCLUDED: Final = re.compile(
+    r"(?:(?<![a-z])(?:not|instead of|rather than|except|other than|but not|and not|apart from"
+    r")|而不是|不是|而非|除了)\s*(?:(?:the |my )?(?:order|订单)\s*)?(?P<id>[\ue000-\uefff])"
+)
+
+
+def excluded_ids(canonical: str) -> list[str]:
+    """Id placeholders the clause says are NOT meant (ids are private-use characters)."""
+    return [m.group("id") for m in _EXCLUDED.finditer(canonical)]
+
+
+# "no wait", "just kidding", "算了不用了": the customer takes back what came before.
+RETRACTION: Final = re.compile(
+    r"(?<![a-z])(?:no,? wait|wait,? no|actually,? no|just kidding|jk|j/k|kidding|scratch that"
+    r"|forget (?:it|that|about it)|ignore that|changed my mind|change of plans?"
+    r"|on second thought|nevermind|never mind)(?![a-z])"
+    r"|开玩笑|说着玩|改主意|当我没说|不用了|算了不|先不用了|我再想想"
+)
+
+
+def retracts(canonical: str) -> bool:
+    return RETRACTION.search(canonical) is not None
+
+
+# "my friend wants to cancel B2001": somebody else's wish, not a request to the bot.
+_REPORTED: Final = re.compile(
+    r"(?<![a-z])(?:my|our|a|his|her|their) (?:friend|wife|husband|mom|mum|mother|dad|father"
+    r"|brother|sister|colleague|coworker|co-worker|boss|son|daughter|partner|roommate|flatmate"
+    r"|neighbou?r|kid|kids|child|customer|client|girlfriend|boyfriend|cousin|family)s?"
+    r"(?: \w+){0,2} (?:wants?|wanted|asked|asks|said|says|told|tells|would like|needs?|plans?"
+    r"|is going|was going|thinks?)(?![a-z])"
+    r"|(?<![a-z])(?:someone|somebody|they|he|she) (?:wants?|asked|said|told|would like)(?![a-z])"
+    r"|(?:朋友|老婆|老公|妻子|丈夫|我妈|我爸|妈妈|爸爸|同事|家人|别人|有人|他|她|他们|客户|室友)"
+    r"(?:说|想|要|让|打算|叫)"
+)
+
+
+def reported(before: str) -> bool:
+    """Whether the text before a verb makes it somebody else's wish."""
+    return _REPORTED.search(before) is not None
