@@ -43,6 +43,7 @@ from agent_core.lexicon_intents import (
 )
 from agent_core.reading import Clause
 from agent_core.recognition.precision import (
+    about_an_item,
     negated_strictly,
     past_question,
     reported,
@@ -78,6 +79,8 @@ class Verb:
     topic: str | None
     # Somebody else's wish ("my friend wants to cancel B2001"): asked about, never done.
     reported: bool = False
+    # About an item of the order, not the order ("A1007 的围巾不要了"): no tool serves it.
+    item: bool = False
 
 
 @dataclass
@@ -96,7 +99,7 @@ class View:
 
     @property
     def requests(self) -> list[Verb]:
-        return [v for v in self.verbs if not v.negated and not v.question and not v.reported]
+        return [v for v in self.verbs if not (v.negated or v.question or v.reported or v.item)]
 
     @property
     def bare(self) -> bool:
@@ -157,6 +160,7 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
                     question,
                     None if past else terms.topic,  # "why did you cancel": status only
                     reported(text[: match.start()]),
+                    terms.action is Action.CANCEL and about_an_item(text[: match.start()]),
                 )
             )
             if not question:  # a question stays for the policy topics to find

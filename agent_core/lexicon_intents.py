@@ -72,7 +72,8 @@ ACTIONS: tuple[ActionTerms, ...] = (
             zh=("退货", "退回", "寄回"),
             en=(r"return(?! (?:policy|policies|window|label|rules?|process|period|shipping|fees?"
                 r"|conditions))",
-                r"send (?:\S+ )?back", r"(?:want|need|like|get|have) (?:\S+ ){0,2}?returned"),
+                r"send (?:\S+ )?back(?!\s+(?:the |my |our )?(?:[$€£¥]|\d|money|cash))",
+                r"(?:want|need|like|get|have) (?!(?:my |the |our |your )?money)(?:\S+ ){0,2}?returned"),
         ).compile(),
         topic="refund",
     ),
@@ -82,6 +83,8 @@ ACTIONS: tuple[ActionTerms, ...] = (
             zh=("退款", "退钱", "退费"),
             en=(r"refund(?! (?:policy|policies|rules?|process|times?|window|status))",
                 "money back", r"(?:want|need|like|get|have) (?:\S+ ){0,2}?refunded",
+                r"money (?:returned|repaid)",
+                r"(?:send|give|pay) (?:me |us )?back (?:the |my |our )?(?:[$€£¥]?\d|money|cash)",
                 "reimburse"),
         ).compile(),
         topic="refund",
@@ -99,12 +102,17 @@ NEGATION_WORDS_EN = 3  # words allowed between the negator and the verb ("do not
 NEGATION_CHARS_ZH = 3  # characters allowed between them ("不用给我退款")
 # A longer gap still negates when it is only these ("不要现在给我取消"): when, for whom,
 # please. Anything else in it ("不是要退货而是取消", "别担心帮我取消") keeps the verb asked for.
-NEGATION_FILLERS_ZH = re.compile(r"(?:现在|马上|立刻|立即|急着|先|再|就|都|给我|帮我|替我|为我|请|您|你)+")
+NEGATION_FILLERS_ZH = re.compile(
+    r"(?:现在|马上|立刻|立即|急着|先|再|就|都|给我|帮我|替我|为我|请|您|你|给|把|将|对|这个|这单|订单"
+    rf"|{ID_CHARS}|\s)+"
+)
 
 # Before a verb, these make it a question about the policy, not a request ("can I return").
 QUESTION_EN = re.compile(
     r"(?<![a-z])(?:can|could|may|might) i|how (?:do|can|would|should|could|does) (?:i|we|one|you)"
     r"|how to|is it possible|am i able|(?:can|could) (?:it|this|they|these|that) (?:still )?be"
+    r"|(?:is|would|will) it (?:still |even |at all )?(?:be )?possible|what (?:would|will|does|did)"
+    r" it cost|how much (?:would|will|does|is)"
     r"|is there|are there|what if|how long|how much|do you|when (?:will|do|can) i(?![a-z])"
     r"|what(?:'s| is| are) (?:your|the)"
 )
@@ -153,7 +161,9 @@ HANDOFF = Terms(
 INJECTION = re.compile(
     r"ignore (?:all |any )?(?:the |my |your )?(?:previous|prior|above|earlier|former|all)"
     r"(?: \w+)? (?:instructions?|rules|prompts?|messages?|directions)"
-    r"|(?<![a-z])system ?:|<\s*/?\s*(?:system|user|assistant|admin)\s*>|\[(?:system|admin)\]"
+    r"|(?<![a-z])system ?:|系统\s*[:：]|\[(?:developer|dev|root|operator)\]|override (?:the )?safety"
+    r"|without (?:any )?checks|authori[sz]ed admin|admin request|\"tool\"\s*:|\"order_id\"\s*:"
+    r"|<\s*/?\s*(?:system|user|assistant|admin)\s*>|\[(?:system|admin)\]"
     r"|admin mode|developer mode|dev mode|god mode|you are now|(?:assistant|ai|bot) note"
     r"|note (?:to|for) (?:the )?(?:ai|assistant|bot)|skip (?:the )?confirmation"
     r"|don'?t ask the (?:user|customer)|without asking|jailbreak"
@@ -225,8 +235,11 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
 # An amount of money in a refund request ("退款 59 元", "refund 59.00", "$59").
 # Only an amount written plainly counts: "1e9", "1,000", "59,00" or "5 9" is asked about
 # (a refund of 1.00 read from "1,000" would be a wrong action), never read in part.
-_AMOUNT_START = r"(?<![\w.,])(?<!\d\s)"
-_AMOUNT_END = r"(?![\d.]|[,，]\d|[eE][+-]?\d|\s+\d)"
+_AMOUNT_START = r"(?<![\w.,\-−])(?<!\d\s)(?<!or )(?<!或)(?<!或 )(?<!或者)(?<!或者 )(?<!到)(?<!~)"
+_AMOUNT_END = (
+    r"(?![\d.]|[,，_]\d|[xX][0-9a-fA-F]|[eE][+-]?\d|\s+\d"
+    r"|\s*(?:or|或者?|到|至|~|-|/)\s*[$€£¥￥]?\d)"
+)
 AMOUNT = re.compile(
     rf"{_AMOUNT_START}(?P<a>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}\s*(?:元|块|rmb|cny|usd|eur|gbp"
     r"|dollars?|euros?|pounds?|bucks)(?![a-z])"

@@ -89,14 +89,17 @@ _PAST_EN: Final = re.compile(
     r"|the|[\ue000-\uefff])|was (?:it|this|that|my|the)|were|who)(?![a-z])"
 )
 _PAST_ZH_BEFORE: Final = re.compile(
-    r"(?:已经|为什么|为啥|怎么就|是不是已经|是否已经?|有没有|谁)[^，,。.;；!?！？]{0,6}$"
+    r"(?:已经|为什么|为啥|怎么就|是不是已经|是否已经?|有没有|谁|本来|原本|是不是)[^，,。.;；!?！？]{0,6}$"
+    r"|被[^，,。.;；!?！？]{0,3}$|^是[^，,。.;；!?！？]{0,8}$"
 )
 _PAST_ZH_AFTER: Final = re.compile(
     r"^[^，,。.;；!?！？]{0,8}?(?:了吗|了么|了没|了嘛|没有[?？]?$|了\s*[?？])"
 )
 # "should I cancel …?": whether to; the policy answers it.
-_WHETHER_EN: Final = re.compile(r"(?<![a-z])(?:should|shall|must|do) (?:i|we)(?![a-z])")
-_WHETHER_ZH: Final = re.compile(r"要不要|该不该|应不应该|需不需要|我应该")
+_WHETHER_EN: Final = re.compile(
+    r"(?<![a-z])(?:should|shall|must|do) (?:i|we)(?![a-z])|what do you (?:think|suggest|recommend)"
+)
+_WHETHER_ZH: Final = re.compile(r"要不要|该不该|应不应该|需不需要|我应该|你觉得|你看")
 
 
 def past_question(text: str, start: int, end: int) -> bool:
@@ -128,9 +131,25 @@ def excluded_ids(canonical: str) -> list[str]:
 RETRACTION: Final = re.compile(
     r"(?<![a-z])(?:no,? wait|wait,? no|actually,? no|just kidding|jk|j/k|kidding|scratch that"
     r"|forget (?:it|that|about it)|ignore that|changed my mind|change of plans?"
-    r"|on second thought|nevermind|never mind)(?![a-z])"
-    r"|开玩笑|说着玩|改主意|当我没说|不用了|算了不|先不用了|我再想想"
+    r"|on second thought|nevermind|never mind|hold on|hang on|wait a (?:sec|second|minute))(?![a-z])"
+    r"|^(?:hmm+,? )?(?:no|nope|nah|wait|oh no)$"
+    r"|开玩笑|说着玩|改主意|当我没说|不用了|算了|先不用了|我再想想|等等|等一下|不对|还是不"
 )
+# "cancel A1003, sorry, I mean A1007", "取消 A1003，哦不对，是 A1007": the order is corrected.
+CORRECTION: Final = re.compile(
+    r"(?<![a-z])(?:i mean|i meant|i mean to say|sorry,? i mean|correction:?|make that|not that one,?)"
+    r"\s*(?:order\s*)?(?P<id>[\ue000-\uefff])"
+    r"|(?:不对|我是说|我说的是|说错了)[^\ue000-\uefff，,。]{0,4}(?P<zid>[\ue000-\uefff])"
+    r"|^(?:是|应该是)\s*(?P<sid>[\ue000-\uefff])\s*$"
+)
+
+
+def corrected_id(canonical: str) -> str | None:
+    """The id placeholder a clause corrects the order to, if it is a correction."""
+    match = CORRECTION.search(canonical)
+    if match is None:
+        return None
+    return match.group("id") or match.group("zid") or match.group("sid")
 
 
 def retracts(canonical: str) -> bool:
@@ -142,14 +161,29 @@ _REPORTED: Final = re.compile(
     r"(?<![a-z])(?:my|our|a|his|her|their) (?:friend|wife|husband|mom|mum|mother|dad|father"
     r"|brother|sister|colleague|coworker|co-worker|boss|son|daughter|partner|roommate|flatmate"
     r"|neighbou?r|kid|kids|child|customer|client|girlfriend|boyfriend|cousin|family)s?"
-    r"(?: \w+){0,2} (?:wants?|wanted|asked|asks|said|says|told|tells|would like|needs?|plans?"
-    r"|is going|was going|thinks?)(?![a-z])"
-    r"|(?<![a-z])(?:someone|somebody|they|he|she) (?:wants?|asked|said|told|would like)(?![a-z])"
-    r"|(?:朋友|老婆|老公|妻子|丈夫|我妈|我爸|妈妈|爸爸|同事|家人|别人|有人|他|她|他们|客户|室友)"
-    r"(?:说|想|要|让|打算|叫)"
+    r"(?: \w+){0,2} (?:wants?|wanted|asked|asks|asking|said|says|saying|told|tells|telling"
+    r"|would like|needs?|plans?|is going|was going|thinks?|suggested|suggests|keeps)(?![a-z])"
+    r"|(?<![a-z])(?:the|your) (?:courier|driver|delivery (?:guy|man|person)|seller|agent|support"
+    r"|staff|bank|forum|post office)(?: \w+){0,3} (?:told|tells|said|says|asked|wants|suggested"
+    r"|wrote)(?![a-z])"
+    r"|(?<![a-z])(?:someone|somebody|they|he|she) (?:\w+ ){0,3}(?:wants?|asked|said|told|would like"
+    r"|wrote|posted)(?![a-z])"
+    r"|[\"“][^\"”]*$"
+    r"|(?:朋友|老婆|老公|妻子|丈夫|我妈|我爸|妈妈|爸爸|同事|家人|别人|有人|他|她|他们|客户|室友|快递员"
+    r"|快递小哥|卖家|客服)(?:说|想|要|让|打算|叫)"
 )
 
 
 def reported(before: str) -> bool:
     """Whether the text before a verb makes it somebody else's wish."""
     return _REPORTED.search(before) is not None
+
+
+# "A1007 的围巾不要了": an item of the order is not wanted, not the order (changing items).
+_ITEM_BEFORE: Final = re.compile(
+    r"[\ue000-\uefff]?\s*的(?!订单|单|包裹|快递)[\u4e00-\u9fff]{1,6}\s*$"
+)
+
+
+def about_an_item(before: str) -> bool:
+    return _ITEM_BEFORE.search(before) is not None
