@@ -204,7 +204,7 @@ def understand(
     if ambiguous:
         tool, options = ambiguous[0]
         interp.clarify = which_order(tool, options, context_order_id, reading, language, amount)
-        untargeted = tool if not options and not context_order_id and not order else None
+        untargeted = tool if not order else None  # "cancel my newsletter subscription"
         return Understood(
             interp,
             order,

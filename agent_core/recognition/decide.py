@@ -48,6 +48,8 @@ _ASKS: Final = QUESTION
 
 # A more precise FAQ topic than the rule reading's ("do you ship to Toronto?" is where the
 # shop delivers, not shipping in general).
+# An FAQ or can't-do topic must beat an action by this much to replace its "which order?".
+UNTARGETED_MARGIN: Final = 0.2
 # An FAQ topic must beat the order reads by this much to answer an order-like question.
 MISSING_MARGIN: Final = 0.25
 REFINE_THRESHOLD: Final = 0.35
@@ -145,7 +147,7 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
         # action is what was meant; otherwise "which order?" stands.
         if top and top.intent.kind in (Kind.FAQ, Kind.CANT_DO):
             action = next((m for m in ranked if m.intent.name == facts.untargeted), None)
-            if action is None or top.score > action.score:
+            if action is None or top.score >= action.score + UNTARGETED_MARGIN:
                 return Decision(Outcome(top.intent.kind.value), top.intent)
         return Decision(Outcome.KEEP)
     if facts.unsupported:
