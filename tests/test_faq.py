@@ -79,3 +79,24 @@ def test_a_faq_question_is_answered_by_the_shop_over_the_cli(tmp_path: Path) -> 
 def test_a_question_no_topic_answers_is_not_guessed() -> None:
     draft = RuleBasedPlanner().draft(PlanRequest(text="what colour is the sky on mars?"))
     assert draft.steps == []
+
+
+def ask(tmp_path: Path, text: str) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("STEPWISE_", "TELEGRAM_"))}
+    env["STEPWISE_DB"] = str(tmp_path / "stepwise.db")
+    proc = subprocess.run(
+        [sys.executable, "-m", "stepwise", "ask", text, "--user", "10001", "--json"],
+        env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def test_a_cant_do_answer_names_the_topic_and_offers_a_person(tmp_path: Path) -> None:
+    account = ask(tmp_path, "delete my account")
+    assert account["steps"] == []
+    assert "I can't help with changing or deleting accounts here." in account["answer"]
+    assert "talk to a person" in account["answer"]
+    complaint = ask(tmp_path, "I want to complain about your staff")
+    assert complaint["answer"].startswith("I'm sorry to hear that.")
+    assert "talk to a person" in complaint["answer"]
