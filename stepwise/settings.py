@@ -15,6 +15,8 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from agent_core.recognition.intents import load as load_intents
+
 TOKEN_SHAPE = re.compile(r"^\d{5,}:[A-Za-z0-9_-]{30,}$")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -56,6 +58,9 @@ class Settings(BaseSettings):
     shop_seed: Path | None = Field(None, validation_alias=_env("STEPWISE_SHOP_SEED"))
     shop_latency_ms: int = Field(0, ge=0, validation_alias=_env("STEPWISE_SHOP_LATENCY_MS"))
     order_pattern: str = Field(r"[A-Za-z]\d{3,10}", validation_alias=_env("STEPWISE_ORDER_PATTERN"))
+    # Issue 21: the shop's own intents (FAQ topics, can't-do topics, more examples for the
+    # tools), in the format of agent_core/recognition/intents.toml; they extend the built-in ones.
+    intents_path: Path | None = Field(None, validation_alias=_env("STEPWISE_INTENTS"))
     demo_user_id: int = Field(10001, validation_alias=_env("STEPWISE_DEMO_USER"))
     # The planner (issue 13): "rule" (default) or "model" (an OpenAI-compatible endpoint).
     planner: Literal["rule", "model"] = Field("rule", validation_alias=_env("STEPWISE_PLANNER"))
@@ -96,6 +101,13 @@ class Settings(BaseSettings):
     @classmethod
     def _valid_regex(cls, value: str) -> str:
         re.compile(value)
+        return value
+
+    @field_validator("intents_path")
+    @classmethod
+    def _valid_intents(cls, value: Path | None) -> Path | None:
+        if value is not None:
+            load_intents(value)  # IntentsFileError (a ValueError) says what is wrong
         return value
 
     @model_validator(mode="after")
