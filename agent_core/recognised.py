@@ -147,6 +147,8 @@ def _apply(
     intent = decision.intent
     outcome = decision.outcome
     if outcome is Outcome.KEEP:
+        if intent is not None and intent.kind is Kind.CANT_DO and interp.unsupported:
+            interp.unsupported_topics = [intent.name]  # the topic recognition names
         return understood
     fresh = Interpretation(
         language=interp.language,
@@ -162,6 +164,8 @@ def _apply(
         return Understood(fresh, order, refusal="handoff")
     if outcome is Outcome.FAQ and intent is not None:
         fresh.policies = [PolicyLookup(topic=intent.name, clause=reading.cleaned[:200])]
+        if decision.with_reads:
+            fresh.intents = [Intent(tool=STATUS_TOOL, order_ids=facts_orders(understood))]
         return Understood(fresh, order)
     if outcome is Outcome.CANT_DO and intent is not None:
         names = intent.cant_name

@@ -24,7 +24,7 @@ from typing import Final
 
 from agent_core.lexicon_intents import NEGATORS_EN, NEGATORS_ZH
 from agent_core.recognition.intents import IntentDef, Kind
-from agent_core.recognition.normalise import POLITE, QUESTION
+from agent_core.recognition.normalise import POLITE, QUESTION, is_question
 from agent_core.recognition.precision import RETRACTION, negated_strictly, reported
 from agent_core.recognition.recognise import ACTION_MARGIN, ACTION_THRESHOLD, THRESHOLD, Match
 
@@ -76,9 +76,24 @@ def refined_topic(rule_topics: Sequence[str], ranked: Sequence[Match]) -> tuple[
     return None
 
 
-_THANKS: Final = re.compile(
+OTHER: Final = "cant_do:other"
+_SMALL_TALK: Final = re.compile(
     r"^\W*(?:thanks|thank you|thx|ty|ok|okay|cool|great|got it|好的|谢谢|多谢|嗯|好)\W*$"
 )
+# "Which order should I cancel?" from recognition alone needs a close match: a customer
+# asked which order for something they never meant ("I want to order a pizza") is lost.
+WHICH_ORDER_THRESHOLD: Final = 0.75
+# Another action this close means recognition cannot tell which change was asked for.
+RIVAL_MARGIN: Final = 0.2
+RETOPIC_THRESHOLD: Final = 0.3
+# A request to DO something ("change the card", "帮我开发票"), not a question about it.
+_DO_REQUEST: Final = re.compile(
+    r"(?<![a-z])(?:change|switch|swap|apply|give|add|remove|delete|send|issue|make|charge"
+    r"|split)(?![a-z])|帮我|给我|改成|换成|开一张|删"
+)
+# A question about how or where ("how do I get an invoice for A1002?", "A1002 的发票怎么开").
+_HOW: Final = re.compile(r"(?<![a-z])(?:how|where)(?![a-z])|怎么|如何|在哪")
+_FILLER_WORDS: Final = frozenset({"hi", "hello", "hey", "the", "and", "lol", "ok", "okay"})
 
 
 class Outcome(StrEnum):
@@ -114,6 +129,7 @@ class Decision:
     choices: list[IntentDef] = field(default_factory=list)
     menu: bool = False  # "what can you do?" rather than "I did not understand"
     no_actions: bool = False  # the text negates: no action is offered, not even a default
+    with_reads: bool = False  # FAQ: the orders named also get their status read
 
 
 def guarded(text: str) -> bool:
@@ -129,6 +145,7 @@ def guarded(text: str) -> bool:
 
 def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
     top = ranked[0] if ranked and ranked[0].score >= THRESHOLD else None
+    asks = is_question(facts.text)
     if facts.missing:
         # "where's my bill?" reads like an order question, but the FAQ answers it.
         read = max((m.score for m in ranked if m.intent.name in READ_TOOLS), default=0.0)
@@ -138,35 +155,60 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
             and top.score >= ACTION_THRESHOLD
             and top.score - read >= MISSING_MARGIN
         ):
-            return Decision(Outcome.FAQ, top.intent)
+            return Decision(Outcome(top.intent.kind.value), top.intent)
         return Decision(Outcome.KEEP)
     if not (facts.vague or facts.unsupported or facts.untargeted):
         return Decision(Outcome.KEEP)
     if facts.untargeted:
         # "cancel my newsletter subscription": an FAQ or can't-do topic that beats the
-        # action is what was meant; otherwise "which order?" stands.
+        # action is what was meant; a question about an action with no order ("does it cost
+        # anything to cancel an order?") is the FAQ's; otherwise "which order?" stands.
         if top and top.intent.kind in (Kind.FAQ, Kind.CANT_DO):
             action = next((m for m in ranked if m.intent.name == facts.untargeted), None)
-            if action is None or top.score >= action.score + UNTARGETED_MARGIN:
+            if (
+                action is None
+                or top.score >= action.score + UNTARGETED_MARGIN
+                or (asks and top.intent.kind is Kind.FAQ)
+            ):
                 return Decision(Outcome(top.intent.kind.value), top.intent)
         return Decision(Outcome.KEEP)
     if facts.unsupported:
-        # "do you accept PayPal?": a question the FAQ answers, about no order.
-        if top and top.intent.kind is Kind.FAQ and not facts.orders and _ASKS.search(facts.text):
-            return Decision(Outcome.FAQ, top.intent)
-        return Decision(Outcome.KEEP)  # the rule reading names it, and keeps its reads
-    if _THANKS.match(facts.text):
-        return Decision(Outcome.KEEP)  # "thanks", "ok": nothing to offer
+        # "do you accept PayPal?", "付款方式", "how do I get an invoice for A1002?": a question
+        # (or a bare topic) the FAQ answers; a request to DO it stays can't-do.
+        if (
+            top
+            and top.intent.kind is Kind.FAQ
+            and not _DO_REQUEST.search(facts.text)
+            and (not facts.orders or _HOW.search(facts.text))
+            and (asks or len(facts.text.split()) <= 3)
+        ):
+            return Decision(Outcome.FAQ, top.intent, with_reads=bool(facts.orders))
+        cant_do = next((m for m in ranked if m.intent.kind is Kind.CANT_DO), None)
+        if cant_do is not None and cant_do.score >= RETOPIC_THRESHOLD:
+            # The rule reading names it and keeps its reads; recognition names its topic
+            # ("your phone number" is not an account change).
+            return Decision(Outcome.KEEP, cant_do.intent)
+        return Decision(Outcome.KEEP)
+    if _SMALL_TALK.match(facts.text) and not facts.orders:
+        return _choices(ranked, facts, menu=True)  # "thanks", "ok": what else it can do
     if facts.negated:
         # "don't cancel A1001" and nothing else: no FAQ or person guessed from the rest.
         return _choices(ranked, facts, menu=False)
     if top is None:
-        return Decision(Outcome.KEEP) if facts.orders else _choices(ranked, facts, menu=False)
+        if facts.orders:
+            return Decision(Outcome.KEEP)
+        if substantial(facts.text):
+            # A real request in words nothing here knows ("what time does the store
+            # open?"): named as something no tool serves, with the offer of a person.
+            other = next((m.intent for m in ranked if m.intent.key == OTHER), None)
+            if other is not None:
+                return Decision(Outcome.CANT_DO, other)
+        return _choices(ranked, facts, menu=False)
     intent = top.intent
     if intent.kind is Kind.MENU:
         return Decision(Outcome.KEEP) if facts.orders else _choices(ranked, facts, menu=True)
     if intent.kind is Kind.HANDOFF:
-        if guarded(facts.text) and not _ASKS.search(facts.text):
+        if guarded(facts.text) and not asks:
             return _choices(ranked, facts, menu=False)
         return Decision(Outcome.HANDOFF, intent)
     if intent.kind in (Kind.FAQ, Kind.CANT_DO):
@@ -181,18 +223,31 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
             # "has A1003 been cancelled?": the status read of the order named stands.
             return Decision(Outcome.KEEP) if facts.orders else _choices(ranked, facts, menu=False)
         if not facts.orders:
-            if top.score < ACTION_THRESHOLD:
+            if top.score < WHICH_ORDER_THRESHOLD:
                 return _choices(ranked, facts, menu=False)  # "call the police"
             return Decision(Outcome.WHICH_ORDER, intent)
+        rival = max(
+            (m.score for m in ranked[1:] if m.intent.name in HIGH_RISK_TOOLS - {intent.name}),
+            default=0.0,
+        )
         if (
             len(facts.orders) == 1
             and not facts.repaired
             and top.score >= ACTION_THRESHOLD
             and top.score - second >= ACTION_MARGIN
+            and top.score - rival >= RIVAL_MARGIN
         ):
             return Decision(Outcome.ACTION, intent)
         return _choices(ranked, facts, menu=False)
     return _choices(ranked, facts, menu=False)
+
+
+def substantial(text: str) -> bool:
+    """Enough words to be a request (not "asdfgh", "?", "👍"): four English words of two
+    letters or more, or six Chinese characters."""
+    words = [w for w in re.findall(r"[a-z]{2,}", text) if w not in _FILLER_WORDS]
+    han = re.findall(r"[\u4e00-\u9fff]", text)
+    return len(words) >= 4 or len(han) >= 6
 
 
 def _choices(ranked: Sequence[Match], facts: Facts, *, menu: bool) -> Decision:

@@ -28,6 +28,7 @@ THRESHOLD: Final = 0.45
 # a clear margin over the next intent; otherwise it is offered as a choice.
 ACTION_THRESHOLD: Final = 0.6
 ACTION_MARGIN: Final = 0.05
+UNKNOWN_WEIGHT: Final = 3.0
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,9 @@ class Recogniser:
             for f in feats:
                 frequency[f] += 1
         total = len(docs)
-        self._unknown_weight = math.log(total + 1) + 1
+        # A word no example has (a place, a brand, a name) weighs like a common word: it says
+        # little about what is asked, and must not drown the words that do.
+        self._unknown_weight = UNKNOWN_WEIGHT
         self._weight = {f: math.log((total + 1) / (n + 1)) + 1 for f, n in frequency.items()}
         self._docs = docs
         self._norms = [math.sqrt(sum(self._weight[f] ** 2 for f in feats)) for _, _, feats in docs]

@@ -1730,8 +1730,36 @@ def test_earlier_orders() -> None:
                 },
                 "chat_order_id": "A1001",
             },
-            "thanks!": {"language": "en", "refusal": "unsupported", "chat_order_id": "A1001"},
-            "Thanks": {"language": "en", "refusal": "unsupported", "chat_order_id": "A1001"},
+            "thanks!": {
+                "language": "en",
+                "refusal": "needs_clarification",
+                "choices": True,
+                "clarify": {
+                    "question": "I can track or cancel an order, start a return or refund, change a delivery address, answer questions about our policies, or get you a person. What would you like?",
+                    "options": [
+                        {"label": "Track an order", "text": "where is my order"},
+                        {"label": "Cancel an order", "text": "cancel my order"},
+                        {"label": "Refund", "text": "refund my order"},
+                        {"label": "Talk to a person", "text": "talk to a person"},
+                    ],
+                },
+                "chat_order_id": "A1001",
+            },
+            "Thanks": {
+                "language": "en",
+                "refusal": "needs_clarification",
+                "choices": True,
+                "clarify": {
+                    "question": "I can track or cancel an order, start a return or refund, change a delivery address, answer questions about our policies, or get you a person. What would you like?",
+                    "options": [
+                        {"label": "Track an order", "text": "where is my order"},
+                        {"label": "Cancel an order", "text": "cancel my order"},
+                        {"label": "Refund", "text": "refund my order"},
+                        {"label": "Talk to a person", "text": "talk to a person"},
+                    ],
+                },
+                "chat_order_id": "A1001",
+            },
             "hello": {
                 "language": "en",
                 "refusal": "needs_clarification",
