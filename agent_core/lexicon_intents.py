@@ -125,11 +125,16 @@ QUESTION_ZH = re.compile(
 # "where exactly", carrier events, scans: parcel-level detail (`track_parcel`).
 TRACK = Terms(
     zh=("物流轨迹", "轨迹", "详细物流", "物流详情", "物流记录", "详细的物流", "具体到哪", "具体在哪",
-        "哪个城市", "派送记录", "配送记录", "哪家快递", "扫描", "快递详细", "详细信息"),
+        "哪个城市", "派送记录", "配送记录", "哪家快递", "扫描", "快递详细", "详细信息",
+        "快递单号", "运单号", "物流单号", "每一站", "怎么显示", "追踪记录", "跟踪记录"),
     en=("where exactly", "exactly where", "carrier", "carriers", "courier", "scan", "scans",
         "scanned", "tracking history", "tracking events", "tracking details", "which city",
         "what city", "full tracking", "detailed tracking", "tracking scan", "parcel events",
-        "carrier events"),
+        "carrier events",
+        # Issue 21: "track A1001", "tracking for A1005", "the tracking number" ask for the
+        # parcel's tracking, not only its status.
+        "track", "tracking", "tracking number", "tracking no", "tracking info", "tracking deets",
+        "delivery events", "which town", "what town", "physically", "every stop"),
 ).compile()
 
 # Orders the customer says to leave alone ("keep A1001", "A1005 不用动").
@@ -148,13 +153,19 @@ CHOOSE = Terms(
 # A request for a person, in any wording.
 HANDOFF = Terms(
     zh=("转人工", "人工客服", r"人工(?!智能)", "真人", "找个客服", "找客服", "客服跟我说", "接人工",
-        "找个人", "真正的客服", "客服人员"),
+        "找个人", "真正的客服", "客服人员", "经理", "主管", "叫个人来", "找你们领导"),
     en=("real person", "real human", "a human", "human please", "human agent", "live agent",
         "live person", "live chat", "agent please", r"(?:speak|talk|chat) (?:to|with) (?:a |an |"
         r"your |some )?(?:person|human|agent|someone|somebody|representative|operator|staff"
         r"|customer service|support)",
         "a person", "human being", "representative", "operator", "connect me to",
-        "transfer me", "customer service", "humans", "human"),
+        "transfer me", "humans", "human",
+        # Issue 21: "customer service" alone is often a complaint about it ("your customer
+        # service is the worst"); asking to reach it, a manager or a colleague is a handoff.
+        r"(?:to|with|reach|contact|call|get) (?:your |the )?customer service",
+        "customer service please", "manager", "supervisor", "escalate", "escalation",
+        r"member of (?:your |the )?(?:staff|team)", r"connect me (?:with|to)",
+        r"(?:a |your )colleague", "somebody from your team", "someone from your team"),
 ).compile()
 
 # Text that addresses the assistant as its operator: instructions, fake system messages.
@@ -263,7 +274,7 @@ POINTER = Terms(
 # Chinese input-method slips, each the same length as its repair (positions stay aligned).
 ZH_TYPOS: Mapping[str, str] = {
     "定单": "订单", "到那了": "到哪了", "推款": "退款", "物留": "物流", "该成": "改成",
-    "在那里": "在哪里", "到那里": "到哪里", "退欵": "退款",
+    "在那里": "在哪里", "到那里": "到哪里", "退欵": "退款", "鬼迹": "轨迹",
 }
 
 # Fallback step goals for tools the catalog does not describe (a catalog goal wins).

@@ -86,7 +86,8 @@ CASES: list[Case] = [
     Case("这个订单到哪了", ZH, (status("B2001"),), last_order_id="B2001"),
     # --- order status, en
     Case("where is my order A1001?", EN, (status("A1001"),)),
-    Case("track a1001", EN, (status("A1001"),)),
+    # Issue 21 (eval v2): "track A1001" asks for the parcel's tracking.
+    Case("track a1001", EN, (("track_parcel", "A1001", StepTag.TRACK),)),
     Case("status of order A1001", EN, (status("A1001"),)),
     Case("STAUS of my ODER a1001!!", EN, (status("A1001"),)),  # typos, upper case
     Case("ＷＨＥＲＥ ＩＳ ＯＲＤＥＲ Ａ１００１？", EN, (status("A1001"),)),  # full-width
