@@ -69,10 +69,13 @@ ACTIONS: tuple[ActionTerms, ...] = (
     ActionTerms(
         Action.RETURN,
         Terms(
-            zh=("退货", "退回", "寄回"),
+            zh=("退货", "退回", "寄回", "退掉", "退了退了", r"(?:我要|我想|就要|我得)退(?![款钱费])",
+                r"退了(?![吗么没嘛]|\s*[?？])"),
             en=(r"return(?! (?:policy|policies|window|label|rules?|process|period|shipping|fees?"
                 r"|conditions))",
                 r"send (?:\S+ )?back(?!\s+(?:the |my |our )?(?:[$€£¥]|\d|money|cash))",
+                r"(?:sending|taking|take) (?:it|this|them|these) back",
+                r"(?:it'?s|it is|they'?re|they are) going back", "not keeping", "returning",
                 r"(?:want|need|like|get|have) (?!(?:my |the |our |your )?money)(?:\S+ ){0,2}?returned"),
         ).compile(),
         topic="refund",
@@ -80,12 +83,13 @@ ACTIONS: tuple[ActionTerms, ...] = (
     ActionTerms(
         Action.REFUND,
         Terms(
-            zh=("退款", "退钱", "退费"),
+            zh=("退款", "退钱", "退费", "退给我",
+                r"退(?:我|给我)?\s*\d+(?:\.\d{1,2})?\s*(?:元|块|rmb)"),
             en=(r"refund(?! (?:policy|policies|rules?|process|times?|window|status))",
                 "money back", r"(?:want|need|like|get|have) (?:\S+ ){0,2}?refunded",
                 r"money (?:returned|repaid)",
                 r"(?:send|give|pay) (?:me |us )?back (?:the |my |our )?(?:[$€£¥]?\d|money|cash)",
-                "reimburse"),
+                r"reimburs\w*", r"\d+(?:\.\d{1,2})? refunded"),
         ).compile(),
         topic="refund",
     ),
@@ -255,7 +259,9 @@ AMOUNT = re.compile(
     rf"{_AMOUNT_START}(?P<a>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}\s*(?:元|块|rmb|cny|usd|eur|gbp"
     r"|dollars?|euros?|pounds?|bucks)(?![a-z])"
     rf"|[$€£¥￥]\s*(?P<b>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}"
-    rf"|(?:refund|退款|退)\s*(?:of\s*)?(?P<c>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}"
+    rf"|(?:refund|reimburs\w*|退款|退给我|退我|退)\s*(?:of\s*|the\s*|{ID_CHARS}\s*)?"
+    rf"(?P<c>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}"
+    rf"|{_AMOUNT_START}(?P<d>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}\s*(?:refunded|back)(?![a-z])"
 )
 
 # Greetings and thanks are not unsupported requests.
@@ -274,7 +280,8 @@ POINTER = Terms(
 # Chinese input-method slips, each the same length as its repair (positions stay aligned).
 ZH_TYPOS: Mapping[str, str] = {
     "定单": "订单", "到那了": "到哪了", "推款": "退款", "物留": "物流", "该成": "改成",
-    "在那里": "在哪里", "到那里": "到哪里", "退欵": "退款", "鬼迹": "轨迹",
+    "在那里": "在哪里", "到那里": "到哪里", "退欵": "退款", "鬼迹": "轨迹", "退活": "退货", "腿货": "退货", "退宽": "退款",
+    "地止": "地址",
 }
 
 # Fallback step goals for tools the catalog does not describe (a catalog goal wins).
