@@ -47,9 +47,15 @@ _JOINER = re.compile(
 
 # Where an address value starts (after the marker) in folded text.
 _ADDRESS_EN = re.compile(
-    r"(?:\baddress|\badress|\baddres)\b[^.?!;\n]{0,60}?(?:\bto\b|\bshould be\b|:|\bis now\b)\s*"
-    r"|\bnew address\b\s*:?\s*|\bit should be\b\s*"
+    r"(?:\baddress|\badress|\baddres)\b[^.?!;\n]{0,60}?(?:\bto\b|\bshould be\b|:|\bis now\b|->|→)\s*"
+    r"|\bnew address(?: for (?:order )?#?[a-z]?-?\d[\w-]*)?\b\s*:?\s*|\bit should be\b\s*"
     r"|\bsend (?:it|this|[a-z]-?\d+|\S+) to\s+(?=[^.?!;\n]*\binstead\b)"
+    # Issue 21: "A1007 should go to 8 Elm Road", "ship A1003 to my new place: 5 King St",
+    # "redirect A1007 to 22 Queen's Road", "deliver A1003 to 3 Lake View instead", "I'll be
+    # at 6 Harbour View": only with a street number right after (never "ship to Canada").
+    r"|(?:\bshould go to|\b(?:ship|redirect|deliver|send|reroute) (?:it|this|[a-z]-?\d+) to"
+    r"(?: my (?:new )?(?:place|home|flat|office)\s*:?)?|\bi'?ll be at|\bgo to my home instead"
+    r"(?: which is)?)\s*(?=\d)"
 )
 _ADDRESS_ZH = re.compile(
     r"(?:改成|改为|改到|地址是|地址为|新地址\s*[:：]?|地址\s*[:：])\s*|寄到\s*"
@@ -59,6 +65,8 @@ _ADDRESS_END_EN = re.compile(
     r"please|also|what|how|can|could|tell|change|update|modify)\b)"
 )
 _ADDRESS_END_ZH = re.compile(r"[,，。;；!?！？\n]")
+# ", not my old flat", ", instead of …": what the new address replaces is not part of it.
+_ADDRESS_NOT = re.compile(r"\s*[,，]\s*(?:not|instead of|rather than)\b.*$", re.IGNORECASE)
 _ADDRESS_TRIM = re.compile(r"(?:\s+(?:instead|please|thanks|thank you|pls))+\s*$|[\s,，:：]+$")
 
 # A number where an order id was expected ("order 1001", "单号1002", "#1005").
@@ -330,7 +338,7 @@ def _take_address(work: str, folded: str) -> tuple[str | None, str, dict[int, st
                 stop = _ADDRESS_END_ZH.search(folded, start)
             end = stop.start() if stop else len(folded)
             end = min(end, start + MAX_ADDRESS_CHARS)
-            value = _ADDRESS_TRIM.sub("", work[start:end]).strip()
+            value = _ADDRESS_TRIM.sub("", _ADDRESS_NOT.sub("", work[start:end])).strip()
             if len(value) < 2 or ADDRESS_CHAR in folded[start:end]:
                 continue
             if first is None:
