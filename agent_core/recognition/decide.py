@@ -77,6 +77,9 @@ def refined_topic(rule_topics: Sequence[str], ranked: Sequence[Match]) -> tuple[
 
 
 OTHER: Final = "cant_do:other"
+# Text this close to "what can you do?" / "I have a question" is offered the choices rather
+# than told "I can't help with that".
+MENU_FLOOR: Final = 0.25
 _SMALL_TALK: Final = re.compile(
     r"^\W*(?:thanks|thank you|thx|ty|ok|okay|cool|great|got it|好的|谢谢|多谢|嗯|好)\W*$"
 )
@@ -197,7 +200,8 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
     if top is None:
         if facts.orders:
             return Decision(Outcome.KEEP)
-        if substantial(facts.text):
+        menu_score = max((m.score for m in ranked if m.intent.kind is Kind.MENU), default=0.0)
+        if substantial(facts.text) and menu_score < MENU_FLOOR:
             # A real request in words nothing here knows ("what time does the store
             # open?"): named as something no tool serves, with the offer of a person.
             other = next((m.intent for m in ranked if m.intent.key == OTHER), None)
