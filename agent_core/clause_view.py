@@ -44,6 +44,7 @@ from agent_core.lexicon_intents import (
 from agent_core.reading import Clause
 from agent_core.recognition.precision import (
     about_an_item,
+    negated_after,
     negated_strictly,
     past_question,
     reported,
@@ -156,7 +157,8 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
                 Verb(
                     terms.action.value,
                     match.start(),
-                    negated(text, match.start()),
+                    negated(text, match.start())
+                    or negated_after(text[match.end() :], text[: match.start()]),
                     question,
                     None if past else terms.topic,  # "why did you cancel": status only
                     reported(text[: match.start()]),

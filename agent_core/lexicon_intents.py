@@ -60,9 +60,18 @@ ACTIONS: tuple[ActionTerms, ...] = (
     ActionTerms(
         Action.CANCEL,
         Terms(
-            zh=("取消", "撤销", "撤单", "不要了", "不想要了", "不买了", "退订", "取销"),
+            zh=("取消", "撤销", "撤单", "不要了", "不想要了", "不买了", "退订", "取销", "退单", "砍了",
+                rf"(?:{ID_CHARS}|订单|这单)\s*(?:我)?(?:不需要了|别发了|不用发了)"),
             en=("cancel", "call off", "no longer want", r"don'?t want (?:it|this|that|the order)",
-                r"(?:want|need|like|get|have) (?:\S+ ){0,2}?cancell?ed"),
+                r"(?:want|need|like|get|have) (?:\S+ ){0,2}?cancell?ed",
+                # Issue 21: "I'm cancelling A1003", "requesting cancellation of A1007",
+                # "cancellation A1003", "scrap / ditch / bin A1003", "call the whole thing off".
+                r"(?:i'?m|i am|we'?re|we are) cancell?ing",
+                r"(?:request(?:ing)?|want|would like|need|process)(?: \S+){0,4}? cancell?ation",
+                rf"cancell?ation (?:of )?(?:my )?(?:order )?{ID_CHARS}\s*(?:please|pls|plz)",
+                rf"{ID_CHARS}\s*cancell?ation\s*(?:please|pls|plz)", rf"^cancell?ation (?:of )?{ID_CHARS}$",
+                rf"(?:scrap|ditch|bin|nix|axe) (?:the |my |this )?(?:order )?{ID_CHARS}",
+                r"call (?:the whole thing|the whole order|it all) off"),
         ).compile(),
         topic="cancellation",
     ),
@@ -118,7 +127,7 @@ QUESTION_EN = re.compile(
     r"|(?:is|would|will) it (?:still |even |at all )?(?:be )?possible|what (?:would|will|does|did)"
     r" it cost|how much (?:would|will|does|is)"
     r"|is there|are there|what if|how long|how much|do you|when (?:will|do|can) i(?![a-z])"
-    r"|what(?:'s| is| are) (?:your|the)"
+    r"|what(?:'s| is| are) (?:your|the)|what (?:does|would|will|do)(?![a-z])"
 )
 # In a Chinese clause, any of these makes it a question ("A1002 能退货吗", "退货流程").
 QUESTION_ZH = re.compile(

@@ -152,3 +152,33 @@ def test_ask_json_never_cancels_the_wrong_order(tmp_path: Path) -> None:
     out = json.loads(proc.stdout)
     assert out["status"] == "needs_clarification", out
     assert out["steps"] == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A1002 退货不需要了",
+        "A1002 退货不要了",
+        "A1003 取消不要了",
+        "A1002 退款就不用了，看看到哪了",
+        "is cancellation of A1003 free?",
+        "what does cancelling A1003 cost?",
+    ],
+)
+def test_an_action_taken_back_after_it_or_only_asked_about_is_not_done(text: str) -> None:
+    """Chinese often negates after the verb; a question about what an action costs is a
+    question."""
+    assert actions(plan(text)) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "order"),
+    [
+        ("requesting cancelation of A1007", "A1007"),
+        ("I'm cancelling A1003, please process it", "A1003"),
+        ("A1003 不要了", "A1003"),
+        ("A1007 退单", "A1007"),
+    ],
+)
+def test_a_cancel_in_other_words_is_still_a_cancel(text: str, order: str) -> None:
+    assert actions(plan(text)) == [("cancel_order", order)]

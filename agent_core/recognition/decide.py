@@ -216,7 +216,11 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
             return _choices(ranked, facts, menu=False)
         return Decision(Outcome.HANDOFF, intent)
     if intent.kind in (Kind.FAQ, Kind.CANT_DO):
-        return Decision(Outcome(intent.kind.value), intent)
+        if facts.orders and top.score < ACTION_THRESHOLD:
+            # "order A1003?", "what's the latest on A1006?": the status read stands unless
+            # recognition is sure the question is something else.
+            return Decision(Outcome.KEEP)
+        return Decision(Outcome(intent.kind.value), intent, with_reads=intent.kind is Kind.FAQ)
     if intent.name in READ_TOOLS:
         if facts.orders or facts.context:
             return Decision(Outcome.READ, intent)

@@ -185,5 +185,23 @@ _ITEM_BEFORE: Final = re.compile(
 )
 
 
+# "退货不要了", "退款不想要了": the action named before is not wanted, not the order.
+_ACTION_NOUN_BEFORE: Final = re.compile(
+    r"(?:退货|退款|退钱|换货|改地址|地址|取消)\s*(?:就|也|都)?\s*$"
+)
+
+
 def about_an_item(before: str) -> bool:
     return _ITEM_BEFORE.search(before) is not None
+
+
+# "退货不需要了", "取消就不用了", "refund? nah": Chinese often negates after the verb.
+_NEGATED_AFTER: Final = re.compile(
+    r"^\s*(?:就|也|都|还是|先)?\s*(?:不需要了|不用了|不要了|免了|算了|不必了|不办了|不做了)"
+)
+
+
+def negated_after(after: str, before: str = "") -> bool:
+    """The verb is taken back right after it ("退货不需要了"), or is itself the "not wanted"
+    of an action named just before ("退款不要了")."""
+    return _NEGATED_AFTER.search(after) is not None or bool(_ACTION_NOUN_BEFORE.search(before))
