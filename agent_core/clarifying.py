@@ -120,36 +120,3 @@ def about_suspects(reading: Reading, language: Language) -> Clarification:
             for order_id in reading.repairs[:4]
         ],
     )
-
-
-def confirm_reported(
-    tool: str,
-    candidates: list[str],
-    reading: Reading,
-    language: Language,
-    amount: str | None,
-) -> Clarification:
-    """ "my friend wants to cancel B2001": somebody else's wish is not a request. Ask whether
-    the customer wants it, with the action as the one option (pressing it is their request)."""
-    verb = _ACTION_WORDS[language].get(tool) or ("处理" if language is Language.ZH else "do")
-    orders = list(dict.fromkeys(candidates))[:1]
-    if language is Language.ZH:
-        target = f"订单 {orders[0]}" if orders else "这个订单"
-        question = f"需要我现在帮你{verb}{target}吗？只有下单的账号本人可以申请。"
-    else:
-        target = f"order {orders[0]}" if orders else "the order"
-        question = (
-            f"Do you want me to {verb} {target}? Only the account that placed the order can ask."
-        )
-    return Clarification(
-        question=question,
-        options=[
-            ClarifyOption(
-                label=(f"{verb} {o}" if language is Language.ZH else f"{verb.capitalize()} {o}")[
-                    :64
-                ],
-                text=option_text(tool, o, language, reading.address, amount),
-            )
-            for o in orders
-        ],
-    )

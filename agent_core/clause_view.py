@@ -150,8 +150,14 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
             if match.start() == match.end():
                 continue
             past = past_question(text, match.start(), match.end())
+            # Somebody else's wish ("my friend wants to cancel B2001") is read as a question
+            # about the action: the order's status and the policy, never the action.
+            told = reported(text[: match.start()])
             question = (
-                is_question(text, match.start()) or past or whether_question(text, match.start())
+                is_question(text, match.start())
+                or past
+                or whether_question(text, match.start())
+                or told
             ) and ADDRESS_CHAR not in text
             view.verbs.append(
                 Verb(
@@ -161,7 +167,7 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
                     or negated_after(text[match.end() :], text[: match.start()]),
                     question,
                     None if past else terms.topic,  # "why did you cancel": status only
-                    reported(text[: match.start()]),
+                    told,
                     terms.action is Action.CANCEL and about_an_item(text[: match.start()]),
                 )
             )

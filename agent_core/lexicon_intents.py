@@ -187,6 +187,7 @@ INJECTION = re.compile(
     r"(?: \w+)? (?:instructions?|rules|prompts?|messages?|directions)"
     r"|(?<![a-z])system ?:|系统\s*[:：]|\[(?:developer|dev|root|operator)\]|override (?:the )?safety"
     r"|without (?:any )?checks|authori[sz]ed admin|admin request|\"tool\"\s*:|\"order_id\"\s*:"
+    r"|#+\s*new instructions|new instructions\s*:|授权你|跳过确认|我是(?:店长|管理员|老板)"
     r"|<\s*/?\s*(?:system|user|assistant|admin)\s*>|\[(?:system|admin)\]"
     r"|admin mode|developer mode|dev mode|god mode|you are now|(?:assistant|ai|bot) note"
     r"|note (?:to|for) (?:the )?(?:ai|assistant|bot)|skip (?:the )?confirmation"

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent_core.clarifying import about_suspects, amount_in, confirm_reported, which_order
+from agent_core.clarifying import about_suspects, amount_in, which_order
 from agent_core.clause_view import (
     CustomPhrases,
     Mention,
@@ -151,7 +151,6 @@ def understand(
     candidates = [i for i in order if i not in interp.kept and i not in onlynegated]
 
     ambiguous: list[tuple[str, list[str]]] = []
-    reported: list[tuple[str, list[str]]] = []
     intents: list[Intent] = []
     amount = amount_in(" ".join(v.text for v in genuine))
     for number, view in enumerate(genuine):
@@ -175,9 +174,6 @@ def understand(
                 interp.negated.append(_intent(verb.tool, list(view.clause.ids), view))
                 continue
             if verb.question:
-                continue
-            if verb.reported:
-                reported.append((verb.tool, targets or candidates))
                 continue
             if view.choose and len(targets) != 1:
                 ambiguous.append((verb.tool, targets or candidates))
@@ -212,10 +208,6 @@ def understand(
             untargeted=untargeted,
             unsupported_keys=keys,
         )
-    if reported and not intents:
-        # Somebody else's wish: asked back, with the action as an option the customer picks.
-        interp.clarify = confirm_reported(*reported[0], reading, language, amount)
-        return Understood(interp, order, refusal="needs_clarification")
 
     # Policy questions: topics, and actions only asked about ("can I return A1002?").
     topics: list[PolicyTopic] = []

@@ -118,14 +118,11 @@ def test_a_digits_only_id_is_never_read_from_inside_an_amount() -> None:
     ]
 
 
-def test_somebody_elses_wish_is_asked_about_not_done() -> None:
-    draft = plan("my friend wants to cancel B2001")
-    assert actions(draft) == []
-    assert draft.refusal is Refusal.NEEDS_CLARIFICATION
-    clarify = draft.interpretation.clarify if draft.interpretation else None
-    assert clarify is not None and [o.text for o in clarify.options] == ["cancel order B2001"]
-    # The option is the customer's own request when pressed.
-    assert actions(plan(clarify.options[0].text)) == [("cancel_order", "B2001")]
+def test_somebody_elses_wish_is_a_question_not_a_request() -> None:
+    """ "my friend wants to cancel B2001": the order's status and the policy, no action."""
+    for text in ("my friend wants to cancel B2001", "我朋友想取消 B2001"):
+        draft = plan(text)
+        assert pairs(draft) == [("get_order_status", "B2001"), ("search_policy", None)]
 
 
 def test_ask_json_never_cancels_the_wrong_order(tmp_path: Path) -> None:

@@ -117,7 +117,7 @@ def whether_question(text: str, start: int) -> bool:
 
 # "cancel A1007 not A1003", "… instead of A1003", "取消 A1007 而不是 A1003".
 _EXCLUDED: Final = re.compile(
-    r"(?:(?<![a-z])(?:not|instead of|rather than|except|other than|but not|and not|apart from"
+    r"(?:(?<![a-z])(?:not(?: for)?|instead of|rather than|except|other than|but not|and not|apart from"
     r")|而不是|不是|而非|除了)\s*(?:(?:the |my )?(?:order|订单)\s*)?(?P<id>[\ue000-\uefff])"
 )
 
