@@ -41,15 +41,37 @@ def handoff_answer(run: Run) -> str | None:
     return HANDOFF[run.language]
 
 
+# Can't-do topics answered with more than "I can't" (issue 21): a complaint is met with an
+# apology and a person; a review is done on the shop's site, so no person is offered.
+APOLOGY: dict[Language, str] = {
+    ZH: "很抱歉给你带来不好的体验。",
+    EN: "I'm sorry to hear that.",
+}
+NOT_HERE: dict[str, dict[Language, str]] = {
+    "review": {
+        ZH: "评价请在商品页面的“我的评价”里发布或修改。",
+        EN: "Reviews are written and changed on the product page, under My reviews.",
+    },
+}
+
+
 def unsupported_lines(run: Run) -> list[str]:
-    """Names what no tool serves, with the offer of a person; nothing for an unrecognised
-    request (the capability text answers that)."""
+    """Names what no tool serves, with a fitting way forward (usually the offer of a
+    person); nothing for an unrecognised request (the capability text answers that)."""
     interp = run.interpretation
     if interp is None or not interp.unsupported or interp.unrecognised:
         return []
-    if run.language is ZH:
-        return [f"这里无法帮你处理：{'、'.join(interp.unsupported)}。", REACH_A_PERSON[ZH]]
-    return [f"I can't help with {', '.join(interp.unsupported)} here.", REACH_A_PERSON[EN]]
+    topics = set(interp.unsupported_topics)
+    lang = run.language
+    lines = [APOLOGY[lang]] if "complaint" in topics else []
+    if lang is ZH:
+        lines.append(f"这里无法帮你处理：{'、'.join(interp.unsupported)}。")
+    else:
+        lines.append(f"I can't help with {', '.join(interp.unsupported)} here.")
+    lines.extend(NOT_HERE[t][lang] for t in sorted(topics) if t in NOT_HERE)
+    if not topics or topics - set(NOT_HERE):
+        lines.append(REACH_A_PERSON[lang])
+    return lines
 
 
 def context_line(run: Run) -> str | None:

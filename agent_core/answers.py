@@ -47,12 +47,15 @@ REFUSALS: dict[str, dict[Language, str]] = {
         ZH: "请告诉我订单号（例如 A1001），我就能帮你处理。",
         EN: "Please tell me your order number (for example A1001) and I'll take care of it.",
     },
+    # Everything the bot can do, every tool named (issue 21), and the way to a person.
     "unsupported": {
-        ZH: "我可以帮你：查询订单物流（“订单 A1001 到哪了”）、查询售后政策（退货、配送、延迟补偿）、"
-        "取消订单（“帮我取消订单 A1001”）。其他问题请联系人工客服。",
-        EN: 'I can help you track an order ("where is order A1001?"), look up our policies '
-        '(refunds, shipping, delay compensation) or cancel an order ("cancel order A1001"). '
-        "For anything else, please contact a human agent.",
+        ZH: "我可以帮你：查询订单物流（“订单 A1001 到哪了”）、取消订单（“帮我取消订单 A1001”）、"
+        "申请退货、申请退款、修改收货地址，以及查询售后政策（退货、配送、延迟补偿、付款方式、发票等）。"
+        "其他问题请回复“转人工”。",
+        EN: 'I can track an order ("where is order A1001?"), cancel it ("cancel order A1001"), '
+        "start a return or a refund, change its delivery address, and answer questions about "
+        "our policies (returns, shipping, delay compensation, payment methods, invoices…). "
+        'For anything else, write "talk to a person".',
     },
 }
 

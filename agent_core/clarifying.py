@@ -19,7 +19,7 @@ def amount_in(text: str) -> str | None:
     match = AMOUNT.search(text)
     if match is None:
         return None
-    return match.group("a") or match.group("b") or match.group("c")
+    return match.group("a") or match.group("b") or match.group("c") or match.group("d")
 
 
 def option_text(

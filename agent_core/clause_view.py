@@ -42,6 +42,14 @@ from agent_core.lexicon_intents import (
     Action,
 )
 from agent_core.reading import Clause
+from agent_core.recognition.precision import (
+    about_an_item,
+    negated_after,
+    negated_strictly,
+    past_question,
+    reported,
+    whether_question,
+)
 
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 
@@ -70,6 +78,10 @@ class Verb:
     negated: bool
     question: bool
     topic: str | None
+    # Somebody else's wish ("my friend wants to cancel B2001"): asked about, never done.
+    reported: bool = False
+    # About an item of the order, not the order ("A1007 的围巾不要了"): no tool serves it.
+    item: bool = False
 
 
 @dataclass
@@ -88,7 +100,7 @@ class View:
 
     @property
     def requests(self) -> list[Verb]:
-        return [v for v in self.verbs if not v.negated and not v.question]
+        return [v for v in self.verbs if not (v.negated or v.question or v.reported or v.item)]
 
     @property
     def bare(self) -> bool:
@@ -109,6 +121,8 @@ def only_ids(text: str) -> bool:
 def negated(text: str, start: int) -> bool:
     """Whether a negator ends just before position `start` ("don't cancel", "不要取消")."""
     before = text[:start]
+    if negated_strictly(before):
+        return True
     if _HAN.search(text[start : start + 1]) or (before and _HAN.search(before[-1:])):
         for match in NEGATORS_ZH.finditer(before):
             between = before[match.end() :]
@@ -135,14 +149,26 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
         for match in terms.verbs.finditer(residual):
             if match.start() == match.end():
                 continue
-            question = is_question(text, match.start()) and ADDRESS_CHAR not in text
+            past = past_question(text, match.start(), match.end())
+            # Somebody else's wish ("my friend wants to cancel B2001") is read as a question
+            # about the action: the order's status and the policy, never the action.
+            told = reported(text[: match.start()])
+            question = (
+                is_question(text, match.start())
+                or past
+                or whether_question(text, match.start())
+                or told
+            ) and ADDRESS_CHAR not in text
             view.verbs.append(
                 Verb(
                     terms.action.value,
                     match.start(),
-                    negated(text, match.start()),
+                    negated(text, match.start())
+                    or negated_after(text[match.end() :], text[: match.start()]),
                     question,
-                    terms.topic,
+                    None if past else terms.topic,  # "why did you cancel": status only
+                    told,
+                    terms.action is Action.CANCEL and about_an_item(text[: match.start()]),
                 )
             )
             if not question:  # a question stays for the policy topics to find

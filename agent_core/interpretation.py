@@ -86,6 +86,14 @@ class Interpretation(BaseModel):
     unsupported: list[str] = Field(default_factory=list)
     # Nothing in the request was recognised at all (`unsupported` then holds its text).
     unrecognised: bool = False
+    # The question asked back (`clarify`) is a choice of things the bot can do (issue 21):
+    # nothing recognisable to act on, or "what can you do?". Like any clarify, the run ends
+    # `needs_clarification` and a press continues as if the customer had written the option.
+    choices: bool = False
+    # The can't-do topics of `unsupported` (issue 21: "account", "complaint", "other", …).
+    unsupported_topics: list[str] = Field(default_factory=list)
+    # What recognition over the declared examples proposed, for staff ("faq:invoices 0.72").
+    recognised: str | None = None
     # Text that reads as instructions to the assistant (prompt injection): never followed.
     ignored_instructions: list[str] = Field(default_factory=list)
     handoff: Handoff | None = None

@@ -244,6 +244,7 @@ FUZZY_VOCABULARY: tuple[str, ...] = (
     "cancel", "status", "refund", "return", "policy", "shipping", "delivery", "delivered",
     "arrived", "received", "compensation", "warranty", "exchange", "package", "parcel",
     "tracking", "delayed", "shipment", "cancellation", "replacement", "guarantee",
+    "representative", "human", "agent", "speak", "person", "operator",
 )
 # Real words one edit away from a keyword; never "repair" these.
 NOT_TYPOS = frozenset(

@@ -60,29 +60,45 @@ ACTIONS: tuple[ActionTerms, ...] = (
     ActionTerms(
         Action.CANCEL,
         Terms(
-            zh=("取消", "撤销", "撤单", "不要了", "不想要了", "不买了", "退订", "取销"),
+            zh=("取消", "撤销", "撤单", "不要了", "不想要了", "不买了", "退订", "取销", "退单", "砍了",
+                rf"(?:{ID_CHARS}|订单|这单)\s*(?:我)?(?:不需要了|别发了|不用发了)"),
             en=("cancel", "call off", "no longer want", r"don'?t want (?:it|this|that|the order)",
-                r"(?:want|need|like|get|have) (?:\S+ ){0,2}?cancell?ed"),
+                r"(?:want|need|like|get|have) (?:\S+ ){0,2}?cancell?ed",
+                # Issue 21: "I'm cancelling A1003", "requesting cancellation of A1007",
+                # "cancellation A1003", "scrap / ditch / bin A1003", "call the whole thing off".
+                r"(?:i'?m|i am|we'?re|we are) cancell?ing",
+                r"(?:request(?:ing)?|want|would like|need|process)(?: \S+){0,4}? cancell?ation",
+                rf"cancell?ation (?:of )?(?:my )?(?:order )?{ID_CHARS}\s*(?:please|pls|plz)",
+                rf"{ID_CHARS}\s*cancell?ation\s*(?:please|pls|plz)", rf"^cancell?ation (?:of )?{ID_CHARS}$",
+                rf"(?:scrap|ditch|bin|nix|axe) (?:the |my |this )?(?:order )?{ID_CHARS}",
+                r"call (?:the whole thing|the whole order|it all) off"),
         ).compile(),
         topic="cancellation",
     ),
     ActionTerms(
         Action.RETURN,
         Terms(
-            zh=("退货", "退回", "寄回"),
+            zh=("退货", "退回", "寄回", "退掉", "退了退了", r"(?:我要|我想|就要|我得)退(?![款钱费])",
+                r"退了(?![吗么没嘛]|\s*[?？])"),
             en=(r"return(?! (?:policy|policies|window|label|rules?|process|period|shipping|fees?"
                 r"|conditions))",
-                r"send (?:\S+ )?back", r"(?:want|need|like|get|have) (?:\S+ ){0,2}?returned"),
+                r"send (?:\S+ )?back(?!\s+(?:the |my |our )?(?:[$€£¥]|\d|money|cash))",
+                r"(?:sending|taking|take) (?:it|this|them|these) back",
+                r"(?:it'?s|it is|they'?re|they are) going back", "not keeping", "returning",
+                r"(?:want|need|like|get|have) (?!(?:my |the |our |your )?money)(?:\S+ ){0,2}?returned"),
         ).compile(),
         topic="refund",
     ),
     ActionTerms(
         Action.REFUND,
         Terms(
-            zh=("退款", "退钱", "退费"),
+            zh=("退款", "退钱", "退费", "退给我",
+                r"退(?:我|给我)?\s*\d+(?:\.\d{1,2})?\s*(?:元|块|rmb)"),
             en=(r"refund(?! (?:policy|policies|rules?|process|times?|window|status))",
                 "money back", r"(?:want|need|like|get|have) (?:\S+ ){0,2}?refunded",
-                "reimburse"),
+                r"money (?:returned|repaid)",
+                r"(?:send|give|pay) (?:me |us )?back (?:the |my |our )?(?:[$€£¥]?\d|money|cash)",
+                r"reimburs\w*", r"\d+(?:\.\d{1,2})? refunded"),
         ).compile(),
         topic="refund",
     ),
@@ -99,14 +115,19 @@ NEGATION_WORDS_EN = 3  # words allowed between the negator and the verb ("do not
 NEGATION_CHARS_ZH = 3  # characters allowed between them ("不用给我退款")
 # A longer gap still negates when it is only these ("不要现在给我取消"): when, for whom,
 # please. Anything else in it ("不是要退货而是取消", "别担心帮我取消") keeps the verb asked for.
-NEGATION_FILLERS_ZH = re.compile(r"(?:现在|马上|立刻|立即|急着|先|再|就|都|给我|帮我|替我|为我|请|您|你)+")
+NEGATION_FILLERS_ZH = re.compile(
+    r"(?:现在|马上|立刻|立即|急着|先|再|就|都|给我|帮我|替我|为我|请|您|你|给|把|将|对|这个|这单|订单"
+    rf"|{ID_CHARS}|\s)+"
+)
 
 # Before a verb, these make it a question about the policy, not a request ("can I return").
 QUESTION_EN = re.compile(
     r"(?<![a-z])(?:can|could|may|might) i|how (?:do|can|would|should|could|does) (?:i|we|one|you)"
     r"|how to|is it possible|am i able|(?:can|could) (?:it|this|they|these|that) (?:still )?be"
+    r"|(?:is|would|will) it (?:still |even |at all )?(?:be )?possible|what (?:would|will|does|did)"
+    r" it cost|how much (?:would|will|does|is)"
     r"|is there|are there|what if|how long|how much|do you|when (?:will|do|can) i(?![a-z])"
-    r"|what(?:'s| is| are) (?:your|the)"
+    r"|what(?:'s| is| are) (?:your|the)|what (?:does|would|will|do)(?![a-z])"
 )
 # In a Chinese clause, any of these makes it a question ("A1002 能退货吗", "退货流程").
 QUESTION_ZH = re.compile(
@@ -117,11 +138,16 @@ QUESTION_ZH = re.compile(
 # "where exactly", carrier events, scans: parcel-level detail (`track_parcel`).
 TRACK = Terms(
     zh=("物流轨迹", "轨迹", "详细物流", "物流详情", "物流记录", "详细的物流", "具体到哪", "具体在哪",
-        "哪个城市", "派送记录", "配送记录", "哪家快递", "扫描", "快递详细", "详细信息"),
+        "哪个城市", "派送记录", "配送记录", "哪家快递", "扫描", "快递详细", "详细信息",
+        "快递单号", "运单号", "物流单号", "每一站", "怎么显示", "追踪记录", "跟踪记录"),
     en=("where exactly", "exactly where", "carrier", "carriers", "courier", "scan", "scans",
         "scanned", "tracking history", "tracking events", "tracking details", "which city",
         "what city", "full tracking", "detailed tracking", "tracking scan", "parcel events",
-        "carrier events"),
+        "carrier events",
+        # Issue 21: "track A1001", "tracking for A1005", "the tracking number" ask for the
+        # parcel's tracking, not only its status.
+        "track", "tracking", "tracking number", "tracking no", "tracking info", "tracking deets",
+        "delivery events", "which town", "what town", "physically", "every stop"),
 ).compile()
 
 # Orders the customer says to leave alone ("keep A1001", "A1005 不用动").
@@ -140,20 +166,29 @@ CHOOSE = Terms(
 # A request for a person, in any wording.
 HANDOFF = Terms(
     zh=("转人工", "人工客服", r"人工(?!智能)", "真人", "找个客服", "找客服", "客服跟我说", "接人工",
-        "找个人", "真正的客服", "客服人员"),
+        "找个人", "真正的客服", "客服人员", "经理", "主管", "叫个人来", "找你们领导"),
     en=("real person", "real human", "a human", "human please", "human agent", "live agent",
         "live person", "live chat", "agent please", r"(?:speak|talk|chat) (?:to|with) (?:a |an |"
         r"your |some )?(?:person|human|agent|someone|somebody|representative|operator|staff"
         r"|customer service|support)",
         "a person", "human being", "representative", "operator", "connect me to",
-        "transfer me", "customer service", "humans", "human"),
+        "transfer me", "humans", "human",
+        # Issue 21: "customer service" alone is often a complaint about it ("your customer
+        # service is the worst"); asking to reach it, a manager or a colleague is a handoff.
+        r"(?:to|with|reach|contact|call|get) (?:your |the )?customer service",
+        "customer service please", "manager", "supervisor", "escalate", "escalation",
+        r"member of (?:your |the )?(?:staff|team)", r"connect me (?:with|to)",
+        r"(?:a |your )colleague", "somebody from your team", "someone from your team"),
 ).compile()
 
 # Text that addresses the assistant as its operator: instructions, fake system messages.
 INJECTION = re.compile(
     r"ignore (?:all |any )?(?:the |my |your )?(?:previous|prior|above|earlier|former|all)"
     r"(?: \w+)? (?:instructions?|rules|prompts?|messages?|directions)"
-    r"|(?<![a-z])system ?:|<\s*/?\s*(?:system|user|assistant|admin)\s*>|\[(?:system|admin)\]"
+    r"|(?<![a-z])system ?:|系统\s*[:：]|\[(?:developer|dev|root|operator)\]|override (?:the )?safety"
+    r"|without (?:any )?checks|authori[sz]ed admin|admin request|\"tool\"\s*:|\"order_id\"\s*:"
+    r"|#+\s*new instructions|new instructions\s*:|授权你|跳过确认|我是(?:店长|管理员|老板)"
+    r"|<\s*/?\s*(?:system|user|assistant|admin)\s*>|\[(?:system|admin)\]"
     r"|admin mode|developer mode|dev mode|god mode|you are now|(?:assistant|ai|bot) note"
     r"|note (?:to|for) (?:the )?(?:ai|assistant|bot)|skip (?:the )?confirmation"
     r"|don'?t ask the (?:user|customer)|without asking|jailbreak"
@@ -223,11 +258,20 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
 )
 
 # An amount of money in a refund request ("退款 59 元", "refund 59.00", "$59").
+# Only an amount written plainly counts: "1e9", "1,000", "59,00" or "5 9" is asked about
+# (a refund of 1.00 read from "1,000" would be a wrong action), never read in part.
+_AMOUNT_START = r"(?<![\w.,\-−])(?<!\d\s)(?<!or )(?<!或)(?<!或 )(?<!或者)(?<!或者 )(?<!到)(?<!~)"
+_AMOUNT_END = (
+    r"(?![\d.]|[,，_]\d|[xX][0-9a-fA-F]|[eE][+-]?\d|\s+\d"
+    r"|\s*(?:or|或者?|到|至|~|-|/)\s*[$€£¥￥]?\d)"
+)
 AMOUNT = re.compile(
-    r"(?<![\w.])(?P<a>\d{1,7}(?:\.\d{1,2})?)\s*(?:元|块|rmb|cny|usd|eur|gbp|dollars?|euros?"
-    r"|pounds?|bucks)(?![a-z])"
-    r"|[$€£¥￥]\s*(?P<b>\d{1,7}(?:\.\d{1,2})?)(?![\d.])"
-    r"|(?:refund|退款|退)\s*(?:of\s*)?(?P<c>\d{1,7}(?:\.\d{1,2})?)(?![\d.])"
+    rf"{_AMOUNT_START}(?P<a>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}\s*(?:元|块|rmb|cny|usd|eur|gbp"
+    r"|dollars?|euros?|pounds?|bucks)(?![a-z])"
+    rf"|[$€£¥￥]\s*(?P<b>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}"
+    rf"|(?:refund|reimburs\w*|退款|退给我|退我|退)\s*(?:of\s*|the\s*|{ID_CHARS}\s*)?"
+    rf"(?P<c>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}"
+    rf"|{_AMOUNT_START}(?P<d>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}\s*(?:refunded|back)(?![a-z])"
 )
 
 # Greetings and thanks are not unsupported requests.
@@ -246,7 +290,8 @@ POINTER = Terms(
 # Chinese input-method slips, each the same length as its repair (positions stay aligned).
 ZH_TYPOS: Mapping[str, str] = {
     "定单": "订单", "到那了": "到哪了", "推款": "退款", "物留": "物流", "该成": "改成",
-    "在那里": "在哪里", "到那里": "到哪里", "退欵": "退款",
+    "在那里": "在哪里", "到那里": "到哪里", "退欵": "退款", "鬼迹": "轨迹", "退活": "退货", "腿货": "退货", "退宽": "退款",
+    "地止": "地址",
 }
 
 # Fallback step goals for tools the catalog does not describe (a catalog goal wins).

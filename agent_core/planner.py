@@ -14,6 +14,7 @@ falling back to the rules).
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 import unicodedata
@@ -32,6 +33,10 @@ from agent_core.lexicon_intents import GOALS, TRACK_TOOL, Action
 from agent_core.models import Language, Risk, StepTag
 from agent_core.reading import MAX_TEXT_CHARS as MAX_TEXT_CHARS
 from agent_core.reading import Reader, Reading, clean
+from agent_core.recognised import faq_queries, recognise, with_cant_do
+from agent_core.recognition.intents import IntentDef
+from agent_core.recognition.intents import load as load_intents
+from agent_core.recognition.recognise import Recogniser
 from agent_core.understanding import STATUS_TOOL, Understood, understand
 
 __all__ = [
@@ -102,7 +107,21 @@ _TAGS: Mapping[str, StepTag] = {
     Action.REFUND.value: StepTag.REFUND,
     Action.ADDRESS.value: StepTag.ADDRESS,
 }
-_TOPIC_VALUES = frozenset(t.value for t in PolicyTopic)
+_BUILT_IN_QUERIES: Mapping[str, Mapping[Language, str]] = {
+    t.value: q for t, q in POLICY_QUERIES.items()
+}
+
+
+@functools.lru_cache(maxsize=1)
+def built_in_intents() -> tuple[IntentDef, ...]:
+    return tuple(load_intents())
+
+
+@functools.lru_cache(maxsize=1)
+def _built_in_recogniser() -> Recogniser:
+    return Recogniser(built_in_intents())
+
+
 _FROM_CONTEXT = {
     Language.ZH: "（你之前问过的订单）",
     Language.EN: " (the order you asked about earlier)",
@@ -168,6 +187,7 @@ def build_steps(
     understood: Understood,
     language: Language,
     catalog: Mapping[str, ToolSpec],
+    queries: Mapping[str, Mapping[Language, str]] | None = None,
 ) -> list[StepDraft]:
     """Order steps first (each order's read, then its actions), then policy lookups.
 
@@ -201,7 +221,8 @@ def build_steps(
         groups.append((order_id, group))
 
     policy_groups: list[tuple[str, list[StepDraft]]] = []
-    topics = [PolicyTopic(p.topic) for p in interp.policies if p.topic in _TOPIC_VALUES]
+    queries = queries if queries is not None else _BUILT_IN_QUERIES
+    topics = [p.topic for p in interp.policies if p.topic in queries]
     delay_asked = understood.delay is Mention.STRONG or (
         understood.delay is Mention.WEAK and not any_action
     )
@@ -209,11 +230,12 @@ def build_steps(
         # "Check A1001 and, if it has not arrived, the compensation policy": the lookup
         # only matters while the order is on its way, so it gets its own tag.
         topic = PolicyTopic.DELAY_COMPENSATION
-        step = _policy_step(topic, language, StepTag.DELAY_COMPENSATION)
+        step = _policy_step(POLICY_QUERIES[topic], language, StepTag.DELAY_COMPENSATION)
         policy_groups.append((topic.value, [step]))
         topics = [t for t in topics if t not in DELAY_TOPICS]
-    for topic in topics:
-        policy_groups.append((topic.value, [_policy_step(topic, language, StepTag.POLICY)]))
+    for name in topics:
+        step = _policy_step(queries[name], language, StepTag.POLICY)
+        policy_groups.append((name, [step]))
 
     steps: list[StepDraft] = []
     for name, group in [*groups, *policy_groups]:
@@ -249,8 +271,8 @@ def _order_step(
     return StepDraft(goal=goal, tool=tool, args=args, tag=tag_for(tool, catalog))
 
 
-def _policy_step(topic: PolicyTopic, language: Language, tag: StepTag) -> StepDraft:
-    query = POLICY_QUERIES[topic][language]
+def _policy_step(queries: Mapping[Language, str], language: Language, tag: StepTag) -> StepDraft:
+    query = queries[language]
     return StepDraft(
         goal=SEARCH_POLICY.goal_for(language, query=query),
         tool=SEARCH_POLICY.name,
@@ -290,8 +312,16 @@ class RuleBasedPlanner:
         self,
         order_id_pattern: str = DEFAULT_ORDER_ID_PATTERN,
         catalog: Mapping[str, ToolSpec] = CATALOG,
+        intents: Sequence[IntentDef] | None = None,
     ) -> None:
+        """`intents`: the intent inventory recognition compares requests with (the built-in
+        `agent_core/recognition/intents.toml` by default, a shop's extension otherwise)."""
         self._reader = Reader(order_id_pattern)
+        if intents is None:
+            self._recogniser = _built_in_recogniser()
+        else:
+            self._recogniser = Recogniser(intents)
+        self._queries = faq_queries(self._recogniser.intents)
         self._catalog = catalog
         self._custom = custom_phrases(catalog)
         refund = catalog.get(Action.REFUND.value)
@@ -334,13 +364,15 @@ class RuleBasedPlanner:
             custom=self._custom,
             amount_required=self._amount_required,
         )
+        understood = with_cant_do(understood)
+        understood = recognise(understood, reading, language, self._recogniser, last)
         interp = understood.interpretation
         interp.chat_order_id = last
         if understood.refusal is not None:
             return PlanDraft(
                 language=language, refusal=Refusal(understood.refusal), interpretation=interp
             )
-        steps = build_steps(understood, language, self._catalog)
+        steps = build_steps(understood, language, self._catalog, self._queries)
         if not steps:
             return PlanDraft(language=language, refusal=Refusal.UNSUPPORTED, interpretation=interp)
         return PlanDraft(language=language, steps=steps, interpretation=interp)

@@ -56,6 +56,7 @@ from agent_core.lexicon_intents import (
 )
 from agent_core.models import Language
 from agent_core.reading import Reading
+from agent_core.recognition.precision import corrected_id, excluded_ids, retracts
 
 STATUS_TOOL = "get_order_status"
 MAX_REASON_CHARS = 200
@@ -70,6 +71,13 @@ class Understood:
     delay: Mention = Mention.NONE
     condition: bool = False
     refusal: str | None = None  # "empty", "missing_order_id", "unsupported", …
+    # Nothing explicit was read: only status reads of orders named with nothing asked, a
+    # greeting, or nothing at all. Recognition over the declared examples may say more.
+    vague: bool = False
+    # The keys of the built-in unsupported items found ("payment", "invoice", …).
+    unsupported_keys: tuple[str, ...] = ()
+    # An action was asked about with no order anywhere in view ("cancel my subscription").
+    untargeted: str | None = None
 
 
 def understand(
@@ -110,6 +118,7 @@ def understand(
         if reading.injection_demands:
             interp.unsupported.append(_INJECTION_ITEM[language])
     genuine = [v for v in views if not v.clause.injected]
+    keys = tuple(dict.fromkeys(UNSUPPORTED[i].key for v in genuine for i in v.unsupported))
     for view in genuine:
         for index in view.unsupported:
             item = UNSUPPORTED[index]
@@ -118,7 +127,24 @@ def understand(
                 interp.unsupported.append(label)
 
     kept = [i for v in genuine if v.keep and not v.requests for i in v.clause.ids]
+    # "cancel A1007 not A1003", "instead of A1003": A1003 is left alone.
+    kept += [reading.id_of(ch) for v in genuine for ch in excluded_ids(v.text)]
     interp.kept = list(dict.fromkeys(kept))
+    # "cancel A1003? no wait, just tell me where it is": actions before a retraction go.
+    retracted_before = max(
+        (n for n, v in enumerate(genuine) if n > 0 and retracts(v.text)), default=0
+    )
+    # "cancel A1003, sorry, I mean A1007": earlier actions move to the corrected order.
+    corrections = [
+        (n, reading.id_of(ch))
+        for n, v in enumerate(genuine)
+        if n > 0 and (ch := corrected_id(v.text)) is not None
+    ]
+    for n, fixed in corrections:
+        for view in genuine[:n]:
+            if view.requests:
+                interp.kept.extend(i for i in view.clause.ids if i != fixed)
+    interp.kept = list(dict.fromkeys(interp.kept))
     negated_ids = [i for v in genuine for verb in v.verbs if verb.negated for i in v.clause.ids]
     requested_ids = [i for v in genuine if v.requests for i in v.clause.ids]
     onlynegated = {i for i in negated_ids if i not in requested_ids}
@@ -127,10 +153,24 @@ def understand(
     ambiguous: list[tuple[str, list[str]]] = []
     intents: list[Intent] = []
     amount = amount_in(" ".join(v.text for v in genuine))
-    for view in genuine:
+    for number, view in enumerate(genuine):
         for verb in view.verbs:
             targets = [i for i in view.clause.ids if i not in interp.kept]
-            if verb.negated:
+            # The correction, not the retraction before it, decides ("不对，是 A1007").
+            corrected = next((i for n, i in corrections if n > number), None)
+            if corrected is not None:
+                targets = [corrected]
+            if verb.item:
+                item = UNSUPPORTED[_ADD_ITEMS]
+                label = item.zh if language is Language.ZH else item.en
+                if label not in interp.unsupported:
+                    interp.unsupported.append(label)
+                keys = (*keys, item.key)
+                continue
+            if verb.negated or (
+                corrected is None
+                and (number < retracted_before or retracts(view.text[verb.start :]))
+            ):
                 interp.negated.append(_intent(verb.tool, list(view.clause.ids), view))
                 continue
             if verb.question:
@@ -160,7 +200,14 @@ def understand(
     if ambiguous:
         tool, options = ambiguous[0]
         interp.clarify = which_order(tool, options, context_order_id, reading, language, amount)
-        return Understood(interp, order, refusal="needs_clarification")
+        untargeted = tool if not order else None  # "cancel my newsletter subscription"
+        return Understood(
+            interp,
+            order,
+            refusal="needs_clarification",
+            untargeted=untargeted,
+            unsupported_keys=keys,
+        )
 
     # Policy questions: topics, and actions only asked about ("can I return A1002?").
     topics: list[PolicyTopic] = []
@@ -205,6 +252,8 @@ def understand(
 
     # An order named with nothing asked about it: its status.
     covered = {i for intent in [*intents, *read_intents] for i in intent.order_ids}
+    # A verb the reading handled (asked about, negated, reported) is explicit too.
+    explicit = bool(intents or read_intents or interp.policies or any(v.verbs for v in genuine))
     if not interp.unsupported and not reading.injections:
         for view in genuine:
             rest = [i for i in view.clause.ids if i not in covered and i not in interp.kept]
@@ -213,17 +262,37 @@ def understand(
                 read_intents.append(_intent(STATUS_TOOL, rest, view))
                 covered.update(rest)
 
+    if not (intents or read_intents or interp.policies or interp.unsupported or missing):
+        # "do NOT cancel A1003" and nothing else: the order it is about gets its status
+        # read (the customer is told where it stands; nothing is changed).
+        alone = [i for i in onlynegated if i not in interp.kept]
+        if alone and not reading.injections:
+            ordered = [i for i in order if i in alone]
+            read_intents.append(Intent(tool=STATUS_TOOL, order_ids=ordered))
+            explicit = True
+
     interp.intents = [*read_intents, *intents]
+    quiet = not interp.unsupported and not reading.injections
     if interp.intents or interp.policies:
-        return Understood(interp, order, delay, condition)
+        return Understood(
+            interp, order, delay, condition, vague=quiet and not explicit, unsupported_keys=keys
+        )
     if missing:
-        return Understood(interp, order, refusal="missing_order_id")
+        return Understood(interp, order, refusal="missing_order_id", unsupported_keys=keys)
     if not interp.unsupported and not SMALL_TALK.match(reading.cleaned.strip().lower()):
         interp.unsupported.append(text_for_staff)
         interp.unrecognised = True
-    return Understood(interp, order, refusal="unsupported")
+    vague = (interp.unrecognised or not interp.unsupported) and not reading.injections
+    return Understood(
+        interp,
+        order,
+        refusal="unsupported",
+        vague=vague,
+        unsupported_keys=keys,
+    )
 
 
+_ADD_ITEMS = next(n for n, u in enumerate(UNSUPPORTED) if u.key == "add_items")
 _INJECTION_ITEM = {
     Language.ZH: "执行消息里写给助手的指令",
     Language.EN: "following instructions written to the assistant inside a message",

@@ -26,6 +26,7 @@ from agent_core.model_planner import ModelPlanner
 from agent_core.models import Run, RunEvent, utcnow
 from agent_core.planner import Planner, RuleBasedPlanner
 from agent_core.policy import FailurePolicy
+from agent_core.recognition.intents import load as load_intents
 from agent_core.shop import shop_tools
 from agent_core.tools import Tool, ToolRegistry
 from bot.redact import redact_in_logs
@@ -103,7 +104,10 @@ class Runtime:
 
 def build_planner(settings: Settings, catalog: Mapping[str, ToolSpec] = CATALOG) -> Planner:
     """The rule planner, or (STEPWISE_PLANNER=model) the model planner with it as fallback."""
-    rules = RuleBasedPlanner(order_id_pattern=settings.order_pattern, catalog=catalog)
+    intents = load_intents(settings.intents_path) if settings.intents_path else None
+    rules = RuleBasedPlanner(
+        order_id_pattern=settings.order_pattern, catalog=catalog, intents=intents
+    )
     if settings.planner != "model":
         return rules
     assert settings.llm_base_url and settings.llm_model  # checked by Settings

@@ -36,6 +36,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, Settin
 
 from agent_core.ids import ChatId, UserId
 from agent_core.reading import Reader
+from agent_core.recognition.intents import load as load_intents
 
 TOKEN_SHAPE = re.compile(r"^\d{5,}:[A-Za-z0-9_-]{30,}$")
 _DURATION = re.compile(r"^\s*(\d{1,15}(?:\.\d{1,9})?)\s*([smhd]?)\s*$")
@@ -136,6 +137,9 @@ class Settings(BaseSettings):
         0, ge=0, le=MAX_SHOP_LATENCY_MS, validation_alias=_env("STEPWISE_SHOP_LATENCY_MS")
     )
     order_pattern: str = Field(r"[A-Za-z]\d{3,10}", validation_alias=_env("STEPWISE_ORDER_PATTERN"))
+    # Issue 21: the shop's own intents (FAQ topics, can't-do topics, more examples for the
+    # tools), in the format of agent_core/recognition/intents.toml; they extend the built-in ones.
+    intents_path: Path | None = Field(None, validation_alias=_env("STEPWISE_INTENTS"))
     demo_user_id: UserId = Field(10001, validation_alias=_env("STEPWISE_DEMO_USER"))
     # The planner (issue 13): "rule" (default) or "model" (an OpenAI-compatible endpoint).
     planner: Literal["rule", "model"] = Field("rule", validation_alias=_env("STEPWISE_PLANNER"))
@@ -271,6 +275,13 @@ class Settings(BaseSettings):
         if parts.scheme not in ("http", "https") or not has_host:
             raise ValueError("must be an http:// or https:// URL with a host")
         return value.strip()
+
+    @field_validator("intents_path")
+    @classmethod
+    def _valid_intents(cls, value: Path | None) -> Path | None:
+        if value is not None:
+            load_intents(value)  # IntentsFileError (a ValueError) says what is wrong
+        return value
 
     @model_validator(mode="after")
     def _four_eyes_above_staff(self) -> Settings:

@@ -381,10 +381,13 @@ def matching_policies(rows: list[Row], query: str, lang: PolicyLang) -> list[Pol
     needle = query.strip().casefold()
     if not needle:
         return []
+    keywords = [(row, json.loads(row["keywords"])) for row in rows]
+    # A query that IS a keyword names its topic ("cancellation fee"): only those policies,
+    # not every policy one of whose keywords it contains ("cancellation").
+    exact = [row for row, kws in keywords if needle in (k.casefold() for k in kws)]
     matches = [
         Policy(title=row["title"], text=row["text"], lang=row["lang"])
-        for row in rows
-        if _matches(needle, json.loads(row["keywords"]))
+        for row in (exact or [row for row, kws in keywords if _matches(needle, kws)])
     ]
     preferred = [p for p in matches if p.lang == lang]
     return preferred or matches

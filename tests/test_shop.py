@@ -386,7 +386,7 @@ async def test_seeds_only_once_across_opens(store_backend: Backend) -> None:
         order = await second.get_order("A1001")
         assert order is not None and order.status == "cancelled"  # not re-seeded over
         assert await second.cancellation_count() == 1
-    assert store_backend.count_rows("shop_policies") == 10
+    assert store_backend.count_rows("shop_policies") == 26
     assert store_backend.count_rows("shop_orders") == 8
     assert store_backend.count_rows("shop_meta") == 1
 
@@ -397,7 +397,7 @@ async def test_concurrent_first_starts_seed_once(store_backend: Backend) -> None
     assert store_backend.count_rows("shop_meta") == 0
     shops = await asyncio.gather(*(store_backend.open_shop() for _ in range(4)))
     try:
-        assert store_backend.count_rows("shop_policies") == 10
+        assert store_backend.count_rows("shop_policies") == 26
         assert store_backend.count_rows("shop_orders") == 8
         for backend in shops:
             assert len(await backend.search_policies("refund", "en")) == 1
@@ -509,4 +509,5 @@ def test_bundled_seed_validates_and_matches_the_demo() -> None:
     for policy in seed.policies:
         by_lang[policy.lang].append(policy.title)
         assert not any("保修" in k or "warranty" in k.casefold() for k in policy.keywords)
-    assert len(by_lang["zh"]) == len(by_lang["en"]) == 5
+    # Five policies from before and the eight FAQ topics of issue 21, each in zh and en.
+    assert len(by_lang["zh"]) == len(by_lang["en"]) == 13

@@ -1,0 +1,279 @@
+"""Recognition applied to the rule understanding (issue 21).
+
+The rule reading (`agent_core.understanding`) comes first: it knows clauses, orders,
+negation and scope. Where it found nothing explicit, only something no tool serves, or an
+action with no order in view, the request is compared with the declared examples
+(`agent_core.recognition`) and the decision (`recognition.decide`) is applied here: an FAQ
+answer, a can't-do answer naming the topic, a person, a read, an action (rarely, under
+strict conditions), "which order?", or a few buttons of the closest things the bot can do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from agent_core.clarifying import amount_in, option_text, which_order
+from agent_core.interpretation import (
+    Clarification,
+    ClarifyOption,
+    Handoff,
+    Intent,
+    Interpretation,
+    PolicyLookup,
+)
+from agent_core.lexicon import POLICY_QUERIES, PolicyTopic
+from agent_core.lexicon_intents import UNSUPPORTED, Action
+from agent_core.models import Language
+from agent_core.reading import Reading
+from agent_core.recognition.decide import (
+    DEFAULT_CHOICES,
+    HIGH_RISK_TOOLS,
+    MAX_CHOICES,
+    Decision,
+    Facts,
+    Outcome,
+    decide,
+    refined_topic,
+)
+from agent_core.recognition.intents import IntentDef, Kind
+from agent_core.recognition.normalise import fold_text
+from agent_core.recognition.recognise import Recogniser
+from agent_core.understanding import STATUS_TOOL, Understood
+
+# The FAQ topic a built-in policy topic is (the lexicon's names are kept for the v1 eval).
+LEGACY_TOPICS: Mapping[str, PolicyTopic] = {
+    "returns": PolicyTopic.REFUND,
+    "refund": PolicyTopic.REFUND,
+    "shipping": PolicyTopic.SHIPPING,
+    "cancellation": PolicyTopic.CANCELLATION,
+    "delay_compensation": PolicyTopic.DELAY_COMPENSATION,
+    "exchange": PolicyTopic.EXCHANGE,
+    "warranty": PolicyTopic.WARRANTY,
+}
+# The can't-do topic of each built-in unsupported item.
+UNSUPPORTED_TOPICS: Mapping[str, str] = {
+    "payment": "payment_change",
+    "invoice": "other",
+    "discount": "discount",
+    "add_items": "change_items",
+    "phone": "account",
+    "weather": "other",
+    "recommend": "other",
+}
+_CHOICES_QUESTION = {
+    Language.ZH: "我不太确定你的意思。你想做下面哪一件事？",
+    Language.EN: "I'm not sure I understood. Which of these would you like?",
+}
+_MENU_QUESTION = {
+    Language.ZH: "我可以查询、取消订单，申请退货、退款，修改地址，解答政策问题，或为你转人工。你想做什么？",
+    Language.EN: "I can track or cancel an order, start a return or refund, change a delivery "
+    "address, answer questions about our policies, or get you a person. What would you like?",
+}
+
+
+def faq_queries(intents: Sequence[IntentDef]) -> dict[str, Mapping[Language, str]]:
+    """The search_policy query of every FAQ topic, by topic name."""
+    queries: dict[str, Mapping[Language, str]] = {t.value: q for t, q in POLICY_QUERIES.items()}
+    for intent in intents:
+        if intent.kind is Kind.FAQ and intent.query is not None:
+            legacy = LEGACY_TOPICS.get(intent.name)
+            if legacy is not None:
+                queries[intent.name] = POLICY_QUERIES[legacy]
+            else:
+                queries[intent.name] = {
+                    Language.EN: intent.query.en,
+                    Language.ZH: intent.query.zh,
+                }
+    return queries
+
+
+def recognise(
+    understood: Understood,
+    reading: Reading,
+    language: Language,
+    recogniser: Recogniser,
+    context_order_id: str | None,
+) -> Understood:
+    """The understanding, changed by what recognition over the examples decided."""
+    interp = understood.interpretation
+    if interp.handoff is not None or reading.suspects or reading.injections:
+        return understood
+    if understood.refusal == "needs_clarification" and not understood.untargeted:
+        return understood
+    text = _without_ids(reading)
+    facts = Facts(
+        text=fold_text(text),
+        orders=tuple(i for i in understood.mention_order if i not in interp.kept),
+        vague=understood.vague,
+        unsupported=bool(interp.unsupported) and not interp.unrecognised,
+        untargeted=understood.untargeted,
+        context=context_order_id is not None,
+        negated=bool(interp.negated),
+        repaired=recogniser.normaliser.repairs(text),
+        missing=understood.refusal == "missing_order_id",
+    )
+    ranked = recogniser.rank(text)
+    refined = refined_topic([p.topic for p in interp.policies], ranked)
+    if refined is not None:
+        old, new = refined
+        for lookup in interp.policies:
+            if lookup.topic == old:
+                lookup.topic = new
+    decision = decide(ranked, facts)
+    if ranked and (decision.outcome is not Outcome.KEEP or refined is not None):
+        # Said only where recognition changed something (staff see why).
+        interp.recognised = f"{ranked[0].intent.key} {ranked[0].score:.2f}"
+    return _apply(decision, understood, reading, language, recogniser, context_order_id)
+
+
+def _without_ids(reading: Reading) -> str:
+    """The cleaned text with the order ids taken out (never folded or compared)."""
+    text = reading.cleaned
+    for order_id in reading.order_ids:
+        text = text.replace(order_id, " ").replace(order_id.lower(), " ")
+    return text
+
+
+def _apply(
+    decision: Decision,
+    understood: Understood,
+    reading: Reading,
+    language: Language,
+    recogniser: Recogniser,
+    context_order_id: str | None,
+) -> Understood:
+    interp = understood.interpretation
+    intent = decision.intent
+    outcome = decision.outcome
+    if outcome is Outcome.KEEP:
+        if intent is not None and intent.kind is Kind.CANT_DO and interp.unsupported:
+            interp.unsupported_topics = [intent.name]  # the topic recognition names
+        return understood
+    fresh = Interpretation(
+        language=interp.language,
+        negated=interp.negated,
+        kept=interp.kept,
+        recognised=interp.recognised,
+        notes=interp.notes,
+        ignored_instructions=interp.ignored_instructions,
+    )
+    order = understood.mention_order
+    if outcome is Outcome.HANDOFF:
+        fresh.handoff = Handoff(reason=" ".join(reading.cleaned.split())[:200])
+        return Understood(fresh, order, refusal="handoff")
+    if outcome is Outcome.FAQ and intent is not None:
+        fresh.policies = [PolicyLookup(topic=intent.name, clause=reading.cleaned[:200])]
+        if decision.with_reads:
+            fresh.intents = [Intent(tool=STATUS_TOOL, order_ids=facts_orders(understood))]
+        return Understood(fresh, order)
+    if outcome is Outcome.CANT_DO and intent is not None:
+        names = intent.cant_name
+        label = (names.zh if language is Language.ZH else names.en) if names else intent.name
+        fresh.unsupported = [label]
+        fresh.unsupported_topics = [intent.name]
+        return Understood(fresh, order, refusal="unsupported")
+    if outcome is Outcome.READ and intent is not None:
+        targets = list(facts_orders(understood))
+        if targets:
+            fresh.intents = [Intent(tool=intent.name, order_ids=targets)]
+        else:
+            assert context_order_id is not None
+            fresh.context_order_id = context_order_id
+            fresh.intents = [
+                Intent(tool=intent.name, order_ids=[context_order_id], from_context=True)
+            ]
+        return Understood(fresh, order)
+    if outcome is Outcome.WHICH_ORDER and intent is not None:
+        if intent.name in (STATUS_TOOL, "track_parcel"):
+            return Understood(fresh, order, refusal="missing_order_id")
+        amount = amount_in(fold_text(reading.cleaned))
+        fresh.clarify = which_order(intent.name, [], context_order_id, reading, language, amount)
+        return Understood(fresh, order, refusal="needs_clarification")
+    if outcome is Outcome.ACTION and intent is not None:
+        target = facts_orders(understood)
+        args: dict[str, str | None] = {}
+        if intent.name == Action.ADDRESS:
+            args["address"] = reading.address
+        if intent.name == Action.REFUND:
+            args["amount"] = amount_in(fold_text(reading.cleaned))
+        if any(v is None for v in args.values()):
+            amount = args.get("amount")
+            fresh.clarify = which_order(
+                intent.name, list(target), context_order_id, reading, language, amount
+            )
+            return Understood(fresh, order, refusal="needs_clarification")
+        fresh.intents = [
+            Intent(
+                tool=intent.name,
+                order_ids=list(target),
+                args={k: v for k, v in args.items() if v is not None},
+                clause=reading.cleaned[:200],
+            )
+        ]
+        return Understood(fresh, order)
+    # Choices: the closest things the bot can do, as buttons.
+    fresh.choices = True
+    fresh.clarify = choices(decision, recogniser, understood, reading, language)
+    return Understood(fresh, order, refusal="needs_clarification")
+
+
+def facts_orders(understood: Understood) -> list[str]:
+    interp = understood.interpretation
+    return [i for i in understood.mention_order if i not in interp.kept]
+
+
+def choices(
+    decision: Decision,
+    recogniser: Recogniser,
+    understood: Understood,
+    reading: Reading,
+    language: Language,
+) -> Clarification:
+    picked = list(decision.choices)
+    by_key = {i.key: i for i in recogniser.intents}
+    for key in DEFAULT_CHOICES:
+        if len(picked) >= MAX_CHOICES:
+            break
+        default = by_key.get(key)
+        if decision.no_actions and default is not None and default.name in HIGH_RISK_TOOLS:
+            continue
+        if default is not None and default not in picked:
+            picked.append(default)
+    orders = facts_orders(understood)
+    options = [_option(i, orders, reading, language) for i in picked[:MAX_CHOICES]]
+    question = (_MENU_QUESTION if decision.menu else _CHOICES_QUESTION)[language]
+    return Clarification(question=question, options=options)
+
+
+def _option(
+    intent: IntentDef, orders: list[str], reading: Reading, language: Language
+) -> ClarifyOption:
+    zh = language is Language.ZH
+    label = (intent.label.zh if zh else intent.label.en) if intent.label else intent.name
+    if intent.kind is Kind.TOOL and len(orders) == 1 and intent.name != Action.ADDRESS:
+        text = option_text(intent.name, orders[0], language, reading.address)
+    elif intent.option is not None:
+        text = intent.option.zh if zh else intent.option.en
+    else:
+        examples = intent.examples.zh if zh else intent.examples.en
+        text = examples[0] if examples else label
+    return ClarifyOption(label=label[:64], text=text[:300])
+
+
+def unsupported_items(keys: Sequence[str]) -> list[str]:
+    """The can't-do topics of built-in unsupported items, in order, once each."""
+    known = {u.key for u in UNSUPPORTED}
+    return list(dict.fromkeys(UNSUPPORTED_TOPICS.get(k, "other") for k in keys if k in known))
+
+
+def with_cant_do(understood: Understood) -> Understood:
+    """The rule reading's unsupported items named by their can't-do topic."""
+    topics = unsupported_items(understood.unsupported_keys)
+    interp = understood.interpretation
+    if interp.unrecognised:
+        topics = ["other"]
+    for topic in topics:
+        if topic not in interp.unsupported_topics:
+            interp.unsupported_topics.append(topic)
+    return replace(understood)

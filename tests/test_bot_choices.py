@@ -1,0 +1,51 @@
+"""Choices instead of a wall of text (issue 21), over HTTP with the Bot API stand-in.
+
+"what can you do?" ends the run with one short question and up to four option buttons of
+things the bot can do; pressing one goes on as if the customer had written it. Texts are
+taken from the code that makes them (the planner's options, bot.texts), never retyped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from agent_core.models import Language
+from agent_core.planner import PlanRequest, RuleBasedPlanner
+from bot.texts import say
+from standin import StandIn
+from tests.harness import DEMO, start_bot
+from tests.harness import BotHarness as Bot
+
+
+@pytest.fixture
+async def bot(standin: StandIn, tmp_path: Path) -> AsyncIterator[Bot]:
+    running = await start_bot(standin, tmp_path / "bot.db")
+    yield running
+    await running.stop()
+
+
+async def test_choice_buttons_appear_and_a_press_continues(bot: Bot) -> None:
+    text = "what can you do?"
+    offered = RuleBasedPlanner().draft(PlanRequest(text=text)).interpretation
+    assert offered is not None and offered.choices and offered.clarify is not None
+    labels = [o.label for o in offered.clarify.options]
+    assert 2 <= len(labels) <= 4
+
+    bot.standin.inject_message(DEMO, DEMO, text)
+    question = await bot.buttons_message(DEMO)
+    assert question.text == offered.clarify.question
+    assert [b.text for row in question.buttons for b in row] == labels
+    assert bot.query("SELECT status FROM runs") == [("needs_clarification",)]
+
+    person = labels.index(next(o.label for o in offered.clarify.options if "person" in o.text))
+    row = question.buttons[person]
+    bot.standin.press_button(DEMO, question.message_id, row[0].callback_data or "", DEMO)
+    # The press is the request "talk to a person": the handoff is recorded (no staff group
+    # in this bot, so no promise of a reply).
+    await bot.until_text(DEMO, say("handoff_unstaffed", Language.EN))
+    statuses = [s for (s,) in bot.query("SELECT status FROM runs ORDER BY created_at")]
+    assert statuses[0] == "needs_clarification" and len(statuses) == 2
+    assert bot.query("SELECT count(*) FROM shop_cancellations") == [(0,)]
