@@ -165,7 +165,13 @@ def build_application(
         .rate_limiter(rate_limiter or SlidingWindowRateLimiter(max_retries=3))
         .build()
     )
-    progress = TelegramProgress(application.bot, store, show_after_s=show_after_s, typing=typing)
+    progress = TelegramProgress(
+        application.bot,
+        store,
+        show_after_s=show_after_s,
+        typing=typing,
+        catalog=agent.executor.catalog,
+    )
     desk = HandoffDesk(
         application.bot,
         store,

@@ -38,10 +38,11 @@ from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
 
-from agent_core.answers import plan_text, step_progress
+from agent_core.answers import Catalog, decision_labels, plan_text, step_progress
+from agent_core.catalog import CATALOG
 from agent_core.models import EventKind, PromptRef, Run, RunEvent, RunStatus, StepStatus
 from bot.callbacks import choice_data, decision_data
-from bot.texts import decision_labels, say
+from bot.texts import say
 from bot.textsplit import clip_message, split_message
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,8 @@ def _rows(*markups: InlineKeyboardMarkup | None) -> InlineKeyboardMarkup | None:
 def decision_text(run: Run, step_id: str, key: str) -> str:
     """The paused step's message once a button was pressed: its goal and what happened."""
     step = run.step(step_id)
-    icon = "✅" if key == "you_confirmed" else "🚫"
+    # A neutral mark until the step has run: a confirmed change is not done yet.
+    icon = "⏳" if key in ("you_confirmed", "team_approved_step") else "🚫"
     return html.escape(f"{icon} {step.goal} — {say(key, run.language)}")
 
 
@@ -161,8 +163,12 @@ class TelegramProgress:
         *,
         show_after_s: float = 0.5,
         typing: Typing = DEFAULT_TYPING,
+        catalog: Catalog = CATALOG,
     ) -> None:
         self._bot = bot
+        # The catalog in use: the buttons' words come from it, as the prompt's sentence
+        # naming them does (`agent_core.answers.decision_labels`, one source).
+        self._catalog = catalog
         self._store = store
         self._show_after_s = show_after_s
         self._typing = typing
@@ -346,7 +352,7 @@ class TelegramProgress:
     def _buttons(self, run: Run) -> InlineKeyboardMarkup:
         assert run.pause is not None and run.pause.nonce is not None
         nonce = run.pause.nonce
-        yes, no = decision_labels(run.step(run.pause.step_id).goal, run.language)
+        yes, no = decision_labels(run, self._catalog) or ("", "")
         return InlineKeyboardMarkup(
             [
                 [
