@@ -4,12 +4,16 @@ library it does not need."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pexpect
+import pytest
 
 from tests.test_chat_terminal import spawn_chat
-from tests.test_cli import stepwise
+from tests.test_cli import env_for, stepwise
 
 # -- 1 and 7: no buttons in a terminal ------------------------------------------------------
 
@@ -43,3 +47,42 @@ def test_1_ask_names_the_commands_not_buttons(tmp_path: Path) -> None:
     assert 'Run the confirm command below for "Yes, cancel A1003", or reject for ' in proc.stdout
     assert "press" not in proc.stdout.lower()
     assert "stepwise confirm" in proc.stdout
+
+
+# -- 11: a closed pipe --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [["export"], ["tools"], ["eval"]])
+def test_11_a_reader_that_went_away_is_no_traceback(tmp_path: Path, command: list[str]) -> None:
+    db = tmp_path / "s.db"
+    for text in ("where is order A1001", "where is order A1002", "what is your refund policy"):
+        assert stepwise(db, "ask", text, "--user", "10001").returncode == 0
+    read, write = os.pipe()
+    os.close(read)  # the reader (`head -1`) has gone before anything is written
+    with os.fdopen(write, "w") as closed:
+        proc = subprocess.run(
+            [sys.executable, "-m", "stepwise", *command],
+            env=env_for(db),
+            stdout=closed,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
+    assert proc.returncode == 141
+
+
+# -- 12: start-up ---------------------------------------------------------------------------
+
+
+def test_12_the_cli_module_loads_no_model_client_database_driver_or_web_stack() -> None:
+    code = (
+        "import sys, stepwise.cli\n"
+        "heavy = [m for m in ('openai', 'psycopg', 'starlette', 'telegram', 'uvicorn') "
+        "if m in sys.modules]\n"
+        "print(','.join(heavy))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert proc.stdout.strip() == ""
