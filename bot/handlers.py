@@ -748,8 +748,17 @@ class StepwiseBot:
         bot = context.bot
         customer = Where(run.chat_id, 0)
         goal = html.escape(run.step(step_id).goal) if step_id else ""
+        # The customer's "waiting for our team" message, edited in place to the decision
+        # and then by the step's own progress (never a second message for the same step).
+        waiting = self.progress.waiting_message(run.id)
+        shown = None
+        if waiting is not None and waiting[0] == step_id:
+            shown = Where(run.chat_id, waiting[1], waiting[2])
+            customer = Where(run.chat_id, 0, waiting[2])
         if run.status is RunStatus.EXPIRED:
             await _edit_quietly(bot, where, f"⌛ {goal} — expired, nothing was done")
+            if shown is not None and step_id:
+                await _edit_quietly(bot, shown, decision_text(run, step_id, "expired"))
             await _send_quietly(bot, customer, run.answer or "")
             return
         approved = decision.approved
@@ -767,6 +776,10 @@ class StepwiseBot:
                 )
             except StorageUnavailable:
                 log.exception("reject reason not noted")
+        if shown is not None and step_id:
+            key = "team_approved_step" if approved else "team_declined_step"
+            await _edit_quietly(bot, shown, decision_text(run, step_id, key))
+            self.progress.adopt(run, step_id, shown.message_id, shown.thread_id)
         await _send_quietly(bot, customer, told)
         context.application.create_task(
             self.chats.run(run.chat_id, self._proceed(bot, customer, run))

@@ -176,11 +176,20 @@ class TelegramProgress:
         # Runs whose prompt is being delivered by this process and not yet bound to its
         # message: a press on it waits for the binding instead of finding none (stale).
         self._binding: dict[str, asyncio.Event] = {}
+        # Staff pauses whose "waiting for our team" message this process showed: (step,
+        # message, topic) by run, so the decision edits that message in place
+        # (`waiting_message`). Not stored: after a restart the decision shows anew.
+        self._waiting: dict[str, tuple[str, int, int | None]] = {}
 
     def adopt(self, run: Run, step_id: str, message_id: int, thread_id: int | None = None) -> None:
         """Continue a run whose paused step's message already exists (a button press)."""
         view = self._views.setdefault(run.id, _RunView(run.chat_id, thread_id))
         view.steps[step_id] = _StepView(message_id=message_id)
+
+    def waiting_message(self, run_id: str) -> tuple[str, int, int | None] | None:
+        """The customer's "waiting for our team" message of a staff pause (step id,
+        message id, topic), once: the caller edits it to the decision and adopts it."""
+        return self._waiting.pop(run_id, None)
 
     @property
     def open_views(self) -> int:
@@ -265,6 +274,8 @@ class TelegramProgress:
         if waiting and run.pause is not None and run.pause.approver == "staff":
             text = clip_message(text + "\n\n" + html.escape(say("waiting_for_team", run.language)))
             await self._deliver(run, view, step_view, text, None, ANSWER_DELIVERY_ATTEMPTS)
+            if step_view.message_id is not None:
+                self._waiting[run.id] = (step_id, step_view.message_id, view.thread_id)
             if self.staff_prompt_hook is not None:
                 await self.staff_prompt_hook(run)
             return

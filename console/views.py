@@ -38,6 +38,11 @@ PAUSE_REASONS = {
     "high_risk": "high-risk action (high_risk): the customer must confirm it first",
     "arguments_changed": "the arguments changed after approval (arguments_changed): asked again",
 }
+# The same reasons for a step our team decides (staff approval, issue 14).
+STAFF_PAUSE_REASONS = PAUSE_REASONS | {
+    "high_risk": "high-risk action above the staff approval amount (high_risk): "
+    "a staff member must approve it first",
+}
 JSONL = "application/x-ndjson; charset=utf-8"
 
 
@@ -86,7 +91,14 @@ class Views:
         view = build_run_view(
             run, await self.history.timeline(run.id), await self.store.handoffs.for_run(run.id)
         )
-        return self._page(request, "run.html", view=view, run=run, pause_reasons=PAUSE_REASONS)
+        return self._page(
+            request,
+            "run.html",
+            view=view,
+            run=run,
+            pause_reasons=PAUSE_REASONS,
+            staff_pause_reasons=STAFF_PAUSE_REASONS,
+        )
 
     async def overview(self, request: Request) -> Response:
         period = request.query_params.get("period", "24h")

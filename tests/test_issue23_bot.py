@@ -8,8 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from standin import StandIn
-from tests.harness import start_bot
+from agent_core.models import Language
+from bot.texts import TEXTS
+from standin import ShownMessage, StandIn
+from storage.store import open_store
+from tests.harness import DEMO, STAFF, start_bot, until
+from tests.test_console import client_for, sign_in
+
+EN = Language.EN
 
 # -- 12: no warning for a staff menu that has nowhere to go yet ------------------------------
 
@@ -21,3 +27,55 @@ async def test_12_no_warning_for_a_staff_member_who_never_wrote_to_the_bot(
         h = await start_bot(standin, tmp_path / "menu.db")  # STAFF has no chat with the bot
         await h.stop()
     assert [r.getMessage() for r in caplog.records if r.name == "bot.application"] == []
+
+
+# -- 3: a staff pause is our team's, and its message is edited in place ------------------
+
+FORUM = -1005555555555
+
+
+async def test_3_a_staff_approved_refund_edits_the_waiting_message_in_place(
+    standin: StandIn, tmp_path: Path
+) -> None:
+    standin.add_chat(FORUM, STAFF, title="Support staff", is_forum=True, first_name="Sam")
+    standin.set_bot_rights(FORUM, can_manage_topics=True)
+    h = await start_bot(
+        standin,
+        tmp_path / "staff.db",
+        STEPWISE_STAFF_CHAT_ID=str(FORUM),
+        STEPWISE_STAFF_APPROVAL_ABOVE="50",
+    )
+    try:
+        h.standin.inject_message(DEMO, DEMO, "refund 59 for order A1002", first_name="Ada")
+        waiting = await h.until_text(DEMO, TEXTS["waiting_for_team"][EN])
+        assert "waiting for our team" in (waiting.text or "")
+        assert "your confirmation" not in (waiting.text or "")
+        prompt = await until(
+            lambda: next((m for m in standin.chat_messages(FORUM) if m.buttons), None)
+        )
+        approve = next(d for d in prompt.callback_data if d.startswith("sw:c:"))
+        h.standin.press_button(FORUM, prompt.message_id, approve, STAFF)
+        await h.until_text(DEMO, "refund number")
+
+        def step_line(m: ShownMessage) -> bool:
+            return "Request a refund" in (m.text or "") and " — " in (m.text or "")
+
+        edited = await until(
+            lambda: [m for m in h.standin.bot_messages(DEMO) if step_line(m)] or None
+        )
+        # One message for the step, edited from waiting to done; no second one.
+        assert [m.message_id for m in edited] == [waiting.message_id]
+        assert edited[0].text is not None
+        assert edited[0].text.startswith("✅") and "approved by our team and done" in edited[0].text
+        (run_id,) = h.query("SELECT id FROM runs")[0]
+    finally:
+        await h.stop()
+    store = await open_store(str(tmp_path / "staff.db"))
+    try:
+        async with client_for(store) as console:
+            assert (await sign_in(console)).status_code == 303
+            page = (await console.get(f"/runs/{run_id}")).text
+    finally:
+        await store.close()
+    assert "the customer must confirm it first" not in page and "customer decided" not in page
+    assert "a staff member must approve it first" in page and "staff decided" in page
