@@ -44,6 +44,7 @@ from agent_core.models import EventKind, PromptRef, Run, RunEvent, RunStatus, St
 from bot.callbacks import choice_data, decision_data
 from bot.texts import say
 from bot.textsplit import clip_message, split_message
+from storage.records import delivered_note
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,6 @@ ANSWER_DELIVERY_ATTEMPTS = 4
 BLOCKED_NOTE = "telegram: the customer blocked the bot"
 PROMPT_SHOWN_NOTE = "telegram: confirmation buttons shown"
 PLAN_SHOWN_NOTE = "telegram: plan shown"
-ANSWER_DELIVERED_NOTE = "telegram: answer delivered"
 
 
 def _rows(*markups: InlineKeyboardMarkup | None) -> InlineKeyboardMarkup | None:
@@ -406,7 +406,9 @@ class TelegramProgress:
             )
             if not sent:
                 return False  # blocked (noted) or failed: the lease lapses, recovery resends
-        await self._write_event(run, EventKind.ANSWER_DELIVERED, ANSWER_DELIVERED_NOTE)
+        # With the text as sent (a handoff's reply replaces the run's answer): the console
+        # shows what the customer saw from here, never a re-rendering.
+        await self._write_event(run, EventKind.ANSWER_DELIVERED, delivered_note(answer))
         return True
 
     async def redeliver(self, run: Run) -> bool:

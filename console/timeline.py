@@ -17,7 +17,7 @@ from typing import Any
 from agent_core.answers import step_progress
 from agent_core.models import EventKind, PlanStep, Run
 from storage.handoffs import Handoff
-from storage.records import TimelineEntry
+from storage.records import TimelineEntry, delivered_answer
 
 # What ends one attempt of a step, and how the page names the outcome.
 _ATTEMPT_ENDS = {
@@ -100,6 +100,8 @@ class RunView:
     notices: list[TimelineEntry]
     # Handoffs to a person this run led to (issue 14), oldest first.
     handoffs: Sequence[Handoff] = ()
+    # The answer as it was sent to the customer (None: no delivery recorded).
+    delivered: str | None = None
 
     @property
     def duration_s(self) -> float | None:
@@ -132,7 +134,14 @@ def build_run_view(
         if view is not None:
             _apply(view, entry)
     notices = [e for e in timeline if e.kind in _NOTICE_KINDS]
-    return RunView(run=run, steps=steps, events=timeline, notices=notices, handoffs=handoffs)
+    return RunView(
+        run=run,
+        steps=steps,
+        events=timeline,
+        notices=notices,
+        handoffs=handoffs,
+        delivered=delivered_answer(timeline),
+    )
 
 
 def staff_decides(run: Run, step: PlanStep) -> bool:

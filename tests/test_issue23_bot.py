@@ -3,6 +3,7 @@ and staff read is true to what happened."""
 
 from __future__ import annotations
 
+import html
 import logging
 from pathlib import Path
 
@@ -79,3 +80,33 @@ async def test_3_a_staff_approved_refund_edits_the_waiting_message_in_place(
         await store.close()
     assert "the customer must confirm it first" not in page and "customer decided" not in page
     assert "a staff member must approve it first" in page and "staff decided" in page
+
+
+# -- 2: what the customer saw is what was sent -------------------------------------------
+
+
+async def test_2_the_console_shows_the_handoff_reply_that_was_sent(
+    standin: StandIn, tmp_path: Path
+) -> None:
+    standin.add_chat(FORUM, STAFF, title="Support staff", is_forum=True, first_name="Sam")
+    standin.set_bot_rights(FORUM, can_manage_topics=True)
+    db = tmp_path / "handoff.db"
+    h = await start_bot(standin, db, STEPWISE_STAFF_CHAT_ID=str(FORUM))
+    try:
+        h.standin.inject_message(DEMO, DEMO, "I want to talk to a person", first_name="Ada")
+        await h.until_text(DEMO, TEXTS["handoff_opened"][EN])
+        await until(lambda: h.query("SELECT 1 FROM events WHERE kind = 'answer_delivered'"))
+        ((run_id, composed),) = h.query("SELECT id, answer FROM runs")
+    finally:
+        await h.stop()
+    assert composed != TEXTS["handoff_opened"][EN]  # the run's own answer was replaced
+    store = await open_store(str(db))
+    try:
+        async with client_for(store) as console:
+            assert (await sign_in(console)).status_code == 303
+            page = (await console.get(f"/runs/{run_id}")).text
+    finally:
+        await store.close()
+    saw = html.unescape(page.split("What the customer saw", 1)[1].split("</div>", 1)[0])
+    assert TEXTS["handoff_opened"][EN] in saw
+    assert (composed or "") not in saw
