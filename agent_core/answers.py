@@ -47,14 +47,26 @@ REFUSALS: dict[str, dict[Language, str]] = {
         ZH: "请告诉我订单号（例如 A1001），我就能帮你处理。",
         EN: "Please tell me your order number (for example A1001) and I'll take care of it.",
     },
-    "unsupported": {
-        ZH: "我可以帮你：查询订单物流（“订单 A1001 到哪了”）、查询售后政策（退货、配送、延迟补偿）、"
-        "取消订单（“帮我取消订单 A1001”）。其他问题请联系人工客服。",
-        EN: 'I can help you track an order ("where is order A1001?"), look up our policies '
-        '(refunds, shipping, delay compensation) or cancel an order ("cancel order A1001"). '
-        "For anything else, please contact a human agent.",
-    },
 }
+
+
+def offer_of(spec: ToolSpec, lang: Language) -> str:
+    """What a tool does for the customer, as a phrase: its `offer`, else its description."""
+    if spec.offer is not None:
+        return spec.offer[lang]
+    text = spec.description[lang].rstrip("。. ")
+    return text[:1].lower() + text[1:] if lang is EN else text
+
+
+def can_help(lang: Language, catalog: Catalog = CATALOG) -> str:
+    """The "I can't help with that" answer: everything the tools in use can do, from the
+    catalog (never a hand-kept list that forgets returns, refunds or addresses)."""
+    offers = [offer_of(spec, lang) for spec in catalog.values()]
+    if lang is ZH:
+        return "我可以帮你：" + "；".join(offers) + "。其他问题请联系人工客服。"
+    listed = ", ".join(offers[:-1]) + ", or " + offers[-1] if len(offers) > 1 else "".join(offers)
+    return f"I can help you {listed}. For anything else, please contact a human agent."
+
 
 # "Not found" and "not yours" read the same to a customer, so an answer never tells
 # whether somebody else's order exists; staff see the typed error.
@@ -114,7 +126,8 @@ def _compose(run: Run, catalog: Catalog, surface: Surface = "buttons") -> str:
     if run.refusal in ("unknown_tool", "invalid_arguments"):
         return DEFAULT_NEXT_STEP[lang]
     if run.refusal is not None:
-        refusal = REFUSALS.get(run.refusal, REFUSALS["unsupported"])[lang]
+        known = REFUSALS.get(run.refusal)
+        refusal = known[lang] if known is not None else can_help(lang, catalog)
         return "\n".join([*answer_notes.unsupported_lines(run), refusal])
     superseded = _superseded(run, catalog)
     lines = [

@@ -376,6 +376,10 @@ class ToolSpec(BaseModel):
     # Observation rules that skip steps of this tool (or, by tag, of the plan).
     skip_rules: tuple[SkipRule, ...] = ()
     phrases: Phrases | None = None
+    # What the customer can ask this tool for, as a short phrase with an example, for the
+    # "what I can help with" answer (`agent_core.answers.offer_line`); None: from the
+    # description.
+    offer: Texts | None = None
     # Arguments for `stepwise tools check --probe`; None: never probed (a probe must be
     # harmless, so a high-risk tool never has them).
     probe_args: Mapping[str, Any] | None = None
