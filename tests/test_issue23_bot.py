@@ -110,3 +110,39 @@ async def test_2_the_console_shows_the_handoff_reply_that_was_sent(
     saw = html.unescape(page.split("What the customer saw", 1)[1].split("</div>", 1)[0])
     assert TEXTS["handoff_opened"][EN] in saw
     assert (composed or "") not in saw
+
+
+# -- 6: asking back offers only orders that exist and can take the action ---------------
+
+
+async def test_6_no_button_for_an_order_that_was_not_found(
+    standin: StandIn, tmp_path: Path
+) -> None:
+    h = await start_bot(standin, tmp_path / "clarify.db")
+    try:
+        h.standin.inject_message(DEMO, DEMO, "where is Z9999")
+        await h.until_text(DEMO, "I couldn't find order Z9999")
+        h.standin.inject_message(DEMO, DEMO, "cancel my order")
+        asked = await h.until_text(DEMO, "Which order should I cancel?")
+        assert "Please send its number" in (asked.text or "")
+        assert asked.buttons == ()
+        assert not any("Z9999" in b.text for m in h.standin.bot_messages(DEMO) for row in m.buttons
+                       for b in row)  # fmt: skip
+    finally:
+        await h.stop()
+
+
+async def test_6_one_possible_order_is_planned_and_asks_for_the_confirm(
+    standin: StandIn, tmp_path: Path
+) -> None:
+    h = await start_bot(standin, tmp_path / "clarify.db")
+    try:
+        h.standin.inject_message(DEMO, DEMO, "where is A1001")
+        await h.until_text(DEMO, "Order A1001 is on its way")
+        h.standin.inject_message(DEMO, DEMO, "cancel it")
+        prompt = await h.buttons_message(DEMO)
+        assert [b.text for b in prompt.buttons[0]] == ["Yes, cancel A1001", "No, keep it"]
+        assert not any("Which order" in t for t in h.bot_texts(DEMO))
+        assert h.query("SELECT status FROM shop_orders WHERE id = 'A1001'") == [("shipping",)]
+    finally:
+        await h.stop()

@@ -4,6 +4,7 @@ library it does not need."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -86,3 +87,22 @@ def test_12_the_cli_module_loads_no_model_client_database_driver_or_web_stack() 
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert proc.stdout.strip() == ""
+
+
+# -- 6: asking back, in the terminal ------------------------------------------------------
+
+
+def test_6_a_cancelled_order_and_orders_not_found_are_no_options(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    asked = stepwise(db, "ask", "cancel order A1003", "--user", "10001", "--json")
+    run_id = json.loads(asked.stdout)["run_id"]
+    assert stepwise(db, "confirm", run_id, "--user", "10001").returncode == 0
+    again = json.loads(stepwise(db, "ask", "cancel it", "--user", "10001", "--json").stdout)
+    clarify = again["clarify"]
+    assert clarify["options"] == [] and "send its number" in clarify["question"]
+
+    other = tmp_path / "t.db"
+    stepwise(other, "ask", "where are Z9004 and Z9006?", "--user", "10001")
+    again = json.loads(stepwise(other, "ask", "cancel it", "--user", "10001", "--json").stdout)
+    clarify = again["clarify"]
+    assert clarify["options"] == [] and "send its number" in clarify["question"]
