@@ -24,6 +24,7 @@ from telegram.ext import (
     CallbackQueryHandler,
     CommandHandler,
     MessageHandler,
+    TypeHandler,
     filters,
 )
 
@@ -182,6 +183,8 @@ def build_application(
     bot = StepwiseBot(agent, store, progress, staff_ids=config.staff_ids, handoff=desk)
     application.bot_data["stepwise"] = bot
     new = filters.UpdateType.MESSAGE  # commands and questions: new messages only
+    # Group -1 runs before the handlers below, for every update: who wrote or pressed.
+    application.add_handler(TypeHandler(Update, bot.remember_sender), group=-1)
     if config.staff_chat_id is not None:
         # First: nothing in the staff group ever reaches the agent (staff replies to
         # customers, /close and /reopen in their topics; the rest is ignored).

@@ -145,6 +145,12 @@ class StepwiseBot:
 
     # -- customers -----------------------------------------------------------------------
 
+    async def remember_sender(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Before any handler: who wrote or pressed, for the names staff read (issue 23)."""
+        user = update.effective_user
+        if self.handoff is not None and user is not None and not user.is_bot:
+            await self.handoff.saw(user.id, user.first_name, user.username)
+
     async def help(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """/start and /help: what the bot can do, with examples in the user's language.
         "/start human[-<run>]" (the "continue privately" link of a handoff asked for in a
@@ -721,10 +727,11 @@ class StepwiseBot:
         await self.store.add_event(run.id, EventKind.NOTICE, f"first approval by staff {staff_id}")
         await self._answer_quietly(query, "Recorded. A second staff member must approve too.")
         goal = html.escape(run.step(run.pause.step_id).goal)
+        who = html.escape(await self.handoff.name_of(staff_id))
         try:
             await query.get_bot().edit_message_text(
                 f"<b>Approval needed</b> (two staff members)\n{goal}\n"
-                f"1 of 2 approvals: by {staff_id}. Another staff member can approve or reject.",
+                f"1 of 2 approvals: by {who}. Another staff member can approve or reject.",
                 chat_id=where.chat_id,
                 message_id=where.message_id,
                 parse_mode=ParseMode.HTML,
@@ -766,7 +773,8 @@ class StepwiseBot:
         verdict = "✅ approved" if approved else "🚫 rejected"
         label = REASON_LABELS[reason] if reason != "n" else ""
         why = f" ({label})" if label else ""
-        await _edit_quietly(bot, where, f"{verdict} by {staff_id}: {goal}{why}")
+        who = html.escape(await self.handoff.name_of(staff_id)) if self.handoff else staff_id
+        await _edit_quietly(bot, where, f"{verdict} by {who}: {goal}{why}")
         told = say("team_approved" if approved else "team_declined", run.language)
         if not approved and label:
             told += "\n" + say(f"reject_reason_{reason}", run.language)

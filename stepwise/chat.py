@@ -92,7 +92,9 @@ async def _handoff_answer(rt: Runtime, run: Run) -> str:
     """The customer asked for a person: the handoff is recorded for the Telegram bot (which
     opens the customer's topic on its next start), and the answer says where a person will
     reply — or, with no staff group configured, that nobody can yet."""
-    customer = Customer(run.chat_id, run.user_id, f"customer {run.user_id}", run.language)
+    # The name the customer last wrote to the bot with, if ever (staff never read an id).
+    name = await rt.store.handoffs.name_of(run.user_id)
+    customer = Customer(run.chat_id, run.user_id, name, run.language)
     now = utcnow()
     handoff, new = await record_handoff(
         rt.store.handoffs, customer, Trigger.INTENT, run, now=now, handoff_id=secrets.token_hex(6)

@@ -201,6 +201,10 @@ async def serve(settings: Settings, options: ServeOptions) -> int:
         except (OSError, ValueError) as exc:
             print(f"stepwise: staff console: {exc}", file=sys.stderr)
             return EXIT_USAGE
+        if console is not None and runtime.settings.console_url is None:
+            # Topic headers link each run to this console (STEPWISE_CONSOLE_URL, for a
+            # public address, wins): a known console is never a bare run id.
+            runtime.settings = runtime.settings.model_copy(update={"console_url": console.url})
         application = bot_application(runtime)
         try:
             reached = await reach_telegram(application, settings.telegram_api_base_url, token)

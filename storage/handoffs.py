@@ -174,8 +174,49 @@ _APPROVE = (
 )
 
 
+_REMEMBER = (
+    "INSERT INTO people (user_id, first_name, username, seen_at)"
+    " VALUES (:user_id, :first_name, :username, :at)"
+    " ON CONFLICT (user_id) DO UPDATE SET first_name = excluded.first_name,"
+    " username = excluded.username, seen_at = excluded.seen_at"
+)
+
+
+def display_name(first_name: str | None, username: str | None, user_id: int) -> str:
+    """How staff read a person: "Ada (@ada)", "Ada", "@ada"; the id only when nothing
+    else is known ("user 10001")."""
+    first = " ".join((first_name or "").split())
+    handle = f"@{username}" if username else ""
+    if first and handle:
+        return f"{first} ({handle})"
+    return first or handle or f"user {user_id}"
+
+
 class Handoffs:
     """Handoffs, topics and relays on the run database (`store.handoffs`, both backends)."""
+
+    # -- people (issue 23 #8) ------------------------------------------------------------
+
+    async def remember_person(
+        self, user_id: int, first_name: str | None, username: str | None, at: datetime
+    ) -> None:
+        """Who `user_id` is, as last seen writing or pressing (customers and staff)."""
+        params = {
+            "user_id": user_id,
+            "first_name": first_name,
+            "username": username,
+            "at": ts(at),
+        }
+        await self._write([(_REMEMBER, params)])
+
+    async def name_of(self, user_id: int) -> str:
+        """`display_name` of a person as last seen ("user 10001" if never seen)."""
+        rows = await self._read(
+            "SELECT first_name, username FROM people WHERE user_id = ?", (user_id,)
+        )
+        if not rows:
+            return display_name(None, None, user_id)
+        return display_name(rows[0]["first_name"], rows[0]["username"], user_id)
 
     def __init__(self, read: Reader, write: Writer) -> None:
         self._read = read

@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.models import Language
+from agent_core.models import Language, utcnow
+from bot.handoff import header_text
 from bot.texts import TEXTS
 from standin import ShownMessage, StandIn
+from storage.handoffs import Handoff, Trigger
 from storage.store import open_store
+from tests.fakes import make_run
 from tests.harness import DEMO, STAFF, start_bot, until
 from tests.test_console import client_for, sign_in
 
@@ -146,3 +149,78 @@ async def test_6_one_possible_order_is_planned_and_asks_for_the_confirm(
         assert h.query("SELECT status FROM shop_orders WHERE id = 'A1001'") == [("shipping",)]
     finally:
         await h.stop()
+
+
+# -- 8: staff read names and links, never bare ids or internal words ---------------------
+
+
+async def test_8_staff_read_names_and_the_run_link(standin: StandIn, tmp_path: Path) -> None:
+    standin.add_chat(FORUM, STAFF, title="Support staff", is_forum=True, first_name="Sam")
+    standin.set_bot_rights(FORUM, can_manage_topics=True)
+    h = await start_bot(
+        standin,
+        tmp_path / "names.db",
+        STEPWISE_STAFF_CHAT_ID=str(FORUM),
+        STEPWISE_STAFF_APPROVAL_ABOVE="50",
+        STEPWISE_CONSOLE_URL="https://staff.example",
+    )
+    try:
+        h.standin.inject_message(DEMO, DEMO, "refund 59 for order A1002", first_name="Ada")
+        prompt = await until(
+            lambda: next((m for m in standin.chat_messages(FORUM) if m.buttons), None)
+        )
+        approve = next(d for d in prompt.callback_data if d.startswith("sw:c:"))
+        h.standin.press_button(FORUM, prompt.message_id, approve, STAFF)
+        decided = await until(
+            lambda: next(
+                (m for m in standin.chat_messages(FORUM) if "approved by" in (m.text or "")), None
+            )
+        )
+        assert "approved by Sam" in (decided.text or "") and str(STAFF) not in (decided.text or "")
+        await h.until_text(DEMO, "refund number")
+
+        h.standin.inject_message(DEMO, DEMO, "/human", first_name="Ada")
+        await h.until_text(DEMO, TEXTS["handoff_opened"][EN])
+        header = await until(
+            lambda: next(
+                (m for m in standin.chat_messages(FORUM) if "Handoff" in (m.text or "")), None
+            )
+        )
+        assert "the customer sent /human" in (header.text or "")
+        assert "· command ·" not in (header.text or "")
+        thread = header.message_thread_id
+        h.standin.inject_message(DEMO, DEMO, "is anyone there?", first_name="Ada")
+        await until(
+            lambda: any(
+                m.text == "Ada:\nis anyone there?"
+                for m in standin.chat_messages(FORUM)
+                if m.message_thread_id == thread
+            ),
+            what="the relayed message with the customer's name",
+        )
+        h.standin.inject_message(FORUM, STAFF, "/close", message_thread_id=thread)
+        closed = await until(
+            lambda: next(
+                (m for m in standin.chat_messages(FORUM) if "Closed by" in (m.text or "")), None
+            )
+        )
+        assert (closed.text or "").startswith("Closed by Sam.")
+    finally:
+        await h.stop()
+
+
+async def test_8_a_run_header_links_the_console() -> None:
+    run = make_run([("get_order_status", {"order_id": "A1001"}, None)])
+    handoff = Handoff(
+        id="h1",
+        customer_chat_id=DEMO,
+        customer_user_id=DEMO,
+        customer_name="Ada",
+        language="en",
+        trigger=Trigger.INTENT,
+        run_id=run.id,
+        opened_at=utcnow(),
+    )
+    text = header_text(handoff, run, "https://staff.example")
+    assert f'<a href="https://staff.example/runs/{run.id}">' in text
+    assert "· intent ·" not in text and "the customer asked for a person" in text

@@ -10,7 +10,15 @@ import pytest
 
 from agent_core.catalog import CATALOG, rules_of
 from agent_core.interpretation import Clarification, ClarifyOption
-from agent_core.models import ErrorType, EventKind, Language, RunEvent, StepError, StepStatus
+from agent_core.models import (
+    ErrorType,
+    EventKind,
+    Language,
+    RunEvent,
+    StepError,
+    StepStatus,
+    utcnow,
+)
 from agent_core.order_facts import NOT_FOUND, can_take, narrow, order_facts
 from storage.store import RunStore
 from tests.fakes import make_run
@@ -74,3 +82,13 @@ def test_6_one_option_left_is_the_plan_none_asks_for_the_number() -> None:
     none = narrow(asked, [False, False], Language.EN)
     assert isinstance(none, Clarification) and none.options == []
     assert none.question.endswith("Please send its number (for example A1001).")
+
+
+async def test_8_people_are_remembered_by_id_on_both_backends(store: RunStore) -> None:
+    assert await store.handoffs.name_of(10002) == "user 10002"
+    await store.handoffs.remember_person(10002, "Sam", None, utcnow())
+    assert await store.handoffs.name_of(10002) == "Sam"
+    await store.handoffs.remember_person(10002, "Sam", "sam_support", utcnow())
+    assert await store.handoffs.name_of(10002) == "Sam (@sam_support)"
+    await store.handoffs.remember_person(10003, None, "lee", utcnow())
+    assert await store.handoffs.name_of(10003) == "@lee"
