@@ -408,6 +408,22 @@ def marked_parts(text: str) -> list[tuple[str, str | None]]:
     ]
 
 
+# copyMessage's new caption: 0-1024 characters (media only; a text cannot be changed).
+MAX_CAPTION_UNITS = 1024
+
+
+def _takes_caption(message: Message) -> bool:
+    """Media whose copy can carry a new caption (stickers, video notes and the like cannot)."""
+    return bool(
+        message.photo
+        or message.video
+        or message.document
+        or message.audio
+        or message.voice
+        or message.animation
+    )
+
+
 def gives_up(exc: TelegramError) -> bool:
     """A refusal that will not change by trying again (blocked, message gone, bad request);
     network errors, flood waits and Telegram's own 5xx are retried on the next start."""
@@ -771,6 +787,10 @@ class HandoffDesk:
             text = EDIT_MARK + f"{name} edited: " + (message.text or message.caption or "")
         elif message.text and utf16_units(f"{name}:\n{message.text}") <= MAX_MESSAGE_UNITS:
             text = f"{name}:\n{message.text}"
+        caption = None
+        if not edited and _takes_caption(message):
+            named = f"{name}: {message.caption}" if message.caption else f"{name}:"
+            caption = named if utf16_units(named) <= MAX_CAPTION_UNITS else None
         relay = Relay(
             handoff_id=handoff.id,
             direction=Direction.TO_STAFF,
@@ -781,6 +801,7 @@ class HandoffDesk:
             to_topic_id=handoff.topic_id,
             text=text,
             received_at=self._clock(),
+            caption=caption,
         )
         await self._relay(relay, handoff)
         return True
@@ -901,7 +922,11 @@ class HandoffDesk:
                 )
         else:
             await self.bot.copy_message(
-                to_chat, relay.from_chat_id, relay.message_id, message_thread_id=to_topic
+                to_chat,
+                relay.from_chat_id,
+                relay.message_id,
+                message_thread_id=to_topic,
+                caption=relay.caption,
             )
 
     async def _tell_customer(self, handoff: Handoff, key: str) -> None:

@@ -104,6 +104,9 @@ class Relay:
     copied_at: datetime | None = None
     gave_up_at: datetime | None = None
     failure: str | None = None
+    # A copied media message's new caption (the sender's name before the original one);
+    # None: the caption stays as sent.
+    caption: str | None = None
 
 
 _HANDOFF_COLUMNS = (
@@ -112,7 +115,7 @@ _HANDOFF_COLUMNS = (
 )
 _RELAY_COLUMNS = (
     "handoff_id, direction, from_chat_id, message_id, variant, to_chat_id, to_topic_id,"
-    " text, received_at, copied_at, gave_up_at, failure"
+    " text, received_at, copied_at, gave_up_at, failure, caption"
 )
 _OPEN = (
     f"INSERT INTO handoffs ({_HANDOFF_COLUMNS}) VALUES (:id, :customer_chat_id,"
@@ -130,7 +133,7 @@ _MAP_TOPIC = (
 _RECORD_RELAY = (
     f"INSERT INTO handoff_relays ({_RELAY_COLUMNS}) VALUES (:handoff_id, :direction,"
     " :from_chat_id, :message_id, :variant, :to_chat_id, :to_topic_id, :text, :received_at,"
-    " NULL, NULL, NULL) ON CONFLICT DO NOTHING"
+    " NULL, NULL, NULL, :caption) ON CONFLICT DO NOTHING"
 )
 _MARK_RELAY = (
     "UPDATE handoff_relays SET copied_at = :at"
@@ -379,6 +382,7 @@ class Handoffs:
             "to_topic_id": relay.to_topic_id,
             "text": relay.text,
             "received_at": ts(relay.received_at),
+            "caption": relay.caption,
         }
         await self._write([(_RECORD_RELAY, params)])
         stored = await self.relay_of(relay.from_chat_id, relay.message_id, relay.variant)
@@ -474,6 +478,7 @@ def _relay(row: ReadRow) -> Relay:
         copied_at=parse_ts(row["copied_at"]),
         gave_up_at=parse_ts(row["gave_up_at"]),
         failure=row["failure"],
+        caption=row["caption"],
     )
 
 

@@ -198,6 +198,19 @@ async def test_8_staff_read_names_and_the_run_link(standin: StandIn, tmp_path: P
             ),
             what="the relayed message with the customer's name",
         )
+        h.standin.inject_message(DEMO, DEMO, "the label", photo=True, first_name="Ada")
+        photo = await until(
+            lambda: next(
+                (
+                    m
+                    for m in standin.chat_messages(FORUM)
+                    if m.kind == "photo" and m.message_thread_id == thread
+                ),
+                None,
+            ),
+            what="the photo with the customer's name in its caption",
+        )
+        assert photo.caption == "Ada: the label"
         h.standin.inject_message(FORUM, STAFF, "/close", message_thread_id=thread)
         closed = await until(
             lambda: next(
