@@ -91,6 +91,10 @@ class Views:
         view = build_run_view(
             run, await self.history.timeline(run.id), await self.store.handoffs.for_run(run.id)
         )
+        # Staff read people by name (issue 23 #8): whoever decided a step or closed a handoff.
+        people = {s.approval.by_user_id for s in run.steps if s.approval is not None}
+        people |= {h.closed_by for h in view.handoffs if h.closed_by is not None}
+        names = {user_id: await self.store.handoffs.name_of(user_id) for user_id in people}
         return self._page(
             request,
             "run.html",
@@ -98,6 +102,7 @@ class Views:
             run=run,
             pause_reasons=PAUSE_REASONS,
             staff_pause_reasons=STAFF_PAUSE_REASONS,
+            names=names,
         )
 
     async def overview(self, request: Request) -> Response:

@@ -83,6 +83,7 @@ async def test_3_a_staff_approved_refund_edits_the_waiting_message_in_place(
         await store.close()
     assert "the customer must confirm it first" not in page and "customer decided" not in page
     assert "a staff member must approve it first" in page and "staff decided" in page
+    assert "by staff Sam" in page  # by name (issue 23 #8), the id beside it
 
 
 # -- 2: what the customer saw is what was sent -------------------------------------------
