@@ -487,6 +487,12 @@ class StepwiseBot:
             where = Where(pause.prompt.chat_id, pause.prompt.message_id)
             note = f"⌛ {goal} — nobody decided in time; nothing was done, the customer was told"
             await _edit_quietly(desk.bot, where, note)
+        waiting = self.progress.waiting_message(run.id)  # the customer's step message
+        if waiting is not None and waiting[0] == pause.step_id:
+            shown = Where(run.chat_id, waiting[1], waiting[2])
+            await _edit_quietly(
+                desk.bot, shown, decision_text(outcome.run, pause.step_id, "expired")
+            )
         await _send_quietly(desk.bot, Where(run.chat_id, 0), outcome.run.answer or "")
         return 1
 
