@@ -17,8 +17,10 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from agent_core.executor import Executor, Journal
+from agent_core.interpretation import ClarifyOption
 from agent_core.models import ClaimResult, PlanStep, PromptRef, Run, utcnow
-from agent_core.planner import Planner, PlanRequest
+from agent_core.order_facts import ObservedStep, can_take, narrow, order_facts
+from agent_core.planner import PlanDraft, Planner, PlanRequest, tag_for
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +35,11 @@ class RunStore(Journal, Protocol):
 
     async def last_order_id(self, chat_id: int, user_id: int) -> str | None:
         """The order this customer last mentioned in this chat ("this order")."""
+        ...
+
+    async def recent_order_steps(self, chat_id: int, user_id: int) -> list[ObservedStep]:
+        """The steps about orders of this customer's recent runs in this chat, newest
+        first (what they observed decides which orders a question may offer)."""
         ...
 
     async def claim_pause(
@@ -169,9 +176,9 @@ class Agent:
         """Turn a request into a run with its plan; nothing is executed or stored yet."""
         if len(text) > MAX_REQUEST_CHARS:
             raise ValueError(f"request longer than {MAX_REQUEST_CHARS} characters")
-        draft = await self.planner.plan(
-            PlanRequest(text=text, language_hint=language_hint, last_order_id=last_order_id)
-        )
+        request = PlanRequest(text=text, language_hint=language_hint, last_order_id=last_order_id)
+        draft = await self.planner.plan(request)
+        draft = await self._narrowed(draft, request, chat_id=chat_id, user_id=user_id)
         steps = []
         for number, item in enumerate(draft.steps, start=1):
             tool = self.executor.registry.get(item.tool)
@@ -203,6 +210,34 @@ class Agent:
             created_at=now,
             updated_at=now,
         )
+
+    async def _narrowed(
+        self, draft: PlanDraft, request: PlanRequest, *, chat_id: int, user_id: int
+    ) -> PlanDraft:
+        """A "which order?" question offers only orders that exist and can take the
+        action, as the chat's earlier runs observed them (`agent_core.order_facts`); with
+        one left the action is planned on it (it still pauses for the Confirm)."""
+        interp = draft.interpretation
+        clarify = interp.clarify if interp is not None else None
+        if clarify is None or clarify.tool is None or not clarify.options:
+            return draft
+        catalog = self.executor.catalog
+        facts = order_facts(await self.store.recent_order_steps(chat_id, user_id), catalog)
+        tag = tag_for(clarify.tool, catalog).value
+        keep = [
+            can_take(facts.get(o.label.strip().upper()), clarify.tool, tag, self.executor.rules)
+            for o in clarify.options
+        ]
+        narrowed = narrow(clarify, keep, draft.language)
+        if isinstance(narrowed, ClarifyOption):
+            chosen = request.model_copy(update={"text": narrowed.text})
+            replanned = await self.planner.plan(chosen)
+            if replanned.refusal is None and replanned.steps:
+                return replanned
+            return draft
+        assert interp is not None
+        interp.clarify = narrowed
+        return draft
 
     async def ask(
         self, text: str, *, user_id: int, chat_id: int, language_hint: str | None = None

@@ -19,13 +19,13 @@ Two rules keep an answer honest and short:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final, NamedTuple
+from typing import Final, Literal, NamedTuple
 
 from agent_core import answer_notes
 from agent_core.catalog import CATALOG
 from agent_core.models import ErrorType, Language, PlanStep, Run, RunStatus, StepStatus
 from agent_core.render import render_result
-from agent_core.spec import GENERIC_CONFIRM, ToolSpec, fill
+from agent_core.spec import GENERIC_APPROVE, GENERIC_CONFIRM, GENERIC_DECLINE, ToolSpec, fill
 
 ZH, EN = Language.ZH, Language.EN
 
@@ -47,17 +47,26 @@ REFUSALS: dict[str, dict[Language, str]] = {
         ZH: "请告诉我订单号（例如 A1001），我就能帮你处理。",
         EN: "Please tell me your order number (for example A1001) and I'll take care of it.",
     },
-    # Everything the bot can do, every tool named (issue 21), and the way to a person.
-    "unsupported": {
-        ZH: "我可以帮你：查询订单物流（“订单 A1001 到哪了”）、取消订单（“帮我取消订单 A1001”）、"
-        "申请退货、申请退款、修改收货地址，以及查询售后政策（退货、配送、延迟补偿、付款方式、发票等）。"
-        "其他问题请回复“转人工”。",
-        EN: 'I can track an order ("where is order A1001?"), cancel it ("cancel order A1001"), '
-        "start a return or a refund, change its delivery address, and answer questions about "
-        "our policies (returns, shipping, delay compensation, payment methods, invoices…). "
-        'For anything else, write "talk to a person".',
-    },
 }
+
+
+def offer_of(spec: ToolSpec, lang: Language) -> str:
+    """What a tool does for the customer, as a phrase: its `offer`, else its description."""
+    if spec.offer is not None:
+        return spec.offer[lang]
+    text = spec.description[lang].rstrip("。. ")
+    return text[:1].lower() + text[1:] if lang is EN else text
+
+
+def can_help(lang: Language, catalog: Catalog = CATALOG) -> str:
+    """The "I can't help with that" answer: everything the tools in use can do, from the
+    catalog (never a hand-kept list that forgets returns, refunds or addresses)."""
+    offers = [offer_of(spec, lang) for spec in catalog.values()]
+    if lang is ZH:
+        return "我可以帮你：" + "；".join(offers) + "。其他问题请联系人工客服。"
+    listed = ", ".join(offers[:-1]) + ", or " + offers[-1] if len(offers) > 1 else "".join(offers)
+    return f"I can help you {listed}. For anything else, please contact a human agent."
+
 
 # "Not found" and "not yours" read the same to a customer, so an answer never tells
 # whether somebody else's order exists; staff see the typed error.
@@ -104,17 +113,18 @@ class Composed(NamedTuple):
     clipped: bool  # the full answer did not fit two Telegram messages
 
 
-def compose_answer(run: Run, catalog: Catalog = CATALOG) -> str:
-    """The final (or, for a paused run, current) answer for the customer."""
-    return compose(run, catalog).text
+def compose_answer(run: Run, catalog: Catalog = CATALOG, surface: Surface = "buttons") -> str:
+    """The final (or, for a paused run, current) answer for the customer; a pause's
+    prompt says how to answer it on `surface`."""
+    return compose(run, catalog, surface).text
 
 
-def compose(run: Run, catalog: Catalog = CATALOG) -> Composed:
+def compose(run: Run, catalog: Catalog = CATALOG, surface: Surface = "buttons") -> Composed:
     """The answer, and whether it had to be clipped to fit two Telegram messages."""
-    return fit_answer(_compose(run, catalog))
+    return fit_answer(_compose(run, catalog, surface))
 
 
-def _compose(run: Run, catalog: Catalog) -> str:
+def _compose(run: Run, catalog: Catalog, surface: Surface = "buttons") -> str:
     lang = run.language
     asked_back = answer_notes.clarify_answer(run) or answer_notes.handoff_answer(run)
     if asked_back is not None:
@@ -122,7 +132,8 @@ def _compose(run: Run, catalog: Catalog) -> str:
     if run.refusal in ("unknown_tool", "invalid_arguments"):
         return DEFAULT_NEXT_STEP[lang]
     if run.refusal is not None:
-        refusal = REFUSALS.get(run.refusal, REFUSALS["unsupported"])[lang]
+        known = REFUSALS.get(run.refusal)
+        refusal = known[lang] if known is not None else can_help(lang, catalog)
         return "\n".join([*answer_notes.unsupported_lines(run), refusal])
     superseded = _superseded(run, catalog)
     lines = [
@@ -147,7 +158,7 @@ def _compose(run: Run, catalog: Catalog) -> str:
             if lang is ZH
             else "The confirmation expired, so nothing was changed. Send the request again if you still need it."
         )
-    follow_up = next_step_hint(run, catalog)
+    follow_up = next_step_hint(run, catalog, surface)
     if follow_up:
         lines.append(follow_up)
     return "\n".join(lines)
@@ -201,28 +212,61 @@ def fit_answer(text: str) -> Composed:
 
 def decision_labels(run: Run, catalog: Catalog = CATALOG) -> tuple[str, str] | None:
     """The words on the paused step's two buttons (approve, decline), by outcome
-    ("Yes, cancel A1003" / "No, keep it"); None when the run is not paused."""
+    ("Yes, cancel A1003" / "No, keep it"); None when the run is not paused.
+
+    The one source of these words: the bot's buttons and every sentence that names them
+    (`next_step_hint`) are built from it, so a prompt never names a button that isn't there.
+    """
     if run.pause is None:
         return None
     step = run.step(run.pause.step_id)
     spec = catalog.get(step.tool)
-    if spec is None:
-        return ("确认", "取消") if run.language is ZH else ("Confirm", "Cancel")
-    values = spec.display_args(step.args)
-    approve = fill(spec.approve_label[run.language], values, missing="") or ""
-    decline = fill(spec.decline_label[run.language], values, missing="") or ""
+    approve_label = spec.approve_label if spec is not None else GENERIC_APPROVE
+    decline_label = spec.decline_label if spec is not None else GENERIC_DECLINE
+    goal = step.goal
+    if run.language is EN and goal:
+        goal = goal[0].lower() + goal[1:]
+    values = {**_args(step, spec), "goal": goal}
+    approve = fill(approve_label[run.language], values, missing="") or ""
+    decline = fill(decline_label[run.language], values, missing="") or ""
     return approve, decline
 
 
-def next_step_hint(run: Run, catalog: Catalog = CATALOG) -> str | None:
+# Where the customer answers a Confirm prompt: buttons (Telegram, the demo), a typed y/n
+# (`stepwise chat`) or a command (`stepwise ask`, then `stepwise confirm`/`reject`).
+Surface = Literal["buttons", "reply", "command"]
+
+_DECIDE_HINTS: dict[str, dict[Language, str]] = {
+    "buttons": {
+        ZH: "请点击下方的“{approve}”或“{decline}”。",
+        EN: 'Please press "{approve}" or "{decline}" below.',
+    },
+    "reply": {
+        ZH: "回答 y 表示“{approve}”，回答 n 表示“{decline}”。",
+        EN: 'Answer y for "{approve}" or n for "{decline}".',
+    },
+    "command": {
+        ZH: "用下面的 confirm 命令表示“{approve}”，用 reject 命令表示“{decline}”。",
+        EN: 'Run the confirm command below for "{approve}", or reject for "{decline}".',
+    },
+}
+
+
+STAFF_DECIDES: dict[Language, str] = {
+    ZH: "这一步需要我们的同事审核，审核结果会在这里通知你。",
+    EN: "This needs approval from our team; I'll tell you here what they decide.",
+}
+
+
+def next_step_hint(
+    run: Run, catalog: Catalog = CATALOG, surface: Surface = "buttons"
+) -> str | None:
     lang = run.language
     if run.status is RunStatus.PAUSED:
+        if run.pause is not None and run.pause.approver == "staff":
+            return STAFF_DECIDES[lang]  # the customer has nothing to press or answer
         approve, decline = decision_labels(run, catalog) or ("", "")
-        return (
-            f"请点击下方的“{approve}”或“{decline}”。"
-            if lang is ZH
-            else f'Please press "{approve}" or "{decline}" below.'
-        )
+        return _DECIDE_HINTS[surface][lang].format(approve=approve, decline=decline)
     if run.status is RunStatus.FAILED:
         return NEXT_STEP_AFTER_FAILURE.get(run.stop_reason or "", DEFAULT_NEXT_STEP)[lang]
     if any(step.status is StepStatus.FALLBACK for step in run.steps):
@@ -259,6 +303,13 @@ def describe_outcome(step: PlanStep, run: Run, catalog: Catalog = CATALOG) -> st
         return fill(confirm[lang], values, missing="")
     if status is StepStatus.CANCELLED:
         if step.approval is not None and not step.approval.approved:
+            if step.approval.by_user_id != run.user_id:  # a staff member decided
+                return (
+                    f"我们的同事没有批准「{step.goal}」，订单没有任何改动。"
+                    if lang is ZH
+                    else f'Our team did not approve "{step.goal[:1].lower()}{step.goal[1:]}", '
+                    "so nothing was changed."
+                )
             return (
                 f"好的，已按你的选择放弃「{step.goal}」，订单没有任何改动。"
                 if lang is ZH
@@ -419,16 +470,32 @@ def step_progress(step: PlanStep, run: Run) -> str:
         if zh
         else "nothing found, answering without it",
         StepStatus.FAILED: _failure_label(step, zh),
-        StepStatus.PAUSED: "需要你的确认" if zh else "waiting for your confirmation",
+        StepStatus.PAUSED: (
+            ("等待我们的同事审核" if zh else "waiting for our team")
+            if run.pause is not None and run.pause.approver == "staff"
+            else ("需要你的确认" if zh else "waiting for your confirmation")
+        ),
         StepStatus.CANCELLED: (
-            ("你选择了取消，未执行" if zh else "you cancelled it; not done")
+            ("你选择了不执行" if zh else "you chose not to do it")
             if step.approval is not None and not step.approval.approved
             else ("未执行" if zh else "not done")
         ),
         StepStatus.PENDING: "等待中" if zh else "waiting",
     }
-    if step.status is StepStatus.DONE and step.approval is not None and step.approval.approved:
-        details[StepStatus.DONE] = "已确认并完成" if zh else "confirmed and done"
+    approval = step.approval
+    # Who decided: the customer, or (a staff pause) our team, never "you" for staff.
+    by_team = approval is not None and approval.by_user_id != run.user_id
+    if step.status is StepStatus.DONE and approval is not None and approval.approved:
+        if by_team:
+            details[StepStatus.DONE] = (
+                "已由我们的同事批准并完成" if zh else "approved by our team and done"
+            )
+        else:
+            details[StepStatus.DONE] = "已确认并完成" if zh else "confirmed and done"
+    if step.status is StepStatus.CANCELLED and by_team and approval and not approval.approved:
+        details[StepStatus.CANCELLED] = (
+            "我们的同事没有批准，未执行" if zh else "our team did not approve; not done"
+        )
     return f"{icon} {step.goal} — {details[step.status]}"
 
 

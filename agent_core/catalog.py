@@ -70,6 +70,9 @@ REASON_HINT: Final = Texts(
 
 GET_ORDER_STATUS: Final = ToolSpec(
     name=STATUS,
+    offer=Texts(
+        zh="查询订单状态（“订单 A1001 到哪了”）", en='track an order ("where is order A1001?")'
+    ),
     description=Texts(
         zh="查询顾客本人某个订单的状态、预计送达日期和商品。",
         en=(
@@ -108,6 +111,10 @@ GET_ORDER_STATUS: Final = ToolSpec(
 
 SEARCH_POLICY: Final = ToolSpec(
     name="search_policy",
+    offer=Texts(
+        zh="查询售后政策（退货、配送、延迟补偿）",
+        en="look up our policies (refunds, shipping, delay compensation)",
+    ),
     description=Texts(
         zh="按主题查找店铺政策（延迟补偿、退货退款、配送、取消、换货），支持中文和英文。",
         en=(
@@ -174,6 +181,7 @@ SEARCH_POLICY: Final = ToolSpec(
 
 CANCEL_ORDER: Final = ToolSpec(
     name="cancel_order",
+    offer=Texts(zh="取消订单（“帮我取消订单 A1001”）", en='cancel an order ("cancel order A1001")'),
     description=Texts(
         zh="在顾客确认后，取消顾客本人尚未签收的订单。",
         en=(
@@ -251,6 +259,9 @@ CANCEL_ORDER: Final = ToolSpec(
 
 REQUEST_RETURN: Final = ToolSpec(
     name="request_return",
+    offer=Texts(
+        zh="申请退货（“订单 A1002 我要退货”）", en='request a return ("return order A1002")'
+    ),
     description=Texts(
         zh="为顾客本人已签收、仍在退货期内的订单申请退货，需顾客确认；返回退货单号。",
         en=(
@@ -336,6 +347,10 @@ REQUEST_RETURN: Final = ToolSpec(
 
 REQUEST_REFUND: Final = ToolSpec(
     name="request_refund",
+    offer=Texts(
+        zh="申请退款（“订单 A1002 退款 59 元”）",
+        en='request a refund ("refund 59 for order A1002")',
+    ),
     description=Texts(
         zh="为顾客本人已发货或已签收的订单申请退款，金额不超过实付金额，需顾客确认；返回退款单号。",
         en=(
@@ -454,6 +469,7 @@ REQUEST_REFUND: Final = ToolSpec(
 
 CHANGE_ADDRESS: Final = ToolSpec(
     name="change_address",
+    offer=Texts(zh="修改收货地址（发货前）", en="change a delivery address (before it ships)"),
     description=Texts(
         zh="在订单发货前，修改顾客本人订单的收货地址，需顾客确认。",
         en=(
@@ -552,6 +568,10 @@ CHANGE_ADDRESS: Final = ToolSpec(
 
 TRACK_PARCEL: Final = ToolSpec(
     name="track_parcel",
+    offer=Texts(
+        zh="查看包裹轨迹（“订单 A1001 的物流轨迹”）",
+        en='follow a parcel\'s tracking ("track the parcel of A1001")',
+    ),
     description=Texts(
         zh="查询顾客本人已发货订单的包裹轨迹（承运商最新的几条动态）。",
         en="Show the carrier's latest tracking events for one of the customer's own shipped orders.",
@@ -561,7 +581,14 @@ TRACK_PARCEL: Final = ToolSpec(
     goal=Texts(zh="查询订单 {order_id} 的包裹轨迹", en="Track the parcel of order {order_id}"),
     result_model=ParcelResult,
     empty_field="events",
-    bounds={"order_id": 64, "carrier": 60, "tracking_number": 64, "at": 40, "place": 80},
+    bounds={
+        "order_id": 64,
+        "carrier": 60,
+        "tracking_number": 64,
+        "at": 40,
+        "place": 80,
+        "place_zh": 80,
+    },
     view=ResultView(
         lines=(
             Template(
@@ -575,8 +602,11 @@ TRACK_PARCEL: Final = ToolSpec(
         ),
         each="events",
         item_lines=(
-            Template(zh="• {at} {place}：{text}", en="• {at}, {place}: {text}"),
-            Template(zh="• {at}：{text}", en="• {at}: {text}"),
+            # In Chinese where the carrier offers it; otherwise its own words, marked so.
+            Template(zh="• {at} {place_zh}：{text_zh}", en="• {at}, {place}: {text}"),
+            Template(zh="• {at}：{text_zh}", en="• {at}: {text}"),
+            Template(zh="• {at} {place}：{text}（承运商原文）", en="• {at}, {place}: {text}"),
+            Template(zh="• {at}：{text}（承运商原文）", en="• {at}: {text}"),
         ),
         max_items=3,
     ),

@@ -100,6 +100,7 @@ def which_order(
             )
             for order_id in options[:4]
         ],
+        tool=tool,
     )
 
 

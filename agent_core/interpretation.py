@@ -62,6 +62,10 @@ class Clarification(BaseModel):
     options: list[ClarifyOption] = Field(default_factory=list, max_length=MAX_OPTIONS)
     # Set by the agent when the run is created; option buttons carry it (like Confirm).
     nonce: str | None = None
+    # The action the question is about, when it asks which order (the agent keeps only
+    # orders that can take it, `agent_core.order_facts`); None for other questions. Used
+    # while planning only: never stored or shown.
+    tool: str | None = Field(default=None, exclude=True)
 
 
 class Handoff(BaseModel):

@@ -53,9 +53,14 @@ CANCELLABLE_STATUSES: frozenset[str] = frozenset({"pending", "shipping"})
 
 
 class ParcelEvent(BaseModel):
+    """One carrier event, in the carrier's words (`text`, `place`), with the customer's
+    language where the carrier offers it (`text_zh`, `place_zh`)."""
+
     at: str
     text: str
     place: str | None = None
+    text_zh: str | None = None
+    place_zh: str | None = None
 
 
 class Tracking(BaseModel):

@@ -327,8 +327,11 @@ GENERIC_CONFIRM: Final = Texts(
     zh="{goal}：这一步会修改你的订单，需要你确认后才会执行。",
     en="{goal}: this changes your order, so I need your confirmation first.",
 )
-GENERIC_APPROVE: Final = Texts(zh="确认", en="Confirm")
-GENERIC_DECLINE: Final = Texts(zh="取消", en="Cancel")
+# A tool that names no buttons: labelled by outcome from the step's goal ("Yes, cancel
+# order A1003"), never "Confirm"/"Cancel" (under "Cancel order A1003", a button called
+# "Cancel" would mean *keep* the order). `{goal}` here starts lower-case in English.
+GENERIC_APPROVE: Final = Texts(zh="确认{goal}", en="Yes, {goal}")
+GENERIC_DECLINE: Final = Texts(zh="不，保持不变", en="No, keep it")
 
 
 class ToolSpec(BaseModel):
@@ -373,6 +376,10 @@ class ToolSpec(BaseModel):
     # Observation rules that skip steps of this tool (or, by tag, of the plan).
     skip_rules: tuple[SkipRule, ...] = ()
     phrases: Phrases | None = None
+    # What the customer can ask this tool for, as a short phrase with an example, for the
+    # "what I can help with" answer (`agent_core.answers.offer_line`); None: from the
+    # description.
+    offer: Texts | None = None
     # Arguments for `stepwise tools check --probe`; None: never probed (a probe must be
     # harmless, so a high-risk tool never has them).
     probe_args: Mapping[str, Any] | None = None

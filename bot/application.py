@@ -24,6 +24,7 @@ from telegram.ext import (
     CallbackQueryHandler,
     CommandHandler,
     MessageHandler,
+    TypeHandler,
     filters,
 )
 
@@ -165,7 +166,13 @@ def build_application(
         .rate_limiter(rate_limiter or SlidingWindowRateLimiter(max_retries=3))
         .build()
     )
-    progress = TelegramProgress(application.bot, store, show_after_s=show_after_s, typing=typing)
+    progress = TelegramProgress(
+        application.bot,
+        store,
+        show_after_s=show_after_s,
+        typing=typing,
+        catalog=agent.executor.catalog,
+    )
     desk = HandoffDesk(
         application.bot,
         store,
@@ -176,6 +183,8 @@ def build_application(
     bot = StepwiseBot(agent, store, progress, staff_ids=config.staff_ids, handoff=desk)
     application.bot_data["stepwise"] = bot
     new = filters.UpdateType.MESSAGE  # commands and questions: new messages only
+    # Group -1 runs before the handlers below, for every update: who wrote or pressed.
+    application.add_handler(TypeHandler(Update, bot.remember_sender), group=-1)
     if config.staff_chat_id is not None:
         # First: nothing in the staff group ever reaches the agent (staff replies to
         # customers, /close and /reopen in their topics, /status anywhere in it; the rest
@@ -318,6 +327,11 @@ async def set_command_menus(application: TelegramApplication) -> None:
         except BadRequest as exc:
             if menu.scope is None:
                 raise
+            if "chat not found" in str(exc).lower():
+                # Expected, not a fault: this staff member has not opened a private chat
+                # with the bot yet (the demo's staff never do). The next start sets it.
+                log.info("staff command menu waits for a first private message: %s", exc)
+                continue
             log.warning("staff command menu not set (%s): %s", menu.scope.type, exc)
 
 

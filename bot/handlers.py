@@ -151,6 +151,12 @@ class StepwiseBot:
 
     # -- customers -----------------------------------------------------------------------
 
+    async def remember_sender(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Before any handler: who wrote or pressed, for the names staff read (issue 23)."""
+        user = update.effective_user
+        if self.handoff is not None and user is not None and not user.is_bot:
+            await self.handoff.saw(user.id, user.first_name, user.username)
+
     async def help(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """/start and /help: what the bot can do, with examples in the user's language.
         "/start human[-<run>]" (the "continue privately" link of a handoff asked for in a
@@ -488,6 +494,12 @@ class StepwiseBot:
             where = Where(pause.prompt.chat_id, pause.prompt.message_id)
             note = f"⌛ {goal} — nobody decided in time; nothing was done, the customer was told"
             await _edit_quietly(desk.bot, where, note)
+        waiting = self.progress.waiting_message(run.id)  # the customer's step message
+        if waiting is not None and waiting[0] == pause.step_id:
+            shown = Where(run.chat_id, waiting[1], waiting[2])
+            await _edit_quietly(
+                desk.bot, shown, decision_text(outcome.run, pause.step_id, "expired")
+            )
         await _send_quietly(desk.bot, Where(run.chat_id, 0), outcome.run.answer or "")
         return 1
 
@@ -742,10 +754,11 @@ class StepwiseBot:
         await self.store.add_event(run.id, EventKind.NOTICE, f"first approval by staff {staff_id}")
         await self._answer_quietly(query, "Recorded. A second staff member must approve too.")
         goal = html.escape(run.step(run.pause.step_id).goal)
+        who = html.escape(await self.handoff.name_of(staff_id))
         try:
             await query.get_bot().edit_message_text(
                 f"<b>Approval needed</b> (two staff members)\n{goal}\n"
-                f"1 of 2 approvals: by {staff_id}. Another staff member can approve or reject.",
+                f"1 of 2 approvals: by {who}. Another staff member can approve or reject.",
                 chat_id=where.chat_id,
                 message_id=where.message_id,
                 parse_mode=ParseMode.HTML,
@@ -769,8 +782,17 @@ class StepwiseBot:
         bot = context.bot
         customer = Where(run.chat_id, 0)
         goal = html.escape(run.step(step_id).goal) if step_id else ""
+        # The customer's "waiting for our team" message, edited in place to the decision
+        # and then by the step's own progress (never a second message for the same step).
+        waiting = self.progress.waiting_message(run.id)
+        shown = None
+        if waiting is not None and waiting[0] == step_id:
+            shown = Where(run.chat_id, waiting[1], waiting[2])
+            customer = Where(run.chat_id, 0, waiting[2])
         if run.status is RunStatus.EXPIRED:
             await _edit_quietly(bot, where, f"⌛ {goal} — expired, nothing was done")
+            if shown is not None and step_id:
+                await _edit_quietly(bot, shown, decision_text(run, step_id, "expired"))
             await _send_quietly(bot, customer, run.answer or "")
             return
         approved = decision.approved
@@ -778,7 +800,8 @@ class StepwiseBot:
         verdict = "✅ approved" if approved else "🚫 rejected"
         label = REASON_LABELS[reason] if reason != "n" else ""
         why = f" ({label})" if label else ""
-        await _edit_quietly(bot, where, f"{verdict} by {staff_id}: {goal}{why}")
+        who = html.escape(await self.handoff.name_of(staff_id)) if self.handoff else staff_id
+        await _edit_quietly(bot, where, f"{verdict} by {who}: {goal}{why}")
         told = say("team_approved" if approved else "team_declined", run.language)
         if not approved and label:
             told += "\n" + say(f"reject_reason_{reason}", run.language)
@@ -788,6 +811,10 @@ class StepwiseBot:
                 )
             except StorageUnavailable:
                 log.exception("reject reason not noted")
+        if shown is not None and step_id:
+            key = "team_approved_step" if approved else "team_declined_step"
+            await _edit_quietly(bot, shown, decision_text(run, step_id, key))
+            self.progress.adopt(run, step_id, shown.message_id, shown.thread_id)
         await _send_quietly(bot, customer, told)
         context.application.create_task(
             self.chats.run(run.chat_id, self._proceed(bot, customer, run))

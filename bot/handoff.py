@@ -52,7 +52,15 @@ from bot import metrics
 from bot.callbacks import close_handoff_data, decision_data, person_data, reason_data
 from bot.texts import say
 from bot.textsplit import MAX_MESSAGE_UNITS, split_message, utf16_units
-from storage.handoffs import Direction, Handoff, Handoffs, Relay, Topic, Trigger
+from storage.handoffs import (
+    Direction,
+    Handoff,
+    Handoffs,
+    Relay,
+    Topic,
+    Trigger,
+    display_name,
+)
 from storage.history import History
 
 log = logging.getLogger(__name__)
@@ -276,11 +284,20 @@ def run_link(console_url: str | None, run_id: str) -> str:
     return f"<code>{html.escape(run_id)}</code> (/run {html.escape(run_id)})"
 
 
+# Why a topic was opened, as staff read it (never the internal trigger word).
+TRIGGER_WORDS = {
+    Trigger.INTENT: "the customer asked for a person",
+    Trigger.BUTTON: "the customer pressed Talk to a person",
+    Trigger.COMMAND: "the customer sent /human",
+    Trigger.REOPEN: "reopened by staff",
+}
+
+
 def header_text(handoff: Handoff, run: Run | None, console_url: str | None) -> str:
     """The topic's first message for a handoff (HTML, English: staff views are English)."""
     esc = html.escape
     lines = [
-        f"<b>Handoff</b> · {handoff.trigger.value} · opened "
+        f"<b>Handoff</b> · {TRIGGER_WORDS[handoff.trigger]} · opened "
         f"{handoff.opened_at.strftime('%Y-%m-%d %H:%M')} UTC",
         f"Customer: {esc(handoff.customer_name)} · id <code>{handoff.customer_user_id}</code>"
         f" · language {esc(handoff.language)}",
@@ -412,6 +429,22 @@ def marked_parts(text: str) -> list[tuple[str, str | None]]:
     ]
 
 
+# copyMessage's new caption: 0-1024 characters (media only; a text cannot be changed).
+MAX_CAPTION_UNITS = 1024
+
+
+def _takes_caption(message: Message) -> bool:
+    """Media whose copy can carry a new caption (stickers, video notes and the like cannot)."""
+    return bool(
+        message.photo
+        or message.video
+        or message.document
+        or message.audio
+        or message.voice
+        or message.animation
+    )
+
+
 def gives_up(exc: TelegramError) -> bool:
     """A refusal that will not change by trying again (blocked, message gone, bad request);
     network errors, flood waits and Telegram's own 5xx are retried on the next start."""
@@ -499,10 +532,37 @@ class HandoffDesk:
         self._clock = clock
         self._new_id = new_id
         self._copying: dict[tuple[int, int, int], asyncio.Lock] = {}
+        # Who was last seen by id, as stored (`saw`): written again only when it changed.
+        self._seen: dict[int, tuple[str | None, str | None]] = {}
 
     @property
     def handoffs(self) -> Handoffs:
         return self.store.handoffs
+
+    # -- names (issue 23 #8) -----------------------------------------------------------
+
+    async def saw(self, user_id: int, first_name: str | None, username: str | None) -> None:
+        """A person wrote or pressed: remember their name for staff views (stored once,
+        and again when it changed; never fails the update)."""
+        if self._seen.get(user_id) == (first_name, username):
+            return
+        try:
+            await self.handoffs.remember_person(user_id, first_name, username, self._clock())
+        except Exception:
+            log.warning("could not remember the name of user %s", user_id, exc_info=True)
+            return
+        self._seen[user_id] = (first_name, username)
+
+    async def name_of(self, user_id: int) -> str:
+        """How staff read a person: "Sam (@sam)"; "user 10002" if never seen."""
+        known = self._seen.get(user_id)
+        if known is not None:
+            return display_name(known[0], known[1], user_id)
+        try:
+            return await self.handoffs.name_of(user_id)
+        except Exception:
+            log.warning("could not read the name of user %s", user_id, exc_info=True)
+            return display_name(None, None, user_id)
 
     # -- start -------------------------------------------------------------------------
 
@@ -689,7 +749,7 @@ class HandoffDesk:
         name = customer.name if customer and customer.chat_id == run.chat_id else ""
         if not name:
             mapped = await self.handoffs.topic_of(run.chat_id)
-            name = mapped.name.rsplit(" · ", 1)[0] if mapped else f"customer {run.user_id}"
+            name = mapped.name.rsplit(" · ", 1)[0] if mapped else await self.name_of(run.user_id)
         return name
 
     async def _post_for_customer(
@@ -737,9 +797,19 @@ class HandoffDesk:
         sender = message.from_user
         if sender is None or sender.id != handoff.customer_user_id:
             return False
+        # Staff read who wrote: a text goes as "Ada:" and the text below it (a copy of a
+        # text cannot be changed; copyMessage replaces captions of media only). One too
+        # long for that, and media, are copied as they are, under the topic's name.
+        name = " ".join((sender.first_name or "").split()) or handoff.customer_name
         text = None
         if edited:
-            text = EDIT_MARK + "edited: " + (message.text or message.caption or "")
+            text = EDIT_MARK + f"{name} edited: " + (message.text or message.caption or "")
+        elif message.text and utf16_units(f"{name}:\n{message.text}") <= MAX_MESSAGE_UNITS:
+            text = f"{name}:\n{message.text}"
+        caption = None
+        if not edited and _takes_caption(message):
+            named = f"{name}: {message.caption}" if message.caption else f"{name}:"
+            caption = named if utf16_units(named) <= MAX_CAPTION_UNITS else None
         relay = Relay(
             handoff_id=handoff.id,
             direction=Direction.TO_STAFF,
@@ -750,6 +820,7 @@ class HandoffDesk:
             to_topic_id=handoff.topic_id,
             text=text,
             received_at=self._clock(),
+            caption=caption,
         )
         await self._relay(relay, handoff)
         return True
@@ -881,7 +952,11 @@ class HandoffDesk:
                 )
         else:
             await self.bot.copy_message(
-                to_chat, relay.from_chat_id, relay.message_id, message_thread_id=to_topic
+                to_chat,
+                relay.from_chat_id,
+                relay.message_id,
+                message_thread_id=to_topic,
+                caption=relay.caption,
             )
 
     async def _tell_customer(self, handoff: Handoff, key: str) -> None:
@@ -924,8 +999,9 @@ class HandoffDesk:
         closed = await self.handoffs.close(handoff_id, by=by, at=self._clock())
         if closed is None:
             return None
+        who = await self.name_of(by)
         if closed.run_id is not None:
-            await self._note(closed.run_id, f"handoff {closed.id} closed by {by}")
+            await self._note(closed.run_id, f"handoff {closed.id} closed by {who} ({by})")
         language = Language(closed.language)
         try:
             await self.bot.send_message(closed.customer_chat_id, say("handoff_closed", language))
@@ -933,7 +1009,7 @@ class HandoffDesk:
             log.info("human handoff: customer not told of the close: %s", exc)
         await self._say_in_topic(
             closed.topic_id,
-            f"Closed by {by}. The assistant answers this customer again; /reopen to hand over.",
+            f"Closed by {who}. The assistant answers this customer again; /reopen to hand over.",
         )
         if self.staff_chat_id is not None and closed.topic_id is not None:
             try:  # shown as closed in the group's topic list; reopened by the next handoff

@@ -38,11 +38,13 @@ from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
 
-from agent_core.answers import plan_text, step_progress
+from agent_core.answers import Catalog, decision_labels, plan_text, step_progress
+from agent_core.catalog import CATALOG
 from agent_core.models import EventKind, PromptRef, Run, RunEvent, RunStatus, StepStatus
 from bot.callbacks import choice_data, decision_data
-from bot.texts import decision_labels, say
+from bot.texts import say
 from bot.textsplit import clip_message, split_message
+from storage.records import delivered_note
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +54,6 @@ ANSWER_DELIVERY_ATTEMPTS = 4
 BLOCKED_NOTE = "telegram: the customer blocked the bot"
 PROMPT_SHOWN_NOTE = "telegram: confirmation buttons shown"
 PLAN_SHOWN_NOTE = "telegram: plan shown"
-ANSWER_DELIVERED_NOTE = "telegram: answer delivered"
 
 
 def _rows(*markups: InlineKeyboardMarkup | None) -> InlineKeyboardMarkup | None:
@@ -63,7 +64,8 @@ def _rows(*markups: InlineKeyboardMarkup | None) -> InlineKeyboardMarkup | None:
 def decision_text(run: Run, step_id: str, key: str) -> str:
     """The paused step's message once a button was pressed: its goal and what happened."""
     step = run.step(step_id)
-    icon = "✅" if key == "you_confirmed" else "🚫"
+    # A neutral mark until the step has run: a confirmed change is not done yet.
+    icon = "⏳" if key in ("you_confirmed", "team_approved_step") else "🚫"
     return html.escape(f"{icon} {step.goal} — {say(key, run.language)}")
 
 
@@ -161,8 +163,12 @@ class TelegramProgress:
         *,
         show_after_s: float = 0.5,
         typing: Typing = DEFAULT_TYPING,
+        catalog: Catalog = CATALOG,
     ) -> None:
         self._bot = bot
+        # The catalog in use: the buttons' words come from it, as the prompt's sentence
+        # naming them does (`agent_core.answers.decision_labels`, one source).
+        self._catalog = catalog
         self._store = store
         self._show_after_s = show_after_s
         self._typing = typing
@@ -170,11 +176,20 @@ class TelegramProgress:
         # Runs whose prompt is being delivered by this process and not yet bound to its
         # message: a press on it waits for the binding instead of finding none (stale).
         self._binding: dict[str, asyncio.Event] = {}
+        # Staff pauses whose "waiting for our team" message this process showed: (step,
+        # message, topic) by run, so the decision edits that message in place
+        # (`waiting_message`). Not stored: after a restart the decision shows anew.
+        self._waiting: dict[str, tuple[str, int, int | None]] = {}
 
     def adopt(self, run: Run, step_id: str, message_id: int, thread_id: int | None = None) -> None:
         """Continue a run whose paused step's message already exists (a button press)."""
         view = self._views.setdefault(run.id, _RunView(run.chat_id, thread_id))
         view.steps[step_id] = _StepView(message_id=message_id)
+
+    def waiting_message(self, run_id: str) -> tuple[str, int, int | None] | None:
+        """The customer's "waiting for our team" message of a staff pause (step id,
+        message id, topic), once: the caller edits it to the decision and adopts it."""
+        return self._waiting.pop(run_id, None)
 
     @property
     def open_views(self) -> int:
@@ -259,6 +274,8 @@ class TelegramProgress:
         if waiting and run.pause is not None and run.pause.approver == "staff":
             text = clip_message(text + "\n\n" + html.escape(say("waiting_for_team", run.language)))
             await self._deliver(run, view, step_view, text, None, ANSWER_DELIVERY_ATTEMPTS)
+            if step_view.message_id is not None:
+                self._waiting[run.id] = (step_id, step_view.message_id, view.thread_id)
             if self.staff_prompt_hook is not None:
                 await self.staff_prompt_hook(run)
             return
@@ -346,7 +363,7 @@ class TelegramProgress:
     def _buttons(self, run: Run) -> InlineKeyboardMarkup:
         assert run.pause is not None and run.pause.nonce is not None
         nonce = run.pause.nonce
-        yes, no = decision_labels(run.step(run.pause.step_id).goal, run.language)
+        yes, no = decision_labels(run, self._catalog) or ("", "")
         return InlineKeyboardMarkup(
             [
                 [
@@ -389,7 +406,9 @@ class TelegramProgress:
             )
             if not sent:
                 return False  # blocked (noted) or failed: the lease lapses, recovery resends
-        await self._write_event(run, EventKind.ANSWER_DELIVERED, ANSWER_DELIVERED_NOTE)
+        # With the text as sent (a handoff's reply replaces the run's answer): the console
+        # shows what the customer saw from here, never a re-rendering.
+        await self._write_event(run, EventKind.ANSWER_DELIVERED, delivered_note(answer))
         return True
 
     async def redeliver(self, run: Run) -> bool:

@@ -10,7 +10,13 @@ from typing import Any
 from agent_core.answers import step_progress
 from agent_core.models import Run, RunStatus
 from storage.history import HandoffDay
-from storage.records import FailureCount, RunSummary, TimelineEntry, format_timeline_entry
+from storage.records import (
+    FailureCount,
+    RunSummary,
+    TimelineEntry,
+    delivered_answer,
+    format_timeline_entry,
+)
 
 
 def format_runs_page(items: Sequence[RunSummary], status: RunStatus | None, offset: int) -> str:
@@ -53,7 +59,8 @@ def format_timeline(run: Run, timeline: Sequence[TimelineEntry]) -> str:
             lines.append(f"  {verb} by {step.approval.by_user_id} at {when}")
     lines += ["", "<b>Timeline</b>"]
     lines += [escape(format_timeline_entry(entry)) for entry in timeline]
-    lines += ["", "<b>Answer</b>", escape(run.answer or "")]
+    sent = delivered_answer(timeline)  # as the customer saw it, when it was delivered
+    lines += ["", "<b>Answer</b>", escape(run.answer or "" if sent is None else sent)]
     return "\n".join(lines)
 
 

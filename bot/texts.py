@@ -73,11 +73,6 @@ TEXTS: dict[str, dict[Language, str]] = {
         ZH: "抱歉，你没有权限使用这个命令。",
         EN: "Sorry, you are not authorised to use this command.",
     },
-    # The two buttons under a Confirm prompt say what pressing them does (see
-    # `decision_labels`): the yes-button names the step's own goal, the no-button that
-    # nothing changes. "{goal}" is the paused step's goal ("en": first letter lower-cased).
-    "confirm": {ZH: "确认{goal}", EN: "Yes, {goal}"},
-    "decline": {ZH: "不，保持不变", EN: "No, keep it"},
     "toast_confirmed": {ZH: "已确认，正在执行。", EN: "Confirmed, working on it."},
     "toast_chosen": {ZH: "好的，正在处理。", EN: "Got it, working on it."},
     "toast_cancelled": {ZH: "已取消，不做任何改动。", EN: "Cancelled, nothing will change."},
@@ -89,8 +84,18 @@ TEXTS: dict[str, dict[Language, str]] = {
         EN: "This confirmation expired; nothing was done.",
     },
     "toast_busy": {ZH: "系统繁忙，请稍后再按。", EN: "Busy right now, please press again shortly."},
-    "you_confirmed": {ZH: "你已确认", EN: "you confirmed"},
-    "you_cancelled": {ZH: "你选择了取消", EN: "you cancelled"},
+    # The paused step's message once decided. Not yet done: no tick until the step has
+    # run (its message is edited again then); a "no" reads as a choice not to do it.
+    "you_confirmed": {ZH: "你已确认，正在执行", EN: "you confirmed; working on it"},
+    "you_cancelled": {ZH: "你选择了不执行", EN: "you chose not to do it"},
+    "team_approved_step": {
+        ZH: "我们的同事已批准，正在执行",
+        EN: "our team approved; working on it",
+    },
+    "team_declined_step": {
+        ZH: "我们的同事没有批准，未执行",
+        EN: "our team did not approve; not done",
+    },
     "expired": {ZH: "确认已过期", EN: "confirmation expired"},
     # A person takes over (issue 14). The button under answers that stopped, fell back,
     # left part of the request unserved or asked back twice; /human says the same.
@@ -187,19 +192,6 @@ TEXTS: dict[str, dict[Language, str]] = {
 
 def say(key: str, language: Language) -> str:
     return TEXTS[key][language]
-
-
-def decision_labels(goal: str, language: Language) -> tuple[str, str]:
-    """The Confirm prompt's (yes, no) button labels for a step with this goal.
-
-    Labelled by outcome, not "Confirm"/"Cancel" (under "Cancel order A1003", a button
-    called "Cancel" meant *keep* the order). The wording comes from the step's goal, which
-    the planner writes from the tool's catalog entry, so every tool's prompt names its own
-    action ("Yes, request a refund …") and no tool is special-cased here.
-    """
-    if language is EN and goal:
-        goal = goal[0].lower() + goal[1:]
-    return say("confirm", language).format(goal=goal), say("decline", language)
 
 
 def language_of(text: str | None, language_code: str | None) -> Language:

@@ -148,6 +148,7 @@ def _environment() -> jinja2.Environment:
     )
     env.filters["when"] = _when
     env.filters["seconds"] = _seconds
+    env.filters["counted"] = counted
     env.filters["json"] = lambda value: json.dumps(value, ensure_ascii=False, default=str)
     return env
 
@@ -157,6 +158,11 @@ def _when(value: datetime | None, with_ms: bool = False) -> str:
         return "—"
     text = value.strftime("%Y-%m-%d %H:%M:%S.%f")
     return (text[:-3] if with_ms else text[:-7]) + " UTC"
+
+
+def counted(n: int, noun: str) -> str:
+    """ "1 handoff", "2 handoffs" (the console's nouns take an s)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _seconds(value: float | None) -> str:

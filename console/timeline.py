@@ -17,7 +17,7 @@ from typing import Any
 from agent_core.answers import step_progress
 from agent_core.models import EventKind, PlanStep, Run
 from storage.handoffs import Handoff
-from storage.records import TimelineEntry
+from storage.records import TimelineEntry, delivered_answer
 
 # What ends one attempt of a step, and how the page names the outcome.
 _ATTEMPT_ENDS = {
@@ -35,6 +35,13 @@ _STEP_NOTES = {
     EventKind.STEP_APPROVED: "approval applied",
     EventKind.STEP_DECLINED: "declined by the customer, nothing changed",
     EventKind.STEP_RECONCILED: "reconciled: a read decided whether the change happened",
+}
+# The same notes for a step our team (staff) decides (issue 14's staff approval): never
+# "the customer" for what a staff member did.
+_STAFF_STEP_NOTES = _STEP_NOTES | {
+    EventKind.STEP_PAUSED: "waiting for staff approval",
+    EventKind.DECISION_CLAIMED: "staff decided",
+    EventKind.STEP_DECLINED: "rejected by staff, nothing changed",
 }
 # Facts outside the plan that the page lists as notes under the answer.
 _NOTICE_KINDS = (EventKind.NOTICE, EventKind.PROMPT_SHOWN, EventKind.CUSTOMER_BLOCKED)
@@ -75,6 +82,8 @@ class StepView:
     observation_json: str | None
     attempts: list[Attempt] = field(default_factory=list)
     notes: list[StepNote] = field(default_factory=list)
+    # Our team, not the customer, decides (decided) this step's pause.
+    staff_decides: bool = False
 
     @property
     def duration_s(self) -> float | None:
@@ -91,6 +100,8 @@ class RunView:
     notices: list[TimelineEntry]
     # Handoffs to a person this run led to (issue 14), oldest first.
     handoffs: Sequence[Handoff] = ()
+    # The answer as it was sent to the customer (None: no delivery recorded).
+    delivered: str | None = None
 
     @property
     def duration_s(self) -> float | None:
@@ -113,6 +124,7 @@ def build_run_view(
             progress=step_progress(step, run),
             args_json=pretty_json(step.args),
             observation_json=None if step.observation is None else pretty_json(step.observation),
+            staff_decides=staff_decides(run, step),
         )
         for n, step in enumerate(run.steps, start=1)
     ]
@@ -122,7 +134,22 @@ def build_run_view(
         if view is not None:
             _apply(view, entry)
     notices = [e for e in timeline if e.kind in _NOTICE_KINDS]
-    return RunView(run=run, steps=steps, events=timeline, notices=notices, handoffs=handoffs)
+    return RunView(
+        run=run,
+        steps=steps,
+        events=timeline,
+        notices=notices,
+        handoffs=handoffs,
+        delivered=delivered_answer(timeline),
+    )
+
+
+def staff_decides(run: Run, step: PlanStep) -> bool:
+    """Whether this step's pause is (was) our team's to decide: an open staff pause, or a
+    decision made by someone other than the run's customer (only staff can)."""
+    if run.pause is not None and run.pause.step_id == step.id:
+        return run.pause.approver == "staff"
+    return step.approval is not None and step.approval.by_user_id != run.user_id
 
 
 def handoff_wait_s(handoff: Handoff) -> float | None:
@@ -146,11 +173,12 @@ def _apply(view: StepView, entry: TimelineEntry) -> None:
         open_attempt.decision = entry.decision
         open_attempt.backoff_s = entry.delay_s
         return
-    if entry.kind in _STEP_NOTES:
+    notes = _STAFF_STEP_NOTES if view.staff_decides else _STEP_NOTES
+    if entry.kind in notes:
         view.notes.append(
             StepNote(
                 at=entry.at,
-                label=_STEP_NOTES[entry.kind],
+                label=notes[entry.kind],
                 message=entry.message,
                 decision=entry.decision,
             )

@@ -38,6 +38,11 @@ PAUSE_REASONS = {
     "high_risk": "high-risk action (high_risk): the customer must confirm it first",
     "arguments_changed": "the arguments changed after approval (arguments_changed): asked again",
 }
+# The same reasons for a step our team decides (staff approval, issue 14).
+STAFF_PAUSE_REASONS = PAUSE_REASONS | {
+    "high_risk": "high-risk action above the staff approval amount (high_risk): "
+    "a staff member must approve it first",
+}
 JSONL = "application/x-ndjson; charset=utf-8"
 
 
@@ -89,7 +94,19 @@ class Views:
         view = build_run_view(
             run, await self.history.timeline(run.id), await self.store.handoffs.for_run(run.id)
         )
-        return self._page(request, "run.html", view=view, run=run, pause_reasons=PAUSE_REASONS)
+        # Staff read people by name (issue 23 #8): whoever decided a step or closed a handoff.
+        people = {s.approval.by_user_id for s in run.steps if s.approval is not None}
+        people |= {h.closed_by for h in view.handoffs if h.closed_by is not None}
+        names = {user_id: await self.store.handoffs.name_of(user_id) for user_id in people}
+        return self._page(
+            request,
+            "run.html",
+            view=view,
+            run=run,
+            pause_reasons=PAUSE_REASONS,
+            staff_pause_reasons=STAFF_PAUSE_REASONS,
+            names=names,
+        )
 
     async def overview(self, request: Request) -> Response:
         period = request.query_params.get("period", "24h")

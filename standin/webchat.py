@@ -111,6 +111,8 @@ class WebChat:
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024, middlewares=[_security_headers])
         app.router.add_get("/", self._index)
+        # Browsers ask for /favicon.ico on their own; a 404 there is noise in every console.
+        app.router.add_get("/favicon.ico", self._favicon)
         app.router.add_get("/api/config", self._config)
         app.router.add_get("/api/state", self._state)
         app.router.add_post("/api/send", self._send)
@@ -226,6 +228,9 @@ class WebChat:
 
     async def _index(self, request: web.Request) -> web.StreamResponse:
         return web.FileResponse(ASSETS / "index.html")
+
+    async def _favicon(self, request: web.Request) -> web.StreamResponse:
+        return web.FileResponse(ASSETS / "favicon.svg", headers={"Content-Type": "image/svg+xml"})
 
     async def _config(self, request: web.Request) -> web.Response:
         bot = self.standin.bot

@@ -15,8 +15,8 @@ import threading
 from collections.abc import Callable
 
 from agent_core.agent import MAX_REQUEST_CHARS
-from agent_core.answers import plan_text, step_progress
-from agent_core.models import EventKind, Run, RunEvent, RunStatus, utcnow
+from agent_core.answers import compose_answer, plan_text, step_progress
+from agent_core.models import EventKind, Language, Run, RunEvent, RunStatus, utcnow
 from bot.handoff import Customer, is_handoff_request, record_handoff
 from bot.texts import say
 from stepwise.commands import EXIT_OK, is_text
@@ -72,9 +72,7 @@ async def cmd_chat(settings: Settings, args: argparse.Namespace) -> int:
             try:
                 run = await rt.agent.ask(text, user_id=user, chat_id=user)
                 while run.status is RunStatus.PAUSED:
-                    print("bot> " + (run.answer or "").replace("\n", "\nbot> "), flush=True)
-                    reply = await _read_line("Confirm? [y/N] ")
-                    approved = (reply or "").strip().lower() in ("y", "yes", "是", "确认")
+                    approved = await _confirm(rt, run)
                     outcome = await rt.agent.decide(run.id, user_id=user, approved=approved)
                     if outcome.run is None:
                         break
@@ -94,7 +92,9 @@ async def _handoff_answer(rt: Runtime, run: Run) -> str:
     """The customer asked for a person: the handoff is recorded for the Telegram bot (which
     opens the customer's topic on its next start), and the answer says where a person will
     reply — or, with no staff group configured, that nobody can yet."""
-    customer = Customer(run.chat_id, run.user_id, f"customer {run.user_id}", run.language)
+    # The name the customer last wrote to the bot with, if ever (staff never read an id).
+    name = await rt.store.handoffs.name_of(run.user_id)
+    customer = Customer(run.chat_id, run.user_id, name, run.language)
     now = utcnow()
     handoff, new = await record_handoff(
         rt.store.handoffs, customer, Trigger.INTENT, run, now=now, handoff_id=secrets.token_hex(6)
@@ -122,12 +122,23 @@ async def _choose(rt: Runtime, run: Run, user: int) -> None:
     outcome = await rt.agent.choose(run.id, user_id=user, option=int(reply) - 1)
     answered = outcome.run
     while answered is not None and answered.status is RunStatus.PAUSED:
-        print("bot> " + (answered.answer or "").replace("\n", "\nbot> "), flush=True)
-        confirm = await _read_line("Confirm? [y/N] ")
-        approved = (confirm or "").strip().lower() in ("y", "yes", "是", "确认")
+        approved = await _confirm(rt, answered)
         answered = (await rt.agent.decide(answered.id, user_id=user, approved=approved)).run
     if answered is not None and answered.id != run.id:
         print("bot> " + (answered.answer or "").replace("\n", "\nbot> "), flush=True)
+
+
+CONFIRM_PROMPT = {Language.ZH: "确认吗？[y/N] ", Language.EN: "Confirm? [y/N] "}
+YES = ("y", "yes", "是", "是的", "确认", "好")
+
+
+async def _confirm(rt: Runtime, run: Run) -> bool:
+    """A paused run's prompt, asked as a typed y/n in the customer's language (the bot's
+    buttons are not here, so the sentence says what to answer, not what to press)."""
+    prompt = compose_answer(run, rt.agent.executor.catalog, "reply")
+    print("bot> " + prompt.replace("\n", "\nbot> "), flush=True)
+    reply = await _read_line(CONFIRM_PROMPT[run.language])
+    return (reply or "").strip().lower() in YES
 
 
 async def _read_line(prompt: str) -> str | None:

@@ -14,27 +14,21 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from agent_core.http import ToolsConfigError
 from agent_core.ids import BadId, IdKind, telegram_id
 from agent_core.models import RunStatus
-from stepwise.chat import cmd_chat
-from stepwise.commands import (
-    COMMANDS,
-    EXIT_UNAVAILABLE,
-    EXIT_USAGE,
-    CliError,
-    cmd_migrate,
-    cmd_tools,
-)
-from stepwise.dbpath import db_path_problem
-from stepwise.evaluate import EvalError, run_eval
-from stepwise.logs import configure_logging
-from stepwise.runtime import open_runtime
-from stepwise.settings import BadSettings, Settings, load_settings
-from storage.db import StorageUnavailable
-from storage.shop_seed import SeedError
-from storage.store import is_postgres_url
+from stepwise.output import silence
+
+if TYPE_CHECKING:
+    from stepwise.settings import Settings
+
+# Everything else is imported where a command needs it (issue 23 #12): `stepwise --help`
+# and the one-shot commands must not pay for the model client (openai, 1.5 s), Telegram,
+# the web stack or the Postgres driver they do not use.
+
+# What a shell reports for a command killed by SIGPIPE (128 + 13).
+EXIT_BROKEN_PIPE = 141
 
 
 def port(text: str) -> int:
@@ -265,10 +259,15 @@ def _serve_standin(args: argparse.Namespace) -> int:
 
 
 async def dispatch(settings: Settings, args: argparse.Namespace) -> int:
+    from stepwise.commands import COMMANDS, EXIT_USAGE, CliError, cmd_migrate, cmd_tools
+    from stepwise.runtime import open_runtime
+
     problem = id_problem(args)
     if problem is not None:
         raise CliError(problem, EXIT_USAGE)
     if args.command == "chat":
+        from stepwise.chat import cmd_chat
+
         return await cmd_chat(settings, args)
     if args.command == "tools":
         return await cmd_tools(settings, args)
@@ -279,6 +278,8 @@ async def dispatch(settings: Settings, args: argparse.Namespace) -> int:
     if args.command == "migrate":
         return await cmd_migrate(settings, args)
     if args.command == "eval":
+        from stepwise.evaluate import run_eval
+
         return await run_eval(settings, args)
     if args.command in ("demo", "serve", "run"):
         return await _serve_or_demo(settings, args)
@@ -290,12 +291,36 @@ async def dispatch(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command, its output flushed here: a reader that went away (`stepwise export |
+    head -1`) has what it wanted. As Unix tools do, stop quietly with 128 + SIGPIPE (a
+    pipe's buffer is flushed at exit too, so it is flushed here to catch that as well);
+    never a traceback."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        silence(sys.stdout)
+        return EXIT_BROKEN_PIPE
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     args = build_parser().parse_args(argv)
     if args.command == "standin":
         return _serve_standin(args)
+    from agent_core.http import ToolsConfigError
+    from stepwise.commands import EXIT_UNAVAILABLE, EXIT_USAGE, CliError
+    from stepwise.dbpath import db_path_problem
+    from stepwise.evaluate import EvalError
+    from stepwise.logs import configure_logging
+    from stepwise.settings import BadSettings, load_settings
+    from storage.db import StorageUnavailable
+    from storage.shop_seed import SeedError
+    from storage.store import is_postgres_url
+
     try:
         settings = load_settings()
     except BadSettings as exc:

@@ -9,7 +9,7 @@ import json
 from collections.abc import Awaitable, Callable
 
 from agent_core.agent import MAX_REQUEST_CHARS
-from agent_core.answers import step_progress
+from agent_core.answers import Catalog, compose_answer, step_progress
 from agent_core.catalog import CATALOG
 from agent_core.http import check_tools_file
 from agent_core.models import ClaimResult, Run, RunStatus
@@ -48,11 +48,15 @@ def exit_code_for(run: Run) -> int:
     return EXIT_RUN_FAILED if run.status in (RunStatus.FAILED, RunStatus.EXPIRED) else EXIT_OK
 
 
-def print_run(run: Run, args: argparse.Namespace) -> None:
+def print_run(run: Run, args: argparse.Namespace, catalog: Catalog = CATALOG) -> None:
     if args.json:
         print(json.dumps(run_json(run), ensure_ascii=False))
         return
-    print(run.answer or "")
+    if run.status is RunStatus.PAUSED:
+        # No buttons here: the prompt says which command answers it.
+        print(compose_answer(run, catalog, "command"))
+    else:
+        print(run.answer or "")
     if run.clarify is not None and run.clarify.options:
         for number, option in enumerate(run.clarify.options, start=1):
             print(f"  {number}. {option.label}: stepwise ask {json.dumps(option.text)}")
@@ -75,7 +79,7 @@ async def cmd_ask(rt: Runtime, args: argparse.Namespace) -> int:
         raise CliError("the request is not valid UTF-8 text", EXIT_USAGE)
     chat = args.chat if args.chat is not None else args.user
     run = await rt.agent.ask(text, user_id=args.user, chat_id=chat, language_hint=args.lang)
-    print_run(run, args)
+    print_run(run, args, rt.agent.executor.catalog)
     return exit_code_for(run)
 
 
@@ -89,7 +93,7 @@ async def cmd_decide(rt: Runtime, args: argparse.Namespace, approved: bool) -> i
         status = outcome.run.status.value if outcome.run else "unknown"
         raise CliError(f"run {args.run_id} was already handled (status: {status})", EXIT_NOT_FOUND)
     assert outcome.run is not None
-    print_run(outcome.run, args)
+    print_run(outcome.run, args, rt.agent.executor.catalog)
     return exit_code_for(outcome.run)
 
 

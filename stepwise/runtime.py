@@ -15,14 +15,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
-import openai
 
 from agent_core.agent import Agent
 from agent_core.approval import StaffRule
 from agent_core.catalog import CATALOG, ToolSpec
 from agent_core.executor import Executor, Listener
 from agent_core.http import build_http_tools, load_tools_config, new_client
-from agent_core.model_planner import ModelPlanner
 from agent_core.models import Run, RunEvent, utcnow
 from agent_core.planner import Planner, RuleBasedPlanner
 from agent_core.policy import FailurePolicy
@@ -111,6 +109,11 @@ def build_planner(settings: Settings, catalog: Mapping[str, ToolSpec] = CATALOG)
     if settings.planner != "model":
         return rules
     assert settings.llm_base_url and settings.llm_model  # checked by Settings
+    # Only here: importing the model client costs 1.5 s, and the default planner is `rule`.
+    import openai
+
+    from agent_core.model_planner import ModelPlanner
+
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else "none"
     client = openai.AsyncOpenAI(
         base_url=settings.llm_base_url,

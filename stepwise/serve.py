@@ -213,6 +213,10 @@ async def serve(settings: Settings, options: ServeOptions) -> int:
         except (OSError, ValueError) as exc:
             print(f"stepwise: staff console: {exc}", file=sys.stderr)
             return EXIT_USAGE
+        if console is not None and runtime.settings.console_url is None:
+            # Topic headers link each run to this console (STEPWISE_CONSOLE_URL, for a
+            # public address, wins): a known console is never a bare run id.
+            runtime.settings = runtime.settings.model_copy(update={"console_url": console.url})
         application = bot_application(runtime)
         set_replica(runtime.store.lease.owner)
         health = Health(application, runtime.store, backlog_max=settings.ready_backlog_max)

@@ -436,6 +436,18 @@ MIGRATIONS: list[str] = [
     CREATE INDEX runs_staff_pauses ON runs(paused_at, id)
         WHERE status = 'paused' AND pause_approver = 'staff';
     """,
+    # 17 (issue 23 #8): who the people writing to the bot are (customers and staff), by
+    # Telegram user id, as last seen: staff read "Sam (@sam)", never a bare id. A relayed
+    # media message's new caption: the customer's name before their own caption.
+    """
+    CREATE TABLE people (
+        user_id INTEGER PRIMARY KEY,
+        first_name TEXT,
+        username TEXT,
+        seen_at TEXT NOT NULL
+    );
+    ALTER TABLE handoff_relays ADD COLUMN caption TEXT;
+    """,
 ]
 
 

@@ -104,6 +104,9 @@ class Relay:
     copied_at: datetime | None = None
     gave_up_at: datetime | None = None
     failure: str | None = None
+    # A copied media message's new caption (the sender's name before the original one);
+    # None: the caption stays as sent.
+    caption: str | None = None
 
 
 _HANDOFF_COLUMNS = (
@@ -112,7 +115,7 @@ _HANDOFF_COLUMNS = (
 )
 _RELAY_COLUMNS = (
     "handoff_id, direction, from_chat_id, message_id, variant, to_chat_id, to_topic_id,"
-    " text, received_at, copied_at, gave_up_at, failure"
+    " text, received_at, copied_at, gave_up_at, failure, caption"
 )
 _OPEN = (
     f"INSERT INTO handoffs ({_HANDOFF_COLUMNS}) VALUES (:id, :customer_chat_id,"
@@ -130,7 +133,7 @@ _MAP_TOPIC = (
 _RECORD_RELAY = (
     f"INSERT INTO handoff_relays ({_RELAY_COLUMNS}) VALUES (:handoff_id, :direction,"
     " :from_chat_id, :message_id, :variant, :to_chat_id, :to_topic_id, :text, :received_at,"
-    " NULL, NULL, NULL) ON CONFLICT DO NOTHING"
+    " NULL, NULL, NULL, :caption) ON CONFLICT DO NOTHING"
 )
 _MARK_RELAY = (
     "UPDATE handoff_relays SET copied_at = :at"
@@ -174,8 +177,49 @@ _APPROVE = (
 )
 
 
+_REMEMBER = (
+    "INSERT INTO people (user_id, first_name, username, seen_at)"
+    " VALUES (:user_id, :first_name, :username, :at)"
+    " ON CONFLICT (user_id) DO UPDATE SET first_name = excluded.first_name,"
+    " username = excluded.username, seen_at = excluded.seen_at"
+)
+
+
+def display_name(first_name: str | None, username: str | None, user_id: int) -> str:
+    """How staff read a person: "Ada (@ada)", "Ada", "@ada"; the id only when nothing
+    else is known ("user 10001")."""
+    first = " ".join((first_name or "").split())
+    handle = f"@{username}" if username else ""
+    if first and handle:
+        return f"{first} ({handle})"
+    return first or handle or f"user {user_id}"
+
+
 class Handoffs:
     """Handoffs, topics and relays on the run database (`store.handoffs`, both backends)."""
+
+    # -- people (issue 23 #8) ------------------------------------------------------------
+
+    async def remember_person(
+        self, user_id: int, first_name: str | None, username: str | None, at: datetime
+    ) -> None:
+        """Who `user_id` is, as last seen writing or pressing (customers and staff)."""
+        params = {
+            "user_id": user_id,
+            "first_name": first_name,
+            "username": username,
+            "at": ts(at),
+        }
+        await self._write([(_REMEMBER, params)])
+
+    async def name_of(self, user_id: int) -> str:
+        """`display_name` of a person as last seen ("user 10001" if never seen)."""
+        rows = await self._read(
+            "SELECT first_name, username FROM people WHERE user_id = ?", (user_id,)
+        )
+        if not rows:
+            return display_name(None, None, user_id)
+        return display_name(rows[0]["first_name"], rows[0]["username"], user_id)
 
     def __init__(self, read: Reader, write: Writer) -> None:
         self._read = read
@@ -338,6 +382,7 @@ class Handoffs:
             "to_topic_id": relay.to_topic_id,
             "text": relay.text,
             "received_at": ts(relay.received_at),
+            "caption": relay.caption,
         }
         await self._write([(_RECORD_RELAY, params)])
         stored = await self.relay_of(relay.from_chat_id, relay.message_id, relay.variant)
@@ -433,6 +478,7 @@ def _relay(row: ReadRow) -> Relay:
         copied_at=parse_ts(row["copied_at"]),
         gave_up_at=parse_ts(row["gave_up_at"]),
         failure=row["failure"],
+        caption=row["caption"],
     )
 
 

@@ -40,6 +40,7 @@ from agent_core.models import (
     RunStatus,
     utcnow,
 )
+from agent_core.order_facts import ObservedStep
 from storage.db import StorageUnavailable
 from storage.handoffs import Handoffs, pg_writer
 from storage.history import POSTGRES, History
@@ -82,6 +83,7 @@ from storage.pg import (
 from storage.pg_revocations import PgRevocations
 from storage.tables import (
     EVENT_COLUMNS,
+    RECENT_ORDER_STEPS,
     RUN_COLUMNS,
     RUN_READ_COLUMNS,
     RUN_STATE_COLUMNS,
@@ -90,6 +92,7 @@ from storage.tables import (
     Statement,
     columns,
     insert,
+    observed_steps,
     run_from_rows,
     ts,
     update,
@@ -135,6 +138,14 @@ _LAST_ORDER_ID = (
     " WHERE r.chat_id = ? AND r.user_id = ?"
     " AND s.args::jsonb ->> 'order_id' IS NOT NULL"
     " ORDER BY r.created_at DESC, s.position LIMIT 1"
+)
+_RECENT_ORDER_STEPS = (
+    "SELECT s.tool, s.args::jsonb ->> 'order_id' AS order_id, s.status,"
+    " s.observation, s.error_type"
+    " FROM runs r JOIN steps s ON s.run_id = r.id"
+    " WHERE r.chat_id = ? AND r.user_id = ?"
+    " AND s.args::jsonb ->> 'order_id' IS NOT NULL"
+    f" ORDER BY r.created_at DESC, s.position DESC LIMIT {RECENT_ORDER_STEPS}"
 )
 _RENEW = "UPDATE runs SET lease_until = %(until)s WHERE lease_owner = %(me)s AND id = ANY(%(ids)s)"
 # RETURNING, not rowcount: writes may run pipelined, where rowcount is not known yet.
@@ -252,6 +263,10 @@ class PgRunStore:
     async def last_order_id(self, chat_id: int, user_id: int) -> str | None:
         rows = await fetch(self._pool, _LAST_ORDER_ID, (chat_id, user_id))
         return str(rows[0]["order_id"]) if rows else None
+
+    async def recent_order_steps(self, chat_id: int, user_id: int) -> list[ObservedStep]:
+        """As `SqliteRunStore.recent_order_steps`."""
+        return observed_steps(await fetch(self._pool, _RECENT_ORDER_STEPS, (chat_id, user_id)))
 
     async def runs_to_recover(self, abandoned: Collection[str] = ()) -> list[str]:
         """As `SqliteRunStore.runs_to_recover`: take the running runs whose lease lapsed."""

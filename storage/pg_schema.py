@@ -354,4 +354,15 @@ PG_MIGRATIONS: list[str] = [
     CREATE INDEX runs_staff_pauses ON runs (paused_at, id)
         WHERE status = 'paused' AND pause_approver = 'staff';
     """,
+    # 11: SQLite's 17 (issue 23 #8): the people writing to the bot, as last seen; a relayed
+    # media message's new caption.
+    f"""
+    CREATE TABLE people (
+        user_id BIGINT PRIMARY KEY,
+        first_name {T},
+        username {T},
+        seen_at {T} NOT NULL
+    );
+    ALTER TABLE handoff_relays ADD COLUMN caption {T};
+    """,
 ]

@@ -34,6 +34,26 @@ class RunSummary(BaseModel):
     finished_at: datetime | None
 
 
+# The `answer_delivered` event's message: this note, then (after ":\n") the text that was
+# sent, exactly (issue 23 #2): what the customer saw is read from here, never re-rendered
+# (a handoff replaces the run's answer with its own reply, for one).
+ANSWER_DELIVERED_NOTE = "telegram: answer delivered"
+
+
+def delivered_note(text: str) -> str:
+    return f"{ANSWER_DELIVERED_NOTE}:\n{text}"
+
+
+def delivered_answer(timeline: Sequence[TimelineEntry]) -> str | None:
+    """The text of the run's last delivered answer, as sent; None when none was recorded
+    (a CLI run, or one delivered before the text was kept)."""
+    prefix = ANSWER_DELIVERED_NOTE + ":\n"
+    for entry in reversed(timeline):
+        if entry.kind is EventKind.ANSWER_DELIVERED and (entry.message or "").startswith(prefix):
+            return (entry.message or "")[len(prefix) :]
+    return None
+
+
 class RunPage(BaseModel):
     items: list[RunSummary]
     next_cursor: str | None  # pass back as `before` for the next (older) page

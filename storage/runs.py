@@ -40,6 +40,7 @@ from agent_core.models import (
     RunStatus,
     utcnow,
 )
+from agent_core.order_facts import ObservedStep
 from storage.db import (
     DEFAULT_BUSY_TIMEOUT_S,
     Statements,
@@ -76,6 +77,7 @@ from storage.leases import (
 from storage.revocations import Revocations
 from storage.tables import (
     EVENT_COLUMNS,
+    RECENT_ORDER_STEPS,
     RUN_COLUMNS,
     RUN_READ_COLUMNS,
     RUN_STATE_COLUMNS,
@@ -83,6 +85,7 @@ from storage.tables import (
     STEP_STATE_COLUMNS,
     columns,
     insert,
+    observed_steps,
     run_from_rows,
     ts,
     update,
@@ -118,6 +121,15 @@ _JOURNAL = JournalSql(
     insert_event=_INSERT_EVENT,
 )
 _SELECT_RUN = f"SELECT {columns(RUN_READ_COLUMNS)} FROM runs WHERE id = ?"
+# What the chat's recent runs observed about orders (issue 23 #6), newest first.
+_RECENT_ORDER_STEPS = (
+    "SELECT s.tool, json_extract(s.args, '$.order_id') AS order_id, s.status,"
+    " s.observation, s.error_type"
+    " FROM runs r JOIN steps s ON s.run_id = r.id"
+    " WHERE r.chat_id = ? AND r.user_id = ?"
+    " AND json_extract(s.args, '$.order_id') IS NOT NULL"
+    f" ORDER BY r.created_at DESC, s.position DESC LIMIT {RECENT_ORDER_STEPS}"
+)
 # The prompt of the pause with this nonce was delivered on this message: the delivery its
 # lease was kept for is done.
 _BIND_PROMPT = (
@@ -266,6 +278,11 @@ class SqliteRunStore:
             (chat_id, user_id),
         )
         return str(rows[0]["order_id"]) if rows else None
+
+    async def recent_order_steps(self, chat_id: int, user_id: int) -> list[ObservedStep]:
+        """The order steps of this customer's recent runs in this chat, newest first."""
+        rows = await fetch(self._conn, _RECENT_ORDER_STEPS, (chat_id, user_id))
+        return observed_steps(rows)
 
     async def runs_to_recover(self, abandoned: Collection[str] = ()) -> list[str]:
         """Take the running runs whose lease this process may take (`storage.leases`):

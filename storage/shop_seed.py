@@ -43,6 +43,9 @@ class SeedParcelEvent(BaseModel):
     at: NonEmpty
     text: NonEmpty
     place: NonEmpty | None = None
+    # The same event in Chinese, where the carrier offers it.
+    text_zh: NonEmpty | None = None
+    place_zh: NonEmpty | None = None
 
 
 class SeedTracking(BaseModel):

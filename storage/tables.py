@@ -37,6 +37,7 @@ from agent_core.models import (
     StepError,
     StepStatus,
 )
+from agent_core.order_facts import ObservedStep
 from storage.records import RunSummary, TimelineEntry
 
 Row = dict[str, Any]  # column name -> value, as written
@@ -457,3 +458,28 @@ def timeline_entry_from_row(row: NamedRow) -> TimelineEntry:
         message=row["message"],
         at=required_ts(row["at"]),
     )
+
+
+# How many of a chat's latest order steps decide what a clarifying question may offer.
+RECENT_ORDER_STEPS = 40
+
+
+def observed_steps(rows: Sequence[Any]) -> list[ObservedStep]:
+    """`recent_order_steps` rows (tool, order_id, status, observation JSON, error_type)."""
+    steps = []
+    for row in rows:
+        raw = row["observation"]
+        try:
+            observation = json.loads(raw) if isinstance(raw, str) else raw
+        except ValueError:
+            observation = None
+        steps.append(
+            ObservedStep(
+                tool=str(row["tool"]),
+                order_id=str(row["order_id"]),
+                status=str(row["status"]),
+                observation=observation,
+                error_type=row["error_type"],
+            )
+        )
+    return steps

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from agent_core.answers import plan_text, step_progress
+from agent_core.answers import decision_labels, plan_text, step_progress
 from agent_core.models import ErrorType, Language, Run, RunStatus, StepStatus
 from agent_core.shop import OrderArgs, shop_tools
 from agent_core.tools import Tool, ToolContext, ToolFailure
-from bot.texts import decision_labels, say
+from bot.texts import say
 from standin import ShownMessage, StandIn
 from tests.harness import DEMO, OTHER, STAFF, start_bot
 from tests.harness import BotHarness as Bot
@@ -117,9 +117,10 @@ async def test_cancel_confirm_cancels_exactly_once(bot: Bot) -> None:
     bot.standin.inject_message(DEMO, DEMO, "cancel order A1003")
     prompt, run = await paused(bot, DEMO)
     assert run.pause is not None and run.step(run.pause.step_id).tool == "cancel_order"
-    assert tuple(b.text for b in prompt.buttons[0]) == decision_labels(
-        run.step(run.pause.step_id).goal, EN
-    )
+    labels = decision_labels(run)
+    assert labels is not None and tuple(b.text for b in prompt.buttons[0]) == labels
+    # Issue 23 #1: the prompt's sentence names exactly the buttons under it.
+    assert f'Please press "{labels[0]}" or "{labels[1]}" below.' in prompt.text
     assert prompt.text == prompt_text(run)
     assert cancellations(bot) == 0
 
@@ -142,9 +143,9 @@ async def test_cancel_button_changes_nothing(bot: Bot) -> None:
     bot.standin.inject_message(DEMO, DEMO, "帮我取消订单 A1001")
     prompt, run = await paused(bot, DEMO)
     assert run.pause is not None
-    assert tuple(b.text for b in prompt.buttons[0]) == decision_labels(
-        run.step(run.pause.step_id).goal, ZH
-    )
+    labels = decision_labels(run)
+    assert labels is not None and tuple(b.text for b in prompt.buttons[0]) == labels
+    assert f"请点击下方的“{labels[0]}”或“{labels[1]}”。" in prompt.text
     query_id = bot.standin.press_button(
         DEMO, prompt.message_id, prompt.buttons[0][1].callback_data or "", DEMO
     )

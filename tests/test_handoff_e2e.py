@@ -69,6 +69,11 @@ async def customer_topic(h: BotHarness) -> int:
     return thread
 
 
+def said(message: ShownMessage) -> str | None:
+    """A customer's relayed text without the "Name:" line staff read above it."""
+    return (message.text or "").partition("\n")[2] or None
+
+
 def texts(h: BotHarness, chat: int) -> list[str]:
     return [m.text or m.caption or f"<{m.kind}>" for m in h.standin.bot_messages(chat)]
 
@@ -81,14 +86,18 @@ async def test_handoff_by_intent_relays_both_ways_then_close(bot: BotHarness) ->
     (topic,) = h.standin.topics(FORUM)
     assert topic["name"] == f"Ada · {DEMO}"
     header = next(m for m in in_topic(h.standin, thread) if "Handoff" in (m.text or ""))
-    assert "intent" in (header.text or "") and "我要转人工" in (header.text or "")
+    assert "the customer asked for a person" in (header.text or "")  # never "intent"
+    assert "我要转人工" in (header.text or "")
     assert any(d.startswith("sw:hc:") for d in header.callback_data)
     # The agent's own "someone will follow up" was replaced by the handoff's reply.
     assert texts(h, DEMO) == [TEXTS["handoff_opened"][ZH]]
 
     asked = h.standin.inject_message(DEMO, DEMO, "where is A1001, it is late")
     await until(
-        lambda: any(m.text == "where is A1001, it is late" for m in in_topic(h.standin, thread)),
+        # With the customer's name (issue 23 #8): a copy would read as the bot's own.
+        lambda: any(
+            m.text == "Ada:\nwhere is A1001, it is late" for m in in_topic(h.standin, thread)
+        ),
         what="the customer's message in the topic",
     )
     h.standin.inject_message(FORUM, STAFF, "Checking it for you now", message_thread_id=thread)
@@ -107,7 +116,7 @@ async def test_handoff_by_intent_relays_both_ways_then_close(bot: BotHarness) ->
     await until(lambda: len(h.query(notes)) == 2, what="the handoff on the run's timeline")
     opened, closed = (row[0] for row in h.query(notes))
     assert opened.startswith("handed off to a person (intent, ")
-    assert closed.endswith(f"closed by {STAFF}")
+    assert closed.endswith(f"closed by Sam ({STAFF})")
 
     h.standin.inject_message(STAFF, STAFF, "/stats")  # a staff member's private chat
     stats = (await h.until_text(STAFF, "Handoffs to a person")).text or ""
@@ -134,7 +143,8 @@ async def test_handoff_by_button_relays_photos_and_ignores_strangers(bot: BotHar
     assert query_id
     thread = await customer_topic(h)
     header = next(m for m in in_topic(h.standin, thread) if "Handoff" in (m.text or ""))
-    assert "button" in (header.text or "") and "Z9999" in (header.text or "")
+    assert "the customer pressed Talk to a person" in (header.text or "")
+    assert "Z9999" in (header.text or "")
     assert "https://staff.example/runs/" in str(header.entities) + (header.text or "")
 
     h.standin.inject_message(DEMO, DEMO, "the label", photo=True)
@@ -219,7 +229,7 @@ async def test_restart_keeps_relaying_and_resends_what_a_crash_left(
         # Delivered once: the update polled after the restart finds the row marked.
         await second.until_text(DEMO, "sent before the crash")
         standin.inject_message(DEMO, DEMO, "still there?")
-        await until(lambda: any(m.text == "still there?" for m in in_topic(standin, thread)))
+        await until(lambda: any(said(m) == "still there?" for m in in_topic(standin, thread)))
         standin.inject_message(FORUM, STAFF, "yes", message_thread_id=thread)
         await second.until_text(DEMO, "yes")
         assert [t for t in texts(second, DEMO) if t == "sent before the crash"] == [
@@ -318,7 +328,7 @@ async def test_close_button_is_for_staff_and_reopen_hands_over_again(bot: BotHar
     assert h.standin.topics(FORUM)[0]["closed"] is False  # and reopened
     h.standin.inject_message(DEMO, DEMO, "thanks for coming back")
     await until(
-        lambda: any(m.text == "thanks for coming back" for m in in_topic(h.standin, thread))
+        lambda: any(said(m) == "thanks for coming back" for m in in_topic(h.standin, thread))
     )
 
 
@@ -348,12 +358,14 @@ async def test_edits_are_relayed_as_marked_new_messages(bot: BotHarness) -> None
     thread = await customer_topic(h)
     sent = h.standin.inject_message(DEMO, DEMO, "my adress is 1 Main St")
     await until(
-        lambda: any(m.text == "my adress is 1 Main St" for m in in_topic(h.standin, thread))
+        lambda: any(said(m) == "my adress is 1 Main St" for m in in_topic(h.standin, thread))
     )
     h.standin.inject_edited_message(DEMO, DEMO, sent["message_id"], "my address is 1 Main St")
     await until(
         lambda: any(
-            m.text == "✏️ edited: my address is 1 Main St" for m in in_topic(h.standin, thread)
+            (m.text or "").startswith("✏️ ")
+            and (m.text or "").endswith(" edited: my address is 1 Main St")
+            for m in in_topic(h.standin, thread)
         ),
         what="the customer's edit in the topic",
     )
@@ -363,7 +375,7 @@ async def test_edits_are_relayed_as_marked_new_messages(bot: BotHarness) -> None
     await h.until_text(DEMO, "✏️ (edited) noted, thanks")
     # The original copies stay as they were: an edit is a new, marked message.
     assert "noted" in texts(h, DEMO) and "my adress is 1 Main St" in [
-        m.text for m in in_topic(h.standin, thread)
+        said(m) for m in in_topic(h.standin, thread)
     ]
 
 
@@ -381,7 +393,7 @@ async def test_a_deleted_topic_is_recreated(bot: BotHarness) -> None:
         what="a new topic",
     )
     new = int(h.standin.topics(FORUM)[0]["message_thread_id"])
-    await until(lambda: any(m.text == "are you there?" for m in in_topic(h.standin, new)))
+    await until(lambda: any(m.text == "Ada:\nare you there?" for m in in_topic(h.standin, new)))
     assert any("Handoff" in (m.text or "") for m in in_topic(h.standin, new))
     assert h.query("SELECT topic_id FROM handoff_topics") == [(new,)]
 

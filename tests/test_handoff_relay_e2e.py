@@ -49,6 +49,9 @@ async def bot(standin: StandIn, tmp_path: Path) -> AsyncIterator[BotHarness]:
         await harness.stop()
 
 
+NAME = "Test User"
+
+
 def topic_texts(h: BotHarness, thread: int) -> list[str]:
     return [m.text or "" for m in in_topic(h.standin, thread)]
 
@@ -62,17 +65,21 @@ async def test_two_edits_in_the_same_second_both_reach_staff(bot: BotHarness) ->
     h.standin.inject_message(DEMO, DEMO, "/human")
     thread = await customer_topic(h)
     sent = h.standin.inject_message(DEMO, DEMO, "my adress is 1 Main St")
-    await until(lambda: "my adress is 1 Main St" in topic_texts(h, thread), what="the original")
+    # Staff read who wrote (issue 23 #8): the stand-in's default user is "Test User".
+    await until(
+        lambda: f"{NAME}:\nmy adress is 1 Main St" in topic_texts(h, thread), what="the original"
+    )
     first = h.standin.inject_edited_message(DEMO, DEMO, sent["message_id"], "my address is 1 Main")
     await until(
-        lambda: "✏️ edited: my address is 1 Main" in topic_texts(h, thread), what="the first edit"
+        lambda: f"✏️ {NAME} edited: my address is 1 Main" in topic_texts(h, thread),
+        what="the first edit",
     )
     second = h.standin.inject_edited_message(
         DEMO, DEMO, sent["message_id"], "my address is 1 Main St, flat 2"
     )
     assert first["edit_date"] == second["edit_date"]  # the same whole second
     await until(
-        lambda: "✏️ edited: my address is 1 Main St, flat 2" in topic_texts(h, thread),
+        lambda: f"✏️ {NAME} edited: my address is 1 Main St, flat 2" in topic_texts(h, thread),
         what="the final text of the second edit",
     )
     relays = "SELECT count(*), count(copied_at) FROM handoff_relays WHERE direction = 'to_staff'"
@@ -103,7 +110,7 @@ async def test_a_long_edit_reaches_staff_in_marked_parts(bot: BotHarness) -> Non
     h.standin.inject_message(DEMO, DEMO, "/human")
     thread = await customer_topic(h)
     sent = h.standin.inject_message(DEMO, DEMO, "the story so far")
-    await until(lambda: "the story so far" in topic_texts(h, thread), what="the original")
+    await until(lambda: f"{NAME}:\nthe story so far" in topic_texts(h, thread), what="the original")
     lines = [
         f"line {n:03d}: the parcel was left at the wrong door <again> & again" for n in range(64)
     ]
@@ -116,9 +123,9 @@ async def test_a_long_edit_reaches_staff_in_marked_parts(bot: BotHarness) -> Non
 
     await until(lambda: len(parts()) == 2, what="the edit in two parts")
     first, second = parts()
-    assert first.startswith("✏️ (1/2) edited: line 000")
+    assert first.startswith(f"✏️ (1/2) {NAME} edited: line 000")
     assert second.startswith("✏️ (2/2) ")
-    body = first.removeprefix("✏️ (1/2) edited: ") + "\n" + second.removeprefix("✏️ (2/2) ")
+    body = first.removeprefix(f"✏️ (1/2) {NAME} edited: ") + "\n" + second.removeprefix("✏️ (2/2) ")
     assert body == long_edit  # every character, in order, `<` and `&` as written
     settled = "SELECT copied_at IS NOT NULL, gave_up_at FROM handoff_relays WHERE variant != 0"
     await until(lambda: h.query(settled) == [(1, None)], what="the edit relay marked copied")
@@ -131,7 +138,7 @@ async def test_a_relay_refused_for_good_is_told_to_staff_and_customer(bot: BotHa
     h.standin.fail_next(
         "copyMessage", status=400, description="Bad Request: message to copy not found"
     )
-    h.standin.inject_message(DEMO, DEMO, "here is my order number")
+    h.standin.inject_message(DEMO, DEMO, "here is my order number", photo=True)  # a copy
     await until(
         lambda: any("could not be copied here" in t for t in topic_texts(h, thread)),
         what="the note to staff",
@@ -169,7 +176,9 @@ async def test_unknown_slash_words_are_relayed_during_a_handoff(bot: BotHarness)
     h.standin.inject_message(DEMO, DEMO, "/cancel order P0002")
     h.standin.inject_message(DEMO, DEMO, "/refund")
     await until(
-        lambda: {"/cancel order P0002", "/refund"} <= set(topic_texts(h, thread)),
+        lambda: (
+            {f"{NAME}:\n/cancel order P0002", f"{NAME}:\n/refund"} <= set(topic_texts(h, thread))
+        ),
         what="both /words in the topic",
     )
     assert texts(h, DEMO) == [TEXTS["handoff_opened"][EN]]  # the agent stayed silent

@@ -529,10 +529,16 @@ def test_orders_told_apart_by_their_arguments_when_the_observation_has_no_order_
 
 
 def test_a_tool_outside_the_catalog_pauses_with_generic_words_in_both_languages() -> None:
-    for language, labels in ((Language.EN, ("Confirm", "Cancel")), (Language.ZH, ("确认", "取消"))):
+    # Labelled by outcome from the step's goal, never a bare "Cancel" (issue 23 #1).
+    for language in (Language.EN, Language.ZH):
         run = make_run([("ship_gift", {"order_id": "G1"}, None)], language=language)
+        run.steps[0].goal = "Ship gift G1" if language is Language.EN else "寄出礼物 G1"
         transitions.pause(run, run.steps[0], reason="high_risk", nonce="n1", now=NOW)
-        assert decision_labels(run) == labels
+        expected = {
+            Language.EN: ("Yes, ship gift G1", "No, keep it"),
+            Language.ZH: ("确认寄出礼物 G1", "不，保持不变"),
+        }
+        assert decision_labels(run) == expected[language]
 
 
 def test_generic_lines_of_a_tool_outside_the_catalog_in_chinese() -> None:

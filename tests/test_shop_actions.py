@@ -252,6 +252,9 @@ async def test_track_a_parcel(tools: ToolRegistry) -> None:
         "at": "2026-11-30 07:55",
         "place": "Suzhou",
         "text": "Arrived at the local delivery station",
+        # The carrier's event in Chinese too, where it offers it (issue 23 #7).
+        "text_zh": "已到达本地派送站",
+        "place_zh": "苏州",
     }
 
 

@@ -50,7 +50,9 @@ async def test_hand_off_reply_as_staff_and_close_in_the_browser(page: Any, demo:
     topic = page.locator("#topics button", has_text="10001")
     await topic.wait_for()
     await topic.click()
-    header = page.locator("#staff-messages .msg", has_text="Handoff · intent")
+    header = page.locator(
+        "#staff-messages .msg", has_text="Handoff · the customer asked for a person"
+    )
     await header.wait_for()
     assert "I want to talk to a real person" in await header.inner_text()
 

@@ -157,7 +157,9 @@ def step(
         status=status,
         retry_count=retry_count,
         error=None if error is None else {"type": error, "message": "scripted"},  # type: ignore[arg-type]
-        approval=None if approved is None else Approval(approved=approved, by_user_id=1, at=NOW),
+        approval=None
+        if approved is None
+        else Approval(approved=approved, by_user_id=CUSTOMER, at=NOW),
         skip_reason=skip_reason,
     )
 

@@ -549,8 +549,8 @@ async def test_refusals() -> None:
                 "en": "Please tell me your order number (for example A1001) and I'll take care of it.",
             },
             "unsupported": {
-                "zh": "我可以帮你：查询订单物流（“订单 A1001 到哪了”）、取消订单（“帮我取消订单 A1001”）、申请退货、申请退款、修改收货地址，以及查询售后政策（退货、配送、延迟补偿、付款方式、发票等）。其他问题请回复“转人工”。",
-                "en": 'I can track an order ("where is order A1001?"), cancel it ("cancel order A1001"), start a return or a refund, change its delivery address, and answer questions about our policies (returns, shipping, delay compensation, payment methods, invoices…). For anything else, write "talk to a person".',
+                "zh": "我可以帮你：查询订单状态（“订单 A1001 到哪了”）；查询售后政策（退货、配送、延迟补偿）；取消订单（“帮我取消订单 A1001”）；申请退货（“订单 A1002 我要退货”）；申请退款（“订单 A1002 退款 59 元”）；修改收货地址（发货前）；查看包裹轨迹（“订单 A1001 的物流轨迹”）。其他问题请联系人工客服。",
+                "en": 'I can help you track an order ("where is order A1001?"), look up our policies (refunds, shipping, delay compensation), cancel an order ("cancel order A1001"), request a return ("return order A1002"), request a refund ("refund 59 for order A1002"), change a delivery address (before it ships), or follow a parcel\'s tracking ("track the parcel of A1001"). For anything else, please contact a human agent.',
             },
         }
     )
@@ -564,8 +564,8 @@ def test_an_unknown_refusal_falls_back_to_the_help_text() -> None:
         out[lang.value] = compose_answer(run)
     assert out == snapshot(
         {
-            "zh": "我可以帮你：查询订单物流（“订单 A1001 到哪了”）、取消订单（“帮我取消订单 A1001”）、申请退货、申请退款、修改收货地址，以及查询售后政策（退货、配送、延迟补偿、付款方式、发票等）。其他问题请回复“转人工”。",
-            "en": 'I can track an order ("where is order A1001?"), cancel it ("cancel order A1001"), start a return or a refund, change its delivery address, and answer questions about our policies (returns, shipping, delay compensation, payment methods, invoices…). For anything else, write "talk to a person".',
+            "zh": "我可以帮你：查询订单状态（“订单 A1001 到哪了”）；查询售后政策（退货、配送、延迟补偿）；取消订单（“帮我取消订单 A1001”）；申请退货（“订单 A1002 我要退货”）；申请退款（“订单 A1002 退款 59 元”）；修改收货地址（发货前）；查看包裹轨迹（“订单 A1001 的物流轨迹”）。其他问题请联系人工客服。",
+            "en": 'I can help you track an order ("where is order A1001?"), look up our policies (refunds, shipping, delay compensation), cancel an order ("cancel order A1001"), request a return ("return order A1002"), request a refund ("refund 59 for order A1002"), change a delivery address (before it ships), or follow a parcel\'s tracking ("track the parcel of A1001"). For anything else, please contact a human agent.',
         }
     )
 

@@ -444,8 +444,8 @@ async def test_track_parcel(shop: Shops) -> None:
             "shipping": {
                 "zh": """\
 订单 A1005 的包裹（JD Logistics，运单号 JD0087766554）最新动态：
-• 2026-11-30 07:55 Suzhou：Arrived at the local delivery station
-• 2026-11-29 12:20 Beijing：Departed the sorting centre\
+• 2026-11-30 07:55 苏州：已到达本地派送站
+• 2026-11-29 12:20 北京：已离开分拣中心\
 """,
                 "en": """\
 Latest on the parcel of order A1005 (JD Logistics, JD0087766554):
@@ -457,8 +457,8 @@ Latest on the parcel of order A1005 (JD Logistics, JD0087766554):
                 "zh": """\
 订单 A1002：已签收。
 订单 A1002 的包裹（SF Express，运单号 SF1400230002）最新动态：
-• 2026-11-27 16:30 Shanghai：Delivered, signed for by the customer
-• 2026-11-27 09:10 Shanghai：Out for delivery\
+• 2026-11-27 16:30 上海：已签收，签收人：本人
+• 2026-11-27 09:10 上海：派送中\
 """,
                 "en": """\
 Order A1002 is delivered.

@@ -12,10 +12,10 @@ from typing import Any
 
 from inline_snapshot import snapshot
 
-from agent_core.answers import plan_text, step_progress
+from agent_core.answers import decision_labels, plan_text, step_progress
 from agent_core.models import ErrorType, Language, PlanStep, RunStatus, StepStatus
 from bot.progress import decision_text
-from bot.texts import decision_labels, say
+from bot.texts import say
 from tests.golden._support import EN, ZH, plan, run_of, run_to_answer, step
 
 GOAL = {ZH: "查询订单 A1001 的物流状态", EN: "Check the status of order A1001"}
@@ -109,8 +109,8 @@ def test_progress_line_of_every_step_status() -> None:
                 "en": "⏸ Cancel order A1001 — waiting for your confirmation",
             },
             "cancelled_by_customer": {
-                "zh": "🚫 取消订单 A1001 — 你选择了取消，未执行",
-                "en": "🚫 Cancel order A1001 — you cancelled it; not done",
+                "zh": "🚫 取消订单 A1001 — 你选择了不执行",
+                "en": "🚫 Cancel order A1001 — you chose not to do it",
             },
             "cancelled": {
                 "zh": "🚫 查询订单 A1001 的物流状态 — 未执行",
@@ -233,7 +233,7 @@ async def test_confirm_prompt_and_what_the_buttons_leave_behind() -> None:
         out[lang.value] = {
             # The message with the buttons: the step's line, then the answer so far.
             "prompt": step_progress(paused, run) + "\n\n" + (run.answer or ""),
-            "buttons": list(decision_labels(paused.goal, lang)),
+            "buttons": list(decision_labels(run) or ()),
             "after_confirm": decision_text(run, paused.id, "you_confirmed"),
             "after_cancel": decision_text(run, paused.id, "you_cancelled"),
             "after_expiry": decision_text(run, paused.id, "expired"),
@@ -261,9 +261,9 @@ async def test_confirm_prompt_and_what_the_buttons_leave_behind() -> None:
 取消订单 A1001：这一步会修改你的订单，需要你确认后才会执行。
 请点击下方的“确认取消”或“不取消”。\
 """,
-                "buttons": ["确认取消订单 A1001", "不，保持不变"],
-                "after_confirm": "✅ 取消订单 A1001 — 你已确认",
-                "after_cancel": "🚫 取消订单 A1001 — 你选择了取消",
+                "buttons": ["确认取消", "不取消"],
+                "after_confirm": "⏳ 取消订单 A1001 — 你已确认，正在执行",
+                "after_cancel": "🚫 取消订单 A1001 — 你选择了不执行",
                 "after_expiry": "🚫 取消订单 A1001 — 确认已过期",
                 "toasts": {
                     "toast_confirmed": "已确认，正在执行。",
@@ -284,9 +284,9 @@ Order A1001 is on its way, expected 2026-12-03.
 Cancel order A1001: this changes your order, so I need your confirmation first.
 Please press "Yes, cancel A1001" or "No, keep it" below.\
 """,
-                "buttons": ["Yes, cancel order A1001", "No, keep it"],
-                "after_confirm": "✅ Cancel order A1001 — you confirmed",
-                "after_cancel": "🚫 Cancel order A1001 — you cancelled",
+                "buttons": ["Yes, cancel A1001", "No, keep it"],
+                "after_confirm": "⏳ Cancel order A1001 — you confirmed; working on it",
+                "after_cancel": "🚫 Cancel order A1001 — you chose not to do it",
                 "after_expiry": "🚫 Cancel order A1001 — confirmation expired",
                 "toasts": {
                     "toast_confirmed": "Confirmed, working on it.",

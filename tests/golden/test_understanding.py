@@ -115,12 +115,12 @@ async def test_unsupported() -> None:
                 "zh": """\
 这里无法帮你处理：开发票。
 如需人工帮助，请回复“转人工”，我会转交给我们的同事。
-我可以帮你：查询订单物流（“订单 A1001 到哪了”）、取消订单（“帮我取消订单 A1001”）、申请退货、申请退款、修改收货地址，以及查询售后政策（退货、配送、延迟补偿、付款方式、发票等）。其他问题请回复“转人工”。\
+我可以帮你：查询订单状态（“订单 A1001 到哪了”）；查询售后政策（退货、配送、延迟补偿）；取消订单（“帮我取消订单 A1001”）；申请退货（“订单 A1002 我要退货”）；申请退款（“订单 A1002 退款 59 元”）；修改收货地址（发货前）；查看包裹轨迹（“订单 A1001 的物流轨迹”）。其他问题请联系人工客服。\
 """,
                 "en": """\
 I can't help with invoices here.
 If you'd like a person to help with that, write "talk to a person" and I'll pass it on.
-I can track an order ("where is order A1001?"), cancel it ("cancel order A1001"), start a return or a refund, change its delivery address, and answer questions about our policies (returns, shipping, delay compensation, payment methods, invoices…). For anything else, write "talk to a person".\
+I can help you track an order ("where is order A1001?"), look up our policies (refunds, shipping, delay compensation), cancel an order ("cancel order A1001"), request a return ("return order A1002"), request a refund ("refund 59 for order A1002"), change a delivery address (before it ships), or follow a parcel's tracking ("track the parcel of A1001"). For anything else, please contact a human agent.\
 """,
             },
             "unsupported_and_status": {

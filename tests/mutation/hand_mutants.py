@@ -113,8 +113,8 @@ MUTANTS: tuple[Mutant, ...] = (
         (
             Edit(
                 "agent_core/answers.py",
-                'refusal = REFUSALS.get(run.refusal, REFUSALS["unsupported"])[lang]',
-                'refusal = REFUSALS["unsupported"][lang]',
+                "refusal = known[lang] if known is not None else can_help(lang, catalog)",
+                "refusal = can_help(lang, catalog)",
             ),
         ),
     ),

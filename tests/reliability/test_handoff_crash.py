@@ -19,6 +19,9 @@ from .conftest import DEMO, STAFF, ServeProcess, query, until
 FORUM = -1005555555555
 
 
+BROKEN = "Ada:\nmy parcel arrived broken"
+
+
 def topic_texts(standin: StandIn, thread: int) -> list[str | None]:
     return [
         m.text for m in standin.chat_messages(FORUM) if m.message_thread_id == thread and m.from_bot
@@ -39,22 +42,24 @@ async def test_sigkill_between_receive_and_copy_loses_nothing_and_doubles_nothin
         thread = int(topics[0]["message_thread_id"])
         await until(lambda: any("Handoff" in (t or "") for t in topic_texts(standin, thread)))
 
-        # The next copy hangs 5 s, then fails without effect: the kill lands in between.
-        standin.fail_next("copyMessage", status=500, delay=5.0)
+        await until(lambda: standin.bot_messages(DEMO), what="the customer told")
+        # The next copy hangs 5 s, then fails without effect: the kill lands in between. A
+        # text goes with the customer's name above it (issue 23 #8): a sendMessage.
+        standin.fail_next("sendMessage", status=500, delay=5.0)
         calls = len(standin.state.calls)
         standin.inject_message(DEMO, DEMO, "my parcel arrived broken")
         await until(
-            lambda: any(c.method == "copyMessage" for c in standin.state.calls[calls:]),
+            lambda: any(c.method == "sendMessage" for c in standin.state.calls[calls:]),
             what="the copy under way",
         )
         pending = "SELECT count(*) FROM handoff_relays WHERE copied_at IS NULL"
         assert query(db, pending) == [(1,)]  # recorded before the copy
         await serve.kill()
-        assert "my parcel arrived broken" not in topic_texts(standin, thread)
+        assert BROKEN not in topic_texts(standin, thread)
 
         await serve.start()
         await until(
-            lambda: "my parcel arrived broken" in topic_texts(standin, thread),
+            lambda: BROKEN in topic_texts(standin, thread),
             what="the interrupted relay copied after the restart",
         )
         await until(lambda: query(db, pending) == [(0,)], what="the relay marked")
@@ -65,8 +70,10 @@ async def test_sigkill_between_receive_and_copy_loses_nothing_and_doubles_nothin
             what="the staff reply after the restart",
         )
         standin.inject_message(DEMO, DEMO, "thank you")
-        await until(lambda: "thank you" in topic_texts(standin, thread), what="customer → topic")
-        assert topic_texts(standin, thread).count("my parcel arrived broken") == 1
+        await until(
+            lambda: "Ada:\nthank you" in topic_texts(standin, thread), what="customer → topic"
+        )
+        assert topic_texts(standin, thread).count(BROKEN) == 1
         counts = "SELECT to_staff, to_customer FROM handoffs"
         await until(lambda: query(db, counts) == [(2, 1)], what="each copy counted once")
     finally:
