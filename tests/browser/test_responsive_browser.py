@@ -188,13 +188,6 @@ async def test_on_a_phone_a_refund_waits_for_the_team_and_goes_on_after_approve(
     assert await page.locator("#messages .keyboard button").count() == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="after a staff Approve the bot sends the step's outcome as a new message: a paused"
-    " run's progress view is dropped (bot/progress.py, STEP_PAUSED) and _staff_decided"
-    " (bot/handlers.py) does not adopt the customer's waiting message as a customer's"
-    " Confirm does; issue 23 asks for the edit in place",
-)
 async def test_the_waiting_step_message_is_edited_in_place_after_approve(
     page: Any, demo: Demo
 ) -> None:
