@@ -86,10 +86,15 @@ async def test_woocommerce_example_end_to_end(tmp_path: Path, woo: woo_tests.Woo
     )
     status = await cli.ask("where is my order 1001")
     assert status["status"] == "completed"
-    assert observations(status)[0]["status"] == "pending"
+    assert observations(status)[0]["status"] == "paid"  # WooCommerce's processing
 
-    await cli.confirmed("change the address of 1001 to 7 Harbour Road, Ningbo")
-    assert woo.orders[1001]["shipping"]["address_1"] == "7 Harbour Road, Ningbo"
+    await cli.confirmed("change the address of 1001 to 7 Harbour Road, Ningbo 315000")
+    shipping = woo.orders[1001]["shipping"]
+    assert (shipping["address_1"], shipping["city"], shipping["postcode"]) == (
+        "7 Harbour Road",
+        "Ningbo",
+        "315000",
+    )
 
     cancel = await cli.confirmed("cancel order 1001")
     assert cancel["answer"] == "Order 1001 has been cancelled."
