@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from bot.alerts import ALERT_WINDOW_S, FLOOD_WINDOW_S, AlertGate, StaffAlerts
-from bot.application import bot_of
+from bot.application import bot_of, receiver_of
 from bot.health import Health
 from standin import ShownMessage, StandIn
-from tests.harness import DEMO, BotHarness
+from tests.harness import DEMO, BotHarness, until
 from tests.test_handoff_e2e import FORUM, staff_forum, staffed
 
 
@@ -69,6 +69,8 @@ async def test_a_burst_of_429s_is_one_alert_and_the_alerts_own_429_does_not_feed
     # The alert's own post meets flood control too: retried, and not counted.
     h.standin.fail_next("sendMessage", 1, status=429, retry_after=1, chat_id=FORUM)
     assert await alerts.check() == ["telegram 429"]
+    posts = h.standin.calls("sendMessage", chat_id=FORUM)
+    assert [c.status for c in posts] == [429, 200]  # its own 429, then the alert
     assert len(alerts.floods) == 3
     assert await alerts.check() == []
     (alert,) = general(h.standin, "Telegram flood control")
@@ -142,3 +144,38 @@ async def test_a_backlog_above_its_bound_is_one_alert_while_it_stays_above(
     clock.now += ALERT_WINDOW_S
     assert await alerts.check(await health.backlog()) == ["inbox backlog"]  # a new incident
     assert len(general(h.standin, "Inbox backlog above its bound")) == 2
+
+
+def steal_poller_lease(db: Path) -> None:
+    """Another replica takes the poller lease (as after this one stalled past it)."""
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "UPDATE leases SET owner = 'elsewhere:1:feed', expires_at = ? WHERE name = 'poller'",
+            (time.time() + 3600,),
+        )
+    conn.close()
+
+
+def give_poller_lease_back(db: Path) -> None:
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE leases SET expires_at = 0 WHERE name = 'poller'")
+    conn.close()
+
+
+async def test_the_poller_lease_lost_twice_is_one_alert(bot: BotHarness) -> None:
+    h, clock = bot, Clock()
+    alerts = on_clock(h, clock)
+    receiver = receiver_of(h.app)
+    assert receiver is not None and receiver.poller is not None
+    poller = receiver.poller
+    for lost in (1, 2):
+        await until(poller.holding, what="polling")
+        steal_poller_lease(h.db)
+        await until(lambda: not poller.holding(), what="polling stopped")
+        assert len(alerts.losses) == lost
+        assert await alerts.check() == ([] if lost == 1 else ["poller lease"])
+        give_poller_lease_back(h.db)
+    await until(poller.holding, what="polling again")
+    assert await alerts.check() == []
+    (alert,) = general(h.standin, "Poller lease lost repeatedly")
+    assert "Lost 2 times in 10 minutes" in (alert.text or "")
