@@ -225,8 +225,10 @@ class StaffAlerts:
         waiting, bound = backlog if backlog is not None else (None, 0)
         lost = sum(1 for t in self.losses if now - t < LOSS_WINDOW_S)
         floods = sum(1 for t in self.floods if now - t < FLOOD_WINDOW_S)
-        found: list[tuple[tuple[str, str], bool, Callable[[], str]]] = [
-            (BACKLOG, backlog_over(waiting, bound), lambda: backlog_text(waiting or 0, bound)),
+        # An unread backlog (the database did not answer) neither starts nor ends one.
+        over = None if waiting is None else backlog_over(waiting, bound)
+        found: list[tuple[tuple[str, str], bool | None, Callable[[], str]]] = [
+            (BACKLOG, over, lambda: backlog_text(waiting or 0, bound)),
             (
                 RENEWALS,
                 failing_in_row(list(self.renewals), RENEWALS_FAILED),
@@ -250,7 +252,11 @@ class StaffAlerts:
                     posted.append(key[1])
         return posted
 
-    async def _incident(self, key: tuple[str, str], holds: bool, text: Callable[[], str]) -> bool:
+    async def _incident(
+        self, key: tuple[str, str], holds: bool | None, text: Callable[[], str]
+    ) -> bool:
+        if holds is None:  # unknown: the incident stays as it was
+            return False
         if not holds:
             self._told.discard(key)  # the incident ended: a new one may alert again
             return False

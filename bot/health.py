@@ -133,7 +133,7 @@ class Health:
         self._ready_lock = asyncio.Lock()
         self._gauges_at: float | None = None
         self._gauges_lock = asyncio.Lock()
-        self.backlog_seen: int | None = None  # the inbox backlog the last check read
+        self.backlog_seen: int | None = None  # the inbox backlog the last check read (None: unread)
 
     # -- liveness ------------------------------------------------------------------------
 
@@ -202,6 +202,7 @@ class Health:
         return [Check("poller_lease", True, state)]
 
     async def _inbox_backlog(self) -> list[Check]:
+        self.backlog_seen = None
         receiver = receiver_of(self.application)
         if receiver is None:
             return [Check("inbox_backlog", False, "not receiving updates yet")]
@@ -213,7 +214,6 @@ class Health:
     async def backlog(self) -> tuple[int, int] | None:
         """(waiting, bound) as the readiness check reads them (for the staff alert of a
         backlog above its bound, `bot.alerts`); None when it could not read the backlog."""
-        self.backlog_seen = None
         await self.ready()
         seen = self.backlog_seen
         return None if seen is None else (seen, self.backlog_max)

@@ -98,6 +98,8 @@ async def test_one_alert_per_incident_a_new_one_after_it_cleared_and_the_window(
     assert await alerts.check((5, 10)) == []
     assert await alerts.check((10, 10)) == ["inbox backlog"]
     assert await alerts.check((50, 10)) == []  # still above: the same incident
+    assert await alerts.check(None) == []  # unread (the database did not answer): no change
+    assert await alerts.check((50, 10)) == []  # so still the same incident
     (text,) = desk.posted
     assert "10 update(s) waiting" in text and "bound 10" in text
     assert await alerts.check((3, 10)) == []  # cleared: the incident ended
