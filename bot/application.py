@@ -308,7 +308,11 @@ async def start_application(
         )
     else:
         poller = Poller(
-            application.bot, intake, list(ALLOWED_UPDATES), poll_timeout_s=poll_timeout_s
+            application.bot,
+            intake,
+            list(ALLOWED_UPDATES),
+            poll_timeout_s=poll_timeout_s,
+            on_lost=bot.staff_alerts.poller_lost,
         )
         tasks.append(asyncio.ensure_future(poller.run()))
     application.bot_data["stepwise.receiver"] = _Receiver(intake, tasks, poller)

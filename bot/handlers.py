@@ -50,7 +50,7 @@ from agent_core.models import (
     StepStatus,
     utcnow,
 )
-from bot.alerts import AlertGate, alert_backend
+from bot.alerts import AlertGate, StaffAlerts, alert_backend
 from bot.callbacks import (
     ChoiceData,
     CloseHandoffData,
@@ -138,6 +138,9 @@ class StepwiseBot:
         self.readiness: Callable[[], Awaitable[str]] | None = None
         # One staff alert per backend incident and 10 minutes, per process (`bot.alerts`).
         self.alerts = AlertGate()
+        # The bot's own incidents (backlog, leases, 429s), through the same gate; fed by
+        # whoever runs the lease keeper, the poller, the limiter and the health checks.
+        self.staff_alerts = StaffAlerts(handoff, self.alerts)
         # Human handoff (issue 14); without a desk (no bot to talk to staff) none opens.
         self.handoff = handoff
         if handoff is not None:
@@ -418,7 +421,8 @@ class StepwiseBot:
                 return self._go_private(run.id, run.language)
             opened = await self.handoff.open(customer, Trigger.INTENT, run)
             return opened_text(opened, run.language), None
-        if unclear_change(run) is not None:
+        # One alert per unknown-outcome write, in the customer's topic only (`bot.alerts`).
+        if unclear_change(run) is not None and self.alerts.allow(("unclear change", run.id)):
             await self.handoff.alert_unclear_change(run)
         await alert_backend(self.handoff, run, self.alerts)
         previous = None

@@ -133,6 +133,7 @@ class Health:
         self._ready_lock = asyncio.Lock()
         self._gauges_at: float | None = None
         self._gauges_lock = asyncio.Lock()
+        self.backlog_seen: int | None = None  # the inbox backlog the last check read (None: unread)
 
     # -- liveness ------------------------------------------------------------------------
 
@@ -201,12 +202,21 @@ class Health:
         return [Check("poller_lease", True, state)]
 
     async def _inbox_backlog(self) -> list[Check]:
+        self.backlog_seen = None
         receiver = receiver_of(self.application)
         if receiver is None:
             return [Check("inbox_backlog", False, "not receiving updates yet")]
         waiting, _ = await receiver.intake.inbox.backlog()
+        self.backlog_seen = waiting
         reason = f"{waiting} update(s) waiting (bound {self.backlog_max})"
         return [Check("inbox_backlog", waiting < self.backlog_max, reason)]
+
+    async def backlog(self) -> tuple[int, int] | None:
+        """(waiting, bound) as the readiness check reads them (for the staff alert of a
+        backlog above its bound, `bot.alerts`); None when it could not read the backlog."""
+        await self.ready()
+        seen = self.backlog_seen
+        return None if seen is None else (seen, self.backlog_max)
 
     async def ready_words(self) -> str:
         """`ready()` in words (`report_words`), for `/status`."""

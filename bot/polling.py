@@ -59,6 +59,9 @@ class Poller:
     clock: Callable[[], float] = time.time
     monotonic: Callable[[], float] = time.monotonic
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    # Told each time this process loses the lease it held (the staff alert of a lease
+    # lost repeatedly, `bot.alerts`); sync and cheap.
+    on_lost: Callable[[], None] | None = None
 
     def __post_init__(self) -> None:
         self._held = asyncio.Event()
@@ -114,6 +117,7 @@ class Poller:
                 if self._held.is_set() and self.monotonic() >= self._held_until:
                     log.warning("poller: lease not renewed in time; this process stops polling")
                     self._stop_polling()
+                    self._lost()
                 await self.sleep(max(0.0, started + self.lease_s / 3 - self.monotonic()))
         finally:
             self._poll.cancel()
@@ -179,6 +183,7 @@ class Poller:
         if self._held.is_set():
             log.warning("poller: %s holds long polling now; this process stops polling", holder)
             self._stop_polling()
+            self._lost()
         if self._waiting_for is None:
             log.warning("poller: waiting, %s holds long polling (hot standby)", holder)
             self._waiting_for = holder
@@ -200,6 +205,10 @@ class Poller:
             log.warning("poller: polling without a lease, storage unavailable: %s", exc)
         self._held_until = started + self.lease_s * 2 / 3
         self._held.set()
+
+    def _lost(self) -> None:
+        if self.on_lost is not None:
+            self.on_lost()
 
     def _stop_polling(self) -> None:
         if self._held.is_set():

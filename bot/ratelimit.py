@@ -8,7 +8,9 @@ at most `group_max_rate` messages per group chat per `group_period`, each call c
 when its answer arrived. Per chat (private chats too) it follows Telegram's "about one
 message per second, short bursts tolerated": a burst of `chat_burst` messages, then one
 per `chat_interval` (`ChatPacer`). Chat actions ("typing…") count only overall. A 429
-that still happens pauses *all* calls for `retry_after`, then the call is retried.
+that still happens pauses *all* calls for `retry_after`, then the call is retried, and
+`on_flood` hears of it (the staff alert of a burst of 429s, `bot.alerts`) unless the call
+was made under `UNCOUNTED_429` (that alert's own post: it cannot feed itself).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from contextvars import ContextVar
 from typing import Any
 
 from telegram.error import RetryAfter
@@ -29,6 +32,9 @@ from bot import metrics
 log = logging.getLogger(__name__)
 
 JSONResult = bool | dict[str, Any] | list[dict[str, Any]]
+
+# Set while the staff alerts post (`bot.alerts`): their 429s are not told to `on_flood`.
+UNCOUNTED_429: ContextVar[bool] = ContextVar("stepwise_uncounted_429", default=False)
 
 
 # -- the decisions, pure: the in-process limiter below and the shared one
@@ -190,6 +196,8 @@ class SlidingWindowRateLimiter(BaseRateLimiter[int]):
         self._sweep_at = _FIRST_SWEEP
         self._max_retries = max_retries
         self._resume_at = 0.0
+        # Told of every 429 (sync, cheap), except those of calls under `UNCOUNTED_429`.
+        self.on_flood: Callable[[], None] | None = None
 
     async def initialize(self) -> None:
         return None
@@ -219,6 +227,8 @@ class SlidingWindowRateLimiter(BaseRateLimiter[int]):
             except RetryAfter as exc:
                 metrics.count_telegram_call(endpoint, exc)
                 metrics.TELEGRAM_RETRY_AFTER.inc(_seconds(exc))
+                if self.on_flood is not None and not UNCOUNTED_429.get():
+                    self.on_flood()
                 if attempt == max_retries:
                     raise
                 pause = _seconds(exc) + 0.1

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError
 
 from bot import metrics
+from bot.alerts import short_replica
 from bot.application import (
     WEBHOOK_SECRET_RULE,
     BotConfig,
@@ -29,6 +30,7 @@ from bot.application import (
 from bot.health import Health, HealthServer, add_webhook_routes, serve_health
 from bot.inbox import new_owner
 from bot.progress import DEFAULT_TYPING, Typing
+from bot.ratelimit import SlidingWindowRateLimiter
 from bot.recovery import keep_recovering
 from bot.redact import redact_in_logs
 from bot.shared_ratelimit import SharedRateLimiter
@@ -104,7 +106,21 @@ def bot_application(
     metrics.TOOLS.declare(runtime.agent.executor.catalog)
     runtime.add_listener(metrics.RunMetrics())
     runtime.store.lease.keep_for_delivery = True  # a run's lease ends with its delivered mark
+    hook_staff_alerts(runtime, application)
     return application
+
+
+def hook_staff_alerts(runtime: Runtime, application: TelegramApplication) -> None:
+    """Feed the staff alerts of the bot's own incidents (`bot.alerts`): the lease keeper's
+    renewals and the rate limiter's 429s (the poller's losses: `start_application`; the
+    backlog: `Health.backlog`, watched by `serve`)."""
+    alerts = bot_of(application).staff_alerts
+    alerts.replica = short_replica(runtime.store.lease.owner)
+    if runtime.keeper is not None:
+        runtime.keeper.on_renewal = alerts.renewal
+    limiter = application.bot.rate_limiter
+    if isinstance(limiter, SlidingWindowRateLimiter):
+        limiter.on_flood = alerts.flooded
 
 
 def shared_rate_limiter(db: str, token: str) -> SharedRateLimiter | None:
@@ -244,6 +260,7 @@ async def serve(settings: Settings, options: ServeOptions) -> int:
                 if webhook is not None:
                     add_webhook_routes(application, health)
                 start_recovery(runtime, application, reoffer=True)
+                runtime.start_background(bot_of(application).staff_alerts.watch(health.backlog))
                 log.warning("stepwise bot @%s is running", application.bot.username)
                 await stop.wait()
             finally:

@@ -233,6 +233,9 @@ class LeaseKeeper:
         self._task: asyncio.Task[None] | None = None
         self._beat: asyncio.Task[None] | None = None
         self.heartbeat = False
+        # Told of each renewal's result (True: written), for the staff alert of leases
+        # failing to renew (`bot.alerts`); sync and cheap.
+        self.on_renewal: Callable[[bool], None] | None = None
 
     @property
     def every_s(self) -> float:
@@ -242,12 +245,16 @@ class LeaseKeeper:
         held = self._held()
         if not held and not self.heartbeat:
             return
+        ok = False
         try:
             await self._store.renew_leases(held, heartbeat=self.heartbeat)
+            ok = True
         except StorageUnavailable:
             log.warning("could not renew run leases (storage unavailable); retrying")
         except Exception:  # never end the loop: a lapsed lease means another process drives
             log.exception("could not renew run leases; retrying")
+        if self.on_renewal is not None:
+            self.on_renewal(ok)
 
     async def run(self) -> None:
         while True:
