@@ -48,6 +48,12 @@ refused with one line naming the file, the tool and the missing field.
 - `probe_args`: arguments for `stepwise tools check --probe` (a catalog tool has defaults);
   validated against the arguments at load.
 
+`[customer]`: who the asking Telegram user is at the shop, for tools keyed by the customer:
+a lookup (GET or GraphQL), its `owner`, the `fields` `id`/`email` that `{customer.id}` and
+`{customer.email}` fill in a tool's `url`, `query` and `body`, `ttl_s` and the `link` text
+an unlinked customer reads (`agent_core.http.customer`). Using either placeholder, or
+`response.owner_is = "customer"`, without the table is refused at load.
+
 `[http]`: `headers` sent on every request, where `${VAR}` is taken from the environment at
 load; `query`: query-string parameters sent on every request, the same way, for hosts that
 strip the Authorization header (WooCommerce's `consumer_key`/`consumer_secret`): refused
