@@ -25,7 +25,14 @@ from agent_core import answer_notes
 from agent_core.catalog import CATALOG
 from agent_core.models import ErrorType, Language, PlanStep, Run, RunStatus, StepStatus
 from agent_core.render import render_result
-from agent_core.spec import GENERIC_APPROVE, GENERIC_CONFIRM, GENERIC_DECLINE, ToolSpec, fill
+from agent_core.spec import (
+    GENERIC_APPROVE,
+    GENERIC_CONFIRM,
+    GENERIC_DECLINE,
+    Texts,
+    ToolSpec,
+    fill,
+)
 
 ZH, EN = Language.ZH, Language.EN
 
@@ -66,6 +73,16 @@ def can_help(lang: Language, catalog: Catalog = CATALOG) -> str:
         return "我可以帮你：" + "；".join(offers) + "。其他问题请联系人工客服。"
     listed = ", ".join(offers[:-1]) + ", or " + offers[-1] if len(offers) > 1 else "".join(offers)
     return f"I can help you {listed}. For anything else, please contact a human agent."
+
+
+# A customer-keyed tool's failure when the shop has no customer linked to the Telegram user
+# (`agent_core.http.customer`); the tools file's `[customer] link` says it in the shop's words.
+NOT_LINKED: Final = "not_linked"
+NOT_LINKED_TEXT: Final = Texts(
+    zh="我还不知道你在本店的客户账号。请先在我们网站的账户页面把 Telegram 和你的客户账号关联，然后再问我。",
+    en="I can't see which customer account is yours yet. Please link your Telegram account to "
+    "your customer account on our website (your account page), then ask again.",
+)
 
 
 # "Not found" and "not yours" read the same to a customer, so an answer never tells
@@ -268,6 +285,8 @@ def next_step_hint(
         approve, decline = decision_labels(run, catalog) or ("", "")
         return _DECIDE_HINTS[surface][lang].format(approve=approve, decline=decline)
     if run.status is RunStatus.FAILED:
+        if any(s.error is not None and s.error.code == NOT_LINKED for s in run.steps):
+            return None  # the failure itself said how to link, once
         return NEXT_STEP_AFTER_FAILURE.get(run.stop_reason or "", DEFAULT_NEXT_STEP)[lang]
     if any(step.status is StepStatus.FALLBACK for step in run.steps):
         return DEFAULT_NEXT_STEP[lang]
@@ -360,6 +379,10 @@ def _describe_fallback(step: PlanStep, lang: Language, spec: ToolSpec | None) ->
 
 def _describe_failure(step: PlanStep, lang: Language, order_id: str, spec: ToolSpec | None) -> str:
     error = step.error.type if step.error else ErrorType.INTERNAL
+    if step.error is not None and step.error.code == NOT_LINKED:
+        # The shop does not know this Telegram user yet: how to link, never "which order?".
+        told = spec.refusals.get(NOT_LINKED) if spec is not None else None
+        return (told or NOT_LINKED_TEXT)[lang]
     if error in (ErrorType.NOT_FOUND, ErrorType.PERMISSION_DENIED):
         return (
             f"当前账号下没有找到订单 {order_id}。"

@@ -7,6 +7,8 @@ planner plans exactly that when the customer picks it.
 
 from __future__ import annotations
 
+import re
+
 from agent_core.interpretation import Clarification, ClarifyOption
 from agent_core.lexicon_intents import AMOUNT, OPTION_TEXTS, Action
 from agent_core.models import Language
@@ -121,3 +123,25 @@ def about_suspects(reading: Reading, language: Language) -> Clarification:
             for order_id in reading.repairs[:4]
         ],
     )
+
+
+# The example order number a question shows, the first of these the shop's order-id
+# pattern (STEPWISE_ORDER_PATTERN) accepts: a digits-only shop is never told "A1001".
+BUILT_IN_EXAMPLE = "A1001"
+_EXAMPLES = (BUILT_IN_EXAMPLE, "1001", "10001", "100001", "A10001", "AB1001", "ORD1001", "1001A")
+
+
+def example_order_id(pattern: str) -> str:
+    """An order number the shop's `pattern` accepts, to show as "for example …"."""
+    for candidate in _EXAMPLES:
+        try:
+            if re.fullmatch(pattern, candidate, re.IGNORECASE | re.ASCII):
+                return candidate
+        except re.error:
+            break
+    return BUILT_IN_EXAMPLE
+
+
+def with_example(question: str, example: str) -> str:
+    """`question` showing the shop's example order number instead of the built-in one."""
+    return question.replace(BUILT_IN_EXAMPLE, example) if example != BUILT_IN_EXAMPLE else question

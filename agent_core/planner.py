@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, Field
 
 from agent_core.catalog import CATALOG, SEARCH_POLICY, ToolSpec
+from agent_core.clarifying import example_order_id, with_example
 from agent_core.clause_view import CustomPhrases, Mention
 from agent_core.interpretation import Intent, Interpretation
 from agent_core.lexicon import DELAY_TOPICS, POLICY_QUERIES, Terms
@@ -220,6 +221,13 @@ def build_steps(
             group.append(_order_step(intent.tool, order_id, intent.args, language, catalog, interp))
         groups.append((order_id, group))
 
+    # Reads keyed by the asking customer ("my points", "my last order"): no order at all.
+    for intent in _distinct([i for i in interp.intents if not i.order_ids]):
+        if intent.tool in customer_tools(catalog):
+            goal = goal_for(intent.tool, intent.args, language, catalog)
+            step = StepDraft(goal=goal, tool=intent.tool, args=dict(intent.args), tag=StepTag.READ)
+            groups.append((intent.tool, [step]))
+
     policy_groups: list[tuple[str, list[StepDraft]]] = []
     queries = queries if queries is not None else _BUILT_IN_QUERIES
     topics = [p.topic for p in interp.policies if p.topic in queries]
@@ -244,6 +252,18 @@ def build_steps(
         else:
             interp.not_covered.append(name)
     return steps
+
+
+def customer_tools(catalog: Mapping[str, ToolSpec]) -> frozenset[str]:
+    """The read tools keyed by the asking customer: they take no order and need no
+    argument (the shop's `[customer]` lookup says whose points, whose orders)."""
+    return frozenset(
+        name
+        for name, spec in catalog.items()
+        if spec.risk is Risk.READ
+        and "order_id" not in spec.args_model.model_fields
+        and not spec.args_model.model_json_schema().get("required")
+    )
 
 
 def _distinct(intents: Sequence[Intent]) -> list[Intent]:
@@ -317,6 +337,7 @@ class RuleBasedPlanner:
         """`intents`: the intent inventory recognition compares requests with (the built-in
         `agent_core/recognition/intents.toml` by default, a shop's extension otherwise)."""
         self._reader = Reader(order_id_pattern)
+        self._example = example_order_id(order_id_pattern)
         if intents is None:
             self._recogniser = _built_in_recogniser()
         else:
@@ -324,6 +345,7 @@ class RuleBasedPlanner:
         self._queries = faq_queries(self._recogniser.intents)
         self._catalog = catalog
         self._custom = custom_phrases(catalog)
+        self._customer_tools = customer_tools(catalog)
         refund = catalog.get(Action.REFUND.value)
         self._amount_required = refund is not None and "amount" in (
             refund.args_model.model_json_schema().get("required") or []
@@ -365,9 +387,13 @@ class RuleBasedPlanner:
             amount_required=self._amount_required,
         )
         understood = with_cant_do(understood)
-        understood = recognise(understood, reading, language, self._recogniser, last)
+        understood = recognise(
+            understood, reading, language, self._recogniser, last, self._customer_tools
+        )
         interp = understood.interpretation
         interp.chat_order_id = last
+        if interp.clarify is not None:
+            interp.clarify.question = with_example(interp.clarify.question, self._example)
         if understood.refusal is not None:
             return PlanDraft(
                 language=language, refusal=Refusal(understood.refusal), interpretation=interp

@@ -38,7 +38,7 @@ from agent_core.recognition.decide import (
 )
 from agent_core.recognition.intents import IntentDef, Kind
 from agent_core.recognition.normalise import fold_text
-from agent_core.recognition.recognise import Recogniser
+from agent_core.recognition.recognise import THRESHOLD, Match, Recogniser
 from agent_core.understanding import STATUS_TOOL, Understood
 
 # The FAQ topic a built-in policy topic is (the lexicon's names are kept for the v1 eval).
@@ -94,8 +94,12 @@ def recognise(
     language: Language,
     recogniser: Recogniser,
     context_order_id: str | None,
+    customer_tools: frozenset[str] = frozenset(),
 ) -> Understood:
-    """The understanding, changed by what recognition over the examples decided."""
+    """The understanding, changed by what recognition over the examples decided.
+
+    `customer_tools`: the read tools keyed by the asking customer (no order): one of them
+    recognised, with no order named, is planned as it is, never "which order?"."""
     interp = understood.interpretation
     if interp.handoff is not None or reading.suspects or reading.injections:
         return understood
@@ -114,6 +118,9 @@ def recognise(
         missing=understood.refusal == "missing_order_id",
     )
     ranked = recogniser.rank(text)
+    keyed = customer_read(ranked, facts, customer_tools)
+    if keyed is not None:
+        return _customer_step(keyed, understood, reading)
     refined = refined_topic([p.topic for p in interp.policies], ranked)
     if refined is not None:
         old, new = refined
@@ -125,6 +132,37 @@ def recognise(
         # Said only where recognition changed something (staff see why).
         interp.recognised = f"{ranked[0].intent.key} {ranked[0].score:.2f}"
     return _apply(decision, understood, reading, language, recogniser, context_order_id)
+
+
+def customer_read(
+    ranked: Sequence[Match], facts: Facts, customer_tools: frozenset[str]
+) -> Match | None:
+    """The customer-keyed read recognised (the best match, above the threshold), when the
+    rule reading found nothing explicit and no order is named."""
+    if not ranked or facts.orders or not customer_tools:
+        return None
+    top = ranked[0]
+    if top.intent.kind is not Kind.TOOL or top.intent.name not in customer_tools:
+        return None
+    if top.score < THRESHOLD:
+        return None
+    if not (facts.vague or facts.missing or facts.untargeted or facts.unsupported):
+        return None
+    return top
+
+
+def _customer_step(match: Match, understood: Understood, reading: Reading) -> Understood:
+    interp = understood.interpretation
+    fresh = Interpretation(
+        language=interp.language,
+        negated=interp.negated,
+        kept=interp.kept,
+        recognised=f"{match.intent.key} {match.score:.2f}",
+        notes=interp.notes,
+        ignored_instructions=interp.ignored_instructions,
+    )
+    fresh.intents = [Intent(tool=match.intent.name, clause=reading.cleaned[:200])]
+    return Understood(fresh, understood.mention_order)
 
 
 def _without_ids(reading: Reading) -> str:

@@ -2,7 +2,7 @@
 each as shipped (only the host pointed at its stand-in), driven through the real CLI
 (`stepwise ask` / `stepwise confirm` in a subprocess, `STEPWISE_TOOLS`) over HTTP: the
 status of an order, an address change and a cancel (each confirmed), a refund (confirmed)
-and tracking. The stand-ins are `tests/test_http_woocommerce.py`'s and
+and tracking; for WooCommerce also "my orders", keyed by the customer (`[customer]`). The stand-ins are `tests/test_http_woocommerce.py`'s and
 `tests/shopify_standin.py`.
 """
 
@@ -82,7 +82,10 @@ def observations(run: dict[str, Any]) -> list[Any]:
 
 async def test_woocommerce_example_end_to_end(tmp_path: Path, woo: woo_tests.Woo) -> None:
     cli = Cli(
-        tmp_path, example(tmp_path, "woocommerce.toml", woo.base), WOO_BASIC_AUTH=woo_tests.BASIC
+        tmp_path,
+        example(tmp_path, "woocommerce.toml", woo.base),
+        WOO_BASIC_AUTH=woo_tests.BASIC,
+        STEPWISE_INTENTS=str(ROOT / "examples" / "woocommerce-intents.toml"),
     )
     status = await cli.ask("where is my order 1001")
     assert status["status"] == "completed"
@@ -112,6 +115,14 @@ async def test_woocommerce_example_end_to_end(tmp_path: Path, woo: woo_tests.Woo
     assert [s["error"]["type"] for s in track["steps"]] == ["unknown_tool"]
     assert "this was not done" in track["answer"] and len(woo.seen) == seen
     assert all(woo_tests.BASIC not in json.dumps(r) for r in (status, cancel, refund, track))
+
+    # Keyed by the customer (the `[customer]` lookup), no order number asked: "my orders"
+    # lists this customer's orders, newest first, and only theirs.
+    mine = await cli.ask("show my orders")
+    assert mine["status"] == "completed", mine
+    assert [(s["tool"], s["args"]) for s in mine["steps"]] == [("my_orders", {})]
+    assert [o["order_id"] for o in observations(mine)[0]] == ["1002", "1001"]
+    assert "Order 1002:" in mine["answer"] and "2001" not in mine["answer"]
 
 
 async def test_shopify_example_end_to_end(tmp_path: Path, shopify: Shopify) -> None:

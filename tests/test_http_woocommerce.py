@@ -68,6 +68,24 @@ REFUND_EXCERPT = (
 )
 
 
+# The shop's customer id of each Telegram user who linked their account (WooCommerce's
+# customer 7 is our CUSTOMER), as the link plugin's lookup answers it.
+SHOP_CUSTOMERS = {CUSTOMER: 7, 20002: 8}
+
+
+def woo_customer(customer_id: int, telegram_user_id: int) -> dict[str, Any]:
+    """A customer as WooCommerce v3 shows it, with the Telegram user id the link stored."""
+    return {
+        "id": customer_id,
+        "email": f"customer{customer_id}@example.com",
+        "first_name": "Li",
+        "role": "customer",
+        "meta_data": [
+            {"id": 60 + customer_id, "key": "telegram_user_id", "value": str(telegram_user_id)}
+        ],
+    }
+
+
 def woo_order(order_id: int, status: str, owner: int | None, total: str) -> dict[str, Any]:
     """An order as WooCommerce v3 shows it (the fields stepwise reads, and some it does not)."""
     meta = [{"id": 90 + order_id, "key": "_billing_vat", "value": ""}]
@@ -79,7 +97,7 @@ def woo_order(order_id: int, status: str, owner: int | None, total: str) -> dict
         "status": status,
         "currency": "CNY",
         "total": total,
-        "customer_id": 7,
+        "customer_id": SHOP_CUSTOMERS.get(owner or 0, 0),
         "shipping": {
             "first_name": "Li",
             "address_1": "88 Century Avenue",
@@ -118,6 +136,11 @@ class Woo:
     # Order notes (POST /orders/{id}/notes), and whether that endpoint is failing.
     notes: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     notes_down: bool = False
+    # Customers who linked Telegram (the link plugin's lookup), and a points plugin's balances.
+    customers: list[dict[str, Any]] = field(
+        default_factory=lambda: [woo_customer(c, t) for t, c in SHOP_CUSTOMERS.items()]
+    )
+    points: dict[int, int] = field(default_factory=lambda: {7: 1250})
     runner: web.AppRunner | None = None
 
     def writes(self) -> list[tuple[str, str, dict[str, str], Any]]:
@@ -257,6 +280,46 @@ async def woo() -> AsyncIterator[Woo]:
         notes.append(made)
         return web.json_response(made, status=201)
 
+    async def linked(request: web.Request) -> web.Response:
+        """The link plugin's lookup: the customers whose stored Telegram id is the one asked
+        (a list, as WooCommerce's own customer listing answers)."""
+        shop.seen.append((request.method, request.path_qs, dict(request.headers), None))
+        denied = unauthorised(request)
+        if denied is not None:
+            return denied
+        wanted = request.query.get("telegram_user_id", "")
+        return web.json_response(
+            [
+                c
+                for c in shop.customers
+                if any(
+                    m["key"] == "telegram_user_id" and m["value"] == wanted for m in c["meta_data"]
+                )
+            ]
+        )
+
+    async def orders_of(request: web.Request) -> web.Response:
+        """WooCommerce's order listing: `customer` filters, newest (highest id) first."""
+        shop.seen.append((request.method, request.path_qs, dict(request.headers), None))
+        denied = unauthorised(request)
+        if denied is not None:
+            return denied
+        customer = int(request.query.get("customer", "0"))
+        found = sorted(
+            (o for o in shop.orders.values() if customer and o["customer_id"] == customer),
+            key=lambda o: o["id"],
+            reverse=request.query.get("order", "desc") == "desc",
+        )
+        return web.json_response(found[: int(request.query.get("per_page", "10"))])
+
+    async def points(request: web.Request) -> web.Response:
+        """A points-and-rewards plugin's balance of one customer."""
+        shop.seen.append((request.method, request.path_qs, dict(request.headers), None))
+        customer = int(request.match_info["id"])
+        if customer not in shop.points:
+            return woo_error("points_no_customer", "No such customer.", 404)
+        return web.json_response({"customer_id": customer, "points_balance": shop.points[customer]})
+
     async def nowhere(request: web.Request) -> web.Response:
         """What WordPress answers outside its routes: under /wp-json/ the REST API's own
         404 (`rest_no_route`), anywhere else the theme's HTML "page not found"."""
@@ -274,6 +337,9 @@ async def woo() -> AsyncIterator[Woo]:
     app.router.add_get("/wp-json/wc/v3/orders/{id:[0-9]+}/refunds", refunds)
     app.router.add_post("/wp-json/wc/v3/orders/{id:[0-9]+}/notes", note)
     app.router.add_get("/wp-json/wp/v2/pages", pages)
+    app.router.add_get("/wp-json/stepwise/v1/customer", linked)
+    app.router.add_get("/wp-json/wc/v3/orders", orders_of)
+    app.router.add_get("/wp-json/shop/v1/points/{id:[0-9]+}", points)
     app.router.add_route("*", "/{tail:.*}", nowhere)
     runner = web.AppRunner(app)
     await runner.setup()

@@ -33,6 +33,7 @@ from pydantic_core import PydanticCustomError
 
 from agent_core.http.address import split_address
 from agent_core.http.config import DEFAULT_TIMEOUT_S, AddressParts, HttpToolConfig, ToolsConfig
+from agent_core.http.customer import NOT_LINKED, Customer, CustomerCache, CustomerLookup
 from agent_core.http.graphql import Lookup, Operation, Reconcile, read_answer
 from agent_core.http.mapping import IDEMPOTENCY_KEY, ReconcileRead, render_body
 from agent_core.http.responses import HttpOutcome, Reading, clip, map_response
@@ -73,12 +74,19 @@ def build_http_tools(
     client: httpx.AsyncClient,
     *,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    clock: Callable[[], float] = time.monotonic,
 ) -> list[Tool]:
     """One `Tool` per configured entry, all sending through `client`.
 
-    `sleep` is the Retry-After wait (tests pass a recorder).
+    `sleep` is the Retry-After wait (tests pass a recorder); `clock` times the customer
+    cache (`[customer]`, shared by every tool).
     """
     by_name = {spec.name: spec for spec in config.tools}
+    customers = (
+        CustomerDirectory(config.customer, config, client, clock)
+        if config.customer is not None
+        else None
+    )
     tools = []
     for spec in config.tools:
         entry = spec.spec
@@ -92,6 +100,7 @@ def build_http_tools(
             client,
             sleep,
             first=by_name.get(spec.check_first) if spec.check_first else None,
+            customers=customers,
         )
         tools.append(
             Tool.of(
@@ -122,7 +131,12 @@ def build_request(
     timeout_s: float,
 ) -> httpx.Request:
     url = spec.url.format_map({name: _encode(args[name]) for name in spec.placeholders})
-    rest = {k: v for k, v in args.items() if k not in spec.placeholders and v is not None}
+    # `_customer_*` (the `[customer]` lookup's values) are sent only where a template says.
+    rest = {
+        k: v
+        for k, v in args.items()
+        if k not in spec.placeholders and v is not None and not k.startswith("_")
+    }
     headers = {"Accept": "application/json"}
     headers.update({name: value.get_secret_value() for name, value in config.headers.items()})
     headers["X-Stepwise-User"] = str(ctx.user_id)
@@ -306,12 +320,18 @@ class _HttpTool:
         sleep: Callable[[float], Awaitable[None]],
         *,
         first: HttpToolConfig | None = None,
+        customers: CustomerDirectory | None = None,
     ) -> None:
         self._spec = spec
         self._config = config
         self._client = client
         self._sleep = sleep
-        self._first = _HttpTool(first, config, client, sleep) if first is not None else None
+        self._customers = customers
+        self._first = (
+            _HttpTool(first, config, client, sleep, customers=customers)
+            if first is not None
+            else None
+        )
 
     @property
     def spec(self) -> HttpToolConfig:
@@ -322,11 +342,15 @@ class _HttpTool:
 
     async def __call__(self, args: BaseModel, ctx: ToolContext) -> Any:
         values = args.model_dump(mode="json")
+        if self._spec.customer_keyed or (self._first is not None and self._first.customer_keyed):
+            values = {**values, **(await self._customer(ctx)).values()}
         if self._first is not None:
             fields = self._first.spec.spec.args_model.model_fields
             # Raises the read's failure (not found, not yours): then nothing is sent.
             try:
-                await self._first.send({k: v for k, v in values.items() if k in fields}, ctx)
+                await self._first.send(
+                    {k: v for k, v in values.items() if k in fields or k.startswith("_")}, ctx
+                )
             except ToolFailure as exc:
                 # The change itself was never sent, whatever became of the read.
                 exc.may_have_happened = False
@@ -342,6 +366,23 @@ class _HttpTool:
         if self._spec.note is not None:
             await self._note(values, ctx, deadline - loop.time())
         return data
+
+    @property
+    def customer_keyed(self) -> bool:
+        return self._spec.customer_keyed
+
+    async def _customer(self, ctx: ToolContext) -> Customer:
+        """The asking customer at the shop; `ToolFailure` (`not_linked`, nothing sent) when
+        the shop does not know them."""
+        found = await self._customers.resolve(ctx) if self._customers is not None else None
+        if found is None:
+            raise ToolFailure(
+                ErrorType.PERMISSION_DENIED,
+                f"{self._spec.name}: the Telegram user is not linked to a customer at the shop",
+                code=NOT_LINKED,
+                may_have_happened=False,
+            )
+        return found
 
     async def _note(self, values: Mapping[str, Any], ctx: ToolContext, budget_s: float) -> None:
         """Leave the `note` at the backend; never raises (the change is done whatever it
@@ -548,6 +589,7 @@ class _HttpTool:
             args=values,
             user_id=ctx.user_id,
             redact=self._config.redact,
+            customer_id=values.get("_customer_id"),
         )
         started = time.perf_counter()
         graphql = self._spec.graphql
@@ -566,6 +608,72 @@ class _HttpTool:
             extra={"trace_id": ctx.trace_id},
         )
         return outcome
+
+
+class CustomerDirectory:
+    """Who a Telegram user is at the shop: the `[customer]` lookup, each found customer
+    remembered for its `ttl_s` (`agent_core.http.customer`)."""
+
+    def __init__(
+        self,
+        lookup: CustomerLookup,
+        config: ToolsConfig,
+        client: httpx.AsyncClient,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._lookup = lookup
+        self._config = config
+        self._client = client
+        self.cache = CustomerCache(lookup.ttl_s, clock)
+
+    async def resolve(self, ctx: ToolContext) -> Customer | None:
+        """The customer, or None when the shop has nobody linked to this Telegram user.
+        `ToolFailure` when the shop cannot say (its lookup failed): never "not linked"."""
+        cached = self.cache.get(ctx.user_id)
+        if cached is not None:
+            return cached
+        lookup = self._lookup
+        method, params, body = lookup.request_parts(ctx.user_id)
+        headers = {"Accept": "application/json"}
+        headers.update(
+            {name: value.get_secret_value() for name, value in self._config.headers.items()}
+        )
+        headers["X-Stepwise-User"] = str(ctx.user_id)
+        headers["X-Stepwise-Trace"] = ctx.trace_id
+        request = self._client.build_request(
+            method,
+            lookup.url,
+            params={**(params or {}), **auth_params(self._config)},
+            json=body,
+            headers=headers,
+            timeout=httpx.Timeout(lookup.timeout_s),
+        )
+        reading = Reading(redact=self._config.redact)
+        outcome = await _exchange(self._client, request, "customer lookup", reading)
+        log.info(
+            "customer lookup: %s %s",
+            method,
+            outcome.status if outcome.ok else f"{outcome.status} {outcome.error_type}",
+            extra={"trace_id": ctx.trace_id},
+        )
+        if outcome.error_type in (ErrorType.EMPTY_RESULT, ErrorType.NOT_FOUND):
+            return None
+        data = outcome.data
+        if outcome.error_type is None and isinstance(data, dict) and data.get("errors"):
+            # A GraphQL answer with errors says nothing about the customer.
+            raise ToolFailure(
+                ErrorType.BACKEND, "customer lookup: the query was refused", may_have_happened=False
+            )
+        if outcome.error_type is not None:
+            raise ToolFailure(
+                outcome.error_type,
+                self._config.redact(f"customer lookup: {outcome.message}"),
+                may_have_happened=False,
+            )
+        customer = lookup.find(data, ctx.user_id)
+        if customer is not None:
+            self.cache.put(ctx.user_id, customer)
+        return customer
 
 
 def _redacted(data: Any, redact: Callable[[str], str]) -> Any:

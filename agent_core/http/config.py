@@ -48,6 +48,12 @@ refused with one line naming the file, the tool and the missing field.
 - `probe_args`: arguments for `stepwise tools check --probe` (a catalog tool has defaults);
   validated against the arguments at load.
 
+`[customer]`: who the asking Telegram user is at the shop, for tools keyed by the customer:
+a lookup (GET or GraphQL), its `owner`, the `fields` `id`/`email` that `{customer.id}` and
+`{customer.email}` fill in a tool's `url`, `query` and `body`, `ttl_s` and the `link` text
+an unlinked customer reads (`agent_core.http.customer`). Using either placeholder, or
+`response.owner_is = "customer"`, without the table is refused at load.
+
 `[http]`: `headers` sent on every request, where `${VAR}` is taken from the environment at
 load; `query`: query-string parameters sent on every request, the same way, for hosts that
 strip the Authorization header (WooCommerce's `consumer_key`/`consumer_secret`): refused
@@ -88,6 +94,13 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from agent_core.catalog import CATALOG
 from agent_core.http.address import ADDRESS_PARTS
+from agent_core.http.customer import (
+    CUSTOMER_FIELDS,
+    NOT_LINKED,
+    CustomerLookup,
+    customer_templates,
+    uses_customer,
+)
 from agent_core.http.declare import DECLARATION_KEYS, Problem, declare
 from agent_core.http.graphql import GraphQLTool
 from agent_core.http.mapping import IDEMPOTENCY_KEY, ErrorMapping, ReconcileRead, ResponseMapping
@@ -143,6 +156,9 @@ class HttpToolConfig(BaseModel):
     address_parts: AddressParts | None = None
     note: FollowUp | None = None
     note_placeholders: tuple[str, ...] = ()
+    # Whether the request needs the asking customer (`{customer.id}`, `{customer.email}`,
+    # or `response.owner_is = "customer"`): resolved by the `[customer]` lookup first.
+    customer_keyed: bool = False
     # Its catalog entry: the built-in one, or the one the file declares.
     spec: ToolSpec = Field(exclude=True, repr=False)
 
@@ -158,6 +174,8 @@ class ToolsConfig(BaseModel):
     # Query-string parameters of every request (secrets; https only).
     query: dict[str, SecretStr] = Field(default_factory=dict)
     probe_user_id: int = 0
+    # `[customer]`: who the asking Telegram user is at the shop (`agent_core.http.customer`).
+    customer: CustomerLookup | None = None
     # Every header value and every substituted variable, for `redact`.
     secrets: tuple[SecretStr, ...] = ()
     # The values whose every long enough start is a secret too: the substituted variables
@@ -303,10 +321,11 @@ def _load(path: str | Path, env: Mapping[str, str] | None) -> tuple[ToolsConfig 
         raw = _read_toml(Path(path), problems)
     except _Stop:
         return None, problems.lines
-    tools = _parse_tools(raw, problems)
+    customer = _parse_customer(raw, problems)
+    tools = _parse_tools(raw, problems, customer)
     environ = os.environ if env is None else env
     headers, found, partial = _parse_http(raw, problems, environ)
-    query, in_query = _parse_query(raw, problems, environ, tools)
+    query, in_query = _parse_query(raw, problems, environ, tools, customer)
     if problems.lines:
         return None, problems.lines
     return (
@@ -316,6 +335,7 @@ def _load(path: str | Path, env: Mapping[str, str] | None) -> tuple[ToolsConfig 
             headers=headers,
             query=query,
             probe_user_id=int(raw.get("http", {}).get("probe_user_id", 0)),
+            customer=customer,
             secrets=tuple(SecretStr(value) for value in [*found, *in_query]),
             prefix_secrets=tuple(SecretStr(value) for value in [*partial, *in_query]),
         ),
@@ -323,9 +343,34 @@ def _load(path: str | Path, env: Mapping[str, str] | None) -> tuple[ToolsConfig 
     )
 
 
-def _parse_tools(raw: dict[str, Any], problems: _Problems) -> list[HttpToolConfig]:
-    for section in sorted(set(raw) - {"tools", "http"}):
-        problems.note(section, "unknown section (expected [tools.<name>] and [http])")
+def _parse_customer(raw: dict[str, Any], problems: _Problems) -> CustomerLookup | None:
+    """The `[customer]` lookup (`agent_core.http.customer`), if the file declares one."""
+    table = raw.get("customer")
+    if table is None:
+        return None
+    try:
+        if not isinstance(table, dict):
+            problems.fail("[customer]", "must be a table")
+        try:
+            lookup = CustomerLookup.model_validate(table)
+        except ValidationError as exc:
+            problems.fail("[customer]", _describe(exc))
+        try:
+            parsed = httpx.URL(lookup.url)
+        except httpx.InvalidURL as exc:
+            problems.fail("[customer]", f"url: not a valid url ({exc})")
+        if parsed.scheme not in ("http", "https") or not parsed.host or "{" in lookup.url:
+            problems.fail("[customer]", "url: an absolute http(s) url without placeholders")
+    except _Stop:
+        return None
+    return lookup
+
+
+def _parse_tools(
+    raw: dict[str, Any], problems: _Problems, customer: CustomerLookup | None = None
+) -> list[HttpToolConfig]:
+    for section in sorted(set(raw) - {"tools", "http", "customer"}):
+        problems.note(section, "unknown section (expected [tools.<name>], [http] and [customer])")
     tables = raw.get("tools")
     if not isinstance(tables, dict) or not tables:
         problems.note("[tools]", "no tools configured (expected [tools.<name>] tables)")
@@ -333,7 +378,7 @@ def _parse_tools(raw: dict[str, Any], problems: _Problems) -> list[HttpToolConfi
     tools: list[HttpToolConfig] = []
     for name, entry in tables.items():
         try:
-            tools.append(_parse_tool(problems, name, entry))
+            tools.append(_parse_tool(problems, name, entry, customer))
         except _Stop:
             continue
     _check_references(tools, problems)
@@ -384,19 +429,33 @@ def _read_toml(path: Path, problems: _Problems) -> dict[str, Any]:
         problems.fail("file", f"not UTF-8 text (byte {exc.start} is {exc.object[exc.start]:#04x})")
 
 
-def _parse_tool(problems: _Problems, name: str, entry: Any) -> HttpToolConfig:
+def _parse_tool(
+    problems: _Problems, name: str, entry: Any, customer: CustomerLookup | None = None
+) -> HttpToolConfig:
     """Validate one `[tools.<name>]` table: its request mapping, and its declaration when
     the catalog does not know `name`."""
     where = f"tool {name}"
     if not isinstance(entry, dict):
         problems.fail(where, "must be a table")
     declared = {k: v for k, v in entry.items() if k in DECLARATION_KEYS}
-    request = {k: v for k, v in entry.items() if k not in DECLARATION_KEYS}
+    request = {
+        k: customer_templates(v) if k in ("url", "query", "body") else v
+        for k, v in entry.items()
+        if k not in DECLARATION_KEYS
+    }
     spec = _spec(problems, where, name, declared, request.get("risk"))
     try:
         raw = _RawTool.model_validate(request)
         method = _check_method(raw.method)
-        placeholders = _check_url(raw.url, name, spec.args_model)
+        keyed = uses_customer(raw.url, raw.query, raw.body) or (
+            raw.response is not None and raw.response.owner_is == "customer"
+        )
+        if keyed and customer is None:
+            raise _Problem(
+                '{customer.id}, {customer.email} and owner_is = "customer" need the '
+                "[customer] lookup (who the asking customer is at the shop)"
+            )
+        placeholders = _check_url(raw.url, name, spec.args_model, customer=keyed)
         risk = _check_risk(raw.risk or spec.risk, spec, method)
         probe_args = _check_probe_args(raw.probe_args, spec, risk)
         if raw.body is not None and method == "GET":
@@ -433,8 +492,16 @@ def _parse_tool(problems: _Problems, name: str, entry: Any) -> HttpToolConfig:
         address_parts=raw.address_parts,
         note=raw.note,
         note_placeholders=note_placeholders,
-        spec=spec,
+        customer_keyed=keyed,
+        spec=_with_link(spec, customer) if keyed else spec,
     )
+
+
+def _with_link(spec: ToolSpec, customer: CustomerLookup | None) -> ToolSpec:
+    """A customer-keyed tool's entry, with what an unlinked customer is told (`link`)."""
+    if customer is None or customer.link is None or NOT_LINKED in spec.refusals:
+        return spec
+    return spec.model_copy(update={"refusals": {**spec.refusals, NOT_LINKED: customer.link}})
 
 
 def _check_declared(
@@ -570,8 +637,11 @@ def _check_method(method: str) -> str:
     return upper
 
 
-def _check_url(url: str, tool: str, args_model: type[BaseModel]) -> tuple[str, ...]:
-    """The url's placeholders, each a plain argument of the tool; the url must be http(s)."""
+def _check_url(
+    url: str, tool: str, args_model: type[BaseModel], *, customer: bool = False
+) -> tuple[str, ...]:
+    """The url's placeholders, each a plain argument of the tool (or, with `customer`,
+    `{customer.id}` / `{customer.email}`); the url must be http(s)."""
     if "${" in url:
         raise _Problem("url: ${VAR} is only substituted in [http] headers; put secrets there")
     try:
@@ -579,6 +649,8 @@ def _check_url(url: str, tool: str, args_model: type[BaseModel]) -> tuple[str, .
     except ValueError as exc:
         raise _Problem(f"url: bad placeholder syntax ({exc})") from None
     allowed = sorted(args_model.model_fields)
+    if customer:
+        allowed += list(CUSTOMER_FIELDS.values())
     names: list[str] = []
     for _, field, spec, conversion in parts:
         if field is None:
@@ -658,7 +730,11 @@ def _parse_http(
 
 
 def _parse_query(
-    raw: dict[str, Any], problems: _Problems, env: Mapping[str, str], tools: list[HttpToolConfig]
+    raw: dict[str, Any],
+    problems: _Problems,
+    env: Mapping[str, str],
+    tools: list[HttpToolConfig],
+    customer: CustomerLookup | None = None,
 ) -> tuple[dict[str, SecretStr], list[str]]:
     """The `[http]` query parameters with `${VAR}` substituted, and their values (secrets).
     Refused when any url of the file could send them in the clear (http://)."""
@@ -672,6 +748,8 @@ def _parse_query(
         for url in (tool.url, *(x.url for x in (tool.reconcile, tool.note) if x is not None))
         if not url.lower().startswith("https://")
     ]
+    if customer is not None and not customer.url.lower().startswith("https://"):
+        plain.append(("[customer]", customer.url))
     if plain:
         name, url = plain[0]
         problems.note(

@@ -19,6 +19,10 @@ listed like one, with no Python:
     rules = [{ name = "…", after = "get_order_status", field = "status",
                values = ["cancelled"], reason = { zh = "…", en = "…" } }]
 
+A read tool with no `args` is keyed by the customer asking ("my points", "my orders"): its
+url, query or body says `{customer.id}` / `{customer.email}` (the tools file's `[customer]`
+lookup), and it is planned with no order number asked.
+
 Argument types: `order_id` (trimmed, upper-cased, ≤ 32), `string` (`min_length`,
 `max_length` ≤ 1000, `pattern`, `enum`), `text` (customer free text: bounded, one line, no
 control characters), `amount` (positive, two decimals), `integer` (`minimum`, `maximum`),
@@ -159,7 +163,8 @@ class _Declaration(BaseModel):
     goal: Texts
     risk: Risk = Risk.READ
     approval: Approver | None = None
-    args: dict[str, _Arg] = Field(min_length=1)
+    # None: a tool keyed by the asking customer (its url says `{customer.id}`), no order.
+    args: dict[str, _Arg] = Field(default_factory=dict)
     result: dict[str, _ResultField] = Field(default_factory=dict)
     result_list: bool = False
     empty_field: str | None = None

@@ -31,7 +31,7 @@ writing an adapter service. All of it is data from the tools file and pure funct
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import jmespath
 from jmespath.exceptions import JMESPathError
@@ -71,6 +71,9 @@ class ResponseMapping(BaseModel):
     from_args: tuple[str, ...] = ()
     root: str | None = None
     owner: str | None = None
+    # Whom `owner` must be: the Telegram user id the shop stored ("telegram_user_id"), or
+    # the asking customer's id at the shop (`"customer"`: the `[customer]` lookup's `id`).
+    owner_is: Literal["telegram_user_id", "customer"] = "telegram_user_id"
 
     @field_validator("fields")
     @classmethod

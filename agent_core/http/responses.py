@@ -76,6 +76,8 @@ class Reading:
     args: Mapping[str, Any] = field(default_factory=dict)
     user_id: int | None = None
     redact: Callable[[str], str] = _same
+    # The asking customer's id at the shop (the `[customer]` lookup), for `owner_is`.
+    customer_id: str | None = None
 
 
 def writes(spec: ToolSpec | None) -> bool:
@@ -197,7 +199,11 @@ def _map_success(
             return HttpOutcome(
                 status, error_type=ErrorType.INTERNAL, message=f"{tool}: answer nested too deeply"
             )
-        if reading.response.owner is not None and (owner is None or owner != str(reading.user_id)):
+        whose = (
+            reading.customer_id if reading.response.owner_is == "customer" else str(reading.user_id)
+        )
+        nothing = owner is None and not writes(spec) and is_empty(spec, data)
+        if reading.response.owner is not None and not nothing and (owner is None or owner != whose):
             return HttpOutcome(
                 status,
                 error_type=ErrorType.PERMISSION_DENIED,
