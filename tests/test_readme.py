@@ -119,23 +119,42 @@ def is_command_block(block: Block) -> bool:
 KINDS = {"chat", "demo", "synopsis", "skip"}
 
 
-def test_every_block_is_run_or_skipped() -> None:
-    unaccounted, bad = [], []
-    for block in blocks():
+def unaccounted(found: list[Block]) -> list[str]:
+    """The blocks that are neither run nor skipped with a reason, and bad markers."""
+    problems = []
+    for block in found:
         if block.marker is None:
             if not (is_command_block(block) or block.lang == "toml"):
-                unaccounted.append(str(block))
+                problems.append(f"{block}: neither run nor skipped")
         elif block.marker not in KINDS:
-            bad.append(f"{block}: unknown readme-test kind {block.marker!r}")
+            problems.append(f"{block}: unknown readme-test kind {block.marker!r}")
         elif block.marker == "skip" and not re.fullmatch(r"\(.{3,}\)", block.rest):
-            bad.append(f"{block}: a skip needs its reason in parentheses")
-    assert not bad, bad
-    assert not unaccounted, (
-        "fenced blocks neither run nor skipped (put '<!-- readme-test: skip (why) -->' "
-        f"right before one that cannot run here): {unaccounted}"
+            problems.append(f"{block}: a skip needs its reason in parentheses")
+    return problems
+
+
+def test_every_block_is_run_or_skipped() -> None:
+    problems = unaccounted(blocks())
+    assert not problems, (
+        "put '<!-- readme-test: skip (why) -->' right before a block that cannot run here, "
+        f"or a kind that runs it: {problems}"
     )
     kinds = {block.marker for block in blocks()}
     assert {"chat", "demo", "synopsis"} <= kinds  # the walk-throughs are still marked
+
+
+def test_a_new_block_cannot_go_untested_silently() -> None:
+    text = (
+        "```\nsome output\n```\n\n```sh\nmake run\n```\n\n"
+        "<!-- readme-test: skip -->\n```\nx\n```\n\n<!-- readme-test: maybe -->\n```\ny\n```\n"
+        "\n```sh\n.venv/bin/stepwise runs\n```\n\n<!-- readme-test: skip (needs X) -->\n```\nz\n```\n"
+    )
+    assert [p.split(": ", 1)[1] for p in unaccounted(blocks(text))] == [
+        "neither run nor skipped",
+        "neither run nor skipped",
+        "a skip needs its reason in parentheses",
+        "unknown readme-test kind 'maybe'",
+    ]
 
 
 def test_the_block_parser_sees_markers_and_indented_fences() -> None:
