@@ -608,3 +608,28 @@ def test_stepwise_tools_lists_what_the_readme_says(tmp_path: Path) -> None:
     entries = re.split(r"^  (?=\w)", out, flags=re.M)[1:]
     assert len(entries) == 7
     assert all(len(e.splitlines()) >= 3 and "arguments: " in e for e in entries)  # description
+
+
+def test_the_cli_reference_lists_every_run_status() -> None:
+    from agent_core.models import RunStatus
+
+    [runs] = [line for line in blocks() if line.marker == "synopsis"]
+    listed = re.search(r"# S: (.*)$", runs.text, re.M)
+    assert listed is not None
+    legacy = {RunStatus.CANCELLED}  # nothing ends a run this way any more (a migration)
+    assert listed[1].split(", ") == [s.value for s in RunStatus if s not in legacy]
+
+
+def test_the_shop_prose_no_warranty_policy_and_unknown_orders(tmp_path: Path) -> None:
+    shop = README[README.index("### The demo shop") :][:4000]
+    assert (
+        '"保修政策是什么" shows the honest\nfallback' in shop and 'Unknown orders ("Z9999")' in shop
+    )
+    db = tmp_path / "shop.db"
+    warranty = ask(db, "保修政策是什么", "10001")
+    policy = steps_of(warranty)["search_policy"]
+    assert policy["status"] == "fallback" and policy["error"]["type"] == "empty_result"
+    assert "不会替你猜测" in warranty["answer"]  # "I won't guess"
+    unknown = ask(db, "where is order Z9999", "10001")
+    assert unknown["status"] == "failed"
+    assert steps_of(unknown)["get_order_status"]["error"]["type"] == "not_found"
