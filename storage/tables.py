@@ -232,10 +232,23 @@ def required_ts(value: str) -> datetime:
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)  # = json.dumps(…, same options)
+# What `_ENCODER.encode` ends up calling, made directly: `encode` and `iterencode` cost two
+# Python frames and a closure per value on top of the C encoder doing the work. The
+# arguments are `iterencode`'s for `_ENCODER` (a fresh `markers` dict: circular check on).
+_C_ENCODER: Callable[..., Callable[[Any, int], Iterable[str]]] | None = getattr(
+    json.encoder, "c_make_encoder", None
+)
 
 
 def to_json(value: Any) -> str | None:
-    return None if value is None else _ENCODER.encode(value)
+    if value is None:
+        return None
+    if _C_ENCODER is None:  # an interpreter built without the _json accelerator
+        return _ENCODER.encode(value)
+    encode = _C_ENCODER(
+        {}, str, json.encoder.encode_basestring, None, ": ", ", ", False, False, True
+    )
+    return "".join(encode(value, 0))
 
 
 def from_json(value: str | None) -> Any:
