@@ -54,12 +54,14 @@ def transition_statements(
     planned = whole = False
     step_ids: list[str] = []
     for event in events:
-        if event.kind is EventKind.RUN_PLANNED:
+        fields = vars(event)  # as in `storage.tables` ("Reading fields")
+        if fields["kind"] is EventKind.RUN_PLANNED:
             planned = True
-        if event.step_id is None:
+        step_id = fields["step_id"]
+        if step_id is None:
             whole = True
-        elif event.step_id not in step_ids:
-            step_ids.append(event.step_id)
+        elif step_id not in step_ids:
+            step_ids.append(step_id)
     statements: list[tuple[str, Any]] = []
     observations: dict[str, str | None] = {}
     if planned:

@@ -196,12 +196,25 @@ def ts(value: datetime | None) -> str | None:
     return None if value is None else _ts(value)
 
 
+# `2026-11-30T08:19:00` of the seconds seen lately: `isoformat` costs ~15 k instructions
+# (`PyUnicode_FromFormat`), and the instants of a run fall within a second or two of each
+# other, so only the microseconds are formatted anew (~5 k). Bounded: cleared when full.
+_SECONDS: dict[tuple[int, int, int, int, int, int], str] = {}
+_SECONDS_KEPT = 256
+
+
 @lru_cache(maxsize=1024)  # a run's rows repeat the same instants (started_at, updated_at…)
 def _ts(value: datetime) -> str:
     if value.tzinfo is not UTC:
         value = value.astimezone(UTC)
-    # isoformat of a UTC datetime ends in "+00:00"; the stored form ends in "Z".
-    return value.isoformat(timespec="microseconds")[:26] + "Z"
+    key = (value.year, value.month, value.day, value.hour, value.minute, value.second)
+    second = _SECONDS.get(key)
+    if second is None:
+        if len(_SECONDS) >= _SECONDS_KEPT:
+            _SECONDS.clear()
+        # isoformat of a UTC datetime ends in "+00:00"; the stored form ends in "Z".
+        second = _SECONDS[key] = value.isoformat(timespec="seconds")[:19]
+    return f"{second}.{value.microsecond:06d}Z"
 
 
 def parse_ts(value: str | None) -> datetime | None:
@@ -220,10 +233,23 @@ def required_ts(value: str) -> datetime:
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)  # = json.dumps(…, same options)
+# What `_ENCODER.encode` ends up calling, made directly: `encode` and `iterencode` cost two
+# Python frames and a closure per value on top of the C encoder doing the work. The
+# arguments are `iterencode`'s for `_ENCODER` (a fresh `markers` dict: circular check on).
+_C_ENCODER: Callable[..., Callable[[Any, int], Iterable[str]]] | None = getattr(
+    json.encoder, "c_make_encoder", None
+)
 
 
 def to_json(value: Any) -> str | None:
-    return None if value is None else _ENCODER.encode(value)
+    if value is None:
+        return None
+    if _C_ENCODER is None:  # an interpreter built without the _json accelerator
+        return _ENCODER.encode(value)
+    encode = _C_ENCODER(
+        {}, str, json.encoder.encode_basestring, None, ": ", ", ", False, False, True
+    )
+    return "".join(encode(value, 0))
 
 
 def from_json(value: str | None) -> Any:
@@ -231,6 +257,23 @@ def from_json(value: str | None) -> Any:
 
 
 # -- model → row -------------------------------------------------------------------------
+
+# Reading fields: the row builders below run for every row a commit writes (~30 a standard
+# run) and read the models' fields through `vars()`. A pydantic model defines `__getattr__`,
+# so each `model.field` goes through CPython's generic lookup with that hook (~0.4 k
+# instructions, never specialised); a dict read is a tenth of it. Enum members are read
+# as `_value_` for the same reason (`.value` is a property: two Python calls). Same values.
+
+_NO_PAUSE: Row = dict.fromkeys(
+    (
+        "pause_step_id",
+        "pause_nonce",
+        "pause_tool",
+        "pause_args_hash",
+        "paused_at",
+        "pause_approver",
+    )
+)
 
 
 def run_row(run: Run) -> Row:
@@ -257,21 +300,27 @@ def run_row(run: Run) -> Row:
 
 def run_state_row(run: Run) -> Row:
     """`RUN_STATE_COLUMNS` and the key (`id`)."""
-    pause = run.pause
-    return {
-        "id": run.id,
-        "pause_step_id": pause.step_id if pause else None,
-        "pause_nonce": pause.nonce if pause else None,
-        "pause_tool": pause.tool if pause else None,
-        "pause_args_hash": pause.args_hash if pause else None,
-        "paused_at": ts(pause.paused_at) if pause else None,
-        "pause_approver": pause.approver if pause else None,
-        "attempts": run.attempts,
-        "stop_reason": run.stop_reason,
-        "answer": run.answer,
-        "updated_at": ts(run.updated_at),
-        "finished_at": ts(run.finished_at),
-    }
+    fields = vars(run)  # see "Reading fields" above
+    pause = fields["pause"]
+    if pause is None:
+        row = dict(_NO_PAUSE)
+    else:
+        held = vars(pause)
+        row = {
+            "pause_step_id": held["step_id"],
+            "pause_nonce": held["nonce"],
+            "pause_tool": held["tool"],
+            "pause_args_hash": held["args_hash"],
+            "paused_at": ts(held["paused_at"]),
+            "pause_approver": held["approver"],
+        }
+    row["id"] = fields["id"]
+    row["attempts"] = fields["attempts"]
+    row["stop_reason"] = fields["stop_reason"]
+    row["answer"] = fields["answer"]
+    row["updated_at"] = ts(fields["updated_at"])
+    row["finished_at"] = ts(fields["finished_at"])
+    return row
 
 
 def step_row(run_id: str, position: int, step: PlanStep, observation: str | None) -> Row:
@@ -290,51 +339,55 @@ def step_row(run_id: str, position: int, step: PlanStep, observation: str | None
 
 def step_state_row(run_id: str, step: PlanStep, observation: str | None) -> Row:
     """`STEP_STATE_COLUMNS` and the key (`run_id`, `id`): what a step has become."""
-    approval, error = step.approval, step.error
+    fields = vars(step)  # see "Reading fields" above
+    approval, error = fields["approval"], fields["error"]
     return {
         "run_id": run_id,
-        "id": step.id,
-        "status": step.status.value,
+        "id": fields["id"],
+        "status": fields["status"]._value_,
         "observation": observation,
-        "error_type": error.type.value if error else None,
+        "error_type": error.type._value_ if error else None,
         "error_message": error.message if error else None,
         "error_code": error.code if error else None,
-        "skip_reason": step.skip_reason,
-        "fallback_reason": step.fallback_reason,
-        "pause_reason": step.pause_reason,
-        "retry_count": step.retry_count,
+        "skip_reason": fields["skip_reason"],
+        "fallback_reason": fields["fallback_reason"],
+        "pause_reason": fields["pause_reason"],
+        "retry_count": fields["retry_count"],
         "approval_approved": None if approval is None else int(approval.approved),
         "approval_by": approval.by_user_id if approval else None,
         "approval_at": ts(approval.at) if approval else None,
-        "started_at": ts(step.started_at),
-        "finished_at": ts(step.finished_at),
+        "started_at": ts(fields["started_at"]),
+        "finished_at": ts(fields["finished_at"]),
     }
 
 
 def event_row(run: Run, event: RunEvent, observations: dict[str, str | None]) -> Row:
     """`EVENT_COLUMNS`. A step's args go with its start, its observation with its success
     (`observations`: the JSON already made for the step rows of the same commit)."""
+    fields = vars(event)  # see "Reading fields" above
+    kind, step_id = fields["kind"], fields["step_id"]
     args = observation = None
-    if event.step_id is not None:
-        if event.kind is EventKind.STEP_STARTED:
-            args = to_json(run.step(event.step_id).args)
-        elif event.kind is EventKind.STEP_SUCCEEDED:
-            observation = observations[event.step_id]
+    if step_id is not None:
+        if kind is EventKind.STEP_STARTED:
+            args = to_json(run.step(step_id).args)
+        elif kind is EventKind.STEP_SUCCEEDED:
+            observation = observations[step_id]
+    error_type, decision = fields["error_type"], fields["decision"]
     return {
         "run_id": run.id,
         "trace_id": run.trace_id,
-        "kind": event.kind.value,
-        "step_id": event.step_id,
-        "tool": event.tool,
+        "kind": kind._value_,
+        "step_id": step_id,
+        "tool": fields["tool"],
         "args": args,
-        "attempt": event.attempt,
-        "status": event.status,
-        "error_type": event.error_type.value if event.error_type else None,
-        "decision": event.decision.value if event.decision else None,
-        "delay_s": event.delay_s,
+        "attempt": fields["attempt"],
+        "status": fields["status"],
+        "error_type": error_type._value_ if error_type else None,
+        "decision": decision._value_ if decision else None,
+        "delay_s": fields["delay_s"],
         "observation": observation,
-        "message": event.message,
-        "at": ts(event.at),
+        "message": fields["message"],
+        "at": ts(fields["at"]),
     }
 
 
