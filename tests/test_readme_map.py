@@ -1,0 +1,69 @@
+"""The README's "Where things are" names only modules and packages that exist (issue 24).
+
+Read generically, so it holds for any layout the README describes: in the code block, every
+top-level `name/` is a directory; in an entry `- **package/** — …`, every module named in
+backticks (`db`, `runs/sqlite`, `http/`) is a module or a package of that package. A name
+with a slash is resolved from the package; a bare name may also be a module of one of its
+subpackages (`http/` (…, `text`: …) names `http/text`). Backticked words that are not module
+names (`Agent`, `.env`, `stepwise standin`) are prose and not checked.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_ENTRY = re.compile(r"^- \*\*([\w/]+)/\*\* —(.*?)(?=^- \*\*|^\S|\Z)", re.M | re.S)
+_NAME = re.compile(r"`([a-z_][a-z0-9_]*(?:/[a-z_][a-z0-9_]*)*/?)`")
+_TOP = re.compile(r"^\s*(?:[│├└─ ]*)([a-z_]+)/", re.M)
+
+
+def where_things_are() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("## Where things are")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end >= 0 else len(text)]
+
+
+def exists(package: Path, name: str) -> bool:
+    module = name.rstrip("/")
+    if name.endswith("/"):
+        return (package / module / "__init__.py").exists()
+    return (package / f"{module}.py").exists() or (package / module / "__init__.py").exists()
+
+
+def exists_below(package: Path, name: str) -> bool:
+    if exists(package, name):
+        return True
+    return "/" not in name and any(
+        exists(sub.parent, name) for sub in package.rglob("__init__.py") if sub.parent != package
+    )
+
+
+def entries() -> list[tuple[str, list[str]]]:
+    return [(m.group(1), _NAME.findall(m.group(2))) for m in _ENTRY.finditer(where_things_are())]
+
+
+def test_the_map_has_an_entry_per_package() -> None:
+    named = {package for package, _ in entries()}
+    assert {"agent_core", "storage", "bot", "stepwise"} <= named
+
+
+def test_every_module_the_map_names_exists() -> None:
+    missing = [
+        f"{package}/{name}"
+        for package, names in entries()
+        for name in names
+        if not exists_below(ROOT / package, name)
+    ]
+    assert not missing, f"README 'Where things are' names modules that do not exist: {missing}"
+
+
+def test_every_directory_of_the_diagram_exists() -> None:
+    section = where_things_are()
+    block = section[section.index("```") : section.index("```", section.index("```") + 3)]
+    tops = set(_TOP.findall(block.replace("```", "")))
+    assert tops, "no directories found in the diagram"
+    missing = sorted(name for name in tops if not (ROOT / name).is_dir())
+    assert not missing, f"README 'Where things are' diagram names missing directories: {missing}"
