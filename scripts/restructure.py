@@ -36,6 +36,7 @@ import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 # Old path -> new path, relative to the root. A directory moves with everything in it.
@@ -107,9 +108,9 @@ PACKAGES: dict[str, str] = {
     "agent_core/answers": "The customer's answer, built only from what the steps observed.",
     "storage/shop": "The demo shop: its tools, rules and seed, and its SQLite and PostgreSQL backends.",
     "storage/runs": "The runs journal, claim and load: the SQLite and PostgreSQL backends.",
-    "storage/inbox": "The inbox of updates not yet handled: the SQLite and PostgreSQL backends.",
-    "storage/revocations": "Revoked staff rights: the SQLite and PostgreSQL backends.",
-    "storage/ratelimit": "The rate-limit states shared by replicas (PostgreSQL).",
+    "storage/inbox": "The durable inbox (every update stored before it is acknowledged): SQLite and PostgreSQL.",
+    "storage/revocations": "Signed-out console sessions, kept with the runs: the SQLite and PostgreSQL backends.",
+    "storage/ratelimit": "Rate-limit budgets shared by every process of a bot (PostgreSQL).",
 }
 
 # Modules that stay at the top of their package (not an oversight; see --help's epilog).
@@ -149,65 +150,78 @@ README_ENTRIES: dict[str, list[tuple[str, str]]] = {
     "agent_core": [
         ("models", "plans, steps, runs, typed tool results"),
         ("interpretation", "what was understood, held by a run"),
+        ("agent", "ask / claim / proceed / recover"),
         ("understanding/", "in flow order"),
-        ("understanding/reading", ""),
-        ("understanding/lexicon", ""),
-        ("understanding/lexicon_intents", ""),
-        ("understanding/clause_view", ""),
+        ("understanding/reading", "clean text, order ids, an address"),
+        ("understanding/lexicon", "policy topics, keyword tables"),
+        ("understanding/lexicon_intents", "actions, negation, questions"),
+        ("understanding/clause_view", "what one clause says"),
         ("understanding/understand", "the rule reading: a `Reading` in, an `Interpretation` out"),
         ("understanding/clarifying", "the question asked back"),
-        ("understanding/recognition/", "declared examples, recognised"),
-        ("understanding/recognised", ""),
+        ("understanding/recognition/", "compared with the declared intents"),
+        ("understanding/recognised", "recognition applied to the rule reading"),
         ("understanding/order_facts", "what earlier runs observed about orders"),
         ("understanding/planner", "rule-based, zh + en"),
-        ("understanding/model_planner", ""),
-        ("understanding/model_output", ""),
+        ("understanding/model_planner", "optional, any OpenAI-compatible endpoint"),
+        ("understanding/model_output", "what a model may answer, checked"),
         ("understanding/evaluation", "`stepwise eval`"),
         ("execution/", ""),
         ("execution/executor", "plan → next step → act → observe → update plan → answer"),
         ("execution/transitions", "pure state changes"),
         ("execution/tools", "registry"),
         ("execution/results", "contracts and bounds every result keeps"),
-        ("execution/policy", ""),
-        ("execution/rules", ""),
-        ("execution/approval", ""),
+        ("execution/policy", "what to do when a tool fails"),
+        ("execution/rules", "observations that skip later steps"),
+        ("execution/approval", "who must approve a high-risk call"),
         ("catalog/", ""),
         ("catalog/builtin", "one table of tool specs"),
-        ("catalog/spec", ""),
-        ("catalog/contracts", ""),
+        ("catalog/spec", "the parts of one entry"),
+        ("catalog/contracts", "built-in arguments and results"),
         ("answers/", ""),
         ("answers/compose", "text built only from observations"),
         ("answers/notes", "what the answer says about the understanding"),
         ("answers/render", "results in the customer's words"),
-        ("agent", "ask / claim / proceed / recover"),
         (
             "http/",
-            "tools served by your API: config, contracts, responses, client, check, `text`: "
-            "HTML to plain text, `address`: a one-line address split into its parts",
+            "tools served by your API, declared in TOML",
         ),
-        ("ids", ""),
-        ("logcontext", ""),
+        ("http/text", "HTML to plain text"),
+        ("http/address", "a one-line address split into its parts"),
+        ("ids", "Telegram ids, checked where they come in"),
+        ("logcontext", "what a log line is about"),
     ],
     "storage": [
         ("db", "SQLite connection, migrations"),
         ("pg", "PostgreSQL connection"),
-        ("pg_schema", ""),
+        ("pg_schema", "its migrations"),
         ("writequeue", "group commit"),
         ("tables", "one column list per table, row mapping"),
-        ("journal", ""),
-        ("leases", ""),
+        ("journal", "the rows a commit writes"),
+        ("leases", "which process drives a run"),
         ("history", "every staff read"),
-        ("handoffs", ""),
+        ("handoffs", "handoffs to a person"),
         ("records", "read models, the run JSON shape, the timeline line"),
         ("store", "which backend a `STEPWISE_DB` opens"),
         ("probe", "`stepwise doctor`"),
         ("runs/", "journal, claim, load"),
-        ("inbox/", ""),
-        ("revocations/", ""),
-        ("ratelimit/", ""),
-        ("shop/", "the demo shop in one place: `tools`, `rules`, `core`, `ledger`, `seed`"),
+        ("runs/sqlite", ""),
+        ("runs/postgres", ""),
+        ("inbox/", "every update stored before it is acknowledged"),
+        ("revocations/", "signed-out console sessions"),
+        ("ratelimit/", "budgets shared by every process"),
+        ("shop/", "the demo shop in one place"),
+        ("shop/tools", "the shop as tools, over a `ShopBackend`"),
+        ("shop/rules", "when it refuses a change"),
+        ("shop/core", "its operations, once for both backends"),
+        ("shop/ledger", "changes keyed by idempotency key"),
+        ("shop/seed", "and `seed.json`"),
+        ("shop/sqlite", ""),
+        ("shop/postgres", ""),
     ],
 }
+
+# How an entry introduces its subpackages.
+SUBPACKAGES_SAY = {"agent_core": "by concept", "storage": "by store, the two backends side by side"}
 
 SELF = "scripts/restructure.py"
 _DOTTED = re.compile(r"(?<![\w.])((?:agent_core|storage)(?:\.\w+)+)(/pg_\w+\b)?")
@@ -332,42 +346,48 @@ def modules_in(package: Path) -> list[str]:
 
 
 def readme_entry(package: str) -> str:
-    """The README's "Where things are" entry of a package, from the tree and `README_ENTRIES`."""
+    """The README's "Where things are" entry of a package, from the tree and `README_ENTRIES`.
+
+    Top-level modules on the first line, then one sub-item per subpackage with its modules:
+    in the table's order, then whatever else the tree has (a module added after this script
+    was written is listed by name).
+    """
     root = Path(package)
+    table = [name for name, _ in README_ENTRIES[package]]
     known = dict(README_ENTRIES[package])
-    listed: list[str] = []
-    parts: list[str] = []
 
-    def add(name: str, what: str) -> None:
-        listed.append(name)
-        parts.append(f"`{name}`" + (f" ({what})" if what else ""))
+    def there(rel: str) -> bool:
+        return (
+            (root / rel / "__init__.py").exists()
+            if rel.endswith("/")
+            else (root / f"{rel}.py").exists()
+        )
 
-    order = [name for name, _ in README_ENTRIES[package]]
-    for name in order:
-        target = root / (name if name.endswith("/") else name + ".py")
-        if not target.exists():
-            continue
-        if name.endswith("/") and name.count("/") == 1:
-            # A subpackage: its modules as the tree has them, in this table's order first.
-            inside = [n for n in order if n.startswith(name) and n != name]
-            rest = [name + m for m in modules_in(target) if name + m not in inside]
-            subs = []
-            for sub in inside + rest:
-                if (root / (sub if sub.endswith("/") else sub + ".py")).exists():
-                    listed.append(sub)
-                    what = known.get(sub, "")
-                    short = sub[len(name) :]
-                    subs.append(f"`{short}`" + (f" ({what})" if what else ""))
-            what = known[name]
-            head = f"`{name}`" + (f" ({what})" if what else "")
-            listed.append(name)
-            parts.append(head + (": " + ", ".join(subs) if subs else ""))
-        elif name.count("/") == 0 or name.endswith("/"):
-            add(name, known[name])
-    for name in modules_in(root):
-        if name not in listed and not any(name == n.split("/")[0] + "/" for n in listed):
-            add(name, "")
-    return f"- **{package}/** — " + ", ".join(parts) + "."
+    def item(rel: str, short: str) -> str:
+        what = known.get(rel, "")
+        return f"`{short}`" + (f" ({what})" if what else "")
+
+    top = [n for n in table if "/" not in n and there(n)]
+    top += [m for m in modules_in(root) if "/" not in m and m not in top]
+    subs = [n for n in table if n.endswith("/") and n.count("/") == 1 and there(n)]
+    subs += [m for m in modules_in(root) if m.endswith("/") and m not in subs]
+    head = ", ".join(item(n, n) for n in top)
+    lines = [
+        wrap(
+            head + (f"; {SUBPACKAGES_SAY[package]}:" if subs else "."), f"- **{package}/** — ", "  "
+        )
+    ]
+    for sub in subs:
+        inside = [
+            n
+            for n in table
+            if n.startswith(sub) and n != sub and "/" not in n[len(sub) :].rstrip("/")
+        ]
+        inside = [n for n in inside if there(n)]
+        inside += [sub + m for m in modules_in(root / sub) if sub + m not in inside]
+        body = ", ".join(item(n, n[len(sub) :]) for n in inside)
+        lines.append(wrap(f"{item(sub, sub)}: {body}.", "  - ", "    "))
+    return "\n".join(lines)
 
 
 def rewrite_readme_map(text: str) -> str:
@@ -383,21 +403,20 @@ def rewrite_readme_map(text: str) -> str:
         if not m:
             print(f"  README.md: no '{package}/' entry in 'Where things are', left as it is")
             continue
-        entry = wrap(readme_entry(package), 94, "  ")
+        entry = readme_entry(package)
         section = section[: m.start()] + entry + "\n" + section[m.end() :]
     return text[:start] + section + text[end:]
 
 
-def wrap(line: str, width: int, indent: str) -> str:
-    words, lines, current = line.split(" "), [], ""
-    for word in words:
-        if current and len(current) + 1 + len(word) > width:
-            lines.append(current)
-            current = indent + word
-        else:
-            current = f"{current} {word}" if current else word
-    lines.append(current)
-    return "\n".join(lines)
+def wrap(text: str, first: str, rest: str) -> str:
+    return textwrap.fill(
+        text,
+        width=94,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
 
 
 def text_files() -> list[Path]:

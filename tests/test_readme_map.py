@@ -4,7 +4,7 @@ Read generically, so it holds for any layout the README describes: in the code b
 top-level `name/` is a directory; in an entry `- **package/** — …`, every module named in
 backticks (`db`, `runs/sqlite`, `http/`) is a module or a package of that package. A name
 with a slash is resolved from the package; a bare name may also be a module of one of its
-subpackages (`http/` (…, `text`: …) names `http/text`). Backticked words that are not module
+subpackages (`understanding/`: …, `recognition/` names `understanding/recognition/`). Backticked words that are not module
 names (`Agent`, `.env`, `stepwise standin`) are prose and not checked.
 """
 
@@ -36,7 +36,7 @@ def exists(package: Path, name: str) -> bool:
 def exists_below(package: Path, name: str) -> bool:
     if exists(package, name):
         return True
-    return "/" not in name and any(
+    return "/" not in name.rstrip("/") and any(
         exists(sub.parent, name) for sub in package.rglob("__init__.py") if sub.parent != package
     )
 
