@@ -472,6 +472,47 @@ def unexpected() -> list[str]:
     return odd
 
 
+def rewrite_tree(files: list[Path], maps: Maps, moved: set[str], *, write: bool) -> list[Path]:
+    """Rewrite every reference in `files` (their paths before the moves); the changed ones.
+
+    Not writing (a dry run), the files are read where they are and nothing is written.
+    """
+    changed: list[Path] = []
+    longer = 0
+    print("restructure: references " + ("rewritten" if write else "to rewrite"))
+    for before in files:
+        path = Path(maps.path(str(before))) if write else before
+        key = maps.path(str(before))  # where the file is (or will be) after the moves
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, FileNotFoundError):
+            continue
+        new = rewrite(text, maps)
+        for old, repl in LOCAL_LITERALS.get(key, []):
+            new = new.replace(old, repl)
+        if key == "pyproject.toml":
+            new = importlinter(new)
+        if key == "README.md" and write:
+            new = rewrite_readme_map(new)
+        if new == text:
+            continue
+        changed.append(path)
+        was = text.splitlines()
+        now = new.splitlines()
+        lines = sum(a != b for a, b in zip(was, now, strict=False)) + abs(len(was) - len(now))
+        if key.endswith(".py"):
+            longer += sum(len(n) > 100 >= len(w) for w, n in zip(was, now, strict=False))
+        print(f"  {key}: {lines} line(s)" + ("  (moved)" if str(before) in moved else ""))
+        if write:
+            path.write_text(new, encoding="utf-8")
+    if longer:
+        print(
+            f"  note: {longer} Python line(s) grew past 100 characters (longer module names in"
+            " comments and docstrings; ruff's E501 is off, code lines are re-wrapped by ruff format)"
+        )
+    return changed
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
@@ -488,6 +529,7 @@ def main(argv: list[str] | None = None) -> int:
     for rel in unexpected():
         print(f"  warning: {rel} is not in this script's map; it stays where it is")
     if args.dry_run:
+        rewrite_tree(text_files(), maps, {o for o, _ in present}, write=False)
         print("restructure: dry run, nothing changed")
         return 0
 
@@ -504,27 +546,7 @@ def main(argv: list[str] | None = None) -> int:
             git("add", str(init))
             print(f"  created {init}")
 
-    moved_to = {o: n for o, n in present}
-    changed: list[Path] = []
-    print("restructure: references rewritten")
-    for before in files_before:
-        path = Path(maps.path(str(before)))
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (UnicodeDecodeError, FileNotFoundError):
-            continue
-        new = rewrite(text, maps)
-        for old, repl in LOCAL_LITERALS.get(str(path), []):
-            new = new.replace(old, repl)
-        if str(path) == "pyproject.toml":
-            new = importlinter(new)
-        if str(path) == "README.md":
-            new = rewrite_readme_map(new)
-        if new != text:
-            path.write_text(new, encoding="utf-8")
-            changed.append(path)
-            lines = sum(a != b for a, b in zip(text.splitlines(), new.splitlines(), strict=False))
-            print(f"  {path}: {lines} line(s)" + ("  (moved)" if str(before) in moved_to else ""))
+    changed = rewrite_tree(files_before, maps, {o for o, _ in present}, write=True)
 
     left = []
     gone = set(maps.modules)
