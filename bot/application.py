@@ -184,34 +184,38 @@ def build_application(
     application.bot_data["stepwise"] = bot
     new = filters.UpdateType.MESSAGE  # commands and questions: new messages only
     # Group -1 runs before the handlers below, for every update: who wrote or pressed.
-    application.add_handler(TypeHandler(Update, bot.remember_sender), group=-1)
+    application.add_handler(TypeHandler(Update, bot.customers.remember_sender), group=-1)
     if config.staff_chat_id is not None:
         # First: nothing in the staff group ever reaches the agent (staff replies to
         # customers, /close and /reopen in their topics, /status anywhere in it; the rest
         # is ignored).
         staff_group = filters.Chat(config.staff_chat_id)
         application.add_handler(
-            CommandHandler("close", bot.close_command, filters=new & staff_group)
+            CommandHandler("close", bot.handoffs.close_command, filters=new & staff_group)
         )
         application.add_handler(
-            CommandHandler("reopen", bot.reopen_command, filters=new & staff_group)
+            CommandHandler("reopen", bot.handoffs.reopen_command, filters=new & staff_group)
         )
         application.add_handler(
-            CommandHandler("status", bot.status_command, filters=new & staff_group)
+            CommandHandler("status", bot.staff.status_command, filters=new & staff_group)
         )
-        application.add_handler(MessageHandler(staff_group & ~filters.COMMAND, bot.staff_group))
+        application.add_handler(
+            MessageHandler(staff_group & ~filters.COMMAND, bot.handoffs.staff_group)
+        )
         application.add_handler(MessageHandler(staff_group, _ignore))
-    application.add_handler(CommandHandler("human", bot.human, filters=new & PEOPLE))
-    application.add_handler(CommandHandler(["start", "help"], bot.help, filters=new))
-    application.add_handler(CommandHandler("runs", bot.runs, filters=new))
-    application.add_handler(CommandHandler("run", bot.run_timeline, filters=new))
-    application.add_handler(CommandHandler("stats", bot.stats, filters=new))
+    application.add_handler(CommandHandler("human", bot.handoffs.human, filters=new & PEOPLE))
+    application.add_handler(CommandHandler(["start", "help"], bot.customers.help, filters=new))
+    application.add_handler(CommandHandler("runs", bot.staff.runs, filters=new))
+    application.add_handler(CommandHandler("run", bot.staff.run_timeline, filters=new))
+    application.add_handler(CommandHandler("stats", bot.staff.stats, filters=new))
     # Text, and any "/word" the command handlers above did not take (`bot.slash`): a
     # customer's "/cancel order P0002" is a request, and relayed during a handoff.
-    application.add_handler(MessageHandler(new & PEOPLE & filters.TEXT, bot.text))
-    application.add_handler(MessageHandler(new & CUSTOMER_CONTENT & ~filters.TEXT, bot.not_text))
-    application.add_handler(MessageHandler(filters.UpdateType.EDITED_MESSAGE, bot.edited))
-    application.add_handler(CallbackQueryHandler(bot.button))
+    application.add_handler(MessageHandler(new & PEOPLE & filters.TEXT, bot.customers.text))
+    application.add_handler(
+        MessageHandler(new & CUSTOMER_CONTENT & ~filters.TEXT, bot.customers.not_text)
+    )
+    application.add_handler(MessageHandler(filters.UpdateType.EDITED_MESSAGE, bot.customers.edited))
+    application.add_handler(CallbackQueryHandler(bot.decisions.button))
     application.add_error_handler(bot.on_error)
     return application
 

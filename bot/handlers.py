@@ -3,11 +3,13 @@
 Handlers return at once; each request runs as a background task, ordered per chat (a
 chat's runs never overtake each other) and never blocking other chats.
 
-One idea, the bot's side of the conversation: one small handler per kind of update it
-accepts (text, edits, other messages, Confirm/Cancel, clarifying options, staff commands
-and paging, and the hooks of human handoff: /human, "Talk to a person", the staff group,
-/close and /reopen), which is why it is long; wiring is in `bot.application`, texts in
-`bot.texts`, staff formatting in `bot.staff`, the handoff's own work in `bot.handoff`.
+The bot's side of the conversation, one class per role (issue 24): `CustomerMessages`
+(text, edits, other messages, /start and /help), `Decisions` (button presses: Confirm /
+Cancel, clarifying options), `StaffCommands` (/runs and its paging, /run, /stats, /status)
+and `HandoffHooks` (/human, "Talk to a person", the staff group, /close and /reopen, the
+answer hook, expiring staff approvals). They share one `BotState`; `StepwiseBot` wires them
+together. Wiring to Telegram is in `bot.application`, texts in `bot.texts`, staff formatting
+in `bot.staff`, the handoff's own work in `bot.handoff`.
 """
 
 from __future__ import annotations
@@ -118,7 +120,10 @@ class ChatQueues:
                 del self._locks[chat_id]
 
 
-class StepwiseBot:
+class BotState:
+    """What every role of the conversation shares: the agent, the store, the progress
+    messages, the staff ids, the per-chat order, the alert gate and the handoff desk."""
+
     def __init__(
         self,
         agent: Agent,
@@ -143,85 +148,113 @@ class StepwiseBot:
         self.staff_alerts = StaffAlerts(handoff, self.alerts)
         # Human handoff (issue 14); without a desk (no bot to talk to staff) none opens.
         self.handoff = handoff
-        if handoff is not None:
-            progress.answer_hook = self._answer_hook
-            progress.staff_prompt_hook = handoff.post_staff_prompt
+
+
+class _Role:
+    """The shared state and the reply helpers every role uses; no handler of its own."""
+
+    def __init__(self, state: BotState) -> None:
+        self.state = state
+
+    @property
+    def agent(self) -> Agent:
+        return self.state.agent
+
+    @property
+    def store(self) -> RunStore:
+        return self.state.store
+
+    @property
+    def progress(self) -> TelegramProgress:
+        return self.state.progress
+
+    @property
+    def staff_ids(self) -> frozenset[int]:
+        return self.state.staff_ids
+
+    @property
+    def chats(self) -> ChatQueues:
+        return self.state.chats
+
+    @property
+    def alerts(self) -> AlertGate:
+        return self.state.alerts
+
+    @property
+    def handoff(self) -> HandoffDesk | None:
+        return self.state.handoff
+
+    @property
+    def readiness(self) -> Callable[[], Awaitable[str]] | None:
+        return self.state.readiness
 
     @property
     def _staffed(self) -> bool:
         """A staff group takes handoffs (so /human and "Talk to a person" lead somewhere)."""
         return self.handoff is not None and self.handoff.staff_chat_id is not None
 
-    # -- customers -----------------------------------------------------------------------
+    def _staff_refusal(self, update: Update) -> str | None:
+        """None when staff views may be shown here, else the key of the refusal.
 
-    async def remember_sender(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """Before any handler: who wrote or pressed, for the names staff read (issue 23)."""
-        user = update.effective_user
-        if self.handoff is not None and user is not None and not user.is_bot:
-            await self.handoff.saw(user.id, user.first_name, user.username)
+        Who asks is not enough: staff views list every customer's ids and requests, so
+        they are shown only in a private chat with a staff member, never in a group the
+        staff member happens to be in.
+        """
+        user, chat = update.effective_user, update.effective_chat
+        if user is None or user.id not in self.staff_ids:
+            return "not_authorised"
+        if chat is None or chat.type != ChatType.PRIVATE or chat.id != user.id:
+            return "staff_private_only"
+        return None
 
-    async def help(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """/start and /help: what the bot can do, with examples in the user's language.
-        "/start human[-<run>]" (the "continue privately" link of a handoff asked for in a
-        group) hands the customer over here instead."""
-        message = update.effective_message
-        if message is None:
-            return
-        asks, run_id = start_handoff_run(list(context.args or ()))
-        if asks and self.handoff is not None:
-            await self.human(update, context, run_id=run_id)
-            return
-        await message.reply_text(say("help", self._language(update)))
+    async def _staff_only(self, update: Update) -> bool:
+        refusal = self._staff_refusal(update)
+        if refusal is None:
+            return True
+        await self._reply(update, html.escape(say(refusal, self._language(update))))
+        return False
 
-    async def text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """A question: the plan, step messages and the answer follow in the background.
-        A "/word" no command handler took comes here too, as text (`bot.slash`)."""
+    def _language(self, update: Update) -> Language:
         message, user = update.effective_message, update.effective_user
-        if message is None or user is None:
-            return
-        text = (message.text or "").strip()
-        language = self._language(update)
-        slash = _leading_slash(message, context.bot.username)
-        if slash is not None:
-            if slash.other_bot:
-                return  # "/start@another_bot" in a group: not ours
-            hint = user.language_code
-            language = language_of(slash.rest, hint) if slash.rest else language
-        private = message.chat.type == ChatType.PRIVATE
-        customer = Customer(message.chat_id, user.id, user.full_name, language, private=private)
-        context.application.create_task(
-            self.chats.run(message.chat_id, self._customer_text(message, customer, text, slash)),
-            update=update,
-        )
+        text = message.text if message is not None else None
+        if text and text.startswith("/"):
+            text = None  # "/start" says nothing about the language; the user's setting does
+        return language_of(text, user.language_code if user else None)
 
-    async def _customer_text(
-        self, message: Message, customer: Customer, text: str, slash: Slash | None = None
+    async def _reply(
+        self, update: Update, text: str, markup: InlineKeyboardMarkup | None = None
     ) -> None:
-        """In the chat's order: relayed to staff while a handoff is open (the agent stays
-        silent), else asked. A "/word" with words after it is asked without its slash; a
-        "/word" alone is told the real commands (in a group only when addressed to us)."""
-        if await self._relayed(message):
-            return
-        if slash is not None:
-            if not slash.request:
-                if customer.private or slash.addressed:
-                    known = "/help, /human" if self._staffed else "/help"
-                    unknown = say("unknown_command", customer.language)
-                    await self._reply_quietly(
-                        message, unknown.format(command=slash.command, commands=known)
-                    )
-                return
-            text = slash.request
-        if not text:
-            await self._reply_quietly(message, say("empty", customer.language))
-            return
-        if len(text) > MAX_REQUEST_CHARS:
-            await self._reply_quietly(message, say("too_long", customer.language))
-            return
-        hint = message.from_user.language_code if message.from_user else None
-        await self._ask(message, customer.user_id, text, hint, customer)
+        message = update.effective_message
+        if message is not None:
+            await message.reply_text(text, parse_mode=ParseMode.HTML, reply_markup=markup)
 
-    async def _relayed(self, message: Message, *, edited: bool = False, update_id: int = 0) -> bool:
+    @staticmethod
+    async def _reply_with(message: Message, text: str, markup: InlineKeyboardMarkup | None) -> None:
+        try:
+            await message.reply_text(text, reply_markup=markup)
+        except TelegramError as exc:
+            log.warning("could not reply: %s", exc)
+
+    @staticmethod
+    async def _reply_quietly(message: Message, text: str, *, quote: bool | None = None) -> None:
+        try:
+            await message.reply_text(text, do_quote=quote)
+        except TelegramError as exc:
+            log.warning("could not reply: %s", exc)
+
+    @staticmethod
+    async def _answer_quietly(query: Any, text: str | None) -> None:
+        try:
+            await query.answer(text)
+        except TelegramError as exc:  # a query answered too late is harmless
+            log.info("callback answer failed: %s", exc)
+
+
+class HandoffHooks(_Role):
+    """A person takes over (issue 14): /human, "Talk to a person", the staff group, /close
+    and /reopen, the answer hook that opens a handoff, and staff approvals that expire."""
+
+    async def relayed(self, message: Message, *, edited: bool = False, update_id: int = 0) -> bool:
         if self.handoff is None:
             return False
         try:
@@ -231,182 +264,7 @@ class StepwiseBot:
             await self._reply_quietly(message, say("busy", language_of(message.text, None)))
             return True
 
-    async def _ask(
-        self,
-        message: Message,
-        user_id: int,
-        text: str,
-        hint: str | None,
-        customer: Customer | None = None,
-    ) -> None:
-        TOPIC.set(message.message_thread_id if message.is_topic_message else None)
-        if customer is not None:
-            CUSTOMER.set(customer)
-        try:
-            await self.agent.ask(text, user_id=user_id, chat_id=message.chat_id, language_hint=hint)
-        except StorageUnavailable:
-            log.exception("storage unavailable while asking")
-            await self._reply_quietly(message, say("busy", language_of(text, hint)))
-
-    async def edited(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """An edited message never starts (or changes) anything: a polite note to send it as
-        a new message, under the edited one."""
-        message = update.edited_message
-        if message is not None and message.from_user is not None:
-            # Shown to staff, marked edited; each edit its own relay, keyed by its update.
-            if await self._relayed(message, edited=True, update_id=update.update_id):
-                return
-            await self._reply_quietly(message, say("edited", self._language(update)), quote=True)
-
-    async def not_text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """Stickers, photos, voice…: a polite note that only text is understood (copied to
-        staff instead while a handoff is open)."""
-        message = update.effective_message
-        if message is None:
-            return
-        language = self._language(update)
-
-        async def work() -> None:
-            if not await self._relayed(message):
-                await self._reply_quietly(message, say("text_only", language))
-
-        context.application.create_task(self.chats.run(message.chat_id, work()), update=update)
-
-    async def button(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """Confirm / Cancel, or staff paging. Always answers the press with a short toast.
-
-        The decision is claimed here and shown on the message at once (buttons removed);
-        the rest of the run continues in the background, in the chat's order. A decision
-        counts only when pressed on the prompt it was issued for: the claim is given the
-        pressed message, and the data replayed onto any other message is stale.
-        """
-        query, user = update.callback_query, update.effective_user
-        if query is None or user is None:
-            return
-        parsed = parse_callback(query.data)
-        language = self._language(update)
-        if isinstance(parsed, PageData):
-            await self._page(update, parsed)
-            return
-        if isinstance(parsed, ChoiceData):
-            await self._choice(update, context, parsed)
-            return
-        if isinstance(parsed, PersonData):
-            await self._person(update, context, parsed)
-            return
-        if isinstance(parsed, CloseHandoffData):
-            await self._close_pressed(update, parsed)
-            return
-        pressed = query.message  # may be inaccessible (older than 48 h): ids only
-        if not isinstance(parsed, DecisionData) or pressed is None:
-            await self._answer_quietly(query, say("toast_invalid", language))
-            return
-        where = Where.of(pressed)
-        # A press in the staff group is a staff approval (issue 14): staff members only.
-        staff = self.handoff is not None and where.chat_id == self.handoff.staff_chat_id
-        if staff and (self.handoff is None or not self.handoff.is_staff(user.id)):
-            await self._answer_quietly(query, say("toast_staff_only", language))
-            return
-        try:
-            approvals = 1
-            if staff:
-                before = await self._staff_before_claim(query, where, parsed, user.id, language)
-                if before is None:
-                    return  # answered: stale, their own order, reasons shown, first of two
-                approvals = before
-            await self.progress.prompt_settled(parsed.run_id)
-            outcome = await self.agent.claim(
-                parsed.run_id,
-                user_id=user.id,
-                approved=parsed.approved,
-                nonce=parsed.nonce,
-                prompt=where.prompt,
-                staff=staff,
-                approvals=approvals,
-            )
-        except StorageUnavailable:
-            log.exception("storage unavailable on a button press")
-            await self._answer_quietly(query, say("toast_busy", language))
-            return
-        run = outcome.run
-        if run is not None and not staff:
-            language = run.language
-        toast = {
-            ClaimResult.OK: "toast_confirmed" if parsed.approved else "toast_cancelled",
-            ClaimResult.NOT_ALLOWED: "toast_not_yours",
-            ClaimResult.ALREADY_HANDLED: "toast_handled",
-            ClaimResult.STALE: "toast_invalid",
-            ClaimResult.NOT_FOUND: "toast_invalid",
-            ClaimResult.EXPIRED: "toast_expired",
-        }[outcome.result]
-        await self._answer_quietly(query, say(toast, language))
-        if run is None or outcome.result not in (ClaimResult.OK, ClaimResult.EXPIRED):
-            return
-        step_id = paused_step_id(run)
-        bot = context.bot
-        if staff:
-            await self._staff_decided(context, where, run, step_id, parsed, user.id)
-            return
-        if outcome.result is ClaimResult.EXPIRED:
-            if step_id:
-                await _edit_quietly(bot, where, decision_text(run, step_id, "expired"))
-            await _send_quietly(bot, where, run.answer or "")
-            return
-        if step_id:
-            key = "you_confirmed" if parsed.approved else "you_cancelled"
-            await _edit_quietly(bot, where, decision_text(run, step_id, key))
-            self.progress.adopt(run, step_id, where.message_id, where.thread_id)
-        private = run.chat_id == run.user_id
-        customer = Customer(run.chat_id, user.id, user.full_name, run.language, private=private)
-        context.application.create_task(
-            self.chats.run(where.chat_id, self._proceed(bot, where, run, customer)),
-            update=update,
-        )
-
-    async def _choice(
-        self, update: Update, context: ContextTypes.DEFAULT_TYPE, data: ChoiceData
-    ) -> None:
-        """An option of a clarifying question: claimed once, only for the customer who was
-        asked; the conversation goes on as if they had written that option."""
-        query, user = update.callback_query, update.effective_user
-        assert query is not None and user is not None
-        language = self._language(update)
-        try:
-            outcome, text = await self.agent.claim_choice(
-                data.run_id, user_id=user.id, option=data.option, nonce=data.nonce
-            )
-        except StorageUnavailable:
-            log.exception("storage unavailable on a clarifying option")
-            await self._answer_quietly(query, say("toast_busy", language))
-            return
-        run = outcome.run
-        if run is not None:
-            language = run.language
-        toast = {
-            ClaimResult.OK: "toast_chosen",
-            ClaimResult.NOT_ALLOWED: "toast_not_yours",
-            ClaimResult.ALREADY_HANDLED: "toast_handled",
-            ClaimResult.EXPIRED: "toast_expired",
-        }.get(outcome.result, "toast_invalid")
-        await self._answer_quietly(query, say(toast, language))
-        if outcome.result is not ClaimResult.OK or run is None or text is None:
-            return
-        if isinstance(query.message, Message) and run.clarify is not None:
-            chosen = run.clarify.options[data.option].label
-            await _edit_quietly(
-                context.bot,
-                Where.of(query.message),
-                html.escape(f"{run.clarify.question}\n→ {chosen}"),
-            )
-            message = query.message
-            context.application.create_task(
-                self.chats.run(message.chat_id, self._ask(message, user.id, text, language)),
-                update=update,
-            )
-
-    # -- a person takes over (issue 14) ---------------------------------------------------
-
-    async def _answer_hook(self, run: Run) -> tuple[str | None, InlineKeyboardMarkup | None]:
+    async def answer_hook(self, run: Run) -> tuple[str | None, InlineKeyboardMarkup | None]:
         """Before a run's answer is sent: a handoff request opens the handoff and its reply
         replaces the agent's; an answer that stopped or degraded offers a person."""
         assert self.handoff is not None
@@ -541,7 +399,7 @@ class StepwiseBot:
 
         context.application.create_task(self.chats.run(message.chat_id, work()), update=update)
 
-    async def _person(
+    async def person(
         self, update: Update, context: ContextTypes.DEFAULT_TYPE, data: PersonData
     ) -> None:
         """ "Talk to a person" under an answer: only the run's own customer may press it."""
@@ -593,7 +451,7 @@ class StepwiseBot:
         markup = private_handoff_button(username, run_id, language) if username else None
         return say("handoff_private_only", language), markup
 
-    async def _close_pressed(self, update: Update, data: CloseHandoffData) -> None:
+    async def close_pressed(self, update: Update, data: CloseHandoffData) -> None:
         """Close on a handoff's header in the staff group: staff members only."""
         query, user = update.callback_query, update.effective_user
         assert query is not None and user is not None
@@ -638,6 +496,18 @@ class StepwiseBot:
         if topic is not None and user is not None and self.handoff is not None:
             await self.handoff.reopen(topic, by=user)
 
+    def _staff_topic(self, update: Update) -> tuple[int | None, int | None]:
+        message, user = update.effective_message, update.effective_user
+        if message is None or user is None or self.handoff is None:
+            return None, None
+        if not self.handoff.is_staff(user.id) or not message.is_topic_message:
+            return None, None
+        return message.message_thread_id, user.id
+
+
+class StaffCommands(_Role):
+    """Staff reading the history: /runs (and its paging), /run, /stats, /status."""
+
     async def status_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """/status in the staff group (staff only, anyone else is ignored as in that group):
         what `/readyz` says, in words, where it was asked (a topic or General)."""
@@ -652,13 +522,375 @@ class StepwiseBot:
             text = await self.readiness()
         await self._reply(update, html.escape(text))
 
-    def _staff_topic(self, update: Update) -> tuple[int | None, int | None]:
+    async def runs(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """/runs [status]: recent runs for staff, paged with ◀ ▶."""
+        if not await self._staff_only(update):
+            return
+        status = None
+        if context.args:
+            try:
+                status = RunStatus(context.args[0].lower())
+            except ValueError:
+                statuses = ", ".join(s.value for s in RunStatus)
+                await self._reply(update, f"Unknown status. Use one of: {statuses}")
+                return
+        text, markup = await self._runs_page(status, 0)
+        await self._reply(update, text, markup)
+
+    async def page(self, update: Update, data: PageData) -> None:
+        query = update.callback_query
+        assert query is not None
+        refusal = self._staff_refusal(update)
+        if refusal is not None:
+            await self._answer_quietly(query, say(refusal, self._language(update)))
+            return
+        text, markup = await self._runs_page(data.status, data.offset)
+        await self._answer_quietly(query, None)
+        pressed, bot = query.message, query.get_bot()
+        if pressed is None:
+            return
+        # A message the bot can no longer see (older than 48 h, or deleted) arrives with
+        # date 0 and only its ids: the page it asked for comes as a new message instead.
+        if not pressed.is_accessible:
+            await bot.send_message(
+                pressed.chat.id, text, parse_mode=ParseMode.HTML, reply_markup=markup
+            )
+            return
+        try:
+            await bot.edit_message_text(
+                text,
+                chat_id=pressed.chat.id,
+                message_id=pressed.message_id,
+                parse_mode=ParseMode.HTML,
+                reply_markup=markup,
+            )
+        except BadRequest as exc:
+            if "not modified" not in str(exc):
+                raise
+
+    async def _runs_page(
+        self, status: RunStatus | None, offset: int
+    ) -> tuple[str, InlineKeyboardMarkup | None]:
+        page = await self.store.history.list_runs(
+            status=status, offset=offset, limit=RUNS_PAGE_SIZE
+        )
+        buttons = []
+        if offset > 0:
+            prev_offset = max(0, offset - RUNS_PAGE_SIZE)
+            buttons.append(InlineKeyboardButton("◀", callback_data=page_data(status, prev_offset)))
+        if page.next_cursor is not None:
+            next_offset = offset + RUNS_PAGE_SIZE
+            buttons.append(InlineKeyboardButton("▶", callback_data=page_data(status, next_offset)))
+        markup = InlineKeyboardMarkup([buttons]) if buttons else None
+        return format_runs_page(page.items, status, offset), markup
+
+    async def run_timeline(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """/run <id>: one run's timeline for staff (steps, retries, decisions)."""
+        if not await self._staff_only(update):
+            return
+        if not context.args:
+            await self._reply(update, "Usage: /run &lt;run id&gt;")
+            return
+        run = await self.store.load_run(context.args[0].strip())
+        if run is None:
+            await self._reply(update, "No such run.")
+            return
+        timeline = await self.store.history.timeline(run.id)
+        for part in split_message(format_timeline(run, timeline)):
+            await self._reply(update, part)
+
+    async def stats(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """/stats: runs by status and failures by type and tool, last 24 h and 7 days; handoffs
+        to a person per day and the median time to the first staff reply."""
+        if not await self._staff_only(update):
+            return
+        now = utcnow()
+        periods = []
+        for label, delta in (
+            ("last 24 h", timedelta(hours=24)),
+            ("last 7 days", timedelta(days=7)),
+        ):
+            since = now - delta
+            periods.append(
+                (
+                    label,
+                    await self.store.history.status_counts(since),
+                    await self.store.history.failure_counts(since),
+                )
+            )
+        week = now - timedelta(days=7)
+        handoffs = format_handoff_stats(
+            await self.store.history.handoffs_per_day(week),
+            await self.store.history.median_first_reply_s(week),
+        )
+        await self._reply(update, format_stats(periods) + "\n\n" + handoffs)
+
+
+class CustomerMessages(_Role):
+    """What customers write: text, edits, other messages, /start and /help."""
+
+    def __init__(self, state: BotState, handoffs: HandoffHooks) -> None:
+        super().__init__(state)
+        self.handoffs = handoffs
+
+    async def remember_sender(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Before any handler: who wrote or pressed, for the names staff read (issue 23)."""
+        user = update.effective_user
+        if self.handoff is not None and user is not None and not user.is_bot:
+            await self.handoff.saw(user.id, user.first_name, user.username)
+
+    async def help(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """/start and /help: what the bot can do, with examples in the user's language.
+        "/start human[-<run>]" (the "continue privately" link of a handoff asked for in a
+        group) hands the customer over here instead."""
+        message = update.effective_message
+        if message is None:
+            return
+        asks, run_id = start_handoff_run(list(context.args or ()))
+        if asks and self.handoff is not None:
+            await self.handoffs.human(update, context, run_id=run_id)
+            return
+        await message.reply_text(say("help", self._language(update)))
+
+    async def text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """A question: the plan, step messages and the answer follow in the background.
+        A "/word" no command handler took comes here too, as text (`bot.slash`)."""
         message, user = update.effective_message, update.effective_user
-        if message is None or user is None or self.handoff is None:
-            return None, None
-        if not self.handoff.is_staff(user.id) or not message.is_topic_message:
-            return None, None
-        return message.message_thread_id, user.id
+        if message is None or user is None:
+            return
+        text = (message.text or "").strip()
+        language = self._language(update)
+        slash = _leading_slash(message, context.bot.username)
+        if slash is not None:
+            if slash.other_bot:
+                return  # "/start@another_bot" in a group: not ours
+            hint = user.language_code
+            language = language_of(slash.rest, hint) if slash.rest else language
+        private = message.chat.type == ChatType.PRIVATE
+        customer = Customer(message.chat_id, user.id, user.full_name, language, private=private)
+        context.application.create_task(
+            self.chats.run(message.chat_id, self._customer_text(message, customer, text, slash)),
+            update=update,
+        )
+
+    async def _customer_text(
+        self, message: Message, customer: Customer, text: str, slash: Slash | None = None
+    ) -> None:
+        """In the chat's order: relayed to staff while a handoff is open (the agent stays
+        silent), else asked. A "/word" with words after it is asked without its slash; a
+        "/word" alone is told the real commands (in a group only when addressed to us)."""
+        if await self.handoffs.relayed(message):
+            return
+        if slash is not None:
+            if not slash.request:
+                if customer.private or slash.addressed:
+                    known = "/help, /human" if self._staffed else "/help"
+                    unknown = say("unknown_command", customer.language)
+                    await self._reply_quietly(
+                        message, unknown.format(command=slash.command, commands=known)
+                    )
+                return
+            text = slash.request
+        if not text:
+            await self._reply_quietly(message, say("empty", customer.language))
+            return
+        if len(text) > MAX_REQUEST_CHARS:
+            await self._reply_quietly(message, say("too_long", customer.language))
+            return
+        hint = message.from_user.language_code if message.from_user else None
+        await self.ask(message, customer.user_id, text, hint, customer)
+
+    async def ask(
+        self,
+        message: Message,
+        user_id: int,
+        text: str,
+        hint: str | None,
+        customer: Customer | None = None,
+    ) -> None:
+        TOPIC.set(message.message_thread_id if message.is_topic_message else None)
+        if customer is not None:
+            CUSTOMER.set(customer)
+        try:
+            await self.agent.ask(text, user_id=user_id, chat_id=message.chat_id, language_hint=hint)
+        except StorageUnavailable:
+            log.exception("storage unavailable while asking")
+            await self._reply_quietly(message, say("busy", language_of(text, hint)))
+
+    async def edited(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """An edited message never starts (or changes) anything: a polite note to send it as
+        a new message, under the edited one."""
+        message = update.edited_message
+        if message is not None and message.from_user is not None:
+            # Shown to staff, marked edited; each edit its own relay, keyed by its update.
+            if await self.handoffs.relayed(message, edited=True, update_id=update.update_id):
+                return
+            await self._reply_quietly(message, say("edited", self._language(update)), quote=True)
+
+    async def not_text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Stickers, photos, voice…: a polite note that only text is understood (copied to
+        staff instead while a handoff is open)."""
+        message = update.effective_message
+        if message is None:
+            return
+        language = self._language(update)
+
+        async def work() -> None:
+            if not await self.handoffs.relayed(message):
+                await self._reply_quietly(message, say("text_only", language))
+
+        context.application.create_task(self.chats.run(message.chat_id, work()), update=update)
+
+
+class Decisions(_Role):
+    """Button presses: Confirm / Cancel (a customer's or staff's), clarifying options, and
+    the presses that belong to another role (paging, a person, closing a handoff)."""
+
+    def __init__(
+        self,
+        state: BotState,
+        customers: CustomerMessages,
+        staff: StaffCommands,
+        handoffs: HandoffHooks,
+    ) -> None:
+        super().__init__(state)
+        self.customers = customers
+        self.staff = staff
+        self.handoffs = handoffs
+
+    async def button(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Confirm / Cancel, or staff paging. Always answers the press with a short toast.
+
+        The decision is claimed here and shown on the message at once (buttons removed);
+        the rest of the run continues in the background, in the chat's order. A decision
+        counts only when pressed on the prompt it was issued for: the claim is given the
+        pressed message, and the data replayed onto any other message is stale.
+        """
+        query, user = update.callback_query, update.effective_user
+        if query is None or user is None:
+            return
+        parsed = parse_callback(query.data)
+        language = self._language(update)
+        if isinstance(parsed, PageData):
+            await self.staff.page(update, parsed)
+            return
+        if isinstance(parsed, ChoiceData):
+            await self._choice(update, context, parsed)
+            return
+        if isinstance(parsed, PersonData):
+            await self.handoffs.person(update, context, parsed)
+            return
+        if isinstance(parsed, CloseHandoffData):
+            await self.handoffs.close_pressed(update, parsed)
+            return
+        pressed = query.message  # may be inaccessible (older than 48 h): ids only
+        if not isinstance(parsed, DecisionData) or pressed is None:
+            await self._answer_quietly(query, say("toast_invalid", language))
+            return
+        where = Where.of(pressed)
+        # A press in the staff group is a staff approval (issue 14): staff members only.
+        staff = self.handoff is not None and where.chat_id == self.handoff.staff_chat_id
+        if staff and (self.handoff is None or not self.handoff.is_staff(user.id)):
+            await self._answer_quietly(query, say("toast_staff_only", language))
+            return
+        try:
+            approvals = 1
+            if staff:
+                before = await self._staff_before_claim(query, where, parsed, user.id, language)
+                if before is None:
+                    return  # answered: stale, their own order, reasons shown, first of two
+                approvals = before
+            await self.progress.prompt_settled(parsed.run_id)
+            outcome = await self.agent.claim(
+                parsed.run_id,
+                user_id=user.id,
+                approved=parsed.approved,
+                nonce=parsed.nonce,
+                prompt=where.prompt,
+                staff=staff,
+                approvals=approvals,
+            )
+        except StorageUnavailable:
+            log.exception("storage unavailable on a button press")
+            await self._answer_quietly(query, say("toast_busy", language))
+            return
+        run = outcome.run
+        if run is not None and not staff:
+            language = run.language
+        toast = {
+            ClaimResult.OK: "toast_confirmed" if parsed.approved else "toast_cancelled",
+            ClaimResult.NOT_ALLOWED: "toast_not_yours",
+            ClaimResult.ALREADY_HANDLED: "toast_handled",
+            ClaimResult.STALE: "toast_invalid",
+            ClaimResult.NOT_FOUND: "toast_invalid",
+            ClaimResult.EXPIRED: "toast_expired",
+        }[outcome.result]
+        await self._answer_quietly(query, say(toast, language))
+        if run is None or outcome.result not in (ClaimResult.OK, ClaimResult.EXPIRED):
+            return
+        step_id = paused_step_id(run)
+        bot = context.bot
+        if staff:
+            await self._staff_decided(context, where, run, step_id, parsed, user.id)
+            return
+        if outcome.result is ClaimResult.EXPIRED:
+            if step_id:
+                await _edit_quietly(bot, where, decision_text(run, step_id, "expired"))
+            await _send_quietly(bot, where, run.answer or "")
+            return
+        if step_id:
+            key = "you_confirmed" if parsed.approved else "you_cancelled"
+            await _edit_quietly(bot, where, decision_text(run, step_id, key))
+            self.progress.adopt(run, step_id, where.message_id, where.thread_id)
+        private = run.chat_id == run.user_id
+        customer = Customer(run.chat_id, user.id, user.full_name, run.language, private=private)
+        context.application.create_task(
+            self.chats.run(where.chat_id, self._proceed(bot, where, run, customer)),
+            update=update,
+        )
+
+    async def _choice(
+        self, update: Update, context: ContextTypes.DEFAULT_TYPE, data: ChoiceData
+    ) -> None:
+        """An option of a clarifying question: claimed once, only for the customer who was
+        asked; the conversation goes on as if they had written that option."""
+        query, user = update.callback_query, update.effective_user
+        assert query is not None and user is not None
+        language = self._language(update)
+        try:
+            outcome, text = await self.agent.claim_choice(
+                data.run_id, user_id=user.id, option=data.option, nonce=data.nonce
+            )
+        except StorageUnavailable:
+            log.exception("storage unavailable on a clarifying option")
+            await self._answer_quietly(query, say("toast_busy", language))
+            return
+        run = outcome.run
+        if run is not None:
+            language = run.language
+        toast = {
+            ClaimResult.OK: "toast_chosen",
+            ClaimResult.NOT_ALLOWED: "toast_not_yours",
+            ClaimResult.ALREADY_HANDLED: "toast_handled",
+            ClaimResult.EXPIRED: "toast_expired",
+        }.get(outcome.result, "toast_invalid")
+        await self._answer_quietly(query, say(toast, language))
+        if outcome.result is not ClaimResult.OK or run is None or text is None:
+            return
+        if isinstance(query.message, Message) and run.clarify is not None:
+            chosen = run.clarify.options[data.option].label
+            await _edit_quietly(
+                context.bot,
+                Where.of(query.message),
+                html.escape(f"{run.clarify.question}\n→ {chosen}"),
+            )
+            message = query.message
+            context.application.create_task(
+                self.chats.run(
+                    message.chat_id, self.customers.ask(message, user.id, text, language)
+                ),
+                update=update,
+            )
 
     async def _staff_before_claim(
         self, query: Any, where: Where, data: DecisionData, staff_id: int, language: Language
@@ -838,174 +1070,45 @@ class StepwiseBot:
             log.exception("storage unavailable while resuming", extra={"trace_id": run.trace_id})
             await _send_quietly(bot, where, say("busy_resume", run.language))
 
-    # -- staff ---------------------------------------------------------------------------
 
-    async def runs(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """/runs [status]: recent runs for staff, paged with ◀ ▶."""
-        if not await self._staff_only(update):
-            return
-        status = None
-        if context.args:
-            try:
-                status = RunStatus(context.args[0].lower())
-            except ValueError:
-                statuses = ", ".join(s.value for s in RunStatus)
-                await self._reply(update, f"Unknown status. Use one of: {statuses}")
-                return
-        text, markup = await self._runs_page(status, 0)
-        await self._reply(update, text, markup)
+class StepwiseBot(_Role):
+    """The conversation's roles, wired together; `bot.application` registers their handlers.
 
-    async def _page(self, update: Update, data: PageData) -> None:
-        query = update.callback_query
-        assert query is not None
-        refusal = self._staff_refusal(update)
-        if refusal is not None:
-            await self._answer_quietly(query, say(refusal, self._language(update)))
-            return
-        text, markup = await self._runs_page(data.status, data.offset)
-        await self._answer_quietly(query, None)
-        pressed, bot = query.message, query.get_bot()
-        if pressed is None:
-            return
-        # A message the bot can no longer see (older than 48 h, or deleted) arrives with
-        # date 0 and only its ids: the page it asked for comes as a new message instead.
-        if not pressed.is_accessible:
-            await bot.send_message(
-                pressed.chat.id, text, parse_mode=ParseMode.HTML, reply_markup=markup
-            )
-            return
-        try:
-            await bot.edit_message_text(
-                text,
-                chat_id=pressed.chat.id,
-                message_id=pressed.message_id,
-                parse_mode=ParseMode.HTML,
-                reply_markup=markup,
-            )
-        except BadRequest as exc:
-            if "not modified" not in str(exc):
-                raise
+    `customers` (what customers write), `decisions` (button presses), `staff` (staff
+    commands) and `handoffs` (a person takes over) share one `BotState`.
+    """
 
-    async def _runs_page(
-        self, status: RunStatus | None, offset: int
-    ) -> tuple[str, InlineKeyboardMarkup | None]:
-        page = await self.store.history.list_runs(
-            status=status, offset=offset, limit=RUNS_PAGE_SIZE
-        )
-        buttons = []
-        if offset > 0:
-            prev_offset = max(0, offset - RUNS_PAGE_SIZE)
-            buttons.append(InlineKeyboardButton("◀", callback_data=page_data(status, prev_offset)))
-        if page.next_cursor is not None:
-            next_offset = offset + RUNS_PAGE_SIZE
-            buttons.append(InlineKeyboardButton("▶", callback_data=page_data(status, next_offset)))
-        markup = InlineKeyboardMarkup([buttons]) if buttons else None
-        return format_runs_page(page.items, status, offset), markup
+    def __init__(
+        self,
+        agent: Agent,
+        store: RunStore,
+        progress: TelegramProgress,
+        *,
+        staff_ids: frozenset[int] = frozenset(),
+        handoff: HandoffDesk | None = None,
+    ) -> None:
+        super().__init__(BotState(agent, store, progress, staff_ids=staff_ids, handoff=handoff))
+        self.handoffs = HandoffHooks(self.state)
+        self.staff = StaffCommands(self.state)
+        self.customers = CustomerMessages(self.state, self.handoffs)
+        self.decisions = Decisions(self.state, self.customers, self.staff, self.handoffs)
+        if handoff is not None:
+            progress.answer_hook = self.handoffs.answer_hook
+            progress.staff_prompt_hook = handoff.post_staff_prompt
 
-    async def run_timeline(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """/run <id>: one run's timeline for staff (steps, retries, decisions)."""
-        if not await self._staff_only(update):
-            return
-        if not context.args:
-            await self._reply(update, "Usage: /run &lt;run id&gt;")
-            return
-        run = await self.store.load_run(context.args[0].strip())
-        if run is None:
-            await self._reply(update, "No such run.")
-            return
-        timeline = await self.store.history.timeline(run.id)
-        for part in split_message(format_timeline(run, timeline)):
-            await self._reply(update, part)
+    @property
+    def readiness(self) -> Callable[[], Awaitable[str]] | None:
+        return self.state.readiness
 
-    async def stats(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """/stats: runs by status and failures by type and tool, last 24 h and 7 days; handoffs
-        to a person per day and the median time to the first staff reply."""
-        if not await self._staff_only(update):
-            return
-        now = utcnow()
-        periods = []
-        for label, delta in (
-            ("last 24 h", timedelta(hours=24)),
-            ("last 7 days", timedelta(days=7)),
-        ):
-            since = now - delta
-            periods.append(
-                (
-                    label,
-                    await self.store.history.status_counts(since),
-                    await self.store.history.failure_counts(since),
-                )
-            )
-        week = now - timedelta(days=7)
-        handoffs = format_handoff_stats(
-            await self.store.history.handoffs_per_day(week),
-            await self.store.history.median_first_reply_s(week),
-        )
-        await self._reply(update, format_stats(periods) + "\n\n" + handoffs)
-
-    def _staff_refusal(self, update: Update) -> str | None:
-        """None when staff views may be shown here, else the key of the refusal.
-
-        Who asks is not enough: staff views list every customer's ids and requests, so
-        they are shown only in a private chat with a staff member, never in a group the
-        staff member happens to be in.
-        """
-        user, chat = update.effective_user, update.effective_chat
-        if user is None or user.id not in self.staff_ids:
-            return "not_authorised"
-        if chat is None or chat.type != ChatType.PRIVATE or chat.id != user.id:
-            return "staff_private_only"
-        return None
-
-    async def _staff_only(self, update: Update) -> bool:
-        refusal = self._staff_refusal(update)
-        if refusal is None:
-            return True
-        await self._reply(update, html.escape(say(refusal, self._language(update))))
-        return False
-
-    # -- plumbing ------------------------------------------------------------------------
+    @readiness.setter
+    def readiness(self, value: Callable[[], Awaitable[str]] | None) -> None:
+        self.state.readiness = value
 
     async def on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Log everything that escaped a handler; the customer gets a short apology."""
         log.error("handler error", exc_info=context.error)
         if isinstance(update, Update) and update.effective_message is not None:
             await self._reply_quietly(update.effective_message, say("busy", self._language(update)))
-
-    def _language(self, update: Update) -> Language:
-        message, user = update.effective_message, update.effective_user
-        text = message.text if message is not None else None
-        if text and text.startswith("/"):
-            text = None  # "/start" says nothing about the language; the user's setting does
-        return language_of(text, user.language_code if user else None)
-
-    async def _reply(
-        self, update: Update, text: str, markup: InlineKeyboardMarkup | None = None
-    ) -> None:
-        message = update.effective_message
-        if message is not None:
-            await message.reply_text(text, parse_mode=ParseMode.HTML, reply_markup=markup)
-
-    @staticmethod
-    async def _reply_with(message: Message, text: str, markup: InlineKeyboardMarkup | None) -> None:
-        try:
-            await message.reply_text(text, reply_markup=markup)
-        except TelegramError as exc:
-            log.warning("could not reply: %s", exc)
-
-    @staticmethod
-    async def _reply_quietly(message: Message, text: str, *, quote: bool | None = None) -> None:
-        try:
-            await message.reply_text(text, do_quote=quote)
-        except TelegramError as exc:
-            log.warning("could not reply: %s", exc)
-
-    @staticmethod
-    async def _answer_quietly(query: Any, text: str | None) -> None:
-        try:
-            await query.answer(text)
-        except TelegramError as exc:  # a query answered too late is harmless
-            log.info("callback answer failed: %s", exc)
 
 
 @dataclass(frozen=True)

@@ -155,7 +155,7 @@ def start_recovery(runtime: Runtime, application: TelegramApplication, *, reoffe
         runtime.keeper.start_heartbeat()  # a long-lived process: others may look for it
     runtime.start_background(work)  # not PTB's create_task: stop() would wait for it forever
     # Human handoff: check the staff group (one line if wrong), re-send interrupted relays.
-    application.create_task(bot_of(application).handoff_start(application))
+    application.create_task(bot_of(application).handoffs.handoff_start(application))
 
 
 async def reach_telegram(

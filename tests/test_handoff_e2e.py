@@ -225,7 +225,7 @@ async def test_restart_keeps_relaying_and_resends_what_a_crash_left(
                 " '2026-12-01T09:00:00.000000Z', NULL)",
                 (hid, FORUM, lost["message_id"], DEMO),
             )
-        await bot_of(second.app).handoff_start()
+        await bot_of(second.app).handoffs.handoff_start()
         # Delivered once: the update polled after the restart finds the row marked.
         await second.until_text(DEMO, "sent before the crash")
         standin.inject_message(DEMO, DEMO, "still there?")
@@ -269,7 +269,7 @@ async def test_a_terminal_handoff_gets_its_topic_when_the_bot_starts(
         await record_handoff(
             h.runtime.store.handoffs, customer, Trigger.INTENT, None, now=now, handoff_id="ab12cd"
         )
-        await bot_of(h.app).handoff_start()
+        await bot_of(h.app).handoffs.handoff_start()
         thread = await customer_topic(h)
         assert h.query("SELECT topic_id FROM handoffs") == [(thread,)]
         standin.inject_message(DEMO, DEMO, "hello? I asked in the terminal")

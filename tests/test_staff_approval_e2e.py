@@ -190,8 +190,8 @@ async def test_an_approval_nobody_answers_expires_and_both_sides_are_told(
     try:
         standin.inject_message(DEMO, DEMO, "refund 59 for order A1002")
         prompt = await staff_prompt(h)
-        assert await bot_of(h.app).sweep_staff_expiries() == 1
-        assert await bot_of(h.app).sweep_staff_expiries() == 0  # once
+        assert await bot_of(h.app).handoffs.sweep_staff_expiries() == 1
+        assert await bot_of(h.app).handoffs.sweep_staff_expiries() == 0  # once
         await until(lambda: h.query("SELECT status FROM runs") == [("expired",)])
         await h.until_text(DEMO, "expired")
 

@@ -255,8 +255,8 @@ async def test_the_sweep_closes_every_expired_approval_behind_200_newer_ones(
         assert len(waiting) == 200
         now[0] = start + timedelta(minutes=90)  # DEMO's and the four: past the hour
 
-        assert await bot_of(h.app).sweep_staff_expiries(page=2) == 5
-        assert await bot_of(h.app).sweep_staff_expiries(page=2) == 0  # once
+        assert await bot_of(h.app).handoffs.sweep_staff_expiries(page=2) == 5
+        assert await bot_of(h.app).handoffs.sweep_staff_expiries(page=2) == 0  # once
         for run_id in (x, *expired):
             assert _status(h, run_id) == "expired"
         await h.until_text(DEMO, "expired")
