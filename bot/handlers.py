@@ -181,6 +181,10 @@ class _Role:
         return self.state.alerts
 
     @property
+    def staff_alerts(self) -> StaffAlerts:
+        return self.state.staff_alerts
+
+    @property
     def handoff(self) -> HandoffDesk | None:
         return self.state.handoff
 
