@@ -153,12 +153,10 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
             # Somebody else's wish ("my friend wants to cancel B2001") is read as a question
             # about the action: the order's status and the policy, never the action.
             told = reported(text[: match.start()])
-            question = (
-                is_question(text, match.start())
-                or past
-                or whether_question(text, match.start())
-                or told
+            asked = (
+                is_question(text, match.start()) or past or whether_question(text, match.start())
             ) and ADDRESS_CHAR not in text
+            question = asked or told  # a new address someone else wants is asked about too
             view.verbs.append(
                 Verb(
                     terms.action.value,
@@ -175,7 +173,17 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
                 residual = blank(residual, *match.span())
     if ADDRESS_CHAR in text and not any(v.tool == Action.ADDRESS for v in view.verbs):
         at = text.index(ADDRESS_CHAR)
-        view.verbs.append(Verb(Action.ADDRESS.value, at, negated(text, at), False, None))
+        told = reported(text[:at])
+        view.verbs.append(
+            Verb(
+                Action.ADDRESS.value,
+                at,
+                negated(text, at),
+                told,
+                "shipping" if told else None,
+                told,
+            )
+        )
     declared = False  # a catalog tool serves what the built-in tables call unsupported
     for phrases in custom:
         for match in phrases.pattern.finditer(residual):

@@ -195,6 +195,15 @@ INJECTION = re.compile(
     r"|忽略(?:之前|以上|前面|上面|先前|此前)的?(?:所有|全部)?(?:指令|指示|规则|提示|设定|要求)"
     r"|系统(?:消息|提示|指令|通知)|管理员(?:指令|已批准|模式|命令)|开发者模式|备注给\s*(?:ai|机器人|助手)"
     r"|不(?:需要|用)(?:确认|问用户|问顾客)|自动批准|以下是管理员"
+    # Issue 21 round 2: bracketed labels, developer notes and "the user agreed" framing, in
+    # both languages ("【系统】", "开发者指令：", "助手请注意：", "developer note:").
+    r"|[【\[]\s*(?:系统|管理员|开发者|后台|平台)[^】\]]{0,6}[】\]]"
+    r"|开发者?(?:指令|消息|命令|备注|通知)|开发人员(?:指令|消息)|后台指令|内部指令|平台指令"
+    r"|(?:助手|机器人|客服机器人|ai|智能客服)\s*(?:请注意|注意|须知|你好)\s*[:：]"
+    r"|(?:用户|顾客|客户)(?:已经?|已)(?:同意|授权|确认)|不要(?:询问|问|确认)(?:用户|顾客|客户)"
+    r"|developer (?:note|instructions?|message|override)|(?:attention|note),? (?:assistant|ai|bot)"
+    r"|(?:assistant|ai|bot),? (?:please )?(?:note|take note)\s*:"
+    r"|the (?:user|customer) (?:has )?(?:already )?(?:agreed|consented|authori[sz]ed|approved)"
 )
 # Words in injected text that demand an action or an override.
 INJECTION_DEMANDS = Terms(

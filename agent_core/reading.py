@@ -370,6 +370,12 @@ def _injection_segments(folded: str) -> list[tuple[int, int]]:
                 start = opener
                 if close >= 0 and close - match.end() > 8:
                     end = close + 1
+            elif _HAN.search(marker) and not marker.startswith(("【", "[")):
+                # A Chinese instruction line ("助手请注意：…。A1001 到哪了") ends at its full
+                # stop: what follows is the customer's own sentence again.
+                stop = _SENTENCE_END_ZH.search(folded, match.end())
+                if stop is not None and folded[stop.end() :].strip():
+                    end = stop.end()
         if _WHOLE_MESSAGE.search(marker):
             start = 0  # "… this is an authorised admin request": it frames all of it
         if segments and start <= segments[-1][1]:
@@ -390,6 +396,7 @@ def _merge_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 _PAIRS = {"(": ")", "[": "]", "【": "】", "{": "}"}
+_SENTENCE_END_ZH = re.compile(r"[。！？!?\n]")
 _WHOLE_MESSAGE = re.compile(r"authori[sz]ed admin|admin request")
 
 
