@@ -56,10 +56,18 @@ _ADDRESS_EN = re.compile(
     r"|(?:\bshould go to|\b(?:ship|redirect|deliver|send|reroute) (?:it|this|[a-z]-?\d+) to"
     r"(?: my (?:new )?(?:place|home|flat|office)\s*:?)?|\bi'?ll be at|\bgo to my home instead"
     r"(?: which is)?)\s*(?=\d)"
+    # Round 2: "it has to go to 5 Mill Lane", "A1003 should really be going to 8 Elm
+    # Close", "needs to be sent to 21 …", "A1007 -> 18 Victoria St" (a street number next).
+    r"|\b(?:should|needs? to|has to|have to|must)\s+(?:really\s+|now\s+)?(?:be\s+)?"
+    r"(?:go|going|sent|delivered|shipped|redirected)\s+to\s*(?=\d)"
+    r"|[a-z]-?\d{3,}\s*(?:->|→|=>)\s*(?=\d)"
 )
 _ADDRESS_ZH = re.compile(
     r"(?:改成|改为|改到|地址是|地址为|新地址\s*[:：]?|地址\s*[:：])\s*|寄到\s*"
+    r"|改(?:收货)?地址(?:到|为|成)\s*|改寄到?\s*|改送到\s*"
 )
+# Zh markers that name a new destination by themselves (no "地址" needed nearby).
+_ADDRESS_ZH_SELF = ("寄到", "改寄", "改送到", "改地址", "改收货地址")
 _ADDRESS_END_EN = re.compile(
     r"[.?!;\n]|\s+(?:(?:and|but|also|then|plus)\s+)+(?=(?:cancel|return|refund|check|where|track|"
     r"please|also|what|how|can|could|tell|change|update|modify)\b)"
@@ -326,10 +334,11 @@ def _take_address(work: str, folded: str) -> tuple[str | None, str, dict[int, st
     for pattern, end_at in ((_ADDRESS_ZH, _ADDRESS_END_ZH), (_ADDRESS_EN, _ADDRESS_END_EN)):
         for match in list(pattern.finditer(folded)):
             start = match.end()
-            about_address = "地址" in folded[max(0, match.start() - 40) : match.end()]
+            near = folded[max(0, match.start() - 40) : match.end()]
+            about_address = "地址" in near or "address" in near
             if (
                 pattern is _ADDRESS_ZH
-                and not match.group(0).startswith("寄到")
+                and not match.group(0).startswith(_ADDRESS_ZH_SELF)
                 and not about_address
             ):
                 continue
