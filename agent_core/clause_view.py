@@ -162,15 +162,19 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
                     terms.action.value,
                     match.start(),
                     negated(text, match.start())
-                    or negated_after(text[match.end() :], text[: match.start()]),
+                    or negated_after(text[match.end() :], text[: match.start()])
+                    # "地址不用改": the negator sits inside the address phrase
+                    or (
+                        terms.action is Action.ADDRESS and bool(NEGATORS_ZH.search(match.group(0)))
+                    ),
                     question,
                     None if past else terms.topic,  # "why did you cancel": status only
                     told,
                     terms.action is Action.CANCEL and about_an_item(text[: match.start()]),
                 )
             )
-            if not question:  # a question stays for the policy topics to find
-                residual = blank(residual, *match.span())
+            if not question or past:  # a question stays for the policy topics to find;
+                residual = blank(residual, *match.span())  # what happened asks no policy
     if ADDRESS_CHAR in text and not any(v.tool == Action.ADDRESS for v in view.verbs):
         at = text.index(ADDRESS_CHAR)
         told = reported(text[:at])

@@ -53,7 +53,11 @@ ACTIONS: tuple[ActionTerms, ...] = (
             zh=(r"改[^，,。.;；!?！？]{0,3}地址", r"地址[^，,。.;；!?！？]{0,6}?(?:改|换|写错|错了)",
                 r"(?:修改|更改|更换|改一下)[^，,。.;；!?！？]{0,12}地址", "新地址"),
             en=(r"(?:change|update|correct|fix|modify|edit)(?: \S+){0,5}? (?:delivery |shipping )?address",
-                r"address change", "new address", "wrong address"),
+                r"address change", "new address", "wrong address",
+                # Round 2: "can the address on A1003 still be changed?", "change where A1005
+                # is going"
+                r"address(?: \S+){0,5}? (?:be |get |been )?(?:changed|updated|corrected|modified)",
+                r"change where (?:\S+ ){0,3}?(?:is going|goes|is being sent|is headed|ships)"),
         ).compile(),
         topic="shipping",
     ),

@@ -86,14 +86,14 @@ def negated_strictly(before: str) -> bool:
 # A question about what happened: status, never the action (and no policy lookup).
 _PAST_EN: Final = re.compile(
     r"(?<![a-z])(?:why|did (?:you|they|we|i|someone|somebody)|have you|has (?:it|this|that|my"
-    r"|the|[\ue000-\uefff])|was (?:it|this|that|my|the)|were|who)(?![a-z])"
+    r"|the|a|[\ue000-\uefff])|was (?:it|this|that|my|the|a|an)|were|who)(?![a-z])"
 )
 _PAST_ZH_BEFORE: Final = re.compile(
     r"(?:已经|为什么|为啥|怎么就|是不是已经|是否已经?|有没有|谁|本来|原本|是不是)[^，,。.;；!?！？]{0,6}$"
     r"|被[^，,。.;；!?！？]{0,3}$|^是[^，,。.;；!?！？]{0,8}$"
 )
 _PAST_ZH_AFTER: Final = re.compile(
-    r"^[^，,。.;；!?！？]{0,8}?(?:了吗|了么|了没|了嘛|没有[?？]?$|了\s*[?？])"
+    r"^[^，,。.;；!?！？]{0,8}?(?:了吗|了么|了没|了嘛|没有[?？]?$|了\s*[?？]|过吗|过么|过没|过了吗)"
 )
 # "should I cancel …?": whether to; the policy answers it.
 _WHETHER_EN: Final = re.compile(
