@@ -118,6 +118,11 @@ def only_ids(text: str) -> bool:
     return not rest
 
 
+_ASKS_ABOUT = re.compile(
+    r"^\W*(?:can|could|is|are|would|will|may)\s+(?!you\b|u\b|ya\b)|too late to"
+)
+
+
 def negated(text: str, start: int) -> bool:
     """Whether a negator ends just before position `start` ("don't cancel", "不要取消")."""
     before = text[:start]
@@ -154,7 +159,12 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
             # about the action: the order's status and the policy, never the action.
             told = reported(text[: match.start()])
             asked = (
-                is_question(text, match.start()) or past or whether_question(text, match.start())
+                is_question(text, match.start())
+                or past
+                or whether_question(text, match.start())
+                # "can the address on A1003 still be changed?", "is it too late to change
+                # where A1005 is going?": with no new address, a question about it
+                or (terms.action is Action.ADDRESS and _ASKS_ABOUT.search(text) is not None)
             ) and ADDRESS_CHAR not in text
             question = asked or told  # a new address someone else wants is asked about too
             view.verbs.append(
