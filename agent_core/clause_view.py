@@ -27,6 +27,7 @@ from agent_core.lexicon import (
 from agent_core.lexicon_intents import (
     ACTIONS,
     ADDRESS_CHAR,
+    AMOUNT,
     CHOOSE,
     KEEP,
     NEGATION_CHARS_ZH,
@@ -158,8 +159,11 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
             # Somebody else's wish ("my friend wants to cancel B2001") is read as a question
             # about the action: the order's status and the policy, never the action.
             told = reported(text[: match.start()])
+            # "Could I kindly have 12.99 refunded for A1002?": a question that carries the
+            # concrete amount is the request (as a new address makes one of an address change).
+            concrete = terms.action is Action.REFUND and AMOUNT.search(text) is not None
             asked = (
-                is_question(text, match.start())
+                (is_question(text, match.start()) and not concrete)
                 or past
                 or whether_question(text, match.start())
                 # "can the address on A1003 still be changed?", "is it too late to change

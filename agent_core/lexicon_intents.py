@@ -96,13 +96,17 @@ ACTIONS: tuple[ActionTerms, ...] = (
     ActionTerms(
         Action.REFUND,
         Terms(
-            zh=("退款", "退钱", "退费", "退给我",
+            zh=("退款", "退钱", "退费", "退给我", "钱还给我", "还我钱", r"钱退(?:一下|回来|给我)",
+                r"(?:全部|全额|钱)(?:要|拿)回来",
                 r"退(?:我|给我)?\s*\d+(?:\.\d{1,2})?\s*(?:元|块|rmb)"),
             en=(r"refund(?! (?:policy|policies|rules?|process|times?|window|status))",
                 "money back", r"(?:want|need|like|get|have) (?:\S+ ){0,2}?refunded",
                 r"money (?:returned|repaid)",
                 r"(?:send|give|pay) (?:me |us )?back (?:the |my |our )?(?:[$€£¥]?\d|money|cash)",
-                r"reimburs\w*", r"\d+(?:\.\d{1,2})? refunded"),
+                r"reimburs\w*", r"\d+(?:\.\d{1,2})? refunded",
+                # Round 2: "I'd like all of it back", "I want the 59.00 I paid back"
+                r"(?:want|like|need) (?:all of (?:it|that)|it all|everything) back",
+                r"(?:want|like|need) the [$€£¥]?\d+(?:\.\d{1,2})?(?: \S+){0,5}? back"),
         ).compile(),
         topic="refund",
     ),
@@ -285,6 +289,9 @@ AMOUNT = re.compile(
     rf"|(?:refund|reimburs\w*|退款|退给我|退我|退)\s*(?:of\s*|the\s*|{ID_CHARS}\s*)?"
     rf"(?P<c>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}"
     rf"|{_AMOUNT_START}(?P<d>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}\s*(?:refunded|back)(?![a-z])"
+    # "I paid 59 for A1002", "the 59.00 I paid", "付了 59": what was paid, written plainly
+    rf"|(?:paid|付了|花了)\s*(?P<e>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}"
+    rf"|(?<![a-z])the (?P<f>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END} (?:i|we) paid(?![a-z])"
 )
 
 # Greetings and thanks are not unsupported requests.
