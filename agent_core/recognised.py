@@ -56,6 +56,12 @@ LEGACY_TOPICS: Mapping[str, PolicyTopic] = {
 # Parts of a clause that may each ask their own question ("do you ship to X and how long").
 _PART_BREAK = re.compile(r"(?<![a-z])(?:and|or)(?![a-z])|并且|而且|以及")
 _ID_CHAR = re.compile(r"[\ue000-\uefff]")
+# "also how do I …", "另外你们寄不寄日本": the word linking it to the last question.
+_LEADING_LINK = re.compile(
+    r"^\W*(?:(?:also|and|btw|by the way|plus|then|oh)\b\W*|另外|还有|顺便(?:问一?下)?|然后|以及)\s*"
+)
+# "寄不寄", "能不能", "有没有": a Chinese question without a question word.
+_A_NOT_A = re.compile(r"([\u4e00-\u9fff])[不没]\1")
 CLAUSE_THRESHOLD = 0.5
 CLAUSE_MARGIN = 0.15
 # The can't-do topic of each built-in unsupported item.
@@ -159,8 +165,9 @@ def _clause_questions(
     found: list[str] = []
     for part in parts:
         text = _ID_CHAR.sub(" ", part)
-        folded = fold_text(text)
-        if not (is_question(folded) and _a_question_of_its_own(folded)):
+        folded = _LEADING_LINK.sub("", fold_text(text))
+        asks = is_question(folded) or _A_NOT_A.search(folded) is not None
+        if not (asks and _a_question_of_its_own(folded)):
             continue  # "please process it", "danke", "has it shipped?": part of another
         ranked = recogniser.rank(text)
         if not ranked or ranked[0].intent.kind is not Kind.FAQ:
@@ -194,9 +201,11 @@ def _clause_questions(
 
 
 def _a_question_of_its_own(folded: str) -> bool:
-    """Four words or five Chinese characters: enough to ask something by itself."""
-    words = re.findall(r"[a-z]{2,}", folded)
-    return len(words) >= 4 or len(re.findall(r"[\u4e00-\u9fff]", folded)) >= 5
+    """Four words, five Chinese characters, or three and a word ("支持 PayPal 吗"): enough
+    to ask something by itself."""
+    words = len(re.findall(r"[a-z]{2,}", folded))
+    han = len(re.findall(r"[\u4e00-\u9fff]", folded))
+    return words >= 4 or han >= 5 or (han >= 3 and words >= 1)
 
 
 def _without_ids(reading: Reading) -> str:
