@@ -159,7 +159,8 @@ def _clause_questions(
         or interp.unsupported
     ):
         return understood
-    parts = [p for c in reading.clauses if not c.ids for p in _PART_BREAK.split(c.canonical)]
+    # As written (a "寄到" in a question is not blanked as a new address here).
+    parts = [p for c in reading.clauses if not c.ids for p in _PART_BREAK.split(fold_text(c.raw))]
     if len(reading.clauses) + len(parts) < 3:
         return understood  # one question: the message's own recognition said it
     found: list[str] = []

@@ -146,7 +146,36 @@ def guarded(text: str) -> bool:
     return bool(_ASKS.search(text)) and not _POLITE.search(text)
 
 
+# An FAQ topic and the can't-do topic of doing it ("how do I delete my account?" /
+# "delete my account"): when both are close, a question is the FAQ's, a request the other's.
+PAIRED: Final = {"account_help": "account", "payment_methods": "payment_change"}
+PAIR_MARGIN: Final = 0.2
+_FOR_ME: Final = re.compile(
+    r"(?<![a-z])for me(?![a-z])|^\W*(?:please |pls )?(?:reset|delete|close|remove|change|switch"
+    r"|recover|unlock|cancel|merge|update)(?![a-z])|帮我|给我|替我|请把|把我"
+)
+
+
+def _paired(ranked: Sequence[Match], text: str) -> list[Match]:
+    """The ranking with an FAQ topic and its can't-do twin in the order the text asks."""
+    if len(ranked) < 2 or ranked[0].score < THRESHOLD:
+        return list(ranked)
+    top = ranked[0]
+    names = {v: k for k, v in PAIRED.items()} | PAIRED
+    twin_name = names.get(top.intent.name)
+    twin = next((m for m in ranked[1:] if m.intent.name == twin_name), None)
+    if twin is None or top.score - twin.score > PAIR_MARGIN:
+        return list(ranked)
+    request = _FOR_ME.search(text) is not None
+    asks = is_question(text) and not request
+    wanted = Kind.FAQ if asks else Kind.CANT_DO if request else top.intent.kind
+    if top.intent.kind is wanted:
+        return list(ranked)
+    return [twin, *(m for m in ranked if m is not twin)]
+
+
 def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
+    ranked = _paired(ranked, facts.text)
     top = ranked[0] if ranked and ranked[0].score >= THRESHOLD else None
     asks = is_question(facts.text)
     if facts.missing:
