@@ -136,9 +136,15 @@ def negated(text: str, start: int) -> bool:
                 return True
     for match in NEGATORS_EN.finditer(before):
         words = before[match.end() :].split()
-        if len(words) <= NEGATION_WORDS_EN:
+        # "we dont need it anymore, cancel", "I'd rather not keep A1007 please cancel it":
+        # the negator's own verb took its object first; the action is not negated.
+        if len(words) <= NEGATION_WORDS_EN and not any(_OBJECT.fullmatch(w) for w in words):
             return True
     return False
+
+
+# A word that ends what a negator governs ("it", "anymore", an order id).
+_OBJECT = re.compile(r"(?:it|them|these|those|anymore|[\ue000-\uefff])[,.]?")
 
 
 def is_question(text: str, start: int) -> bool:

@@ -75,7 +75,10 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 rf"cancell?ation (?:of )?(?:my )?(?:order )?{ID_CHARS}\s*(?:please|pls|plz)",
                 rf"{ID_CHARS}\s*cancell?ation\s*(?:please|pls|plz)", rf"^cancell?ation (?:of )?{ID_CHARS}$",
                 rf"(?:scrap|ditch|bin|nix|axe) (?:the |my |this )?(?:order )?{ID_CHARS}",
-                r"call (?:the whole thing|the whole order|it all) off"),
+                r"call (?:the whole thing|the whole order|it all) off",
+                # Round 2: "A1003 isn't needed anymore", "please stop it before it ships"
+                r"(?:isn'?t|is not|aren'?t|are not|no longer) needed",
+                rf"stop (?:it|this|that|the order|my order|{ID_CHARS}) (?:before|from)"),
         ).compile(),
         topic="cancellation",
     ),
