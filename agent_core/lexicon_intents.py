@@ -247,7 +247,9 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         Terms(zh=("付款方式", "支付方式", r"用[^，,。.;；!?！？]{0,6}(?:付款|支付|付钱)", "比特币",
                   "支付宝", "微信支付", "信用卡"),
               en=(r"pay (?:\S+ ){0,5}?with", "payment method", "payment methods", "payment option",
-                  "pay by", "bitcoin", "crypto", "paypal", "credit card")).compile(),
+                  "pay by", "bitcoin", "crypto", "paypal", "credit card",
+                  r"(?:change|switch|swap) (?:the |my )?card", r"split (?:\S+ ){0,2}?payment")
+              ).compile(),
         zh="更改付款方式", en="changing how an order is paid"),
     Unsupported(
         "invoice",
@@ -272,6 +274,13 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         zh="修改电话号码", en="changing a phone number"),
     Unsupported(
         "weather", Terms(zh=("天气",), en=("weather",)).compile(), zh="天气", en="the weather"),
+    # Round 2: "… and leave a bad review", "我还要写差评"
+    Unsupported(
+        "review",
+        Terms(zh=("差评", "好评", "写评价", "写评论", "删评价", "改评价"),
+              en=(r"(?:leave|write|post|give|edit|delete|remove) (?:\S+ ){0,2}?(?:review|rating)",)
+              ).compile(),
+        zh="评价", en="reviews"),
     Unsupported(
         "recommend", Terms(zh=("推荐",), en=(r"recommend\w*",)).compile(),
         zh="商品推荐", en="product recommendations"),

@@ -73,6 +73,7 @@ UNSUPPORTED_TOPICS: Mapping[str, str] = {
     "phone": "account",
     "weather": "other",
     "recommend": "other",
+    "review": "review",
 }
 _CHOICES_QUESTION = {
     Language.ZH: "我不太确定你的意思。你想做下面哪一件事？",
