@@ -86,6 +86,8 @@ ACTIONS: tuple[ActionTerms, ...] = (
         Action.RETURN,
         Terms(
             zh=("退货", "退回", "寄回", "退掉", "退了退了", r"(?:我要|我想|就要|我得)退(?![款钱费])",
+                # "退 A1006", "别退 A1002" (round 2)
+                rf"(?:(?<![\u4e00-\u9fff])|(?<=别)|(?<=不要)|(?<=先别))退\s*(?={ID_CHARS})",
                 r"退了(?![吗么没嘛]|\s*[?？])"),
             en=(r"return(?! (?:policy|policies|window|label|rules?|process|period|shipping|fees?"
                 r"|conditions))",
