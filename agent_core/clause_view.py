@@ -138,7 +138,12 @@ def negated(text: str, start: int) -> bool:
         words = before[match.end() :].split()
         # "we dont need it anymore, cancel", "I'd rather not keep A1007 please cancel it":
         # the negator's own verb took its object first; the action is not negated.
-        if len(words) <= NEGATION_WORDS_EN and not any(_OBJECT.fullmatch(w) for w in words):
+        # An action in between keeps the old reach ("don't cancel A1001 return it" negates
+        # both: never an action the customer may not have asked for).
+        if len(words) <= NEGATION_WORDS_EN and (
+            not any(_OBJECT.fullmatch(w) for w in words)
+            or any(t.verbs.search(" ".join(words)) for t in ACTIONS)
+        ):
             return True
     return False
 
