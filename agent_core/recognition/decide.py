@@ -245,6 +245,8 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
             return _choices(ranked, facts, menu=False)
         return Decision(Outcome.HANDOFF, intent)
     if intent.kind in (Kind.FAQ, Kind.CANT_DO):
+        if facts.orders and intent.kind is Kind.CANT_DO and _bare(facts.text):
+            return Decision(Outcome.KEEP)  # "order A1003?": an id and a word is its status
         if facts.orders and top.score < ACTION_THRESHOLD:
             # "order A1003?", "what's the latest on A1006?": the status read stands unless
             # recognition is sure the question is something else.
@@ -277,6 +279,11 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
             return Decision(Outcome.ACTION, intent)
         return _choices(ranked, facts, menu=False)
     return _choices(ranked, facts, menu=False)
+
+
+def _bare(text: str) -> bool:
+    """At most two words and nothing else ("order A1003?" without its id)."""
+    return len(re.findall(r"\w+", text)) <= 2 and not re.search(r"[\u4e00-\u9fff]", text)
 
 
 def substantial(text: str) -> bool:
