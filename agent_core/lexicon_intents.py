@@ -142,11 +142,13 @@ QUESTION_EN = re.compile(
     r" it cost|how much (?:would|will|does|is)"
     r"|is there|are there|what if|how long|how much|do you|when (?:will|do|can) i(?![a-z])"
     r"|what(?:'s| is| are) (?:your|the)|what (?:does|would|will|do)(?![a-z])"
+    r"|(?:^|\W)(?:is|are) (?:\S+ )?(?:eligible|entitled)"  # "is A1006 eligible for a refund?"
 )
 # In a Chinese clause, any of these makes it a question ("A1002 能退货吗", "退货流程").
 QUESTION_ZH = re.compile(
     r"(?:能|可以|可不可以|能不能|能否|是否)[^，,。.;；!?！？]{0,8}(?:吗|么|嘛|\?|？)|能不能|可不可以"
     r"|怎么|怎样|如何|流程|多久|规则|条件|政策|规定|手续|免费|收费|费用|多少钱"
+    r"|什么时候到账|几天到账|哪天到账"  # "A1002 的退款什么时候到账": when, not a request
 )
 
 # "where exactly", carrier events, scans: parcel-level detail (`track_parcel`).
