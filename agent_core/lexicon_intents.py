@@ -71,7 +71,8 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 # Issue 21: "I'm cancelling A1003", "requesting cancellation of A1007",
                 # "cancellation A1003", "scrap / ditch / bin A1003", "call the whole thing off".
                 r"(?:i'?m|i am|we'?re|we are) cancell?ing",
-                r"(?:request(?:ing)?|want|would like|need|process)(?: \S+){0,4}? cancell?ation",
+                r"(?:request(?:ing)?|want|would like|need|process)(?: \S+){0,4}? cancell?ation"
+                r"(?! (?:rules?|polic|fees?|terms|conditions|charges?))",
                 rf"cancell?ation (?:of )?(?:my )?(?:order )?{ID_CHARS}\s*(?:please|pls|plz)",
                 rf"{ID_CHARS}\s*cancell?ation\s*(?:please|pls|plz)", rf"^cancell?ation (?:of )?{ID_CHARS}$",
                 rf"(?:scrap|ditch|bin|nix|axe) (?:the |my |this )?(?:order )?{ID_CHARS}",
@@ -207,7 +208,7 @@ INJECTION = re.compile(
     r"|<\s*/?\s*(?:system|user|assistant|admin)\s*>|\[(?:system|admin)\]"
     r"|admin mode|developer mode|dev mode|god mode|you are now|(?:assistant|ai|bot) note"
     r"|note (?:to|for) (?:the )?(?:ai|assistant|bot)|skip (?:the )?confirmation"
-    r"|don'?t ask the (?:user|customer)|without asking|jailbreak"
+    r"|don'?t ask the (?:user|customer)|without asking(?! me\b)|jailbreak"
     r"|忽略(?:之前|以上|前面|上面|先前|此前)的?(?:所有|全部)?(?:指令|指示|规则|提示|设定|要求)"
     r"|系统(?:消息|提示|指令|通知)|管理员(?:指令|已批准|模式|命令)|开发者模式|备注给\s*(?:ai|机器人|助手)"
     r"|不(?:需要|用)(?:确认|问用户|问顾客)|自动批准|以下是管理员"
