@@ -149,7 +149,9 @@ def negated(text: str, start: int) -> bool:
 
 
 # A word that ends what a negator governs ("it", "anymore", an order id).
-_OBJECT = re.compile(r"(?:it|them|these|those|anymore|[\ue000-\uefff])[,.]?")
+_OBJECT = re.compile(
+    r"(?:it|them|these|those|anymore|so|but|because|[\ue000-\uefff])[,.]?"
+)  # … or a conjunction: "A1002 doesn't fit so I'm sending it back"
 
 
 def is_question(text: str, start: int) -> bool:
