@@ -181,9 +181,10 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
     if facts.missing:
         # "where's my bill?" reads like an order question, but the FAQ answers it.
         read = max((m.score for m in ranked if m.intent.name in READ_TOOLS), default=0.0)
+        # … as "I want to make a complaint about your courier" is a complaint.
         if (
             top
-            and top.intent.kind is Kind.FAQ
+            and top.intent.kind in (Kind.FAQ, Kind.CANT_DO)
             and top.score >= ACTION_THRESHOLD
             and top.score - read >= MISSING_MARGIN
         ):
