@@ -47,7 +47,8 @@ _JOINER = re.compile(
 
 # Where an address value starts (after the marker) in folded text.
 _ADDRESS_EN = re.compile(
-    r"(?:\baddress|\badress|\baddres)\b[^.?!;\n]{0,60}?(?:\bto\b|\bshould be\b|:|\bis now\b|->|→)\s*"
+    r"(?:\baddress|\badress|\baddres)\b[^.?!;\n]{0,60}?(?:\bto\b|\bshould be\b|:|\bis now\b|->|→"
+    r"|\bit'?s\b(?=\s*\d))\s*"
     r"|\bnew address(?: for (?:order )?#?[a-z]?-?\d[\w-]*)?\b\s*:?\s*|\bit should be\b\s*"
     r"|\bsend (?:it|this|[a-z]-?\d+|\S+) to\s+(?=[^.?!;\n]*\binstead\b)"
     # Issue 21: "A1007 should go to 8 Elm Road", "ship A1003 to my new place: 5 King St",
@@ -64,7 +65,12 @@ _ADDRESS_EN = re.compile(
 )
 _ADDRESS_ZH = re.compile(
     r"(?:改成|改为|改到|地址是|地址为|新地址\s*[:：]?|地址\s*[:：])\s*|寄到\s*"
-    r"|改(?:收货)?地址(?:到|为|成)\s*|改寄到?\s*|改送到\s*"
+    r"|改(?:收货)?地址(?:到|为|成)\s*|改寄到?\s*|改送到\s*|该成\s*"
+)
+# What follows a marker looks like a Chinese street address ("杭州市西湖区文三路 5 号"): the
+# marker needs no "地址" nearby ("A1003 该成 杭州市…", with the IME slip 该成 for 改成).
+_LOOKS_LIKE_ZH_ADDRESS = re.compile(
+    r"^\s*[\u4e00-\u9fff]{1,8}(?:省|市|区|县)[\u4e00-\u9fff\s\d]{0,12}(?:路|街|道|号|镇|村)"
 )
 # Zh markers that name a new destination by themselves (no "地址" needed nearby).
 _ADDRESS_ZH_SELF = ("寄到", "改寄", "改送到", "改地址", "改收货地址")
@@ -335,7 +341,11 @@ def _take_address(work: str, folded: str) -> tuple[str | None, str, dict[int, st
         for match in list(pattern.finditer(folded)):
             start = match.end()
             near = folded[max(0, match.start() - 40) : match.end()]
-            about_address = "地址" in near or "address" in near
+            about_address = (
+                "地址" in near
+                or "address" in near
+                or _LOOKS_LIKE_ZH_ADDRESS.search(folded[start : start + 30]) is not None
+            )
             if (
                 pattern is _ADDRESS_ZH
                 and not match.group(0).startswith(_ADDRESS_ZH_SELF)
