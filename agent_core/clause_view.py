@@ -247,6 +247,7 @@ def topics_of(
     seen = residual
     rules_clause = POLICY_MARKERS.search(residual) is not None
     found: list[tuple[int, PolicyTopic]] = []
+    in_passing: set[int] = set()
     delay = Mention.NONE
     for topic, strong, weak in TOPIC_PATTERNS:
         for pattern in (strong, weak):
@@ -263,6 +264,12 @@ def topics_of(
                 if pattern is strong or rules_clause or not order_context:
                     found.append((start, topic))
                     residual = blank(residual, start, end)
+                    if pattern is weak and topic is PolicyTopic.SHIPPING:
+                        in_passing.add(start)
+    # "do I get compensation if my delivery is late?", "发货后还能取消吗": a bare "delivery" /
+    # "发货" beside another topic says when, not that shipping is asked about.
+    if any(t is not PolicyTopic.SHIPPING for _, t in found):
+        found = [f for f in found if f[0] not in in_passing]
     found.sort(key=lambda item: item[0])
     names_order = bool(
         view.clause.ids

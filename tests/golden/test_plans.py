@@ -1493,10 +1493,9 @@ def test_policy_topics_and_reads() -> None:
             "is late delivery compensated?": {
                 "language": "en",
                 "steps": [
-                    'search_policy {"lang": "en", "query": "delay compensation"} [policy] | Look up the delay compensation policy',
-                    'search_policy {"lang": "en", "query": "shipping"} [policy] | Look up the shipping policy',
+                    'search_policy {"lang": "en", "query": "delay compensation"} [policy] | Look up the delay compensation policy'
                 ],
-                "policies": [{"topic": "delay_compensation"}, {"topic": "shipping"}],
+                "policies": [{"topic": "delay_compensation"}],
             },
             "the rules for a late delivery": {
                 "language": "en",
