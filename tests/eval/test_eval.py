@@ -37,9 +37,9 @@ GATES = {
     "cases.jsonl": 1.00,
     # 752/1206 = 62.4 % before the recognition work of issue 21, 1077/1206 = 89.3 % after;
     # round 2 added 68 cases (written before tuning on them: 27/68 then) and scores
-    # 1192/1274 = 93.6 % (the first 1206: 1129 = 93.6 %). The gate is that minus a small
+    # 1203/1274 = 94.4 % (the first 1206: 1140 = 94.5 %). The gate is that minus a small
     # margin. Raise it as recognition improves.
-    "dev.jsonl": 0.91,
+    "dev.jsonl": 0.92,
     # Measured when the split was merged (before any tuning): 566/898 = 63.0 %; after the
     # recognition work of issue 21 (tuned on dev only): 714/898 = 79.5 %. The gate is that
     # minus a small margin.
