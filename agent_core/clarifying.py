@@ -21,7 +21,7 @@ def amount_in(text: str) -> str | None:
     match = AMOUNT.search(text)
     if match is None:
         return None
-    return match.group("a") or match.group("b") or match.group("c") or match.group("d")
+    return next((v for v in match.group("a", "b", "c", "d", "e", "f") if v), None)
 
 
 def option_text(

@@ -27,6 +27,7 @@ from agent_core.lexicon import (
 from agent_core.lexicon_intents import (
     ACTIONS,
     ADDRESS_CHAR,
+    AMOUNT,
     CHOOSE,
     KEEP,
     NEGATION_CHARS_ZH,
@@ -118,6 +119,11 @@ def only_ids(text: str) -> bool:
     return not rest
 
 
+_ASKS_ABOUT = re.compile(
+    r"^\W*(?:can|could|is|are|would|will|may)\s+(?!you\b|u\b|ya\b)|too late to"
+)
+
+
 def negated(text: str, start: int) -> bool:
     """Whether a negator ends just before position `start` ("don't cancel", "不要取消")."""
     before = text[:start]
@@ -130,9 +136,22 @@ def negated(text: str, start: int) -> bool:
                 return True
     for match in NEGATORS_EN.finditer(before):
         words = before[match.end() :].split()
-        if len(words) <= NEGATION_WORDS_EN:
+        # "we dont need it anymore, cancel", "I'd rather not keep A1007 please cancel it":
+        # the negator's own verb took its object first; the action is not negated.
+        # An action in between keeps the old reach ("don't cancel A1001 return it" negates
+        # both: never an action the customer may not have asked for).
+        if len(words) <= NEGATION_WORDS_EN and (
+            not any(_OBJECT.fullmatch(w) for w in words)
+            or any(t.verbs.search(" ".join(words)) for t in ACTIONS)
+        ):
             return True
     return False
+
+
+# A word that ends what a negator governs ("it", "anymore", an order id).
+_OBJECT = re.compile(
+    r"(?:it|them|these|those|anymore|so|but|because|[\ue000-\uefff])[,.]?"
+)  # … or a conjunction: "A1002 doesn't fit so I'm sending it back"
 
 
 def is_question(text: str, start: int) -> bool:
@@ -153,29 +172,49 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
             # Somebody else's wish ("my friend wants to cancel B2001") is read as a question
             # about the action: the order's status and the policy, never the action.
             told = reported(text[: match.start()])
-            question = (
-                is_question(text, match.start())
+            # "Could I kindly have 12.99 refunded for A1002?": a question that carries the
+            # concrete amount is the request (as a new address makes one of an address change).
+            concrete = terms.action is Action.REFUND and AMOUNT.search(text) is not None
+            asked = (
+                (is_question(text, match.start()) and not concrete)
                 or past
                 or whether_question(text, match.start())
-                or told
+                # "can the address on A1003 still be changed?", "is it too late to change
+                # where A1005 is going?": with no new address, a question about it
+                or (terms.action is Action.ADDRESS and _ASKS_ABOUT.search(text) is not None)
             ) and ADDRESS_CHAR not in text
+            question = asked or told  # a new address someone else wants is asked about too
             view.verbs.append(
                 Verb(
                     terms.action.value,
                     match.start(),
                     negated(text, match.start())
-                    or negated_after(text[match.end() :], text[: match.start()]),
+                    or negated_after(text[match.end() :], text[: match.start()])
+                    # "地址不用改": the negator sits inside the address phrase
+                    or (
+                        terms.action is Action.ADDRESS and bool(NEGATORS_ZH.search(match.group(0)))
+                    ),
                     question,
                     None if past else terms.topic,  # "why did you cancel": status only
                     told,
                     terms.action is Action.CANCEL and about_an_item(text[: match.start()]),
                 )
             )
-            if not question:  # a question stays for the policy topics to find
-                residual = blank(residual, *match.span())
+            if not question or past:  # a question stays for the policy topics to find;
+                residual = blank(residual, *match.span())  # what happened asks no policy
     if ADDRESS_CHAR in text and not any(v.tool == Action.ADDRESS for v in view.verbs):
         at = text.index(ADDRESS_CHAR)
-        view.verbs.append(Verb(Action.ADDRESS.value, at, negated(text, at), False, None))
+        told = reported(text[:at])
+        view.verbs.append(
+            Verb(
+                Action.ADDRESS.value,
+                at,
+                negated(text, at),
+                told,
+                "shipping" if told else None,
+                told,
+            )
+        )
     declared = False  # a catalog tool serves what the built-in tables call unsupported
     for phrases in custom:
         for match in phrases.pattern.finditer(residual):
@@ -208,6 +247,7 @@ def topics_of(
     seen = residual
     rules_clause = POLICY_MARKERS.search(residual) is not None
     found: list[tuple[int, PolicyTopic]] = []
+    in_passing: set[int] = set()
     delay = Mention.NONE
     for topic, strong, weak in TOPIC_PATTERNS:
         for pattern in (strong, weak):
@@ -224,6 +264,12 @@ def topics_of(
                 if pattern is strong or rules_clause or not order_context:
                     found.append((start, topic))
                     residual = blank(residual, start, end)
+                    if pattern is weak and topic is PolicyTopic.SHIPPING:
+                        in_passing.add(start)
+    # "do I get compensation if my delivery is late?", "发货后还能取消吗": a bare "delivery" /
+    # "发货" beside another topic says when, not that shipping is asked about.
+    if any(t is not PolicyTopic.SHIPPING for _, t in found):
+        found = [f for f in found if f[0] not in in_passing]
     found.sort(key=lambda item: item[0])
     names_order = bool(
         view.clause.ids

@@ -53,7 +53,11 @@ ACTIONS: tuple[ActionTerms, ...] = (
             zh=(r"改[^，,。.;；!?！？]{0,3}地址", r"地址[^，,。.;；!?！？]{0,6}?(?:改|换|写错|错了)",
                 r"(?:修改|更改|更换|改一下)[^，,。.;；!?！？]{0,12}地址", "新地址"),
             en=(r"(?:change|update|correct|fix|modify|edit)(?: \S+){0,5}? (?:delivery |shipping )?address",
-                r"address change", "new address", "wrong address"),
+                r"address change", "new address", "wrong address",
+                # Round 2: "can the address on A1003 still be changed?", "change where A1005
+                # is going"
+                r"address(?: \S+){0,5}? (?:be |get |been )?(?:changed|updated|corrected|modified)",
+                r"change where (?:\S+ ){0,3}?(?:is going|goes|is being sent|is headed|ships)"),
         ).compile(),
         topic="shipping",
     ),
@@ -67,11 +71,15 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 # Issue 21: "I'm cancelling A1003", "requesting cancellation of A1007",
                 # "cancellation A1003", "scrap / ditch / bin A1003", "call the whole thing off".
                 r"(?:i'?m|i am|we'?re|we are) cancell?ing",
-                r"(?:request(?:ing)?|want|would like|need|process)(?: \S+){0,4}? cancell?ation",
+                r"(?:request(?:ing)?|want|would like|need|process)(?: \S+){0,4}? cancell?ation"
+                r"(?! (?:rules?|polic|fees?|terms|conditions|charges?))",
                 rf"cancell?ation (?:of )?(?:my )?(?:order )?{ID_CHARS}\s*(?:please|pls|plz)",
                 rf"{ID_CHARS}\s*cancell?ation\s*(?:please|pls|plz)", rf"^cancell?ation (?:of )?{ID_CHARS}$",
                 rf"(?:scrap|ditch|bin|nix|axe) (?:the |my |this )?(?:order )?{ID_CHARS}",
-                r"call (?:the whole thing|the whole order|it all) off"),
+                r"call (?:the whole thing|the whole order|it all) off",
+                # Round 2: "A1003 isn't needed anymore", "please stop it before it ships"
+                r"(?:isn'?t|is not|aren'?t|are not|no longer) needed",
+                rf"stop (?:it|this|that|the order|my order|{ID_CHARS}) (?:before|from)"),
         ).compile(),
         topic="cancellation",
     ),
@@ -79,6 +87,9 @@ ACTIONS: tuple[ActionTerms, ...] = (
         Action.RETURN,
         Terms(
             zh=("退货", "退回", "寄回", "退掉", "退了退了", r"(?:我要|我想|就要|我得)退(?![款钱费])",
+                r"(?<=能)退(?![款钱费])",  # "还能退吗", "能退不" (round 2)
+                # "退 A1006", "别退 A1002" (round 2)
+                rf"(?:(?<![\u4e00-\u9fff])|(?<=别)|(?<=不要)|(?<=先别))退\s*(?={ID_CHARS})",
                 r"退了(?![吗么没嘛]|\s*[?？])"),
             en=(r"return(?! (?:policy|policies|window|label|rules?|process|period|shipping|fees?"
                 r"|conditions))",
@@ -92,13 +103,17 @@ ACTIONS: tuple[ActionTerms, ...] = (
     ActionTerms(
         Action.REFUND,
         Terms(
-            zh=("退款", "退钱", "退费", "退给我",
+            zh=("退款", "退钱", "退费", "退给我", "钱还给我", "还我钱", r"钱退(?:一下|回来|给我)",
+                r"(?:全部|全额|钱)(?:要|拿)回来",
                 r"退(?:我|给我)?\s*\d+(?:\.\d{1,2})?\s*(?:元|块|rmb)"),
             en=(r"refund(?! (?:policy|policies|rules?|process|times?|window|status))",
                 "money back", r"(?:want|need|like|get|have) (?:\S+ ){0,2}?refunded",
                 r"money (?:returned|repaid)",
                 r"(?:send|give|pay) (?:me |us )?back (?:the |my |our )?(?:[$€£¥]?\d|money|cash)",
-                r"reimburs\w*", r"\d+(?:\.\d{1,2})? refunded"),
+                r"reimburs\w*", r"\d+(?:\.\d{1,2})? refunded",
+                # Round 2: "I'd like all of it back", "I want the 59.00 I paid back"
+                r"(?:want|like|need) (?:all of (?:it|that)|it all|everything) back",
+                r"(?:want|like|need) the [$€£¥]?\d+(?:\.\d{1,2})?(?: \S+){0,5}? back"),
         ).compile(),
         topic="refund",
     ),
@@ -128,11 +143,13 @@ QUESTION_EN = re.compile(
     r" it cost|how much (?:would|will|does|is)"
     r"|is there|are there|what if|how long|how much|do you|when (?:will|do|can) i(?![a-z])"
     r"|what(?:'s| is| are) (?:your|the)|what (?:does|would|will|do)(?![a-z])"
+    r"|(?:^|\W)(?:is|are) (?:\S+ )?(?:eligible|entitled)"  # "is A1006 eligible for a refund?"
 )
 # In a Chinese clause, any of these makes it a question ("A1002 能退货吗", "退货流程").
 QUESTION_ZH = re.compile(
     r"(?:能|可以|可不可以|能不能|能否|是否)[^，,。.;；!?！？]{0,8}(?:吗|么|嘛|\?|？)|能不能|可不可以"
     r"|怎么|怎样|如何|流程|多久|规则|条件|政策|规定|手续|免费|收费|费用|多少钱"
+    r"|什么时候到账|几天到账|哪天到账"  # "A1002 的退款什么时候到账": when, not a request
 )
 
 # "where exactly", carrier events, scans: parcel-level detail (`track_parcel`).
@@ -191,10 +208,19 @@ INJECTION = re.compile(
     r"|<\s*/?\s*(?:system|user|assistant|admin)\s*>|\[(?:system|admin)\]"
     r"|admin mode|developer mode|dev mode|god mode|you are now|(?:assistant|ai|bot) note"
     r"|note (?:to|for) (?:the )?(?:ai|assistant|bot)|skip (?:the )?confirmation"
-    r"|don'?t ask the (?:user|customer)|without asking|jailbreak"
+    r"|don'?t ask the (?:user|customer)|without asking(?! me\b)|jailbreak"
     r"|忽略(?:之前|以上|前面|上面|先前|此前)的?(?:所有|全部)?(?:指令|指示|规则|提示|设定|要求)"
     r"|系统(?:消息|提示|指令|通知)|管理员(?:指令|已批准|模式|命令)|开发者模式|备注给\s*(?:ai|机器人|助手)"
     r"|不(?:需要|用)(?:确认|问用户|问顾客)|自动批准|以下是管理员"
+    # Issue 21 round 2: bracketed labels, developer notes and "the user agreed" framing, in
+    # both languages ("【系统】", "开发者指令：", "助手请注意：", "developer note:").
+    r"|[【\[]\s*(?:系统|管理员|开发者|后台|平台)[^】\]]{0,6}[】\]]"
+    r"|开发者?(?:指令|消息|命令|备注|通知)|开发人员(?:指令|消息)|后台指令|内部指令|平台指令"
+    r"|(?:助手|机器人|客服机器人|ai|智能客服)\s*(?:请注意|注意|须知|你好)\s*[:：]"
+    r"|(?:用户|顾客|客户)(?:已经?|已)(?:同意|授权|确认)|不要(?:询问|问|确认)(?:用户|顾客|客户)"
+    r"|developer (?:note|instructions?|message|override)|(?:attention|note),? (?:assistant|ai|bot)"
+    r"|(?:assistant|ai|bot),? (?:please )?(?:note|take note)\s*:"
+    r"|the (?:user|customer) (?:has )?(?:already )?(?:agreed|consented|authori[sz]ed|approved)"
 )
 # Words in injected text that demand an action or an override.
 INJECTION_DEMANDS = Terms(
@@ -227,7 +253,9 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         Terms(zh=("付款方式", "支付方式", r"用[^，,。.;；!?！？]{0,6}(?:付款|支付|付钱)", "比特币",
                   "支付宝", "微信支付", "信用卡"),
               en=(r"pay (?:\S+ ){0,5}?with", "payment method", "payment methods", "payment option",
-                  "pay by", "bitcoin", "crypto", "paypal", "credit card")).compile(),
+                  "pay by", "bitcoin", "crypto", "paypal", "credit card",
+                  r"(?:change|switch|swap) (?:the |my )?card", r"split (?:\S+ ){0,2}?payment")
+              ).compile(),
         zh="更改付款方式", en="changing how an order is paid"),
     Unsupported(
         "invoice",
@@ -252,6 +280,13 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         zh="修改电话号码", en="changing a phone number"),
     Unsupported(
         "weather", Terms(zh=("天气",), en=("weather",)).compile(), zh="天气", en="the weather"),
+    # Round 2: "… and leave a bad review", "我还要写差评"
+    Unsupported(
+        "review",
+        Terms(zh=("差评", "好评", "写评价", "写评论", "删评价", "改评价"),
+              en=(r"(?:leave|write|post|give|edit|delete|remove) (?:\S+ ){0,2}?(?:review|rating)",)
+              ).compile(),
+        zh="评价", en="reviews"),
     Unsupported(
         "recommend", Terms(zh=("推荐",), en=(r"recommend\w*",)).compile(),
         zh="商品推荐", en="product recommendations"),
@@ -272,6 +307,9 @@ AMOUNT = re.compile(
     rf"|(?:refund|reimburs\w*|退款|退给我|退我|退)\s*(?:of\s*|the\s*|{ID_CHARS}\s*)?"
     rf"(?P<c>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}"
     rf"|{_AMOUNT_START}(?P<d>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}\s*(?:refunded|back)(?![a-z])"
+    # "I paid 59 for A1002", "the 59.00 I paid", "付了 59": what was paid, written plainly
+    rf"|(?:paid|付了|花了)\s*(?P<e>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}"
+    rf"|(?<![a-z])the (?P<f>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END} (?:i|we) paid(?![a-z])"
 )
 
 # Greetings and thanks are not unsupported requests.

@@ -47,7 +47,8 @@ _JOINER = re.compile(
 
 # Where an address value starts (after the marker) in folded text.
 _ADDRESS_EN = re.compile(
-    r"(?:\baddress|\badress|\baddres)\b[^.?!;\n]{0,60}?(?:\bto\b|\bshould be\b|:|\bis now\b|->|→)\s*"
+    r"(?:\baddress|\badress|\baddres)\b[^.?!;\n]{0,60}?(?:\bto\b|\bshould be\b|:|\bis now\b|->|→"
+    r"|\bit'?s\b(?=\s*\d))\s*"
     r"|\bnew address(?: for (?:order )?#?[a-z]?-?\d[\w-]*)?\b\s*:?\s*|\bit should be\b\s*"
     r"|\bsend (?:it|this|[a-z]-?\d+|\S+) to\s+(?=[^.?!;\n]*\binstead\b)"
     # Issue 21: "A1007 should go to 8 Elm Road", "ship A1003 to my new place: 5 King St",
@@ -56,10 +57,23 @@ _ADDRESS_EN = re.compile(
     r"|(?:\bshould go to|\b(?:ship|redirect|deliver|send|reroute) (?:it|this|[a-z]-?\d+) to"
     r"(?: my (?:new )?(?:place|home|flat|office)\s*:?)?|\bi'?ll be at|\bgo to my home instead"
     r"(?: which is)?)\s*(?=\d)"
+    # Round 2: "it has to go to 5 Mill Lane", "A1003 should really be going to 8 Elm
+    # Close", "needs to be sent to 21 …", "A1007 -> 18 Victoria St" (a street number next).
+    r"|\b(?:should|needs? to|has to|have to|must)\s+(?:really\s+|now\s+)?(?:be\s+)?"
+    r"(?:go|going|sent|delivered|shipped|redirected)\s+to\s*(?=\d)"
+    r"|[a-z]-?\d{3,}\s*(?:->|→|=>)\s*(?=\d)"
 )
 _ADDRESS_ZH = re.compile(
     r"(?:改成|改为|改到|地址是|地址为|新地址\s*[:：]?|地址\s*[:：])\s*|寄到\s*"
+    r"|改(?:收货)?地址(?:到|为|成)\s*|改寄到?\s*|改送到\s*|该成\s*"
 )
+# What follows a marker looks like a Chinese street address ("杭州市西湖区文三路 5 号"): the
+# marker needs no "地址" nearby ("A1003 该成 杭州市…", with the IME slip 该成 for 改成).
+_LOOKS_LIKE_ZH_ADDRESS = re.compile(
+    r"^\s*[\u4e00-\u9fff]{1,8}(?:省|市|区|县)[\u4e00-\u9fff\s\d]{0,12}(?:路|街|道|号|镇|村)"
+)
+# Zh markers that name a new destination by themselves (no "地址" needed nearby).
+_ADDRESS_ZH_SELF = ("寄到", "改寄", "改送到", "改地址", "改收货地址")
 _ADDRESS_END_EN = re.compile(
     r"[.?!;\n]|\s+(?:(?:and|but|also|then|plus)\s+)+(?=(?:cancel|return|refund|check|where|track|"
     r"please|also|what|how|can|could|tell|change|update|modify)\b)"
@@ -326,10 +340,15 @@ def _take_address(work: str, folded: str) -> tuple[str | None, str, dict[int, st
     for pattern, end_at in ((_ADDRESS_ZH, _ADDRESS_END_ZH), (_ADDRESS_EN, _ADDRESS_END_EN)):
         for match in list(pattern.finditer(folded)):
             start = match.end()
-            about_address = "地址" in folded[max(0, match.start() - 40) : match.end()]
+            near = folded[max(0, match.start() - 40) : match.end()]
+            about_address = (
+                "地址" in near
+                or "address" in near
+                or _LOOKS_LIKE_ZH_ADDRESS.search(folded[start : start + 30]) is not None
+            )
             if (
                 pattern is _ADDRESS_ZH
-                and not match.group(0).startswith("寄到")
+                and not match.group(0).startswith(_ADDRESS_ZH_SELF)
                 and not about_address
             ):
                 continue
@@ -370,6 +389,12 @@ def _injection_segments(folded: str) -> list[tuple[int, int]]:
                 start = opener
                 if close >= 0 and close - match.end() > 8:
                     end = close + 1
+            elif _HAN.search(marker) and not marker.startswith(("【", "[")):
+                # A Chinese instruction line ("助手请注意：…。A1001 到哪了") ends at its full
+                # stop: what follows is the customer's own sentence again.
+                stop = _SENTENCE_END_ZH.search(folded, match.end())
+                if stop is not None and folded[stop.end() :].strip():
+                    end = stop.end()
         if _WHOLE_MESSAGE.search(marker):
             start = 0  # "… this is an authorised admin request": it frames all of it
         if segments and start <= segments[-1][1]:
@@ -390,6 +415,7 @@ def _merge_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 _PAIRS = {"(": ")", "[": "]", "【": "】", "{": "}"}
+_SENTENCE_END_ZH = re.compile(r"[。！？!?\n]")
 _WHOLE_MESSAGE = re.compile(r"authori[sz]ed admin|admin request")
 
 

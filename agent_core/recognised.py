@@ -10,6 +10,7 @@ strict conditions), "which order?", or a few buttons of the closest things the b
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
@@ -30,6 +31,7 @@ from agent_core.recognition.decide import (
     DEFAULT_CHOICES,
     HIGH_RISK_TOOLS,
     MAX_CHOICES,
+    REFINES,
     Decision,
     Facts,
     Outcome,
@@ -37,7 +39,7 @@ from agent_core.recognition.decide import (
     refined_topic,
 )
 from agent_core.recognition.intents import IntentDef, Kind
-from agent_core.recognition.normalise import fold_text
+from agent_core.recognition.normalise import fold_text, is_question
 from agent_core.recognition.recognise import THRESHOLD, Match, Recogniser
 from agent_core.understanding import STATUS_TOOL, Understood
 
@@ -51,6 +53,17 @@ LEGACY_TOPICS: Mapping[str, PolicyTopic] = {
     "exchange": PolicyTopic.EXCHANGE,
     "warranty": PolicyTopic.WARRANTY,
 }
+# Parts of a clause that may each ask their own question ("do you ship to X and how long").
+_PART_BREAK = re.compile(r"(?<![a-z])(?:and|or)(?![a-z])|并且|而且|以及")
+_ID_CHAR = re.compile(r"[\ue000-\uefff]")
+# "also how do I …", "另外你们寄不寄日本": the word linking it to the last question.
+_LEADING_LINK = re.compile(
+    r"^\W*(?:(?:also|and|btw|by the way|plus|then|oh)\b\W*|另外|还有|顺便(?:问一?下)?|然后|以及)\s*"
+)
+# "寄不寄", "能不能", "有没有": a Chinese question without a question word.
+_A_NOT_A = re.compile(r"([\u4e00-\u9fff])[不没]\1")
+CLAUSE_THRESHOLD = 0.5
+CLAUSE_MARGIN = 0.15
 # The can't-do topic of each built-in unsupported item.
 UNSUPPORTED_TOPICS: Mapping[str, str] = {
     "payment": "payment_change",
@@ -60,6 +73,7 @@ UNSUPPORTED_TOPICS: Mapping[str, str] = {
     "phone": "account",
     "weather": "other",
     "recommend": "other",
+    "review": "review",
 }
 _CHOICES_QUESTION = {
     Language.ZH: "我不太确定你的意思。你想做下面哪一件事？",
@@ -131,7 +145,76 @@ def recognise(
     if ranked and (decision.outcome is not Outcome.KEEP or refined is not None):
         # Said only where recognition changed something (staff see why).
         interp.recognised = f"{ranked[0].intent.key} {ranked[0].score:.2f}"
-    return _apply(decision, understood, reading, language, recogniser, context_order_id)
+    applied = _apply(decision, understood, reading, language, recogniser, context_order_id)
+    return _clause_questions(applied, reading, recogniser, decision.outcome is Outcome.FAQ)
+
+
+def _clause_questions(
+    understood: Understood, reading: Reading, recogniser: Recogniser, recognised: bool
+) -> Understood:
+    """Each question of a message answered: "do you ship to Ireland, and how long would it
+    take?" asks two FAQ topics, "A1005 到哪了？另外你们寄不寄日本" a read and a topic. Every
+    part of the message without an order is recognised on its own; a part whose closest
+    intent is an FAQ topic (clearly, over any tool) adds that topic (or makes the rule
+    reading's broader topic of the same family precise). Where the whole message's topic
+    came from recognition (`recognised`), the parts' topics replace it: each part is
+    closer to what it asks than the message as a whole."""
+    interp = understood.interpretation
+    if (
+        understood.refusal is not None
+        or interp.handoff is not None
+        or reading.injections
+        or interp.unsupported
+    ):
+        return understood
+    # As written (a "寄到" in a question is not blanked as a new address here).
+    parts = [p for c in reading.clauses if not c.ids for p in _PART_BREAK.split(fold_text(c.raw))]
+    if len(reading.clauses) + len(parts) < 3:
+        return understood  # one question: the message's own recognition said it
+    found: list[str] = []
+    for part in parts:
+        text = _ID_CHAR.sub(" ", part)
+        folded = _LEADING_LINK.sub("", fold_text(text))
+        asks = is_question(folded) or _A_NOT_A.search(folded) is not None
+        if not (asks and _a_question_of_its_own(folded)):
+            continue  # "please process it", "danke", "has it shipped?": part of another
+        ranked = recogniser.rank(text)
+        if not ranked or ranked[0].intent.kind is not Kind.FAQ:
+            continue
+        top = ranked[0]
+        rival = max((m.score for m in ranked[1:] if m.intent.kind is not Kind.FAQ), default=0.0)
+        if top.score >= CLAUSE_THRESHOLD and top.score - rival >= CLAUSE_MARGIN:
+            found.append(top.intent.name)
+    if not found:
+        return understood
+    if recognised:
+        clause = interp.policies[0].clause if interp.policies else reading.cleaned[:200]
+        interp.policies = [PolicyLookup(topic=t, clause=clause) for t in dict.fromkeys(found)]
+        return understood
+    have = [p.topic for p in interp.policies]
+    for topic in dict.fromkeys(found):
+        if topic in have:
+            continue
+        broader = next((t for t in have if topic in REFINES.get(t, ())), None)
+        if broader is not None and broader not in found:
+            for lookup in interp.policies:
+                if lookup.topic == broader:
+                    lookup.topic = topic
+            have = [p.topic for p in interp.policies]
+            continue
+        if any(t in REFINES.get(topic, ()) for t in have):
+            continue  # the rule reading's topic is already the precise one
+        interp.policies.append(PolicyLookup(topic=topic, clause=reading.cleaned[:200]))
+        have.append(topic)
+    return understood
+
+
+def _a_question_of_its_own(folded: str) -> bool:
+    """Four words, five Chinese characters, or three and a word ("支持 PayPal 吗"): enough
+    to ask something by itself."""
+    words = len(re.findall(r"[a-z]{2,}", folded))
+    han = len(re.findall(r"[\u4e00-\u9fff]", folded))
+    return words >= 4 or han >= 5 or (han >= 3 and words >= 1)
 
 
 def customer_read(

@@ -146,15 +146,45 @@ def guarded(text: str) -> bool:
     return bool(_ASKS.search(text)) and not _POLITE.search(text)
 
 
+# An FAQ topic and the can't-do topic of doing it ("how do I delete my account?" /
+# "delete my account"): when both are close, a question is the FAQ's, a request the other's.
+PAIRED: Final = {"account_help": "account", "payment_methods": "payment_change"}
+PAIR_MARGIN: Final = 0.2
+_FOR_ME: Final = re.compile(
+    r"(?<![a-z])for me(?![a-z])|^\W*(?:please |pls )?(?:reset|delete|close|remove|change|switch"
+    r"|recover|unlock|cancel|merge|update)(?![a-z])|帮我|给我|替我|请把|把我"
+)
+
+
+def _paired(ranked: Sequence[Match], text: str) -> list[Match]:
+    """The ranking with an FAQ topic and its can't-do twin in the order the text asks."""
+    if len(ranked) < 2 or ranked[0].score < THRESHOLD:
+        return list(ranked)
+    top = ranked[0]
+    names = {v: k for k, v in PAIRED.items()} | PAIRED
+    twin_name = names.get(top.intent.name)
+    twin = next((m for m in ranked[1:] if m.intent.name == twin_name), None)
+    if twin is None or top.score - twin.score > PAIR_MARGIN:
+        return list(ranked)
+    request = _FOR_ME.search(text) is not None
+    asks = is_question(text) and not request
+    wanted = Kind.FAQ if asks else Kind.CANT_DO if request else top.intent.kind
+    if top.intent.kind is wanted:
+        return list(ranked)
+    return [twin, *(m for m in ranked if m is not twin)]
+
+
 def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
+    ranked = _paired(ranked, facts.text)
     top = ranked[0] if ranked and ranked[0].score >= THRESHOLD else None
     asks = is_question(facts.text)
     if facts.missing:
         # "where's my bill?" reads like an order question, but the FAQ answers it.
         read = max((m.score for m in ranked if m.intent.name in READ_TOOLS), default=0.0)
+        # … as "I want to make a complaint about your courier" is a complaint.
         if (
             top
-            and top.intent.kind is Kind.FAQ
+            and top.intent.kind in (Kind.FAQ, Kind.CANT_DO)
             and top.score >= ACTION_THRESHOLD
             and top.score - read >= MISSING_MARGIN
         ):
@@ -216,6 +246,8 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
             return _choices(ranked, facts, menu=False)
         return Decision(Outcome.HANDOFF, intent)
     if intent.kind in (Kind.FAQ, Kind.CANT_DO):
+        if facts.orders and intent.kind is Kind.CANT_DO and _bare(facts.text):
+            return Decision(Outcome.KEEP)  # "order A1003?": an id and a word is its status
         if facts.orders and top.score < ACTION_THRESHOLD:
             # "order A1003?", "what's the latest on A1006?": the status read stands unless
             # recognition is sure the question is something else.
@@ -248,6 +280,11 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
             return Decision(Outcome.ACTION, intent)
         return _choices(ranked, facts, menu=False)
     return _choices(ranked, facts, menu=False)
+
+
+def _bare(text: str) -> bool:
+    """At most two words and nothing else ("order A1003?" without its id)."""
+    return len(re.findall(r"\w+", text)) <= 2 and not re.search(r"[\u4e00-\u9fff]", text)
 
 
 def substantial(text: str) -> bool:

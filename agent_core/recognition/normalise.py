@@ -230,8 +230,56 @@ def is_question(folded: str) -> bool:
 
 
 # Real words a typo repair must leave alone ("police" is not "policy").
-_REAL_WORDS: Final = frozenset(stem(w) for w in NOT_TYPOS) | frozenset(
-    stem(w) for w in ("police", "polite", "people", "pizza", "order", "border", "recorder")
+_REAL_WORDS: Final = (
+    frozenset(stem(w) for w in NOT_TYPOS)
+    | frozenset(
+        stem(w) for w in ("police", "polite", "people", "pizza", "order", "border", "recorder")
+    )
+    | frozenset(
+        # Round 2: everyday words one letter from an example's word ("pending" is not
+        # "sending", "along" not "long", "cart" not "card"): never repaired.
+        stem(w)
+        for w in (
+            "pending",
+            "processing",
+            "packed",
+            "packing",
+            "along",
+            "latest",
+            "cart",
+            "shopping",
+            "spending",
+            "tracking",
+            "looking",
+            "waiting",
+            "went",
+            "rent",
+            "store",
+            "stock",
+            "price",
+            "gift",
+            "wife",
+            "life",
+            "kids",
+            "near",
+            "year",
+            "hear",
+            "here",
+            "there",
+            "wear",
+            "weak",
+            "later",
+            "date",
+            "rate",
+            "fine",
+            "mine",
+            "nine",
+            "line",
+            "online",
+            "sister",
+            "answer",
+        )
+    )
 )
 
 

@@ -86,14 +86,14 @@ def negated_strictly(before: str) -> bool:
 # A question about what happened: status, never the action (and no policy lookup).
 _PAST_EN: Final = re.compile(
     r"(?<![a-z])(?:why|did (?:you|they|we|i|someone|somebody)|have you|has (?:it|this|that|my"
-    r"|the|[\ue000-\uefff])|was (?:it|this|that|my|the)|were|who)(?![a-z])"
+    r"|the|a|[\ue000-\uefff])|was (?:it|this|that|my|the|a|an)|were|who)(?![a-z])"
 )
 _PAST_ZH_BEFORE: Final = re.compile(
     r"(?:已经|为什么|为啥|怎么就|是不是已经|是否已经?|有没有|谁|本来|原本|是不是)[^，,。.;；!?！？]{0,6}$"
     r"|被[^，,。.;；!?！？]{0,3}$|^是[^，,。.;；!?！？]{0,8}$"
 )
 _PAST_ZH_AFTER: Final = re.compile(
-    r"^[^，,。.;；!?！？]{0,8}?(?:了吗|了么|了没|了嘛|没有[?？]?$|了\s*[?？])"
+    r"^[^，,。.;；!?！？]{0,8}?(?:了吗|了么|了没|了嘛|没有[?？]?$|了\s*[?？]|过吗|过么|过没|过了吗)"
 )
 # "should I cancel …?": whether to; the policy answers it.
 _WHETHER_EN: Final = re.compile(
@@ -170,7 +170,9 @@ _REPORTED: Final = re.compile(
     r"|wrote|posted)(?![a-z])"
     r"|[\"“][^\"”]*$"
     r"|(?:朋友|老婆|老公|妻子|丈夫|我妈|我爸|妈妈|爸爸|同事|家人|别人|有人|他|她|他们|客户|室友|快递员"
-    r"|快递小哥|卖家|客服)(?:说|想|要|让|打算|叫)"
+    r"|快递小哥|卖家|客服|我哥|我姐|我弟|我妹|哥哥|姐姐|弟弟|妹妹|邻居|领导|老板|上司|男朋友|女朋友"
+    r"|对象|儿子|女儿|孩子|亲戚|表哥|表姐|舍友|媳妇|爱人)(?:也|一直|非)?(?:说|想|要|让|打算|叫|觉得|认为"
+    r"|建议|非要|坚持)"
 )
 
 

@@ -29,6 +29,11 @@ THRESHOLD: Final = 0.45
 ACTION_THRESHOLD: Final = 0.6
 ACTION_MARGIN: Final = 0.05
 UNKNOWN_WEIGHT: Final = 3.0
+# How much the words of a request that the intent's closest example lacks, but its other
+# examples have, add to its score (above the floor; never for an action).
+COVERAGE_SHARE: Final = 0.3
+COVERAGE_FLOOR: Final = 0.3
+UNCOVERED: Final = frozenset({"cancel_order", "request_return", "request_refund", "change_address"})
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,13 @@ class Recogniser:
             for f in feats:
                 index_[f].append(number)
         self._index = index_
+        # Every feature an intent's examples use: how much of a request an intent's
+        # vocabulary covers ("退款一般几天到账" is refund times: 退款 and 到账 are its words,
+        # though its closest single example may be another intent's).
+        vocab: dict[int, set[str]] = defaultdict(set)
+        for intent_index, _, feats in docs:
+            vocab[intent_index] |= feats
+        self._vocab = vocab
 
     def weight(self, feature: str) -> float:
         return self._weight.get(feature, self._unknown_weight)
@@ -89,10 +101,21 @@ class Recogniser:
             for number in self._index[f]:
                 dots[number] += w * w
         best: dict[int, tuple[float, str]] = {}
+        closest: dict[int, int] = {}
         for number, dot in dots.items():
             intent_index, example, _ = self._docs[number]
             score = dot / (norm * self._norms[number])
             if score > best.get(intent_index, (0.0, ""))[0]:
                 best[intent_index] = (score, example)
+                closest[intent_index] = number
+        total = norm * norm
+        for intent_index, (score, example) in best.items():
+            if score < COVERAGE_FLOOR or self.intents[intent_index].name in UNCOVERED:
+                continue  # an action is never made likelier this way
+            # What the intent's other examples add: the request's words its closest
+            # example lacks but another of its examples has.
+            vocab, own = self._vocab[intent_index], self._docs[closest[intent_index]][2]
+            extra = sum(self.weight(f) ** 2 for f in feats if f in vocab and f not in own)
+            best[intent_index] = (score + COVERAGE_SHARE * math.sqrt(extra / total), example)
         ranked = sorted(best.items(), key=lambda item: -item[1][0])
         return [Match(self.intents[i], round(s, 4), e) for i, (s, e) in ranked]

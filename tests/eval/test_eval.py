@@ -36,12 +36,14 @@ GATES = {
     # Tuned on: every case passes.
     "cases.jsonl": 1.00,
     # 752/1206 = 62.4 % before the recognition work of issue 21, 1077/1206 = 89.3 % after;
-    # the gate is that minus a small margin. Raise it as recognition improves.
-    "dev.jsonl": 0.87,
+    # round 2 added 68 cases (written before tuning on them: 27/68 then) and scores
+    # 1203/1274 = 94.4 % (the first 1206: 1140 = 94.5 %). The gate is that minus a small
+    # margin. Raise it as recognition improves.
+    "dev.jsonl": 0.92,
     # Measured when the split was merged (before any tuning): 566/898 = 63.0 %; after the
-    # recognition work of issue 21 (tuned on dev only): 714/898 = 79.5 %. The gate is that
-    # minus a small margin.
-    "heldout.jsonl": 0.77,
+    # recognition work of issue 21 (tuned on dev only): 714/898 = 79.5 %, then 750/898 =
+    # 83.5 % after its second round. The gate is that minus a small margin.
+    "heldout.jsonl": 0.81,
 }
 
 # Debt, not a gate: cases on which the rule planner still plans an action nobody asked for.
@@ -51,15 +53,11 @@ GATES = {
 # the spec's gate, 0 wrong actions everywhere.
 KNOWN_WRONG_ACTIONS: dict[str, frozenset[str]] = {
     # The held-out split's, measured after the recognition work of issue 21 was merged
-    # (53 when the split was merged, before it). Ids only: the held-out texts are never
+    # (53 when the split was merged, before it; 13 after its first round, 9 after its second). Ids only: the held-out texts are never
     # tuned on, so these are fixed by work on the dev split's registers, not on these cases.
     "heldout.jsonl": frozenset(
         {
             "ho-adversarial-en-043",
-            "ho-adversarial-en-044",
-            "ho-adversarial-zh-028",
-            "ho-adversarial-zh-031",
-            "ho-adversarial-zh-034",
             "ho-cancel-en-037",
             "ho-cancel-en-039",
             "ho-cancel-zh-024",
