@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from agent_core.executor import Executor, Journal
+from agent_core.execution.executor import Executor, Journal
 from agent_core.interpretation import ClarifyOption
 from agent_core.models import ClaimResult, PlanStep, PromptRef, Run, utcnow
-from agent_core.order_facts import ObservedStep, can_take, narrow, order_facts
-from agent_core.planner import PlanDraft, Planner, PlanRequest, tag_for
+from agent_core.understanding.order_facts import ObservedStep, can_take, narrow, order_facts
+from agent_core.understanding.planner import PlanDraft, Planner, PlanRequest, tag_for
 
 log = logging.getLogger(__name__)
 
@@ -215,7 +215,7 @@ class Agent:
         self, draft: PlanDraft, request: PlanRequest, *, chat_id: int, user_id: int
     ) -> PlanDraft:
         """A "which order?" question offers only orders that exist and can take the
-        action, as the chat's earlier runs observed them (`agent_core.order_facts`); with
+        action, as the chat's earlier runs observed them (`agent_core.understanding.order_facts`); with
         one left the action is planned on it (it still pauses for the Confirm)."""
         interp = draft.interpretation
         clarify = interp.clarify if interp is not None else None

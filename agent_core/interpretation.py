@@ -6,8 +6,8 @@ serves, a request for a person, and — when the target of an action is unclear 
 question to ask back. The plan is built from it, and it is stored with the run so staff see
 *why* a step is there (or is not).
 
-Both planners produce this one model: the rule planner (`agent_core.understanding`) and the
-model planner (`agent_core.model_planner`), whose output is parsed into it and validated.
+Both planners produce this one model: the rule planner (`agent_core.understanding.understand`) and the
+model planner (`agent_core.understanding.model_planner`), whose output is parsed into it and validated.
 A leaf module: it imports nothing from the rest of agent_core, so `models.Run` can hold it.
 """
 
@@ -63,7 +63,7 @@ class Clarification(BaseModel):
     # Set by the agent when the run is created; option buttons carry it (like Confirm).
     nonce: str | None = None
     # The action the question is about, when it asks which order (the agent keeps only
-    # orders that can take it, `agent_core.order_facts`); None for other questions. Used
+    # orders that can take it, `agent_core.understanding.order_facts`); None for other questions. Used
     # while planning only: never stored or shown.
     tool: str | None = Field(default=None, exclude=True)
 

@@ -89,7 +89,7 @@ class ErrorType(StrEnum):
 
 
 # The code of an `unavailable` failure that was the backend's own server error (a 5xx): when
-# the retries run out it is a `backend` failure, not a busy moment (`agent_core.executor`).
+# the retries run out it is a `backend` failure, not a busy moment (`agent_core.execution.executor`).
 SERVER_ERROR_CODE = "server_error"
 
 
@@ -126,7 +126,7 @@ class Decision(StrEnum):
     PAUSE = "pause"
     STOP = "stop"
     # A change that may have happened at a backend that ignores idempotency keys: a read
-    # decides whether it did before anything is sent again (`agent_core.policy`).
+    # decides whether it did before anything is sent again (`agent_core.execution.policy`).
     RECONCILE = "reconcile"
 
 
@@ -241,7 +241,7 @@ class Pause(BaseModel):
     # press counts only on that message, not when its data is replayed onto another one.
     prompt: PromptRef | None = None
     # Who decides (issue 14): "customer", or "staff" (above the staff approval amount;
-    # the customer cannot press it, `agent_core.approval`).
+    # the customer cannot press it, `agent_core.execution.approval`).
     approver: str = "customer"
 
 
@@ -326,7 +326,7 @@ class EventKind(StrEnum):
     # Something outside the plan worth keeping for staff.
     NOTICE = "notice"
     # A read decided whether a change that may have reached the backend happened (its
-    # verdict is the message): see `agent_core.policy.Verdict`.
+    # verdict is the message): see `agent_core.execution.policy.Verdict`.
     STEP_RECONCILED = "step_reconciled"
     # Facts an adapter learns after a transition and needs again after a restart: the
     # Confirm/Cancel prompt reached the customer; the customer has blocked the bot.

@@ -40,7 +40,7 @@ SECTION = "bot"
 TELEGRAM_LIMIT = 30.0  # messages per second per bot
 MESSAGE_METHODS = frozenset({"sendmessage", "editmessagetext", "editmessagereplymarkup"})
 FIRST_CUSTOMER = 300_001
-SEED_SOURCE = Path(__file__).resolve().parent.parent / "storage" / "shop_seed.json"
+SEED_SOURCE = Path(__file__).resolve().parent.parent / "storage" / "shop" / "seed.json"
 
 
 def write_seed(path: Path, customers: list[int]) -> None:

@@ -83,9 +83,9 @@ class StepwisePg:
 
     async def open(self, concurrency: int) -> None:
         from agent_core.agent import Agent
-        from agent_core.executor import Executor
-        from agent_core.tools import ToolRegistry
-        from storage.pg_runs import PgRunStore
+        from agent_core.execution.executor import Executor
+        from agent_core.execution.tools import ToolRegistry
+        from storage.runs.postgres import PgRunStore
 
         self.store = await PgRunStore.open(
             in_schema(self.server, self.schema), pool_size=max(4, min(concurrency, 20))

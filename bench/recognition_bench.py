@@ -16,8 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-from agent_core.planner import PlanRequest, RuleBasedPlanner, built_in_intents
-from agent_core.recognition.recognise import Recogniser
+from agent_core.understanding.planner import PlanRequest, RuleBasedPlanner, built_in_intents
+from agent_core.understanding.recognition.recognise import Recogniser
 
 BUDGET_P95_MS = 5.0
 CASES = Path(__file__).resolve().parent.parent / "tests" / "eval" / "cases.jsonl"

@@ -24,7 +24,7 @@ from agent_core.models import RunStatus
 from bench.measure import LatencySummary, db_bytes, query, remove_db
 from bench.report import Report
 from storage.db import connect
-from storage.runs import SqliteRunStore
+from storage.runs.sqlite import SqliteRunStore
 from storage.tables import ts
 
 SECTION = "staff"
@@ -383,7 +383,7 @@ async def _one_size(
     store: Any
     if pg_url is not None:
         from bench.pg_throughput import drop_schema, fresh_schema, in_schema
-        from storage.pg_runs import PgRunStore
+        from storage.runs.postgres import PgRunStore
 
         schema = fresh_schema(pg_url, "staff")
         url = in_schema(pg_url, schema)

@@ -3,7 +3,7 @@
 Exactly the production path minus the planner's text analysis and the shop's database: the
 real `Agent`, `Executor` and `SqliteRunStore` (every transition journaled in a WAL file;
 each step committed as `running` before its tool runs, the pause before it is returned,
-the end before the answer is returned — see "Commit points" in agent_core/executor.py),
+the end before the answer is returned — see "Commit points" in agent_core/execution/executor.py),
 instant in-process tools, and a planner that returns the same three-step plan for every
 request.
 """
@@ -18,12 +18,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from agent_core.agent import Agent
-from agent_core.executor import Executor
+from agent_core.execution.executor import Executor
+from agent_core.execution.tools import Tool, ToolContext, ToolRegistry
 from agent_core.models import ClaimResult, Language, Risk, RunStatus, StepStatus, StepTag
-from agent_core.planner import PlanDraft, PlanRequest, StepDraft
-from agent_core.tools import Tool, ToolContext, ToolRegistry
+from agent_core.understanding.planner import PlanDraft, PlanRequest, StepDraft
 from bench.measure import CommitCounter, checkpoint, connections_of, db_bytes, query
-from storage.runs import SqliteRunStore
+from storage.runs.sqlite import SqliteRunStore
 
 CUSTOMERS = 10_000  # user/chat ids cycle over this many customers
 

@@ -38,7 +38,7 @@ from bot.progress import DEFAULT_TYPING, TelegramProgress, Typing
 from bot.ratelimit import SlidingWindowRateLimiter
 from bot.redact import redact_in_logs
 from bot.texts import say
-from storage.inbox import Inbox
+from storage.inbox.sqlite import Inbox
 from storage.store import RunStore
 
 log = logging.getLogger(__name__)

@@ -35,7 +35,7 @@ from telegram.error import BadRequest, TelegramError
 from telegram.ext import ContextTypes
 
 from agent_core.agent import MAX_REQUEST_CHARS, Agent
-from agent_core.approval import (
+from agent_core.execution.approval import (
     StaffCheck,
     Verdict,
     check_staff_press,

@@ -35,8 +35,8 @@ from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, Forbidden, TelegramError
 
-from agent_core.answer_notes import is_flagged
-from agent_core.answers import step_progress
+from agent_core.answers.compose import step_progress
+from agent_core.answers.notes import is_flagged
 from agent_core.models import (
     ErrorType,
     EventKind,

@@ -1,4 +1,4 @@
-"""Receiving updates through the durable inbox (`storage.inbox`): stored, then acknowledged,
+"""Receiving updates through the durable inbox (`storage.inbox.sqlite`): stored, then acknowledged,
 then processed from the inbox and marked processed once their handling has finished.
 
 `Intake.receive` is the one door for updates, from long polling (`bot.polling`) and from
@@ -19,7 +19,7 @@ the webhook alike:
 
 Processed, never twice. What a crash between an update's handling and its mark could
 repeat is a run: its tool calls (a cancellation) are the side effects that matter. A run
-started while handling an update has an id derived from it (`storage.inbox.
+started while handling an update has an id derived from it (`storage.inbox.sqlite.
 run_id_for_update`, set for the handling through `RUN_ID_FOR_UPDATE`), and every handling
 first checks whether that run exists: if it does, its first commit already happened, the
 run is recovery's to finish, and the update is only marked. A button press is claimed
@@ -54,7 +54,7 @@ from telegram.ext import Application
 from agent_core.logcontext import log_fields
 from bot import metrics
 from storage.db import StorageUnavailable
-from storage.inbox import RUN_ID_FOR_UPDATE, Inbox, Received, run_id_for_update
+from storage.inbox.sqlite import RUN_ID_FOR_UPDATE, Inbox, Received, run_id_for_update
 from storage.store import RunStore
 
 log = logging.getLogger(__name__)

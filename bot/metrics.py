@@ -52,8 +52,8 @@ from telegram.error import (
     TimedOut,
 )
 
+from agent_core.execution.policy import Verdict
 from agent_core.models import ErrorType, EventKind, Run, RunEvent, RunStatus
-from agent_core.policy import Verdict
 
 log = logging.getLogger(__name__)
 
@@ -268,7 +268,7 @@ def count_telegram_call(endpoint: str, exc: BaseException | None) -> None:
 
 
 class RunMetrics:
-    """A journal listener (`agent_core.executor.Listener`) counting committed transitions.
+    """A journal listener (`agent_core.execution.executor.Listener`) counting committed transitions.
 
     Step durations are measured from the `step_started` event's time to the step's end
     event's; a start seen in another process (a recovered run) has no pair here and is

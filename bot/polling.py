@@ -1,7 +1,7 @@
 """Long polling held by one process at a time, acknowledging only what the inbox stored.
 
 Telegram answers `409 Conflict` to two processes calling `getUpdates` with one token, so
-polling is a lease (`storage.inbox`, lease `poller`): the holder renews it every
+polling is a lease (`storage.inbox.sqlite`, lease `poller`): the holder renews it every
 `lease_s / 3`; every other process (a hot standby) tries to take it as often, which
 succeeds once the holder's lease ran out — or at once when the holder is a process of this
 machine that no longer exists. Each logs one line when it starts waiting and one when it
@@ -32,7 +32,7 @@ from telegram.error import Conflict, NetworkError, TelegramError
 from bot import metrics
 from bot.inbox import Intake, owner_is_dead
 from storage.db import StorageUnavailable
-from storage.inbox import Inbox, Lease
+from storage.inbox.sqlite import Inbox, Lease
 
 log = logging.getLogger(__name__)
 

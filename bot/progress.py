@@ -38,8 +38,8 @@ from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Message
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
 
-from agent_core.answers import Catalog, decision_labels, plan_text, step_progress
-from agent_core.catalog import CATALOG
+from agent_core.answers.compose import Catalog, decision_labels, plan_text, step_progress
+from agent_core.catalog.builtin import CATALOG
 from agent_core.models import EventKind, PromptRef, Run, RunEvent, RunStatus, StepStatus
 from bot.callbacks import choice_data, decision_data
 from bot.texts import say
@@ -130,7 +130,7 @@ class _RunView:
 
 
 class ProgressStore(Protocol):
-    """What progress writes on a run (`storage.runs.SqliteRunStore`): facts learnt after
+    """What progress writes on a run (`storage.runs.sqlite.SqliteRunStore`): facts learnt after
     a transition, the run's state untouched."""
 
     async def add_event(self, run_id: str, kind: EventKind, message: str | None = None) -> None:
@@ -167,7 +167,7 @@ class TelegramProgress:
     ) -> None:
         self._bot = bot
         # The catalog in use: the buttons' words come from it, as the prompt's sentence
-        # naming them does (`agent_core.answers.decision_labels`, one source).
+        # naming them does (`agent_core.answers.compose.decision_labels`, one source).
         self._catalog = catalog
         self._store = store
         self._show_after_s = show_after_s

@@ -4,7 +4,7 @@ Telegram limits a *bot*: about 30 messages a second overall and a short burst th
 second per chat, however many `stepwise serve` replicas send them. Each process's own
 `SlidingWindowRateLimiter` only sees its own calls, so N replicas could send N times the
 budget and collect 429s. `SharedRateLimiter` keeps the same budgets in PostgreSQL
-(`storage.pg_ratelimit`): each call is admitted in one transaction that locks its budgets'
+(`storage.ratelimit.postgres`): each call is admitted in one transaction that locks its budgets'
 rows, decides with the same pure functions as the in-process limiter (`window_wait`,
 `pacer_wait`, `pacer_charge` in `bot.ratelimit`), marks itself in flight and commits; its
 answer is recorded in a second one. Selected only when `STEPWISE_DB` is a PostgreSQL URL
@@ -42,7 +42,7 @@ from bot.ratelimit import (
     window_wait,
 )
 from storage.db import StorageUnavailable
-from storage.pg_ratelimit import PgRateStates, States
+from storage.ratelimit.postgres import PgRateStates, States
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from agent_core.answers import step_progress
+from agent_core.answers.compose import step_progress
 from agent_core.models import Run, RunStatus
 from storage.history import HandoffDay
 from storage.records import (

@@ -1,13 +1,13 @@
 """What the bot itself says (help, refusals, button toasts), in Chinese and English.
 
-Answers about orders come from `agent_core.answers`; this module only holds the bot's own
+Answers about orders come from `agent_core.answers.compose`; this module only holds the bot's own
 chrome around them.
 """
 
 from __future__ import annotations
 
 from agent_core.models import Language
-from agent_core.planner import detect_language
+from agent_core.understanding.planner import detect_language
 
 ZH, EN = Language.ZH, Language.EN
 

@@ -65,7 +65,7 @@ class Session:
 
 
 class RevocationStore(Protocol):
-    """Where signed-out sessions are kept (`storage.revocations.Revocations`: with the
+    """Where signed-out sessions are kept (`storage.revocations.sqlite.Revocations`: with the
     runs, so a sign-out survives a restart)."""
 
     async def revoke(self, nonce: str, expires_at: int, now: int) -> None: ...

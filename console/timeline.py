@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from agent_core.answers import step_progress
+from agent_core.answers.compose import step_progress
 from agent_core.models import EventKind, PlanStep, Run
 from storage.handoffs import Handoff
 from storage.records import TimelineEntry, delivered_answer

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 
 from agent_core.agent import MAX_REQUEST_CHARS
-from agent_core.answers import compose_answer, plan_text, step_progress
+from agent_core.answers.compose import compose_answer, plan_text, step_progress
 from agent_core.models import EventKind, Language, Run, RunEvent, RunStatus, utcnow
 from bot.handoff import Customer, is_handoff_request, record_handoff
 from bot.texts import say

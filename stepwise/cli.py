@@ -318,7 +318,7 @@ def _main(argv: Sequence[str] | None) -> int:
     from stepwise.logs import configure_logging
     from stepwise.settings import BadSettings, load_settings
     from storage.db import StorageUnavailable
-    from storage.shop_seed import SeedError
+    from storage.shop.seed import SeedError
     from storage.store import is_postgres_url
 
     try:

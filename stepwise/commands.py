@@ -9,11 +9,11 @@ import json
 from collections.abc import Awaitable, Callable
 
 from agent_core.agent import MAX_REQUEST_CHARS
-from agent_core.answers import Catalog, compose_answer, step_progress
-from agent_core.catalog import CATALOG
+from agent_core.answers.compose import Catalog, compose_answer, step_progress
+from agent_core.catalog.builtin import CATALOG
+from agent_core.catalog.spec import catalog_of
 from agent_core.http import check_tools_file
 from agent_core.models import ClaimResult, Run, RunStatus
-from agent_core.spec import catalog_of
 from stepwise.runtime import Runtime
 from stepwise.settings import Settings
 from stepwise.tools_check import catalog_lines, print_tools_check

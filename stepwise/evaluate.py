@@ -18,8 +18,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from agent_core.evaluation import Report, evaluate, load_cases
-from agent_core.planner import Planner, RuleBasedPlanner
+from agent_core.understanding.evaluation import Report, evaluate, load_cases
+from agent_core.understanding.planner import Planner, RuleBasedPlanner
 from stepwise.runtime import build_planner
 from stepwise.settings import Settings
 

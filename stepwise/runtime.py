@@ -17,20 +17,20 @@ from typing import Any
 import httpx
 
 from agent_core.agent import Agent
-from agent_core.approval import StaffRule
-from agent_core.catalog import CATALOG, ToolSpec
-from agent_core.executor import Executor, Listener
+from agent_core.catalog.builtin import CATALOG, ToolSpec
+from agent_core.execution.approval import StaffRule
+from agent_core.execution.executor import Executor, Listener
+from agent_core.execution.policy import FailurePolicy
+from agent_core.execution.tools import Tool, ToolRegistry
 from agent_core.http import build_http_tools, load_tools_config, new_client
 from agent_core.models import Run, RunEvent, utcnow
-from agent_core.planner import Planner, RuleBasedPlanner
-from agent_core.policy import FailurePolicy
-from agent_core.recognition.intents import load as load_intents
-from agent_core.shop import shop_tools
-from agent_core.tools import Tool, ToolRegistry
+from agent_core.understanding.planner import Planner, RuleBasedPlanner
+from agent_core.understanding.recognition.intents import load as load_intents
 from bot.redact import redact_in_logs
 from stepwise.settings import Settings
-from storage.inbox import new_run_id
+from storage.inbox.sqlite import new_run_id
 from storage.leases import Lease, LeaseKeeper, process_owner
+from storage.shop.tools import shop_tools
 from storage.store import DemoShop, RunStore, open_shop, open_store
 
 log = logging.getLogger(__name__)
@@ -112,7 +112,7 @@ def build_planner(settings: Settings, catalog: Mapping[str, ToolSpec] = CATALOG)
     # Only here: importing the model client costs 1.5 s, and the default planner is `rule`.
     import openai
 
-    from agent_core.model_planner import ModelPlanner
+    from agent_core.understanding.model_planner import ModelPlanner
 
     key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else "none"
     client = openai.AsyncOpenAI(

@@ -35,8 +35,8 @@ from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
 from agent_core.ids import ChatId, UserId
-from agent_core.reading import Reader
-from agent_core.recognition.intents import load as load_intents
+from agent_core.understanding.reading import Reader
+from agent_core.understanding.recognition.intents import load as load_intents
 
 TOKEN_SHAPE = re.compile(r"^\d{5,}:[A-Za-z0-9_-]{30,}$")
 _DURATION = re.compile(r"^\s*(\d{1,15}(?:\.\d{1,9})?)\s*([smhd]?)\s*$")
@@ -138,7 +138,7 @@ class Settings(BaseSettings):
     )
     order_pattern: str = Field(r"[A-Za-z]\d{3,10}", validation_alias=_env("STEPWISE_ORDER_PATTERN"))
     # Issue 21: the shop's own intents (FAQ topics, can't-do topics, more examples for the
-    # tools), in the format of agent_core/recognition/intents.toml; they extend the built-in ones.
+    # tools), in the format of agent_core/understanding/recognition/intents.toml; they extend the built-in ones.
     intents_path: Path | None = Field(None, validation_alias=_env("STEPWISE_INTENTS"))
     demo_user_id: UserId = Field(10001, validation_alias=_env("STEPWISE_DEMO_USER"))
     # The planner (issue 13): "rule" (default) or "model" (an OpenAI-compatible endpoint).

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 
 import httpx
 
+from agent_core.catalog.spec import ToolSpec
 from agent_core.http import (
     ConfiguredTool,
     MissingTool,
@@ -22,7 +23,6 @@ from agent_core.http import (
     check_tools,
 )
 from agent_core.models import Risk
-from agent_core.spec import ToolSpec
 
 
 def check_line(check: ToolCheck) -> str:

@@ -338,7 +338,7 @@ MIGRATIONS: list[str] = [
             AND tool = coalesce(OLD.tool, '');
     END;
     """,
-    # 11 (issue 15): the durable inbox (`storage.inbox`): every Telegram update as received,
+    # 11 (issue 15): the durable inbox (`storage.inbox.sqlite`): every Telegram update as received,
     # stored before it is acknowledged, claimed by the process handling it (owner, lease
     # expiry, Unix seconds) until it is processed; and named leases (`poller`: the one
     # process that long-polls Telegram).

@@ -164,7 +164,7 @@ _COUNT_TO_CUSTOMER = (
 # A four-eyes approval counts only for the open staff pause with this nonce, pressed on
 # the message its prompt is bound to (any message of the staff group while none is bound,
 # as the claim), before it expired, and never by the run's own customer (issue 20): the
-# same conditions as the claim (`storage.runs`), in this one conditional insert.
+# same conditions as the claim (`storage.runs.sqlite`), in this one conditional insert.
 _APPROVE = (
     "INSERT INTO staff_approvals (run_id, nonce, staff_id, at)"
     " SELECT id, pause_nonce, :staff_id, :at FROM runs"

@@ -255,7 +255,7 @@ PG_MIGRATIONS: list[str] = [
     CREATE TRIGGER events_uncount_failure AFTER DELETE ON events
         FOR EACH ROW WHEN (OLD.error_type IS NOT NULL) EXECUTE FUNCTION count_failure();
     """,
-    # 5: SQLite's 11: the durable inbox (`storage.inbox`) and named leases (`poller`).
+    # 5: SQLite's 11: the durable inbox (`storage.inbox.sqlite`) and named leases (`poller`).
     f"""
     CREATE TABLE inbox (
         update_id BIGINT PRIMARY KEY,

@@ -1,7 +1,7 @@
 """What storage gives back to readers: run summaries, timeline entries, failure counts,
 and the documented JSON shape of a run (CLI `--json`, `stepwise export`, console export).
 
-Read models only; how they are written and queried lives in `storage.runs` and
+Read models only; how they are written and queried lives in `storage.runs.sqlite` and
 `storage.history`.
 """
 
@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agent_core.lexicon import POLICY_QUERIES
 from agent_core.models import EventKind, Language, Run, RunStatus
+from agent_core.understanding.lexicon import POLICY_QUERIES
 
 
 class RunSummary(BaseModel):

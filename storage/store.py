@@ -1,8 +1,8 @@
 """The store as the rest of the code sees it, and which backend a `STEPWISE_DB` value opens.
 
-Two backends implement the same protocols: SQLite (`storage.runs`, `storage.shop`: a file,
-the embedded default, nothing to run) and PostgreSQL (`storage.pg_runs`,
-`storage.pg_shop`: `STEPWISE_DB=postgresql://…`, for several processes or machines on one
+Two backends implement the same protocols: SQLite (`storage.runs.sqlite`, `storage.shop.sqlite`: a file,
+the embedded default, nothing to run) and PostgreSQL (`storage.runs.postgres`,
+`storage.shop.postgres`: `STEPWISE_DB=postgresql://…`, for several processes or machines on one
 database). The runtime opens them here; bot/, console/ and stepwise/ see only `RunStore`
 (and `DemoShop`), never a backend class.
 
@@ -25,14 +25,14 @@ import aiosqlite
 
 from agent_core.agent import RunStore as AgentRunStore
 from agent_core.models import EventKind, PromptRef
-from agent_core.shop import ShopBackend
 from storage.db import DEFAULT_BUSY_TIMEOUT_S, MIGRATIONS, StorageUnavailable, connect
 from storage.handoffs import Handoffs
 from storage.history import History
-from storage.inbox import Inbox, SqliteInbox
+from storage.inbox.sqlite import Inbox, SqliteInbox
 from storage.leases import Lease
-from storage.runs import SqliteRunStore
-from storage.shop import SqliteShop
+from storage.runs.sqlite import SqliteRunStore
+from storage.shop.sqlite import SqliteShop
+from storage.shop.tools import ShopBackend
 
 
 class SessionRevocations(Protocol):
@@ -106,7 +106,7 @@ async def open_store(
 
     `lease`: this process's id and lease length (a fresh process id by default)."""
     if isinstance(target, str) and is_postgres_url(target):
-        from storage.pg_runs import PgRunStore
+        from storage.runs.postgres import PgRunStore
 
         return await PgRunStore.open(target, busy_timeout_s=busy_timeout_s, lease=lease)
     return await SqliteRunStore.open(target, busy_timeout_s=busy_timeout_s, lease=lease)
@@ -121,7 +121,7 @@ async def open_shop(
 ) -> DemoShop:
     """The demo shop in the same database as the runs (seeded on its first start)."""
     if isinstance(target, str) and is_postgres_url(target):
-        from storage.pg_shop import PgShop
+        from storage.shop.postgres import PgShop
 
         return await PgShop.open(
             target, seed_path=seed_path, latency_s=latency_s, busy_timeout_s=busy_timeout_s
@@ -136,7 +136,7 @@ async def open_inbox(
 ) -> Inbox:
     """The durable inbox of Telegram updates and the leases, in the same database."""
     if isinstance(target, str) and is_postgres_url(target):
-        from storage.pg_inbox import PgInbox
+        from storage.inbox.postgres import PgInbox
 
         return await PgInbox.open(target, busy_timeout_s=busy_timeout_s)
     return await SqliteInbox.open(target, busy_timeout_s=busy_timeout_s)

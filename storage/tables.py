@@ -37,7 +37,7 @@ from agent_core.models import (
     StepError,
     StepStatus,
 )
-from agent_core.order_facts import ObservedStep
+from agent_core.understanding.order_facts import ObservedStep
 from storage.records import RunSummary, TimelineEntry
 
 Row = dict[str, Any]  # column name -> value, as written

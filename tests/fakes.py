@@ -12,7 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from agent_core.executor import Executor
+from agent_core.execution.executor import Executor
+from agent_core.execution.tools import Tool, ToolContext, ToolFailure, ToolRegistry
 from agent_core.models import (
     Approval,
     ErrorType,
@@ -25,7 +26,6 @@ from agent_core.models import (
     RunStatus,
     utcnow,
 )
-from agent_core.tools import Tool, ToolContext, ToolFailure, ToolRegistry
 
 
 class OrderArgs(BaseModel):

@@ -23,9 +23,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from agent_core.execution.policy import Backoff, FailurePolicy
+from agent_core.execution.tools import Tool
 from agent_core.models import utcnow
-from agent_core.policy import Backoff, FailurePolicy
-from agent_core.tools import Tool
 from bot.application import start_application, stop_application
 from bot.progress import DEFAULT_TYPING, Typing
 from standin import DEFAULT_TOKEN, ShownMessage, StandIn

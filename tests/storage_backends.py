@@ -34,10 +34,10 @@ import pytest
 from storage.db import MIGRATIONS, connect
 from storage.pg import describe, pg_sql
 from storage.pg import migrate as pg_migrate
-from storage.pg_runs import PgRunStore
-from storage.pg_shop import PgShop
-from storage.runs import SqliteRunStore
-from storage.shop import SqliteShop
+from storage.runs.postgres import PgRunStore
+from storage.runs.sqlite import SqliteRunStore
+from storage.shop.postgres import PgShop
+from storage.shop.sqlite import SqliteShop
 from tests.browser.seed import bulk_runs
 
 PG_URL = os.environ.get("STEPWISE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agent_core.models import Language
-from agent_core.planner import PlanRequest, RuleBasedPlanner
+from agent_core.understanding.planner import PlanRequest, RuleBasedPlanner
 from bot.texts import say
 from standin import StandIn
 from tests.harness import DEMO, start_bot

@@ -3,7 +3,7 @@
 The bot is configured exactly as in production except for TELEGRAM_API_BASE_URL. Tests
 act as customers (inject messages, press buttons) and read what each chat shows. They
 assert on structured facts (runs, steps, tool calls, the shop's ledger) and on texts made
-by the code that makes them (`agent_core.answers`, `bot.texts`), never on retyped copy:
+by the code that makes them (`agent_core.answers.compose`, `bot.texts`), never on retyped copy:
 the exact wording is the golden tests' job (tests/golden).
 """
 
@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from agent_core.answers import decision_labels, plan_text, step_progress
+from agent_core.answers.compose import decision_labels, plan_text, step_progress
+from agent_core.execution.tools import Tool, ToolContext, ToolFailure
 from agent_core.models import ErrorType, Language, Run, RunStatus, StepStatus
-from agent_core.shop import OrderArgs, shop_tools
-from agent_core.tools import Tool, ToolContext, ToolFailure
 from bot.texts import say
 from standin import ShownMessage, StandIn
+from storage.shop.tools import OrderArgs, shop_tools
 from tests.harness import DEMO, OTHER, STAFF, start_bot
 from tests.harness import BotHarness as Bot
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.catalog import CATALOG, GET_ORDER_STATUS
+from agent_core.catalog.builtin import CATALOG, GET_ORDER_STATUS
 from agent_core.models import StepTag
-from agent_core.planner import PlanDraft, PlanRequest, RuleBasedPlanner, StepDraft
+from agent_core.understanding.planner import PlanDraft, PlanRequest, RuleBasedPlanner, StepDraft
 from standin import StandIn
 from tests.harness import DEMO, OTHER, BotHarness, press, prompt_for, start_bot, until
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from standin import StandIn
-from storage.pg_runs import PgRunStore
-from storage.pg_shop import PgShop
+from storage.runs.postgres import PgRunStore
+from storage.shop.postgres import PgShop
 from tests.harness import DEMO, STAFF, start_bot, until
 from tests.storage_backends import Backend
 

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from agent_core.catalog import CATALOG, GET_ORDER_STATUS, OrderArgs
-from agent_core.models import Language, PlanStep, Risk, Run, StepStatus, StepTag
-from agent_core.render import render_result
-from agent_core.rules import update_plan
-from agent_core.spec import (
+from agent_core.answers.render import render_result
+from agent_core.catalog.builtin import CATALOG, GET_ORDER_STATUS, OrderArgs
+from agent_core.catalog.spec import (
     ResultView,
     RuleBook,
     SkipRule,
@@ -20,6 +18,8 @@ from agent_core.spec import (
     compile_template,
     fill,
 )
+from agent_core.execution.rules import update_plan
+from agent_core.models import Language, PlanStep, Risk, Run, StepStatus, StepTag
 
 
 def _rule(name: str, field: str, value: str, tag: StepTag) -> SkipRule:
@@ -102,7 +102,7 @@ def test_fill_reads_plain_names_only(template: str, filled: str | None) -> None:
 
 
 def test_the_catalogs_rules_are_a_rule_book() -> None:
-    from agent_core.rules import DEFAULT_RULES
+    from agent_core.execution.rules import DEFAULT_RULES
 
     assert isinstance(DEFAULT_RULES, RuleBook)
     assert {r.after_tool for r in DEFAULT_RULES} <= set(CATALOG)

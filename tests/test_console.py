@@ -33,7 +33,7 @@ from stepwise.cli import dispatch
 from stepwise.demo import Demo, run_demo
 from stepwise.settings import Settings, configured_staff_token
 from storage.history import ANY_ERROR, Cursor, RunFilter
-from storage.runs import SqliteRunStore
+from storage.runs.sqlite import SqliteRunStore
 from storage.store import RunStore
 from tests.browser.seed import HTML_REQUEST, OTHER, Seeded, bulk_runs, seed
 from tests.storage_backends import Backend

@@ -10,12 +10,12 @@ import httpx
 import pytest
 
 from agent_core.agent import Agent
-from agent_core.executor import Executor
-from agent_core.planner import RuleBasedPlanner
-from agent_core.shop import shop_tools
-from agent_core.tools import ToolRegistry
-from storage.runs import SqliteRunStore
-from storage.shop import SqliteShop
+from agent_core.execution.executor import Executor
+from agent_core.execution.tools import ToolRegistry
+from agent_core.understanding.planner import RuleBasedPlanner
+from storage.runs.sqlite import SqliteRunStore
+from storage.shop.sqlite import SqliteShop
+from storage.shop.tools import shop_tools
 from tests.test_console import client_for, run_ids, sign_in
 
 DEMO = 10001

@@ -17,12 +17,12 @@ from typing import Any
 import httpx
 import pytest
 
+from agent_core.execution.tools import ToolContext, ToolFailure
 from agent_core.http import build_http_tools, load_tools_config
 from agent_core.http.config import ToolsConfigError
 from agent_core.http.customer import Customer, CustomerCache
-from agent_core.planner import PlanRequest, RuleBasedPlanner
-from agent_core.recognition.intents import load as load_intents
-from agent_core.tools import ToolContext, ToolFailure
+from agent_core.understanding.planner import PlanRequest, RuleBasedPlanner
+from agent_core.understanding.recognition.intents import load as load_intents
 from tests import test_http_woocommerce as woo_tests
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from agent_core.executor import Executor
+from agent_core.execution.executor import Executor
+from agent_core.execution.policy import Backoff, FailurePolicy
+from agent_core.execution.tools import Tool, ToolContext, ToolRegistry
 from agent_core.models import (
     ErrorType,
     EventKind,
@@ -20,8 +22,6 @@ from agent_core.models import (
     RunStatus,
     StepStatus,
 )
-from agent_core.policy import Backoff, FailurePolicy
-from agent_core.tools import Tool, ToolContext, ToolRegistry
 from tests.fakes import (
     CANCEL,
     COMPENSATION,

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from agent_core.planner import PlanRequest, RuleBasedPlanner, built_in_intents
-from agent_core.recognised import faq_queries
-from agent_core.recognition.intents import Kind
-from storage.shop_core import matching_policies
-from storage.shop_seed import DEFAULT_SEED_PATH
+from agent_core.understanding.planner import PlanRequest, RuleBasedPlanner, built_in_intents
+from agent_core.understanding.recognised import faq_queries
+from agent_core.understanding.recognition.intents import Kind
+from storage.shop.core import matching_policies
+from storage.shop.seed import DEFAULT_SEED_PATH
 
 NEW_TOPICS = (
     "payment_methods", "delivery_countries", "delivery_times", "cancellation_fee",

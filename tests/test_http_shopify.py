@@ -15,14 +15,14 @@ import httpx
 import pytest
 
 from agent_core.agent import Agent
-from agent_core.executor import Executor
+from agent_core.execution.executor import Executor
+from agent_core.execution.tools import ToolContext, ToolRegistry
 from agent_core.http import ToolsConfig, ToolsConfigError, build_http_tools, load_tools_config
 from agent_core.http.graphql import Operation, read_answer, throttle_wait
 from agent_core.models import ErrorType, EventKind, Run, RunStatus, StepStatus, ToolError, ToolOk
-from agent_core.planner import RuleBasedPlanner
-from agent_core.tools import ToolContext, ToolRegistry
+from agent_core.understanding.planner import RuleBasedPlanner
 from stepwise.tools_check import print_tools_check
-from storage.runs import SqliteRunStore
+from storage.runs.sqlite import SqliteRunStore
 from tests.fakes import RecordingSleep
 from tests.shopify_standin import PATH, TOKEN, Shopify, running, sample_orders
 

@@ -24,6 +24,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from agent_core.execution.tools import ToolContext, ToolFailure, ToolRegistry
 from agent_core.http import (
     RETRY_AFTER_CAP_S,
     HttpOutcome,
@@ -36,9 +37,8 @@ from agent_core.http import (
     parse_retry_after,
 )
 from agent_core.models import Approval, ErrorType, Risk, RunStatus, StepStatus, ToolError, ToolOk
-from agent_core.shop import OrderArgs
-from agent_core.tools import ToolContext, ToolFailure, ToolRegistry
 from stepwise.tools_check import print_tools_check
+from storage.shop.tools import OrderArgs
 from tests.fakes import RecordingSleep, make_executor, make_run, resume
 
 TOKEN = "tok-7f3a9c2e-SECRET-51d0"

@@ -25,7 +25,9 @@ import pytest
 from aiohttp import web
 
 from agent_core.agent import Agent
-from agent_core.executor import Executor
+from agent_core.catalog.spec import Approver, ToolSpec
+from agent_core.execution.executor import Executor
+from agent_core.execution.tools import ToolRegistry
 from agent_core.http import (
     ToolsConfigError,
     build_http_tools,
@@ -33,13 +35,11 @@ from agent_core.http import (
     load_tools_config,
 )
 from agent_core.models import Idempotency, Language, Risk, RunStatus, StepStatus, StepTag
-from agent_core.planner import PlanDraft, PlanRequest, RuleBasedPlanner, StepDraft
-from agent_core.spec import Approver, ToolSpec
-from agent_core.tools import ToolRegistry
+from agent_core.understanding.planner import PlanDraft, PlanRequest, RuleBasedPlanner, StepDraft
 from console.app import create_app
 from stepwise.runtime import open_runtime
 from stepwise.settings import Settings
-from storage.runs import SqliteRunStore
+from storage.runs.sqlite import SqliteRunStore
 from tests.fakes import RecordingSleep
 
 TOKEN = "staff-token-for-tests-0123456789"

@@ -31,7 +31,8 @@ import pytest
 from aiohttp import web
 
 from agent_core.agent import Agent
-from agent_core.executor import Executor
+from agent_core.execution.executor import Executor
+from agent_core.execution.tools import ToolContext, ToolRegistry
 from agent_core.http import ToolsConfig, ToolsConfigError, build_http_tools, load_tools_config
 from agent_core.models import (
     ErrorType,
@@ -42,13 +43,12 @@ from agent_core.models import (
     ToolError,
     ToolOk,
 )
-from agent_core.planner import RuleBasedPlanner
-from agent_core.tools import ToolContext, ToolRegistry
+from agent_core.understanding.planner import RuleBasedPlanner
 from bot.redact import redact_in_logs
 from console.timeline import build_run_view
 from standin import StandIn
 from stepwise.tools_check import print_tools_check
-from storage.runs import SqliteRunStore
+from storage.runs.sqlite import SqliteRunStore
 from tests.fakes import RecordingSleep
 from tests.harness import DEMO, start_bot
 from tests.storage_backends import Backend

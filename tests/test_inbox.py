@@ -16,7 +16,7 @@ from agent_core.models import EventKind, Language, Run, RunEvent
 from bot.inbox import owner_is_dead
 from bot.polling import may_poll_degraded
 from storage.db import StorageUnavailable, connect, heal, needs_reopening, writable
-from storage.inbox import (
+from storage.inbox.sqlite import (
     RUN_ID_FOR_UPDATE,
     Inbox,
     Lease,
@@ -24,7 +24,7 @@ from storage.inbox import (
     new_run_id,
     run_id_for_update,
 )
-from storage.runs import SqliteRunStore
+from storage.runs.sqlite import SqliteRunStore
 from storage.store import open_inbox
 from tests.storage_backends import Backend
 

@@ -27,13 +27,14 @@ import pytest
 from aiohttp import web
 
 import storage.db
-from agent_core import transitions
-from agent_core.answers import (
+from agent_core.answers.compose import (
     MAX_ANSWER_UNITS,
     MAX_LINE_UNITS,
     TELEGRAM_MESSAGE_UNITS,
     utf16_units,
 )
+from agent_core.execution import transitions
+from agent_core.execution.tools import ToolContext, ToolRegistry
 from agent_core.http import build_http_tools, load_tools_config
 from agent_core.http.config import MIN_SECRET_PREFIX
 from agent_core.http.responses import MESSAGE_LIMIT
@@ -47,11 +48,10 @@ from agent_core.models import (
     ToolError,
     utcnow,
 )
-from agent_core.tools import ToolContext, ToolRegistry
 from console.app import create_app
 from standin import StandIn
 from storage.db import MIGRATIONS
-from storage.runs import SqliteRunStore
+from storage.runs.sqlite import SqliteRunStore
 from tests.fakes import RecordingSleep
 from tests.harness import DEMO, BotHarness, press, prompt_for, query, start_bot, until
 

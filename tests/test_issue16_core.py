@@ -10,7 +10,9 @@ from datetime import datetime
 
 import pytest
 
-from agent_core.answers import compose_answer
+from agent_core.answers.compose import compose_answer
+from agent_core.execution.policy import DEFAULT_TABLE, Backoff, FailurePolicy
+from agent_core.execution.rules import DEFAULT_RULES, SkipRule, update_plan
 from agent_core.models import (
     Decision,
     ErrorType,
@@ -22,8 +24,6 @@ from agent_core.models import (
     StepStatus,
     StepTag,
 )
-from agent_core.policy import DEFAULT_TABLE, Backoff, FailurePolicy
-from agent_core.rules import DEFAULT_RULES, SkipRule, update_plan
 
 # -- policy --------------------------------------------------------------------------------
 

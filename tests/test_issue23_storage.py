@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from agent_core.catalog import CATALOG, rules_of
+from agent_core.catalog.builtin import CATALOG, rules_of
 from agent_core.interpretation import Clarification, ClarifyOption
 from agent_core.models import (
     ErrorType,
@@ -19,7 +19,7 @@ from agent_core.models import (
     StepStatus,
     utcnow,
 )
-from agent_core.order_facts import NOT_FOUND, can_take, narrow, order_facts
+from agent_core.understanding.order_facts import NOT_FOUND, can_take, narrow, order_facts
 from storage.store import RunStore
 from tests.fakes import make_run
 from tests.storage_backends import Backend

@@ -3,11 +3,11 @@ catalog in use."""
 
 from __future__ import annotations
 
-from agent_core.answers import can_help
-from agent_core.catalog import CATALOG, TRACK_PARCEL
+from agent_core.answers.compose import can_help
+from agent_core.answers.render import render_result
+from agent_core.catalog.builtin import CATALOG, TRACK_PARCEL
+from agent_core.catalog.spec import Texts, catalog_of
 from agent_core.models import Language
-from agent_core.render import render_result
-from agent_core.spec import Texts, catalog_of
 
 ZH, EN = Language.ZH, Language.EN
 PARCEL = {"order_id": "A1001", "carrier": "SF Express", "tracking_number": "SF1"}

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from agent_core.agent import Agent, Working
-from agent_core.executor import Executor
+from agent_core.execution.executor import Executor
 from agent_core.models import ClaimResult, EventKind, PromptRef, RunEvent, RunStatus, StepStatus
 from agent_core.models import utcnow as real_now
 from storage.leases import Lease, LeaseRow, live_others, other_process_line, takeable
@@ -283,6 +283,6 @@ def test_working_counts_nested_holds_and_remembers_failed_drives() -> None:
 
 
 def _planner() -> Any:
-    from agent_core.planner import RuleBasedPlanner
+    from agent_core.understanding.planner import RuleBasedPlanner
 
     return RuleBasedPlanner()

@@ -17,9 +17,9 @@ from typing import Any
 import openai
 import pytest
 
-from agent_core.catalog import CATALOG
-from agent_core.model_planner import INSTRUCTIONS, ModelPlanner
-from agent_core.planner import PlanDraft, PlanRequest, Refusal, RuleBasedPlanner
+from agent_core.catalog.builtin import CATALOG
+from agent_core.understanding.model_planner import INSTRUCTIONS, ModelPlanner
+from agent_core.understanding.planner import PlanDraft, PlanRequest, Refusal, RuleBasedPlanner
 from tests.llm_standin import API_KEY, LLMStandIn, Reply, calls
 from tests.test_cli import env_for
 

@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from agent_core import transitions
-from agent_core.answers import (
+from agent_core.answers.compose import (
     MAX_ANSWER_UNITS,
     _clip_units,
     compose_answer,
@@ -23,7 +22,12 @@ from agent_core.answers import (
     fit_answer,
     utf16_units,
 )
-from agent_core.catalog import CANCEL_ORDER, GET_ORDER_STATUS
+from agent_core.catalog.builtin import CANCEL_ORDER, GET_ORDER_STATUS
+from agent_core.catalog.spec import ResultView, Template, Texts, rule
+from agent_core.execution import transitions
+from agent_core.execution.results import bound
+from agent_core.execution.rules import update_plan
+from agent_core.execution.tools import Tool, ToolRegistry
 from agent_core.models import (
     Approval,
     ErrorType,
@@ -37,10 +41,6 @@ from agent_core.models import (
     StepStatus,
     ToolError,
 )
-from agent_core.results import bound
-from agent_core.rules import update_plan
-from agent_core.spec import ResultView, Template, Texts, rule
-from agent_core.tools import Tool, ToolRegistry
 from tests.fakes import (
     CANCEL,
     COMPENSATION,
@@ -298,7 +298,7 @@ async def test_listeners_get_the_run_and_a_failing_one_is_logged_with_its_trace(
 
     registry, _ = shop_like_tools()
     executor, _, _ = make_executor(registry, listeners=[broken, listener])
-    with caplog.at_level(logging.ERROR, logger="agent_core.executor"):
+    with caplog.at_level(logging.ERROR, logger="agent_core.execution.executor"):
         run = await executor.start(make_run([STATUS]))
 
     assert all(got is run for got, _ in seen)
@@ -308,7 +308,7 @@ async def test_listeners_get_the_run_and_a_failing_one_is_logged_with_its_trace(
         "step_succeeded",
         "run_finished",
     ]
-    failures = [r for r in caplog.records if r.name == "agent_core.executor"]
+    failures = [r for r in caplog.records if r.name == "agent_core.execution.executor"]
     assert [r.getMessage() for r in failures] == [
         "listener failed on run_planned",
         "listener failed on step_started",

@@ -26,12 +26,12 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from agent_core.agent import Agent
-from agent_core.executor import Executor
+from agent_core.execution.executor import Executor
 from agent_core.models import ClaimResult, EventKind, Run, RunStatus
 from agent_core.models import utcnow as real_now
-from agent_core.planner import RuleBasedPlanner
+from agent_core.understanding.planner import RuleBasedPlanner
 from storage.leases import Lease
-from storage.runs import SqliteRunStore
+from storage.runs.sqlite import SqliteRunStore
 from tests.fakes import RecordingSleep, Script, shop_like_tools
 from tests.storage_backends import Backend
 

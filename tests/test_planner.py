@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pytest
 
 from agent_core.models import Language
-from agent_core.planner import (
+from agent_core.understanding.planner import (
     MAX_STEPS,
     MAX_TEXT_CHARS,
     POLICY_QUERIES,

@@ -18,7 +18,7 @@ from typing import Any
 
 from bot.polling import Poller
 from storage.db import StorageUnavailable
-from storage.inbox import Inbox, Lease
+from storage.inbox.sqlite import Inbox, Lease
 from storage.store import open_inbox
 from tests.harness import until
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.planner import PlanDraft, PlanRequest, Refusal, RuleBasedPlanner
+from agent_core.understanding.planner import PlanDraft, PlanRequest, Refusal, RuleBasedPlanner
 
 HIGH_RISK = {"cancel_order", "request_return", "request_refund", "change_address"}
 

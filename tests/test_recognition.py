@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent_core.planner import PlanDraft, PlanRequest, Refusal, RuleBasedPlanner
-from agent_core.recognition.intents import Kind, load
+from agent_core.understanding.planner import PlanDraft, PlanRequest, Refusal, RuleBasedPlanner
+from agent_core.understanding.recognition.intents import Kind, load
 
 HIGH_RISK = {"cancel_order", "request_return", "request_refund", "change_address"}
 

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from agent_core.catalog import CANCEL_ORDER
+from agent_core.catalog.builtin import CANCEL_ORDER
+from agent_core.execution.policy import AfterReconcile, Verdict, after_reconcile, reconciles
+from agent_core.execution.tools import Tool, ToolContext, ToolFailure, ToolRegistry
 from agent_core.models import (
     Approval,
     ErrorType,
@@ -20,8 +22,6 @@ from agent_core.models import (
     StepStatus,
     utcnow,
 )
-from agent_core.policy import AfterReconcile, Verdict, after_reconcile, reconciles
-from agent_core.tools import Tool, ToolContext, ToolFailure, ToolRegistry
 from tests.fakes import CANCEL, STATUS, Script, make_executor, make_run, resume
 
 CANCELLED = {"order_id": "A1001", "status": "cancelled"}

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from agent_core.agent import Agent
-from agent_core.answers import compose_answer, step_progress
+from agent_core.answers.compose import compose_answer, step_progress
 from agent_core.models import (
     ClaimResult,
     Decision,
@@ -24,8 +24,8 @@ from agent_core.models import (
     RunStatus,
     StepStatus,
 )
-from agent_core.planner import RuleBasedPlanner
-from storage.runs import SqliteRunStore
+from agent_core.understanding.planner import RuleBasedPlanner
+from storage.runs.sqlite import SqliteRunStore
 from tests.fakes import RecordingJournal, fail
 from tests.golden._support import (
     CANCELLED,

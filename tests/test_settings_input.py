@@ -322,7 +322,7 @@ def test_a_port_out_of_range_is_a_usage_error_not_a_traceback(db: Path) -> None:
 
 
 def test_a_shop_seed_that_cannot_be_used_is_one_line_naming_it(db: Path, tmp_path: Path) -> None:
-    seed = json.loads((ROOT / "storage" / "shop_seed.json").read_text(encoding="utf-8"))
+    seed = json.loads((ROOT / "storage" / "shop" / "seed.json").read_text(encoding="utf-8"))
     seed["orders"][0]["owner_user_id"] = 2**64  # an id no Telegram account has
     too_big = tmp_path / "big.json"
     too_big.write_text(json.dumps(seed))

@@ -27,7 +27,7 @@ from bot.shared_ratelimit import (
     answered,
 )
 from standin import StandIn
-from storage.pg_ratelimit import PgRateStates
+from storage.ratelimit.postgres import PgRateStates
 from tests.harness import DEMO, TOKEN, start_bot
 from tests.storage_backends import Backend
 

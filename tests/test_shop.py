@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from agent_core.execution.tools import ToolContext, ToolRegistry
 from agent_core.models import ErrorType, Risk, ToolError, ToolOk
-from agent_core.shop import CancelResult, OrderArgs, PolicyArgs, shop_tools
-from agent_core.tools import ToolContext, ToolRegistry
 from storage.db import StorageUnavailable
-from storage.shop import DEFAULT_SEED_PATH, ShopUnavailable, load_seed
+from storage.shop.sqlite import DEFAULT_SEED_PATH, ShopUnavailable, load_seed
+from storage.shop.tools import CancelResult, OrderArgs, PolicyArgs, shop_tools
 from storage.store import DemoShop
 from tests.storage_backends import Backend
 
@@ -482,7 +482,7 @@ async def test_custom_seed_path_is_honoured(
 def test_bundled_seed_validates_and_matches_the_demo() -> None:
     assert (
         DEFAULT_SEED_PATH.resolve()
-        == (Path(__file__).resolve().parent.parent / "storage" / "shop_seed.json").resolve()
+        == (Path(__file__).resolve().parent.parent / "storage" / "shop" / "seed.json").resolve()
     )
     seed = load_seed(DEFAULT_SEED_PATH)
     orders = {o.id: o for o in seed.orders}

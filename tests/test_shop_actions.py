@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 import storage.db
+from agent_core.execution.tools import ToolContext, ToolRegistry
 from agent_core.models import ErrorType, ToolError, ToolOk
-from agent_core.shop import ActionResult, shop_tools
-from agent_core.tools import ToolContext, ToolRegistry
 from storage.db import MIGRATIONS, connect
-from storage.shop import SqliteShop
+from storage.shop.sqlite import SqliteShop
+from storage.shop.tools import ActionResult, shop_tools
 
 DEMO_USER = 10001
 OTHER_USER = 20002

@@ -18,9 +18,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from agent_core.shop import ActionResult, shop_tools
-from agent_core.tools import ToolRegistry
+from agent_core.execution.tools import ToolRegistry
 from storage.pg_schema import PG_MIGRATIONS
+from storage.shop.tools import ActionResult, shop_tools
 from storage.store import DemoShop
 from tests.storage_backends import Backend
 from tests.test_shop_actions import (  # noqa: F401  (collected again, on PostgreSQL)

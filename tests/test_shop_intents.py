@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.planner import PlanDraft, PlanRequest, Refusal, RuleBasedPlanner
-from agent_core.recognition.intents import IntentsFileError, load
+from agent_core.understanding.planner import PlanDraft, PlanRequest, Refusal, RuleBasedPlanner
+from agent_core.understanding.recognition.intents import IntentsFileError, load
 
 SHOP_INTENTS = """
 [faq.gift_wrapping]

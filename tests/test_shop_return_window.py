@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
+from agent_core.execution.tools import ToolContext, ToolRegistry
 from agent_core.models import ErrorType, ToolError, ToolOk
-from agent_core.shop import shop_tools
-from agent_core.tools import ToolContext, ToolRegistry
-from storage.shop_seed import (
+from storage.shop.seed import (
     DEFAULT_RETURN_WINDOW_DAYS,
     DEFAULT_SEED_PATH,
     SEEDED_KEY,
     return_window_of,
 )
+from storage.shop.tools import shop_tools
 from tests.storage_backends import Backend
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from agent_core.approval import (
+from agent_core.execution.approval import (
     Decider,
     Needed,
     StaffCheck,

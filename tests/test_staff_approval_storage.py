@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from agent_core.approval import StaffRule
-from agent_core.catalog import REQUEST_REFUND
-from agent_core.contracts import RefundArgs
-from agent_core.executor import Executor
+from agent_core.catalog.builtin import REQUEST_REFUND
+from agent_core.catalog.contracts import RefundArgs
+from agent_core.execution.approval import StaffRule
+from agent_core.execution.executor import Executor
+from agent_core.execution.tools import Tool, ToolContext, ToolRegistry
 from agent_core.models import ClaimResult, PromptRef, RunStatus, utcnow
-from agent_core.tools import Tool, ToolContext, ToolRegistry
 from storage.store import RunStore
 from tests.fakes import STATUS, RecordingSleep, make_run, shop_like_tools
 from tests.storage_backends import Backend

@@ -15,7 +15,7 @@ import asyncio
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from agent_core.executor import Executor
+from agent_core.execution.executor import Executor
 from agent_core.models import Language, utcnow
 from bot.application import bot_of
 from bot.texts import TEXTS

@@ -17,9 +17,10 @@ import psycopg
 import pytest
 
 import storage.db
-import storage.runs
+import storage.runs.sqlite
 from agent_core.agent import Agent
-from agent_core.executor import Executor
+from agent_core.execution.executor import Executor
+from agent_core.execution.tools import Tool, ToolContext, ToolRegistry
 from agent_core.models import (
     ClaimResult,
     ErrorType,
@@ -32,15 +33,14 @@ from agent_core.models import (
     StepTag,
     utcnow,
 )
-from agent_core.planner import PlanDraft, PlanRequest, StepDraft
-from agent_core.tools import Tool, ToolContext, ToolRegistry
+from agent_core.understanding.planner import PlanDraft, PlanRequest, StepDraft
 from stepwise.cli import dispatch
 from stepwise.settings import Settings
 from storage import tables
 from storage.db import MIGRATIONS, StorageUnavailable, fetch
 from storage.leases import Lease
 from storage.pg_schema import PG_MIGRATIONS
-from storage.runs import SqliteRunStore
+from storage.runs.sqlite import SqliteRunStore
 from storage.store import RunStore, migrate_database, open_store
 from storage.tables import parse_ts, ts
 from tests.fakes import (
@@ -540,7 +540,7 @@ def _schema_as_of(monkeypatch: pytest.MonkeyPatch, version: int) -> None:
     run = tuple(c for c in tables.RUN_COLUMNS if c not in _LATER_RUN_COLUMNS)
     run_state = tuple(c for c in tables.RUN_STATE_COLUMNS if c not in _LATER_RUN_COLUMNS)
     journal = dataclasses.replace(
-        storage.runs._JOURNAL,
+        storage.runs.sqlite._JOURNAL,
         upsert_run=tables.upsert("runs", run, ("id",)),
         update_run=tables.update("runs", run_state, ("id",)),
         upsert_step=tables.upsert("steps", step, ("run_id", "id")),
@@ -548,7 +548,7 @@ def _schema_as_of(monkeypatch: pytest.MonkeyPatch, version: int) -> None:
         # Before leases (storage/leases.py) a status change wrote the status only.
         update_run_status="UPDATE runs SET status = :status WHERE id = :id AND status IS NOT :status",
     )
-    monkeypatch.setattr(storage.runs, "_JOURNAL", journal)
+    monkeypatch.setattr(storage.runs.sqlite, "_JOURNAL", journal)
 
 
 async def test_a_version_1_database_is_upgraded_in_place(

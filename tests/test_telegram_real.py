@@ -3,7 +3,7 @@
 The production application long-polls the stand-in (`tests.harness.start_bot`); a test
 plays the customer, staff or an attacker and asserts on what the chats show, the Bot API
 calls the bot made and the database. Texts are taken from `bot.texts` and
-`agent_core.answers`, never retyped here.
+`agent_core.answers.compose`, never retyped here.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from console.server import serve_console
 from standin import DEFAULT_TOKEN, CallRecord, FloodLimits, ShownMessage, StandIn
 from standin.formatting import MAX_TEXT_LENGTH, utf16_len
 from stepwise.serve import start_recovery
-from storage.runs import SqliteRunStore
+from storage.runs.sqlite import SqliteRunStore
 from storage.tables import ts
 from tests.harness import (
     DEMO,

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent_core.catalog import CANCEL_ORDER
+from agent_core.catalog.builtin import CANCEL_ORDER
+from agent_core.execution.tools import Tool, ToolFailure
 from agent_core.models import ErrorType, Idempotency
-from agent_core.tools import Tool, ToolFailure
 from standin import ShownMessage, StandIn
 from tests.fakes import Script
 from tests.harness import DEMO, prompt_for, start_bot, until

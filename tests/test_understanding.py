@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_core.planner import PlanDraft, PlanRequest, Refusal, RuleBasedPlanner
+from agent_core.understanding.planner import PlanDraft, PlanRequest, Refusal, RuleBasedPlanner
 
 
 def draft(text: str, last: str | None = None) -> PlanDraft:
@@ -154,7 +154,7 @@ def test_instructions_in_the_text_are_data(text: str) -> None:
 
 
 def test_a_catalog_tool_declared_with_phrases_is_planned_on_the_named_order() -> None:
-    from agent_core.catalog import CATALOG
+    from agent_core.catalog.builtin import CATALOG
 
     spec = CATALOG["cancel_order"]
     phrases = type("P", (), {"zh": ("开发票",), "en": ("send me an invoice",)})()

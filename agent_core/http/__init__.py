@@ -1,7 +1,7 @@
 """The catalog's tools served by a real HTTP API instead of the built-in demo shop.
 
 `STEPWISE_TOOLS=path/to/tools.toml` replaces the demo shop's tools with the ones built here.
-The names, arguments and risks come from `agent_core.catalog` and the failure types stay
+The names, arguments and risks come from `agent_core.catalog.builtin` and the failure types stay
 the same, so the planner, the policy and the answers do not know which backend they talk to.
 
 - `config`: the tools file (TOML), validated completely; secrets and redaction.

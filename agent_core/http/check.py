@@ -24,13 +24,13 @@ from typing import Any, Final, Literal
 import httpx
 from pydantic import BaseModel, ConfigDict
 
-from agent_core.catalog import CATALOG
+from agent_core.catalog.builtin import CATALOG
+from agent_core.execution.tools import ToolContext
 from agent_core.http.client import build_request, new_client, transport_message
 from agent_core.http.config import HttpToolConfig, ToolsConfig
 from agent_core.http.mapping import ErrorMapping, search
 from agent_core.http.responses import clip
 from agent_core.models import ErrorType, Risk
-from agent_core.tools import ToolContext
 
 
 class ConfiguredTool(BaseModel):

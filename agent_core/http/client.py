@@ -31,6 +31,7 @@ import httpx
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticCustomError
 
+from agent_core.execution.tools import Tool, ToolContext, ToolFailure
 from agent_core.http.address import split_address
 from agent_core.http.config import DEFAULT_TIMEOUT_S, AddressParts, HttpToolConfig, ToolsConfig
 from agent_core.http.customer import NOT_LINKED, Customer, CustomerCache, CustomerLookup
@@ -38,7 +39,6 @@ from agent_core.http.graphql import Lookup, Operation, Reconcile, read_answer
 from agent_core.http.mapping import IDEMPOTENCY_KEY, ReconcileRead, render_body
 from agent_core.http.responses import HttpOutcome, Reading, clip, map_response
 from agent_core.models import ErrorType, Idempotency, Risk
-from agent_core.tools import Tool, ToolContext, ToolFailure
 
 log = logging.getLogger(__name__)
 

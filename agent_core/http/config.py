@@ -2,7 +2,7 @@
 
 Config file (see `examples/tools.toml` and `examples/woocommerce.toml`)
 -----------------------------------------------------------------------
-`[tools.<name>]`, one table per tool. A tool of the built-in catalog (`agent_core.catalog`)
+`[tools.<name>]`, one table per tool. A tool of the built-in catalog (`agent_core.catalog.builtin`)
 takes its declaration (arguments, risk, result contract, wording, rules) from there and
 the table says only how to call it; any other name must be declared in its table
 (`agent_core.http.declare`: description, goal, args, result, templates, rules, phrases …).
@@ -92,7 +92,8 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
-from agent_core.catalog import CATALOG
+from agent_core.catalog.builtin import CATALOG
+from agent_core.catalog.spec import ToolSpec
 from agent_core.http.address import ADDRESS_PARTS
 from agent_core.http.customer import (
     CUSTOMER_FIELDS,
@@ -105,7 +106,6 @@ from agent_core.http.declare import DECLARATION_KEYS, Problem, declare
 from agent_core.http.graphql import GraphQLTool
 from agent_core.http.mapping import IDEMPOTENCY_KEY, ErrorMapping, ReconcileRead, ResponseMapping
 from agent_core.models import Idempotency, Risk
-from agent_core.spec import ToolSpec
 
 DEFAULT_TIMEOUT_S: Final = 5.0
 MAX_TIMEOUT_S: Final = 60.0

@@ -39,8 +39,8 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from agent_core.catalog.spec import Texts
 from agent_core.http.mapping import compile_path, render_body, search
-from agent_core.spec import Texts
 
 # The placeholders a tool's templates may use once `[customer]` is declared, and the
 # internal argument names they stand for (an argument never starts with "_").
@@ -75,7 +75,7 @@ class CustomerLookup(BaseModel):
     fields: dict[str, str]
     ttl_s: int = Field(DEFAULT_TTL_S, ge=0, le=86400)
     timeout_s: float = Field(5.0, gt=0, le=60)
-    link: Texts | None = None  # None: the general words (`agent_core.answers`)
+    link: Texts | None = None  # None: the general words (`agent_core.answers.compose`)
 
     @field_validator("root", "owner")
     @classmethod

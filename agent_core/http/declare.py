@@ -49,9 +49,8 @@ from pydantic import (
     field_validator,
 )
 
-from agent_core.contracts import Amount, NonBlank, OrderId, no_control_characters
-from agent_core.models import Risk, StepTag
-from agent_core.spec import (
+from agent_core.catalog.contracts import Amount, NonBlank, OrderId, no_control_characters
+from agent_core.catalog.spec import (
     GENERIC_APPROVE,
     GENERIC_CONFIRM,
     GENERIC_DECLINE,
@@ -65,6 +64,7 @@ from agent_core.spec import (
     placeholders,
     rule,
 )
+from agent_core.models import Risk, StepTag
 
 # The keys a declaration may have; the rest of a tool's table is its request mapping.
 DECLARATION_KEYS = frozenset(

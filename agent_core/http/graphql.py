@@ -44,6 +44,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agent_core.catalog.spec import fill, placeholders
 from agent_core.http.mapping import (
     IDEMPOTENCY_KEY,
     ReconcileRead,
@@ -54,7 +55,6 @@ from agent_core.http.mapping import (
 )
 from agent_core.http.responses import HttpOutcome, clip
 from agent_core.models import ErrorType
-from agent_core.spec import fill, placeholders
 
 # The wait a THROTTLED answer asks for, bounded (the client waits in-attempt up to its cap).
 MIN_THROTTLE_S: Final = 1.0

@@ -38,9 +38,9 @@ from jmespath.exceptions import JMESPathError
 from jmespath.parser import ParsedResult
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from agent_core.catalog.spec import fill, placeholders
 from agent_core.http.text import plain_text
 from agent_core.models import ErrorType
-from agent_core.spec import fill, placeholders
 
 # The placeholder a write's `body` and a reconcile `match` may use besides the arguments:
 # the step's idempotency key (`run_id:step_id`), the same on every retry and recovery.

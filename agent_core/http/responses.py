@@ -38,7 +38,7 @@ of `timeout_s` for the retried request; otherwise it is reported at once and the
 executor's backoff takes over. The retried request is the same request, idempotency key
 included — unless it may already have been carried out (`HttpOutcome.may_have_happened`: a
 5xx, a read timeout, a connection lost after sending) by a backend that ignores the key:
-then nothing is re-sent and the executor reconciles (`agent_core.policy`).
+then nothing is re-sent and the executor reconciles (`agent_core.execution.policy`).
 """
 
 from __future__ import annotations
@@ -52,11 +52,11 @@ from email.utils import parsedate_to_datetime
 from types import MappingProxyType
 from typing import Any, Final
 
-from agent_core.catalog import CATALOG
+from agent_core.catalog.builtin import CATALOG
+from agent_core.catalog.spec import ToolSpec
+from agent_core.execution.results import ContractBroken, check_result, is_empty
 from agent_core.http.mapping import ErrorMapping, ResponseMapping
 from agent_core.models import SERVER_ERROR_CODE, ErrorType, Risk
-from agent_core.results import ContractBroken, check_result, is_empty
-from agent_core.spec import ToolSpec
 
 MESSAGE_LIMIT: Final = 300
 TRANSIENT: Final = frozenset({ErrorType.TIMEOUT, ErrorType.UNAVAILABLE})

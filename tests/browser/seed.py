@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from agent_core.agent import Agent
-from agent_core.executor import Executor
+from agent_core.execution.executor import Executor
+from agent_core.execution.policy import Backoff, FailurePolicy
+from agent_core.execution.tools import Tool, ToolContext, ToolFailure, ToolRegistry
 from agent_core.models import ErrorType
-from agent_core.planner import RuleBasedPlanner
-from agent_core.policy import Backoff, FailurePolicy
-from agent_core.shop import shop_tools
-from agent_core.tools import Tool, ToolContext, ToolFailure, ToolRegistry
+from agent_core.understanding.planner import RuleBasedPlanner
+from storage.shop.tools import shop_tools
 from storage.store import DemoShop, RunStore, open_shop, open_store
 from storage.tables import ts
 

@@ -48,7 +48,7 @@ async def test_customer_cancels_an_order_and_staff_see_the_confirmation(
     await bubble(page, "Here is my plan:").wait_for()
     plan = await bubble(page, "Here is my plan:").inner_text()
     assert "1. Check the status of order A1003" in plan and "2. Cancel order A1003" in plan
-    yes, no = "Yes, cancel A1003", "No, keep it"  # agent_core.answers.decision_labels
+    yes, no = "Yes, cancel A1003", "No, keep it"  # agent_core.answers.compose.decision_labels
     confirm = page.locator(".keyboard button", has_text=yes)
     await confirm.wait_for()
     assert await page.locator(".keyboard button", has_text=no).count() == 1

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.evaluation import (
+from agent_core.interpretation import Clarification, ClarifyOption
+from agent_core.understanding.evaluation import (
     Case,
     Outcome,
     Report,
@@ -25,8 +26,7 @@ from agent_core.evaluation import (
     load_cases,
     matches,
 )
-from agent_core.interpretation import Clarification, ClarifyOption
-from agent_core.planner import RuleBasedPlanner
+from agent_core.understanding.planner import RuleBasedPlanner
 
 HERE = Path(__file__).parent
 

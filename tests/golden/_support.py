@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from agent_core.executor import Executor
+from agent_core.execution.executor import Executor
+from agent_core.execution.tools import ToolRegistry
 from agent_core.models import (
     Approval,
     ErrorType,
@@ -21,8 +22,7 @@ from agent_core.models import (
     RunStatus,
     StepStatus,
 )
-from agent_core.planner import PlanRequest, RuleBasedPlanner
-from agent_core.tools import ToolRegistry
+from agent_core.understanding.planner import PlanRequest, RuleBasedPlanner
 from tests.fakes import RecordingJournal, RecordingSleep, Script, shop_like_tools
 
 ZH, EN = Language.ZH, Language.EN

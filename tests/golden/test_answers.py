@@ -14,10 +14,10 @@ import pytest
 from inline_snapshot import snapshot
 
 from agent_core.agent import Agent
-from agent_core.answers import compose_answer
+from agent_core.answers.compose import compose_answer
 from agent_core.models import ClaimResult, ErrorType, RunStatus, StepStatus
-from agent_core.planner import RuleBasedPlanner
-from storage.runs import SqliteRunStore
+from agent_core.understanding.planner import RuleBasedPlanner
+from storage.runs.sqlite import SqliteRunStore
 from tests.fakes import fail
 from tests.golden._support import (
     CANCELLED,

@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from inline_snapshot import snapshot
 
-from agent_core.answers import decision_labels
-from agent_core.catalog import CATALOG, GET_ORDER_STATUS
+from agent_core.answers.compose import decision_labels
+from agent_core.catalog.builtin import CATALOG, GET_ORDER_STATUS
+from agent_core.execution.tools import ToolRegistry
 from agent_core.models import Language, PlanStep, Run, RunStatus, StepTag
-from agent_core.shop import shop_tools
-from agent_core.tools import ToolRegistry
-from storage.shop import SqliteShop
+from storage.shop.sqlite import SqliteShop
+from storage.shop.tools import shop_tools
 from tests.golden._support import CUSTOMER, EN, NOW, ZH, decide, executor
 
 LANGS = (ZH, EN)

@@ -19,10 +19,10 @@ from typing import Any
 from inline_snapshot import snapshot
 from pydantic import BaseModel
 
-from agent_core.catalog import CATALOG
+from agent_core.catalog.builtin import CATALOG
+from agent_core.catalog.spec import Phrases, Texts, ToolSpec
 from agent_core.interpretation import Interpretation
-from agent_core.planner import PlanRequest, Refusal, RuleBasedPlanner
-from agent_core.spec import Phrases, Texts, ToolSpec
+from agent_core.understanding.planner import PlanRequest, Refusal, RuleBasedPlanner
 
 
 def summary(

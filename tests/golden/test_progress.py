@@ -12,7 +12,7 @@ from typing import Any
 
 from inline_snapshot import snapshot
 
-from agent_core.answers import decision_labels, plan_text, step_progress
+from agent_core.answers.compose import decision_labels, plan_text, step_progress
 from agent_core.models import ErrorType, Language, PlanStep, RunStatus, StepStatus
 from bot.progress import decision_text
 from bot.texts import say

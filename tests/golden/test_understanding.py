@@ -7,7 +7,7 @@ from __future__ import annotations
 from inline_snapshot import snapshot
 
 from agent_core.models import Language, PlanStep, Run
-from agent_core.planner import PlanRequest, RuleBasedPlanner
+from agent_core.understanding.planner import PlanRequest, RuleBasedPlanner
 from tests.golden._support import CUSTOMER, EN, NOW, ZH, executor, tools
 
 REQUESTS: dict[str, dict[Language, str]] = {

@@ -59,7 +59,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "after a decline the done status step is turned into 'not done'",
         (
             Edit(
-                "agent_core/transitions.py",
+                "agent_core/execution/transitions.py",
                 "        if later.status is StepStatus.PENDING:\n"
                 "            later.status = StepStatus.CANCELLED",
                 "        if later.status is not StepStatus.PENDING:\n"
@@ -72,7 +72,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "after a decline every step, done or not, is cancelled",
         (
             Edit(
-                "agent_core/transitions.py",
+                "agent_core/execution/transitions.py",
                 "        if later.status is StepStatus.PENDING:\n"
                 "            later.status = StepStatus.CANCELLED",
                 "        if True:\n            later.status = StepStatus.CANCELLED",
@@ -82,37 +82,37 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "2",
         "the already_cancelled rule dropped: Confirm/Cancel to cancel a cancelled order",
-        (Edit("agent_core/catalog.py", _ALREADY_CANCELLED_RULE, ""),),
+        (Edit("agent_core/catalog/builtin.py", _ALREADY_CANCELLED_RULE, ""),),
     ),
     Mutant(
         "3a",
         "a missing eta is quoted: 'Order A1001 is on its way, expected None.'",
-        (Edit("agent_core/render.py", _ABSENT_READS_AS_ABSENT, _ABSENT_READS_AS_NONE),),
+        (Edit("agent_core/answers/render.py", _ABSENT_READS_AS_ABSENT, _ABSENT_READS_AS_NONE),),
     ),
     Mutant(
         "3b",
         "the eta is quoted for any status but pending: 'is delivered, expected 2026-11-28.'",
-        (Edit("agent_core/catalog.py", _ETA_ONLY_WHEN_SHIPPING, _ETA_UNLESS_PENDING),),
+        (Edit("agent_core/catalog/builtin.py", _ETA_ONLY_WHEN_SHIPPING, _ETA_UNLESS_PENDING),),
     ),
     Mutant(
         "3c",
         "the issue's exact text: 'Order A1001 is delivered, expected None.'",
         (
-            Edit("agent_core/catalog.py", _ETA_ONLY_WHEN_SHIPPING, _ETA_UNLESS_PENDING),
-            Edit("agent_core/render.py", _ABSENT_READS_AS_ABSENT, _ABSENT_READS_AS_NONE),
+            Edit("agent_core/catalog/builtin.py", _ETA_ONLY_WHEN_SHIPPING, _ETA_UNLESS_PENDING),
+            Edit("agent_core/answers/render.py", _ABSENT_READS_AS_ABSENT, _ABSENT_READS_AS_NONE),
         ),
     ),
     Mutant(
         "4",
         "a retried lookup answers only ' (succeeded after 1 retry)' (`+=` → `=`)",
-        (Edit("agent_core/answers.py", "            text += (", "            text = ("),),
+        (Edit("agent_core/answers/compose.py", "            text += (", "            text = ("),),
     ),
     Mutant(
         "5",
         "the refusal kind ignored: 'tell me your order number' → the generic help",
         (
             Edit(
-                "agent_core/answers.py",
+                "agent_core/answers/compose.py",
                 "refusal = known[lang] if known is not None else can_help(lang, catalog)",
                 "refusal = can_help(lang, catalog)",
             ),
@@ -123,7 +123,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "an internal error on an approved cancel told as 'can no longer be cancelled'",
         (
             Edit(
-                "agent_core/answers.py",
+                "agent_core/answers/compose.py",
                 "    if error is ErrorType.INVALID_ARGUMENTS:\n",
                 "    if error is ErrorType.INVALID_ARGUMENTS or (spec is not None and spec.refusals):\n",
             ),
@@ -134,7 +134,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "while paused, a later step reported 'not done, because an earlier step ...'",
         (
             Edit(
-                "agent_core/answers.py",
+                "agent_core/answers/compose.py",
                 "if status in (StepStatus.PENDING, StepStatus.RUNNING) and run.is_terminal:",
                 "if status in (StepStatus.PENDING, StepStatus.RUNNING) or run.is_terminal:",
             ),
@@ -145,7 +145,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "the not-found / not-yours hints replaced by 'contact a human agent'",
         (
             Edit(
-                "agent_core/answers.py",
+                "agent_core/answers/compose.py",
                 'return NEXT_STEP_AFTER_FAILURE.get(run.stop_reason or "", DEFAULT_NEXT_STEP)[lang]',
                 "return DEFAULT_NEXT_STEP[lang]",
             ),
@@ -156,7 +156,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "every progress line says 'done after 0 retries'",
         (
             Edit(
-                "agent_core/answers.py",
+                "agent_core/answers/compose.py",
                 '            if step.retry_count\n            else ("完成"',
                 '            if step.retry_count >= 0\n            else ("完成"',
             ),
@@ -189,7 +189,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "a decline logged as 'approved' in the staff timeline",
         (
             Edit(
-                "storage/runs.py",
+                "storage/runs/sqlite.py",
                 '"approved" if approved else "declined",',
                 '"approved",',
             ),

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from standin import StandIn
-from storage.shop import DEFAULT_SEED_PATH
+from storage.shop.sqlite import DEFAULT_SEED_PATH
 from tests.harness import (
     DEMO,
     OTHER,

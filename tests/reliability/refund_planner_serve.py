@@ -12,9 +12,9 @@ import re
 import sys
 
 import stepwise.runtime
-from agent_core.catalog import GET_ORDER_STATUS, REQUEST_REFUND
+from agent_core.catalog.builtin import GET_ORDER_STATUS, REQUEST_REFUND
 from agent_core.models import StepTag
-from agent_core.planner import PlanDraft, PlanRequest, RuleBasedPlanner, StepDraft
+from agent_core.understanding.planner import PlanDraft, PlanRequest, RuleBasedPlanner, StepDraft
 from stepwise.cli import main
 
 REFUND = re.compile(r"refund (\d+(?:\.\d+)?) for order ([A-Z]\d+)")

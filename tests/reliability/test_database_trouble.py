@@ -27,7 +27,7 @@ import pytest
 from agent_core.models import EventKind, Language, Run, RunEvent
 from bot.texts import TEXTS
 from standin import StandIn
-from storage.runs import SqliteRunStore
+from storage.runs.sqlite import SqliteRunStore
 
 from .conftest import (
     ServeProcess,

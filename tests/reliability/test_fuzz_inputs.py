@@ -24,8 +24,8 @@ hypothesis = pytest.importorskip("hypothesis", reason="hypothesis is a dev depen
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from agent_core.answers import compose_answer, plan_text, step_progress  # noqa: E402
-from agent_core.catalog import CATALOG  # noqa: E402
+from agent_core.answers.compose import compose_answer, plan_text, step_progress  # noqa: E402
+from agent_core.catalog.builtin import CATALOG  # noqa: E402
 from agent_core.models import (  # noqa: E402
     Approval,
     ErrorType,
@@ -37,14 +37,13 @@ from agent_core.models import (  # noqa: E402
     StepError,
     StepStatus,
 )
-from agent_core.planner import (  # noqa: E402
+from agent_core.understanding.planner import (  # noqa: E402
     MAX_STEPS,
     PlanRequest,
     Refusal,
     RuleBasedPlanner,
     StepTag,
 )
-from agent_core.shop import OrderArgs, PolicyArgs  # noqa: E402
 from bot.callbacks import (  # noqa: E402
     MAX_CALLBACK_BYTES,
     DecisionData,
@@ -53,6 +52,7 @@ from bot.callbacks import (  # noqa: E402
     page_data,
     parse_callback,
 )
+from storage.shop.tools import OrderArgs, PolicyArgs  # noqa: E402
 
 FUZZ = settings(
     max_examples=300,

@@ -1,0 +1,1 @@
+"""The customer's answer, built only from what the steps observed."""

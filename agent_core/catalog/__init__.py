@@ -1,0 +1,1 @@
+"""The declared tools: their specs, result contracts and the built-in table."""

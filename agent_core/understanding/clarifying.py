@@ -1,0 +1,147 @@
+"""The questions the rule planner asks back (issue 13): which order an action is for, the
+value it still needs (a new address, a refund amount), or what an id-like token means.
+
+Each option is a short button label and the request it sends, written so that the rule
+planner plans exactly that when the customer picks it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agent_core.interpretation import Clarification, ClarifyOption
+from agent_core.models import Language
+from agent_core.understanding.lexicon_intents import AMOUNT, OPTION_TEXTS, Action
+from agent_core.understanding.reading import Reading
+
+STATUS_TOOL = "get_order_status"
+
+
+def amount_in(text: str) -> str | None:
+    match = AMOUNT.search(text)
+    if match is None:
+        return None
+    return next((v for v in match.group("a", "b", "c", "d", "e", "f") if v), None)
+
+
+def option_text(
+    tool: str,
+    order_id: str,
+    language: Language,
+    address: str | None,
+    amount: str | None = None,
+) -> str:
+    """The request an option sends, as if the customer had written it."""
+    if tool == Action.REFUND and amount is None:
+        tool = "request_refund_any"
+    templates = OPTION_TEXTS.get(tool) or OPTION_TEXTS[STATUS_TOOL]
+    return templates[language].format(order_id=order_id, address=address or "", amount=amount)
+
+
+_ACTION_WORDS = {
+    Language.ZH: {
+        "cancel_order": "取消",
+        "request_return": "退货",
+        "request_refund": "退款",
+        "change_address": "修改地址",
+    },
+    Language.EN: {
+        "cancel_order": "cancel",
+        "request_return": "return",
+        "request_refund": "refund",
+        "change_address": "change the address of",
+    },
+}
+
+
+def which_order(
+    tool: str,
+    candidates: list[str],
+    context_order_id: str | None,
+    reading: Reading,
+    language: Language,
+    amount: str | None,
+) -> Clarification:
+    """Ask which order an action is for, with one option per order it could be; or, for
+    one order, the value the action needs (a new address, a refund amount)."""
+    zh = language is Language.ZH
+    options = list(dict.fromkeys(candidates)) or ([context_order_id] if context_order_id else [])
+    if tool == Action.REFUND and amount is None and len(candidates) == 1:
+        order_id = candidates[0]
+        question = (
+            f"订单 {order_id} 要退款多少钱？请写上金额，例如“{order_id} 退款 59 元”。"
+            if zh
+            else f"How much should I refund for order {order_id}? Please write the amount, "
+            f'for example "refund 59.00 for {order_id}".'
+        )
+        return Clarification(question=question, options=[])
+    if tool == Action.ADDRESS and reading.address is None:
+        question = (
+            "请告诉我新的收货地址（以及订单号），我再帮你修改。"
+            if zh
+            else "Please send the new delivery address (and the order number) and I'll change it."
+        )
+        return Clarification(question=question, options=[])
+    verb = _ACTION_WORDS[language].get(tool)
+    if verb is None:
+        verb = "处理" if zh else "do this for"
+    if options:
+        question = f"你想{verb}哪个订单？" if zh else f"Which order should I {verb}?"
+    else:
+        question = (
+            f"你想{verb}哪个订单？请发给我订单号（例如 A1001）。"
+            if zh
+            else f"Which order should I {verb}? Please send its number (for example A1001)."
+        )
+    return Clarification(
+        question=question,
+        options=[
+            ClarifyOption(
+                label=order_id,
+                text=option_text(tool, order_id, language, reading.address, amount),
+            )
+            for order_id in options[:4]
+        ],
+        tool=tool,
+    )
+
+
+def about_suspects(reading: Reading, language: Language) -> Clarification:
+    token = reading.suspects[0]
+    if language is Language.ZH:
+        question = f"“{token}”不像是一个订单号。请发送完整的订单号（例如 A1001）。"
+        if reading.repairs:
+            question = f"“{token}”不像是一个订单号，你是指下面这个吗？"
+    else:
+        question = f'"{token}" doesn\'t look like an order number. Please send the full number (for example A1001).'
+        if reading.repairs:
+            question = f'"{token}" doesn\'t look like an order number. Did you mean this one?'
+    return Clarification(
+        question=question,
+        options=[
+            ClarifyOption(label=order_id, text=option_text(STATUS_TOOL, order_id, language, None))
+            for order_id in reading.repairs[:4]
+        ],
+    )
+
+
+# The example order number a question shows, the first of these the shop's order-id
+# pattern (STEPWISE_ORDER_PATTERN) accepts: a digits-only shop is never told "A1001".
+BUILT_IN_EXAMPLE = "A1001"
+_EXAMPLES = (BUILT_IN_EXAMPLE, "1001", "10001", "100001", "A10001", "AB1001", "ORD1001", "1001A")
+
+
+def example_order_id(pattern: str) -> str:
+    """An order number the shop's `pattern` accepts, to show as "for example …"."""
+    for candidate in _EXAMPLES:
+        try:
+            if re.fullmatch(pattern, candidate, re.IGNORECASE | re.ASCII):
+                return candidate
+        except re.error:
+            break
+    return BUILT_IN_EXAMPLE
+
+
+def with_example(question: str, example: str) -> str:
+    """`question` showing the shop's example order number instead of the built-in one."""
+    return question.replace(BUILT_IN_EXAMPLE, example) if example != BUILT_IN_EXAMPLE else question

@@ -1,0 +1,322 @@
+"""What one clause of a message says, for the rule planner's understanding.
+
+A clause is read on its own: its action verbs (with whether each is negated or only asked
+about), its reads (status, parcel tracking), its policy topics, its kept orders, its
+choosing words and what no tool serves. Clauses that only list order ids are folded into
+the clause they belong to. Keyword tables are data (`agent_core.understanding.lexicon`,
+`agent_core.understanding.lexicon_intents`); `agent_core.understanding.understand` resolves the clauses together.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from enum import IntEnum
+
+from agent_core.understanding.lexicon import (
+    DELAY_TOPICS,
+    ORDER_NOUN,
+    ORDER_REF,
+    POLICY_MARKERS,
+    STATUS_STRONG,
+    STATUS_WEAK,
+    TOPIC_PATTERNS,
+    PolicyTopic,
+)
+from agent_core.understanding.lexicon_intents import (
+    ACTIONS,
+    ADDRESS_CHAR,
+    AMOUNT,
+    CHOOSE,
+    KEEP,
+    NEGATION_CHARS_ZH,
+    NEGATION_FILLERS_ZH,
+    NEGATION_WORDS_EN,
+    NEGATORS_EN,
+    NEGATORS_ZH,
+    POINTER,
+    QUESTION_EN,
+    QUESTION_ZH,
+    TRACK,
+    UNSUPPORTED,
+    Action,
+)
+from agent_core.understanding.reading import Clause
+from agent_core.understanding.recognition.precision import (
+    about_an_item,
+    negated_after,
+    negated_strictly,
+    past_question,
+    reported,
+    whether_question,
+)
+
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+
+
+class Mention(IntEnum):
+    """How clearly a message names delay compensation."""
+
+    NONE = 0
+    WEAK = 1  # "delayed", "late delivery", "延迟"
+    STRONG = 2  # "compensation", "after-sales", "补偿", "售后"
+
+
+@dataclass(frozen=True)
+class CustomPhrases:
+    """A catalog tool declared with phrases (TOML): a keyword plans it on the named order."""
+
+    tool: str
+    pattern: re.Pattern[str]
+    high_risk: bool
+
+
+@dataclass
+class Verb:
+    tool: str
+    start: int
+    negated: bool
+    question: bool
+    topic: str | None
+    # Somebody else's wish ("my friend wants to cancel B2001"): asked about, never done.
+    reported: bool = False
+    # About an item of the order, not the order ("A1007 的围巾不要了"): no tool serves it.
+    item: bool = False
+
+
+@dataclass
+class View:
+    """What one clause says."""
+
+    clause: Clause
+    text: str = ""  # the clause's canonical text before anything was blanked
+    verbs: list[Verb] = field(default_factory=list)
+    status: bool = False
+    track: bool = False
+    topics: list[PolicyTopic] = field(default_factory=list)
+    unsupported: list[int] = field(default_factory=list)  # indexes into UNSUPPORTED
+    keep: bool = False
+    choose: bool = False
+
+    @property
+    def requests(self) -> list[Verb]:
+        return [v for v in self.verbs if not (v.negated or v.question or v.reported or v.item)]
+
+    @property
+    def bare(self) -> bool:
+        """Only order ids: part of a neighbouring clause's list ("A1001, A1002 到哪了")."""
+        return (
+            bool(self.clause.ids)
+            and not (self.verbs or self.status or self.track or self.topics or self.keep)
+            and not self.unsupported
+            and only_ids(self.clause.canonical)
+        )
+
+
+def only_ids(text: str) -> bool:
+    rest = re.sub(r"[\ue000-\uefff]|\b(?:and|orders?|&|the|my)\b|[和跟与及、,，\s—-]", "", text)
+    return not rest
+
+
+_ASKS_ABOUT = re.compile(
+    r"^\W*(?:can|could|is|are|would|will|may)\s+(?!you\b|u\b|ya\b)|too late to"
+)
+
+
+def negated(text: str, start: int) -> bool:
+    """Whether a negator ends just before position `start` ("don't cancel", "不要取消")."""
+    before = text[:start]
+    if negated_strictly(before):
+        return True
+    if _HAN.search(text[start : start + 1]) or (before and _HAN.search(before[-1:])):
+        for match in NEGATORS_ZH.finditer(before):
+            between = before[match.end() :]
+            if len(between) <= NEGATION_CHARS_ZH or NEGATION_FILLERS_ZH.fullmatch(between):
+                return True
+    for match in NEGATORS_EN.finditer(before):
+        words = before[match.end() :].split()
+        # "we dont need it anymore, cancel", "I'd rather not keep A1007 please cancel it":
+        # the negator's own verb took its object first; the action is not negated.
+        # An action in between keeps the old reach ("don't cancel A1001 return it" negates
+        # both: never an action the customer may not have asked for).
+        if len(words) <= NEGATION_WORDS_EN and (
+            not any(_OBJECT.fullmatch(w) for w in words)
+            or any(t.verbs.search(" ".join(words)) for t in ACTIONS)
+        ):
+            return True
+    return False
+
+
+# A word that ends what a negator governs ("it", "anymore", an order id).
+_OBJECT = re.compile(
+    r"(?:it|them|these|those|anymore|so|but|because|[\ue000-\uefff])[,.]?"
+)  # … or a conjunction: "A1002 doesn't fit so I'm sending it back"
+
+
+def is_question(text: str, start: int) -> bool:
+    """Whether the verb at `start` is asked about ("can I return …?", "A1002 能退货吗")."""
+    if QUESTION_EN.search(text[:start]):
+        return True
+    return bool(_HAN.search(text)) and QUESTION_ZH.search(text) is not None
+
+
+def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
+    view = View(clause, clause.canonical)
+    text = residual = clause.canonical
+    for terms in ACTIONS:
+        for match in terms.verbs.finditer(residual):
+            if match.start() == match.end():
+                continue
+            past = past_question(text, match.start(), match.end())
+            # Somebody else's wish ("my friend wants to cancel B2001") is read as a question
+            # about the action: the order's status and the policy, never the action.
+            told = reported(text[: match.start()])
+            # "Could I kindly have 12.99 refunded for A1002?": a question that carries the
+            # concrete amount is the request (as a new address makes one of an address change).
+            concrete = terms.action is Action.REFUND and AMOUNT.search(text) is not None
+            asked = (
+                (is_question(text, match.start()) and not concrete)
+                or past
+                or whether_question(text, match.start())
+                # "can the address on A1003 still be changed?", "is it too late to change
+                # where A1005 is going?": with no new address, a question about it
+                or (terms.action is Action.ADDRESS and _ASKS_ABOUT.search(text) is not None)
+            ) and ADDRESS_CHAR not in text
+            question = asked or told  # a new address someone else wants is asked about too
+            view.verbs.append(
+                Verb(
+                    terms.action.value,
+                    match.start(),
+                    negated(text, match.start())
+                    or negated_after(text[match.end() :], text[: match.start()])
+                    # "地址不用改": the negator sits inside the address phrase
+                    or (
+                        terms.action is Action.ADDRESS and bool(NEGATORS_ZH.search(match.group(0)))
+                    ),
+                    question,
+                    None if past else terms.topic,  # "why did you cancel": status only
+                    told,
+                    terms.action is Action.CANCEL and about_an_item(text[: match.start()]),
+                )
+            )
+            if not question or past:  # a question stays for the policy topics to find;
+                residual = blank(residual, *match.span())  # what happened asks no policy
+    if ADDRESS_CHAR in text and not any(v.tool == Action.ADDRESS for v in view.verbs):
+        at = text.index(ADDRESS_CHAR)
+        told = reported(text[:at])
+        view.verbs.append(
+            Verb(
+                Action.ADDRESS.value,
+                at,
+                negated(text, at),
+                told,
+                "shipping" if told else None,
+                told,
+            )
+        )
+    declared = False  # a catalog tool serves what the built-in tables call unsupported
+    for phrases in custom:
+        for match in phrases.pattern.finditer(residual):
+            if match.start() == match.end():
+                continue
+            declared = True
+            view.verbs.append(
+                Verb(phrases.tool, match.start(), negated(text, match.start()), False, None)
+            )
+            residual = blank(residual, *match.span())
+    view.verbs.sort(key=lambda v: v.start)
+    if (track := TRACK.search(residual)) is not None:
+        view.track = True
+        residual = blank(residual, *track.span())
+    view.clause = replace(clause, canonical=residual)
+    if not declared:
+        view.unsupported = [i for i, u in enumerate(UNSUPPORTED) if u.terms.search(text)]
+    view.keep = KEEP.search(text) is not None
+    view.choose = CHOOSE.search(text) is not None
+    return view
+
+
+def topics_of(
+    view: View, order_context: bool, message_ids: bool
+) -> tuple[list[PolicyTopic], Mention]:
+    """Policy topics of a clause (each match blanked before the next topic looks), and how
+    strongly delay compensation was mentioned. Sets the clause's status read from what
+    the topics left."""
+    residual = view.clause.canonical
+    seen = residual
+    rules_clause = POLICY_MARKERS.search(residual) is not None
+    found: list[tuple[int, PolicyTopic]] = []
+    in_passing: set[int] = set()
+    delay = Mention.NONE
+    for topic, strong, weak in TOPIC_PATTERNS:
+        for pattern in (strong, weak):
+            for match in list(pattern.finditer(seen)):
+                start, end = match.span()
+                if start == end:
+                    continue
+                seen = blank(seen, start, end)
+                if negated(residual, start):
+                    residual = blank(residual, start, end)
+                    continue
+                if topic in DELAY_TOPICS:
+                    delay = max(delay, Mention.STRONG if pattern is strong else Mention.WEAK)
+                if pattern is strong or rules_clause or not order_context:
+                    found.append((start, topic))
+                    residual = blank(residual, start, end)
+                    if pattern is weak and topic is PolicyTopic.SHIPPING:
+                        in_passing.add(start)
+    # "do I get compensation if my delivery is late?", "发货后还能取消吗": a bare "delivery" /
+    # "发货" beside another topic says when, not that shipping is asked about.
+    if any(t is not PolicyTopic.SHIPPING for _, t in found):
+        found = [f for f in found if f[0] not in in_passing]
+    found.sort(key=lambda item: item[0])
+    names_order = bool(
+        view.clause.ids
+        or message_ids
+        or ORDER_REF.search(residual)
+        or POINTER.search(residual)
+        or ORDER_NOUN.search(residual)
+    )
+    view.status = (
+        STATUS_STRONG.search(residual) is not None
+        or (names_order and STATUS_WEAK.search(residual) is not None)
+        or only_a_reference(residual)
+    )
+    return list(dict.fromkeys(t for _, t in found)), delay
+
+
+def only_a_reference(text: str) -> bool:
+    """ "my order?", "这单?": naming an order and nothing else asks for its status."""
+    match = ORDER_REF.search(text)
+    return match is not None and not re.sub(r"[\W_]", "", blank(text, *match.span()))
+
+
+def merge_bare(views: list[View]) -> list[View]:
+    """Fold clauses that only list order ids into the clause they belong to."""
+    merged: list[View] = []
+    pending: list[str] = []
+    for view in views:
+        if view.bare:
+            if merged and merged[-1].clause.ids and not merged[-1].bare:
+                add_ids(merged[-1], view.clause.ids)
+            else:
+                pending.extend(view.clause.ids)
+            continue
+        if pending:
+            add_ids(view, tuple(pending), front=True)
+            pending = []
+        merged.append(view)
+    if pending:
+        merged.append(View(Clause(" ".join(pending), tuple(pending), False, "")))
+    return merged
+
+
+def add_ids(view: View, ids: tuple[str, ...], *, front: bool = False) -> None:
+    joined = (*ids, *view.clause.ids) if front else (*view.clause.ids, *ids)
+    c = view.clause
+    view.clause = replace(c, ids=tuple(dict.fromkeys(joined)))
+
+
+def blank(text: str, start: int, end: int) -> str:
+    return text[:start] + " " * (end - start) + text[end:]

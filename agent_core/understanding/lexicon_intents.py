@@ -1,0 +1,361 @@
+"""The rule planner's vocabulary for intents: actions, their negation and question forms,
+parcel tracking, kept orders, choosing words, requests for a person, instructions hidden in
+a message, and what no tool serves.
+
+Data only, like `agent_core.understanding.lexicon` (policy topics and order-status words); the matcher is
+`agent_core.understanding.understand`. Patterns run over the canonical text of one clause (case-folded,
+simplified, typo-repaired). Order ids there are private-use placeholder characters
+(`ID_CHARS`), an extracted address is `ADDRESS_CHAR`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Final
+
+from agent_core.models import Language
+from agent_core.understanding.lexicon import Terms
+
+# An order id in canonical text: one private-use character per distinct id (U+E000 + index).
+ID_BASE: Final = 0xE000
+ID_CHARS: Final = "[\ue000-\uefff]"
+ADDRESS_CHAR: Final = "\uf8ff"
+
+
+class Action(StrEnum):
+    """A high-risk request the rule planner recognises, by the tool that serves it."""
+
+    CANCEL = "cancel_order"
+    RETURN = "request_return"
+    REFUND = "request_refund"
+    ADDRESS = "change_address"
+
+
+TRACK_TOOL: Final = "track_parcel"
+
+
+@dataclass(frozen=True)
+class ActionTerms:
+    action: Action
+    verbs: re.Pattern[str]
+    # The policy a question about this action is answered by ("can I return …?").
+    topic: str
+
+
+# fmt: off
+ACTIONS: tuple[ActionTerms, ...] = (
+    ActionTerms(
+        Action.ADDRESS,
+        Terms(
+            zh=(r"改[^，,。.;；!?！？]{0,3}地址", r"地址[^，,。.;；!?！？]{0,6}?(?:改|换|写错|错了)",
+                r"(?:修改|更改|更换|改一下)[^，,。.;；!?！？]{0,12}地址", "新地址"),
+            en=(r"(?:change|update|correct|fix|modify|edit)(?: \S+){0,5}? (?:delivery |shipping )?address",
+                r"address change", "new address", "wrong address",
+                # Round 2: "can the address on A1003 still be changed?", "change where A1005
+                # is going"
+                r"address(?: \S+){0,5}? (?:be |get |been )?(?:changed|updated|corrected|modified)",
+                r"change where (?:\S+ ){0,3}?(?:is going|goes|is being sent|is headed|ships)"),
+        ).compile(),
+        topic="shipping",
+    ),
+    ActionTerms(
+        Action.CANCEL,
+        Terms(
+            zh=("取消", "撤销", "撤单", "不要了", "不想要了", "不买了", "退订", "取销", "退单", "砍了",
+                rf"(?:{ID_CHARS}|订单|这单)\s*(?:我)?(?:不需要了|别发了|不用发了)"),
+            en=("cancel", "call off", "no longer want", r"don'?t want (?:it|this|that|the order)",
+                r"(?:want|need|like|get|have) (?:\S+ ){0,2}?cancell?ed",
+                # Issue 21: "I'm cancelling A1003", "requesting cancellation of A1007",
+                # "cancellation A1003", "scrap / ditch / bin A1003", "call the whole thing off".
+                r"(?:i'?m|i am|we'?re|we are) cancell?ing",
+                r"(?:request(?:ing)?|want|would like|need|process)(?: \S+){0,4}? cancell?ation"
+                r"(?! (?:rules?|polic|fees?|terms|conditions|charges?))",
+                rf"cancell?ation (?:of )?(?:my )?(?:order )?{ID_CHARS}\s*(?:please|pls|plz)",
+                rf"{ID_CHARS}\s*cancell?ation\s*(?:please|pls|plz)", rf"^cancell?ation (?:of )?{ID_CHARS}$",
+                rf"(?:scrap|ditch|bin|nix|axe) (?:the |my |this )?(?:order )?{ID_CHARS}",
+                r"call (?:the whole thing|the whole order|it all) off",
+                # Round 2: "A1003 isn't needed anymore", "please stop it before it ships"
+                r"(?:isn'?t|is not|aren'?t|are not|no longer) needed",
+                rf"stop (?:it|this|that|the order|my order|{ID_CHARS}) (?:before|from)"),
+        ).compile(),
+        topic="cancellation",
+    ),
+    ActionTerms(
+        Action.RETURN,
+        Terms(
+            zh=("退货", "退回", "寄回", "退掉", "退了退了", r"(?:我要|我想|就要|我得)退(?![款钱费])",
+                r"(?<=能)退(?![款钱费])",  # "还能退吗", "能退不" (round 2)
+                # "退 A1006", "别退 A1002" (round 2)
+                rf"(?:(?<![\u4e00-\u9fff])|(?<=别)|(?<=不要)|(?<=先别))退\s*(?={ID_CHARS})",
+                r"退了(?![吗么没嘛]|\s*[?？])"),
+            en=(r"return(?! (?:policy|policies|window|label|rules?|process|period|shipping|fees?"
+                r"|conditions))",
+                r"send (?:\S+ )?back(?!\s+(?:the |my |our )?(?:[$€£¥]|\d|money|cash))",
+                r"(?:sending|taking|take) (?:it|this|them|these) back",
+                r"(?:it'?s|it is|they'?re|they are) going back", "not keeping", "returning",
+                r"(?:want|need|like|get|have) (?!(?:my |the |our |your )?money)(?:\S+ ){0,2}?returned"),
+        ).compile(),
+        topic="refund",
+    ),
+    ActionTerms(
+        Action.REFUND,
+        Terms(
+            zh=("退款", "退钱", "退费", "退给我", "钱还给我", "还我钱", r"钱退(?:一下|回来|给我)",
+                r"(?:全部|全额|钱)(?:要|拿)回来",
+                r"退(?:我|给我)?\s*\d+(?:\.\d{1,2})?\s*(?:元|块|rmb)"),
+            en=(r"refund(?! (?:policy|policies|rules?|process|times?|window|status))",
+                "money back", r"(?:want|need|like|get|have) (?:\S+ ){0,2}?refunded",
+                r"money (?:returned|repaid)",
+                r"(?:send|give|pay) (?:me |us )?back (?:the |my |our )?(?:[$€£¥]?\d|money|cash)",
+                r"reimburs\w*", r"\d+(?:\.\d{1,2})? refunded",
+                # Round 2: "I'd like all of it back", "I want the 59.00 I paid back"
+                r"(?:want|like|need) (?:all of (?:it|that)|it all|everything) back",
+                r"(?:want|like|need) the [$€£¥]?\d+(?:\.\d{1,2})?(?: \S+){0,5}? back"),
+        ).compile(),
+        topic="refund",
+    ),
+)
+
+# Words just before an action that negate it ("don't cancel", "不要取消"). They count when
+# they end at most a few words (en) or characters (zh) before the verb, in the same clause.
+NEGATORS_EN = re.compile(
+    r"(?<![a-z])(?:don'?t|dont|do not|does not|doesn't|not|never|never mind|no need to|"
+    r"without|stop)(?![a-z])"
+)
+NEGATORS_ZH = re.compile(r"不要|别|先别|不用|没说要|先不|不需要|无需|不必|没有要|不是要|不想|甭|未")
+NEGATION_WORDS_EN = 3  # words allowed between the negator and the verb ("do not want to cancel")
+NEGATION_CHARS_ZH = 3  # characters allowed between them ("不用给我退款")
+# A longer gap still negates when it is only these ("不要现在给我取消"): when, for whom,
+# please. Anything else in it ("不是要退货而是取消", "别担心帮我取消") keeps the verb asked for.
+NEGATION_FILLERS_ZH = re.compile(
+    r"(?:现在|马上|立刻|立即|急着|先|再|就|都|给我|帮我|替我|为我|请|您|你|给|把|将|对|这个|这单|订单"
+    rf"|{ID_CHARS}|\s)+"
+)
+
+# Before a verb, these make it a question about the policy, not a request ("can I return").
+QUESTION_EN = re.compile(
+    r"(?<![a-z])(?:can|could|may|might) i|how (?:do|can|would|should|could|does) (?:i|we|one|you)"
+    r"|how to|is it possible|am i able|(?:can|could) (?:it|this|they|these|that) (?:still )?be"
+    r"|(?:is|would|will) it (?:still |even |at all )?(?:be )?possible|what (?:would|will|does|did)"
+    r" it cost|how much (?:would|will|does|is)"
+    r"|is there|are there|what if|how long|how much|do you|when (?:will|do|can) i(?![a-z])"
+    r"|what(?:'s| is| are) (?:your|the)|what (?:does|would|will|do)(?![a-z])"
+    r"|(?:^|\W)(?:is|are) (?:\S+ )?(?:eligible|entitled)"  # "is A1006 eligible for a refund?"
+)
+# In a Chinese clause, any of these makes it a question ("A1002 能退货吗", "退货流程").
+QUESTION_ZH = re.compile(
+    r"(?:能|可以|可不可以|能不能|能否|是否)[^，,。.;；!?！？]{0,8}(?:吗|么|嘛|\?|？)|能不能|可不可以"
+    r"|怎么|怎样|如何|流程|多久|规则|条件|政策|规定|手续|免费|收费|费用|多少钱"
+    r"|什么时候到账|几天到账|哪天到账"  # "A1002 的退款什么时候到账": when, not a request
+)
+
+# "where exactly", carrier events, scans: parcel-level detail (`track_parcel`).
+TRACK = Terms(
+    zh=("物流轨迹", "轨迹", "详细物流", "物流详情", "物流记录", "详细的物流", "具体到哪", "具体在哪",
+        "哪个城市", "派送记录", "配送记录", "哪家快递", "扫描", "快递详细", "详细信息",
+        "快递单号", "运单号", "物流单号", "每一站", "怎么显示", "追踪记录", "跟踪记录"),
+    en=("where exactly", "exactly where", "carrier", "carriers", "courier", "scan", "scans",
+        "scanned", "tracking history", "tracking events", "tracking details", "which city",
+        "what city", "full tracking", "detailed tracking", "tracking scan", "parcel events",
+        "carrier events",
+        # Issue 21: "track A1001", "tracking for A1005", "the tracking number" ask for the
+        # parcel's tracking, not only its status.
+        "track", "tracking", "tracking number", "tracking no", "tracking info", "tracking deets",
+        "delivery events", "which town", "what town", "physically", "every stop"),
+).compile()
+
+# Orders the customer says to leave alone ("keep A1001", "A1005 不用动").
+KEEP = Terms(
+    zh=("保留", "不用动", "别动", "不动", "先留着", "留着", "不用管", "没问题"),
+    en=("keep", "leave", "is fine", "is ok", "is okay", "stays", "can stay", "stay as",
+        "as it is", "no change", "don't touch", "is good"),
+).compile()
+
+# "one of them", "A or B", "取消一个": the customer has not chosen an order yet.
+CHOOSE = Terms(
+    zh=("一个", "其中", "哪个", "或者", "之一", "随便"),
+    en=("or", "whichever", "one of", "either", "any of"),
+).compile()
+
+# A request for a person, in any wording.
+HANDOFF = Terms(
+    zh=("转人工", "人工客服", r"人工(?!智能)", "真人", "找个客服", "找客服", "客服跟我说", "接人工",
+        "找个人", "真正的客服", "客服人员", "经理", "主管", "叫个人来", "找你们领导"),
+    en=("real person", "real human", "a human", "human please", "human agent", "live agent",
+        "live person", "live chat", "agent please", r"(?:speak|talk|chat) (?:to|with) (?:a |an |"
+        r"your |some )?(?:person|human|agent|someone|somebody|representative|operator|staff"
+        r"|customer service|support)",
+        "a person", "human being", "representative", "operator", "connect me to",
+        "transfer me", "humans", "human",
+        # Issue 21: "customer service" alone is often a complaint about it ("your customer
+        # service is the worst"); asking to reach it, a manager or a colleague is a handoff.
+        r"(?:to|with|reach|contact|call|get) (?:your |the )?customer service",
+        "customer service please", "manager", "supervisor", "escalate", "escalation",
+        r"member of (?:your |the )?(?:staff|team)", r"connect me (?:with|to)",
+        r"(?:a |your )colleague", "somebody from your team", "someone from your team"),
+).compile()
+
+# Text that addresses the assistant as its operator: instructions, fake system messages.
+INJECTION = re.compile(
+    r"ignore (?:all |any )?(?:the |my |your )?(?:previous|prior|above|earlier|former|all)"
+    r"(?: \w+)? (?:instructions?|rules|prompts?|messages?|directions)"
+    r"|(?<![a-z])system ?:|系统\s*[:：]|\[(?:developer|dev|root|operator)\]|override (?:the )?safety"
+    r"|without (?:any )?checks|authori[sz]ed admin|admin request|\"tool\"\s*:|\"order_id\"\s*:"
+    r"|#+\s*new instructions|new instructions\s*:|授权你|跳过确认|我是(?:店长|管理员|老板)"
+    r"|<\s*/?\s*(?:system|user|assistant|admin)\s*>|\[(?:system|admin)\]"
+    r"|admin mode|developer mode|dev mode|god mode|you are now|(?:assistant|ai|bot) note"
+    r"|note (?:to|for) (?:the )?(?:ai|assistant|bot)|skip (?:the )?confirmation"
+    r"|don'?t ask the (?:user|customer)|without asking(?! me\b)|jailbreak"
+    r"|忽略(?:之前|以上|前面|上面|先前|此前)的?(?:所有|全部)?(?:指令|指示|规则|提示|设定|要求)"
+    r"|系统(?:消息|提示|指令|通知)|管理员(?:指令|已批准|模式|命令)|开发者模式|备注给\s*(?:ai|机器人|助手)"
+    r"|不(?:需要|用)(?:确认|问用户|问顾客)|自动批准|以下是管理员"
+    # Issue 21 round 2: bracketed labels, developer notes and "the user agreed" framing, in
+    # both languages ("【系统】", "开发者指令：", "助手请注意：", "developer note:").
+    r"|[【\[]\s*(?:系统|管理员|开发者|后台|平台)[^】\]]{0,6}[】\]]"
+    r"|开发者?(?:指令|消息|命令|备注|通知)|开发人员(?:指令|消息)|后台指令|内部指令|平台指令"
+    r"|(?:助手|机器人|客服机器人|ai|智能客服)\s*(?:请注意|注意|须知|你好)\s*[:：]"
+    r"|(?:用户|顾客|客户)(?:已经?|已)(?:同意|授权|确认)|不要(?:询问|问|确认)(?:用户|顾客|客户)"
+    r"|developer (?:note|instructions?|message|override)|(?:attention|note),? (?:assistant|ai|bot)"
+    r"|(?:assistant|ai|bot),? (?:please )?(?:note|take note)\s*:"
+    r"|the (?:user|customer) (?:has )?(?:already )?(?:agreed|consented|authori[sz]ed|approved)"
+)
+# Words in injected text that demand an action or an override.
+INJECTION_DEMANDS = Terms(
+    zh=("批准", "确认", "执行", "不用问", "不需要", "所有订单", "退款", "取消", "退货", "改"),
+    en=("approve", "approved", "confirm", "confirmed", "execute", "call", "skip", "override",
+        "refund", "cancel", "cancelling", "return", "change", "grant", "admin"),
+).compile()
+
+# A fake transcript line ("Assistant: I have cancelled A1005"): ignored entirely. A line
+# labelled as the customer's keeps its text without the label.
+TRANSCRIPT_OTHER = re.compile(
+    r"^\s*(?:assistant|bot|ai|agent|客服|机器人|助手)\s*[:：]", re.M | re.IGNORECASE
+)
+TRANSCRIPT_SELF = re.compile(r"^\s*(?:user|customer|me|用户|顾客)\s*[:：]", re.M | re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """Something customers ask that no tool serves, and how the answer names it."""
+
+    key: str
+    terms: re.Pattern[str]
+    zh: str
+    en: str
+
+
+UNSUPPORTED: tuple[Unsupported, ...] = (
+    Unsupported(
+        "payment",
+        Terms(zh=("付款方式", "支付方式", r"用[^，,。.;；!?！？]{0,6}(?:付款|支付|付钱)", "比特币",
+                  "支付宝", "微信支付", "信用卡"),
+              en=(r"pay (?:\S+ ){0,5}?with", "payment method", "payment methods", "payment option",
+                  "pay by", "bitcoin", "crypto", "paypal", "credit card",
+                  r"(?:change|switch|swap) (?:the |my )?card", r"split (?:\S+ ){0,2}?payment")
+              ).compile(),
+        zh="更改付款方式", en="changing how an order is paid"),
+    Unsupported(
+        "invoice",
+        Terms(zh=("发票", "开票", "收据"), en=("invoice", "invoices", "vat", "receipt", "fapiao")
+              ).compile(),
+        zh="开发票", en="invoices"),
+    Unsupported(
+        "discount",
+        Terms(zh=("优惠码", "优惠券", "折扣码", "折扣", "优惠"),
+              en=("discount code", "discount", "coupon", "promo code", "promo", "voucher")
+              ).compile(),
+        zh="优惠码和折扣", en="discount codes"),
+    Unsupported(
+        "add_items",
+        Terms(zh=("加购", "加一件", "再加", "添加商品", "加一个"),
+              en=(rf"add (?:\S+ ){{0,5}}?to (?:my |the |this |that |order )*(?:order|{ID_CHARS})",
+                  "add an item", "add items")).compile(),
+        zh="往订单里加商品", en="adding items to an order"),
+    Unsupported(
+        "phone",
+        Terms(zh=("电话", "手机号"), en=("phone number", "phone", "mobile number")).compile(),
+        zh="修改电话号码", en="changing a phone number"),
+    Unsupported(
+        "weather", Terms(zh=("天气",), en=("weather",)).compile(), zh="天气", en="the weather"),
+    # Round 2: "… and leave a bad review", "我还要写差评"
+    Unsupported(
+        "review",
+        Terms(zh=("差评", "好评", "写评价", "写评论", "删评价", "改评价"),
+              en=(r"(?:leave|write|post|give|edit|delete|remove) (?:\S+ ){0,2}?(?:review|rating)",)
+              ).compile(),
+        zh="评价", en="reviews"),
+    Unsupported(
+        "recommend", Terms(zh=("推荐",), en=(r"recommend\w*",)).compile(),
+        zh="商品推荐", en="product recommendations"),
+)
+
+# An amount of money in a refund request ("退款 59 元", "refund 59.00", "$59").
+# Only an amount written plainly counts: "1e9", "1,000", "59,00" or "5 9" is asked about
+# (a refund of 1.00 read from "1,000" would be a wrong action), never read in part.
+_AMOUNT_START = r"(?<![\w.,\-−])(?<!\d\s)(?<!or )(?<!或)(?<!或 )(?<!或者)(?<!或者 )(?<!到)(?<!~)"
+_AMOUNT_END = (
+    r"(?![\d.]|[,，_]\d|[xX][0-9a-fA-F]|[eE][+-]?\d|\s+\d"
+    r"|\s*(?:or|或者?|到|至|~|-|/)\s*[$€£¥￥]?\d)"
+)
+AMOUNT = re.compile(
+    rf"{_AMOUNT_START}(?P<a>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}\s*(?:元|块|rmb|cny|usd|eur|gbp"
+    r"|dollars?|euros?|pounds?|bucks)(?![a-z])"
+    rf"|[$€£¥￥]\s*(?P<b>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}"
+    rf"|(?:refund|reimburs\w*|退款|退给我|退我|退)\s*(?:of\s*|the\s*|{ID_CHARS}\s*)?"
+    rf"(?P<c>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}"
+    rf"|{_AMOUNT_START}(?P<d>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}\s*(?:refunded|back)(?![a-z])"
+    # "I paid 59 for A1002", "the 59.00 I paid", "付了 59": what was paid, written plainly
+    rf"|(?:paid|付了|花了)\s*(?P<e>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}"
+    rf"|(?<![a-z])the (?P<f>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END} (?:i|we) paid(?![a-z])"
+)
+
+# Greetings and thanks are not unsupported requests.
+SMALL_TALK = re.compile(
+    r"^\W*(?:hi|hello|hey|thanks|thank you|thx|ok|okay|你好|您好|谢谢|好的|嗨|哈喽)\W*$"
+)
+
+# "It", "this order", "这单": a reference to an order the chat already talked about. Not
+# "my order" or "my package", which may be any of the customer's orders.
+POINTER = Terms(
+    zh=("它", "这个", "那个", "这单", "那单", "该订单", "此订单", "这一单", "刚才的订单", "上个订单"),
+    en=("it", "its", "it's", "this one", "that one", "this order", "that order", "the order",
+        "the parcel", "the package", "this package", "the shipment", "them", "they"),
+).compile()
+
+# Chinese input-method slips, each the same length as its repair (positions stay aligned).
+ZH_TYPOS: Mapping[str, str] = {
+    "定单": "订单", "到那了": "到哪了", "推款": "退款", "物留": "物流", "该成": "改成",
+    "在那里": "在哪里", "到那里": "到哪里", "退欵": "退款", "鬼迹": "轨迹", "退活": "退货", "腿货": "退货", "退宽": "退款",
+    "地止": "地址",
+}
+
+# Fallback step goals for tools the catalog does not describe (a catalog goal wins).
+GOALS: Mapping[str, Mapping[Language, str]] = {
+    "track_parcel": {Language.ZH: "查询订单 {order_id} 的包裹轨迹",
+                     Language.EN: "Track the parcel of order {order_id}"},
+    "request_return": {Language.ZH: "为订单 {order_id} 申请退货",
+                       Language.EN: "Request a return for order {order_id}"},
+    "request_refund": {Language.ZH: "为订单 {order_id} 申请退款",
+                       Language.EN: "Request a refund for order {order_id}"},
+    "change_address": {Language.ZH: "修改订单 {order_id} 的收货地址",
+                       Language.EN: "Change the delivery address of order {order_id}"},
+}
+
+# What a clarifying option asks for, as if the customer had written it.
+OPTION_TEXTS: Mapping[str, Mapping[Language, str]] = {
+    "get_order_status": {Language.ZH: "订单 {order_id} 到哪了", Language.EN: "where is order {order_id}"},
+    "track_parcel": {Language.ZH: "订单 {order_id} 的物流轨迹",
+                     Language.EN: "where exactly is order {order_id}"},
+    "cancel_order": {Language.ZH: "取消订单 {order_id}", Language.EN: "cancel order {order_id}"},
+    "request_return": {Language.ZH: "订单 {order_id} 申请退货", Language.EN: "return order {order_id}"},
+    "request_refund": {Language.ZH: "订单 {order_id} 退款 {amount} 元",
+                       Language.EN: "refund {amount} for order {order_id}"},
+    "request_refund_any": {Language.ZH: "订单 {order_id} 申请退款",
+                           Language.EN: "refund order {order_id}"},
+    "change_address": {Language.ZH: "把订单 {order_id} 的地址改成 {address}",
+                       Language.EN: "change the address of order {order_id} to {address}"},
+}
+# fmt: on

@@ -1,0 +1,319 @@
+"""What a recognised intent may lead to: a pure decision table over the ranked matches.
+
+Recognition runs when the rule reading found nothing explicit (only status reads of orders
+named with nothing asked, a greeting, nothing at all), when it found only things no tool
+serves, or when it asked "which order?" with no order anywhere in view. What each outcome
+may do, from safest to riskiest:
+
+- a request for a person, an FAQ answer or a can't-do answer: given when recognised
+  (reads nothing, changes nothing); a person only when the text does not negate it;
+- a read (status, parcel): the orders named, else the chat's order, else "which order?";
+- an action: only with a clean request (no negation, question, retraction or somebody
+  else's wish), exactly one order named, a high score and a clear margin over the next
+  intent; no order ⇒ "which order?"; anything less ⇒ offered as a choice, never done;
+- below the threshold, or "what can you do?": choices.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Final
+
+from agent_core.understanding.lexicon_intents import NEGATORS_EN, NEGATORS_ZH
+from agent_core.understanding.recognition.intents import IntentDef, Kind
+from agent_core.understanding.recognition.normalise import POLITE, QUESTION, is_question
+from agent_core.understanding.recognition.precision import RETRACTION, negated_strictly, reported
+from agent_core.understanding.recognition.recognise import (
+    ACTION_MARGIN,
+    ACTION_THRESHOLD,
+    THRESHOLD,
+    Match,
+)
+
+HIGH_RISK_TOOLS: Final = frozenset(
+    {"cancel_order", "request_return", "request_refund", "change_address"}
+)
+READ_TOOLS: Final = frozenset({"get_order_status", "track_parcel"})
+# The buttons offered when nothing closer is known, in this order.
+DEFAULT_CHOICES: Final = (
+    "tool:get_order_status",
+    "tool:cancel_order",
+    "tool:request_refund",
+    "handoff:handoff",
+)
+MAX_CHOICES: Final = 4
+CHOICE_FLOOR: Final = 0.2  # a weaker match is not worth a button
+
+_POLITE: Final = POLITE
+_ASKS: Final = QUESTION
+
+
+# A more precise FAQ topic than the rule reading's ("do you ship to Toronto?" is where the
+# shop delivers, not shipping in general).
+# An FAQ or can't-do topic must beat an action by this much to replace its "which order?".
+UNTARGETED_MARGIN: Final = 0.2
+# An FAQ topic must beat the order reads by this much to answer an order-like question.
+MISSING_MARGIN: Final = 0.25
+REFINE_THRESHOLD: Final = 0.35
+REFINE_MARGIN: Final = 0.1
+REFINES: Final = {
+    "shipping": frozenset({"delivery_countries", "delivery_times", "payment_methods"}),
+    "cancellation": frozenset({"cancellation_fee", "newsletter"}),
+    "refund": frozenset({"refund_times", "returns"}),
+}
+
+
+def refined_topic(rule_topics: Sequence[str], ranked: Sequence[Match]) -> tuple[str, str] | None:
+    """(rule topic, the FAQ topic that refines it) when recognition is sure of one."""
+    # The rule reading already agrees on the family of the topic: a lower bar will do.
+    top = ranked[0] if ranked and ranked[0].score >= REFINE_THRESHOLD else None
+    if top is None or top.intent.kind is not Kind.FAQ:
+        return None
+    for topic in rule_topics:
+        if top.intent.name in REFINES.get(topic, ()):
+            # … and recognition must prefer it clearly over the rule's own topic.
+            own = next((m.score for m in ranked if m.intent.name == topic), 0.0)
+            if top.score >= own + REFINE_MARGIN:
+                return topic, top.intent.name
+    return None
+
+
+OTHER: Final = "cant_do:other"
+# Text this close to "what can you do?" / "I have a question" is offered the choices rather
+# than told "I can't help with that".
+MENU_FLOOR: Final = 0.25
+_SMALL_TALK: Final = re.compile(
+    r"^\W*(?:thanks|thank you|thx|ty|ok|okay|cool|great|got it|好的|谢谢|多谢|嗯|好)\W*$"
+)
+# "Which order should I cancel?" from recognition alone needs a close match: a customer
+# asked which order for something they never meant ("I want to order a pizza") is lost.
+WHICH_ORDER_THRESHOLD: Final = 0.75
+# Another action this close means recognition cannot tell which change was asked for.
+RIVAL_MARGIN: Final = 0.2
+RETOPIC_THRESHOLD: Final = 0.3
+# A request to DO something ("change the card", "帮我开发票"), not a question about it.
+_DO_REQUEST: Final = re.compile(
+    r"(?<![a-z])(?:change|switch|swap|apply|give|add|remove|delete|send|issue|make|charge"
+    r"|split)(?![a-z])|帮我|给我|改成|换成|开一张|删"
+)
+# A question about how or where ("how do I get an invoice for A1002?", "A1002 的发票怎么开").
+_HOW: Final = re.compile(r"(?<![a-z])(?:how|where)(?![a-z])|怎么|如何|在哪")
+_FILLER_WORDS: Final = frozenset({"hi", "hello", "hey", "the", "and", "lol", "ok", "okay"})
+
+
+class Outcome(StrEnum):
+    KEEP = "keep"  # the rule reading stands
+    HANDOFF = "handoff"
+    FAQ = "faq"
+    CANT_DO = "cant_do"
+    READ = "read"
+    ACTION = "action"
+    WHICH_ORDER = "which_order"  # an action (or read) with no order: ask which
+    CHOICES = "choices"
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the rule reading found, as far as the decision needs it."""
+
+    text: str  # folded text without order ids
+    orders: tuple[str, ...]
+    vague: bool  # nothing explicit was read
+    unsupported: bool  # the rule reading found something no tool serves
+    untargeted: str | None  # an action with no order in view ("cancel my subscription")
+    context: bool = False  # the chat has an earlier order
+    negated: bool = False  # the rule reading dropped a negated action ("don't cancel")
+    repaired: bool = False  # a typo was repaired to read the text ("cancdling")
+    missing: bool = False  # an order read with no order in view ("where's my bill?")
+
+
+@dataclass(frozen=True)
+class Decision:
+    outcome: Outcome
+    intent: IntentDef | None = None
+    choices: list[IntentDef] = field(default_factory=list)
+    menu: bool = False  # "what can you do?" rather than "I did not understand"
+    no_actions: bool = False  # the text negates: no action is offered, not even a default
+    with_reads: bool = False  # FAQ: the orders named also get their status read
+
+
+def guarded(text: str) -> bool:
+    """Whether the text negates, asks, retracts or reports: no action from recognition."""
+    if NEGATORS_EN.search(text) or NEGATORS_ZH.search(text) or negated_strictly(text):
+        return True
+    if re.search(r"(?<![a-z])no(?![a-z])|不|别|勿|禁止|算了", text):
+        return True
+    if RETRACTION.search(text) or reported(text):
+        return True
+    return bool(_ASKS.search(text)) and not _POLITE.search(text)
+
+
+# An FAQ topic and the can't-do topic of doing it ("how do I delete my account?" /
+# "delete my account"): when both are close, a question is the FAQ's, a request the other's.
+PAIRED: Final = {"account_help": "account", "payment_methods": "payment_change"}
+PAIR_MARGIN: Final = 0.2
+_FOR_ME: Final = re.compile(
+    r"(?<![a-z])for me(?![a-z])|^\W*(?:please |pls )?(?:reset|delete|close|remove|change|switch"
+    r"|recover|unlock|cancel|merge|update)(?![a-z])|帮我|给我|替我|请把|把我"
+)
+
+
+def _paired(ranked: Sequence[Match], text: str) -> list[Match]:
+    """The ranking with an FAQ topic and its can't-do twin in the order the text asks."""
+    if len(ranked) < 2 or ranked[0].score < THRESHOLD:
+        return list(ranked)
+    top = ranked[0]
+    names = {v: k for k, v in PAIRED.items()} | PAIRED
+    twin_name = names.get(top.intent.name)
+    twin = next((m for m in ranked[1:] if m.intent.name == twin_name), None)
+    if twin is None or top.score - twin.score > PAIR_MARGIN:
+        return list(ranked)
+    request = _FOR_ME.search(text) is not None
+    asks = is_question(text) and not request
+    wanted = Kind.FAQ if asks else Kind.CANT_DO if request else top.intent.kind
+    if top.intent.kind is wanted:
+        return list(ranked)
+    return [twin, *(m for m in ranked if m is not twin)]
+
+
+def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
+    ranked = _paired(ranked, facts.text)
+    top = ranked[0] if ranked and ranked[0].score >= THRESHOLD else None
+    asks = is_question(facts.text)
+    if facts.missing:
+        # "where's my bill?" reads like an order question, but the FAQ answers it.
+        read = max((m.score for m in ranked if m.intent.name in READ_TOOLS), default=0.0)
+        # … as "I want to make a complaint about your courier" is a complaint.
+        if (
+            top
+            and top.intent.kind in (Kind.FAQ, Kind.CANT_DO)
+            and top.score >= ACTION_THRESHOLD
+            and top.score - read >= MISSING_MARGIN
+        ):
+            return Decision(Outcome(top.intent.kind.value), top.intent)
+        return Decision(Outcome.KEEP)
+    if not (facts.vague or facts.unsupported or facts.untargeted):
+        return Decision(Outcome.KEEP)
+    if facts.untargeted:
+        # "cancel my newsletter subscription": an FAQ or can't-do topic that beats the
+        # action is what was meant; a question about an action with no order ("does it cost
+        # anything to cancel an order?") is the FAQ's; otherwise "which order?" stands.
+        if top and top.intent.kind in (Kind.FAQ, Kind.CANT_DO):
+            action = next((m for m in ranked if m.intent.name == facts.untargeted), None)
+            if (
+                action is None
+                or top.score >= action.score + UNTARGETED_MARGIN
+                or (asks and top.intent.kind is Kind.FAQ)
+            ):
+                return Decision(Outcome(top.intent.kind.value), top.intent)
+        return Decision(Outcome.KEEP)
+    if facts.unsupported:
+        # "do you accept PayPal?", "付款方式", "how do I get an invoice for A1002?": a question
+        # (or a bare topic) the FAQ answers; a request to DO it stays can't-do.
+        if (
+            top
+            and top.intent.kind is Kind.FAQ
+            and not _DO_REQUEST.search(facts.text)
+            and (not facts.orders or _HOW.search(facts.text))
+            and (asks or len(facts.text.split()) <= 3)
+        ):
+            return Decision(Outcome.FAQ, top.intent, with_reads=bool(facts.orders))
+        cant_do = next((m for m in ranked if m.intent.kind is Kind.CANT_DO), None)
+        if cant_do is not None and cant_do.score >= RETOPIC_THRESHOLD:
+            # The rule reading names it and keeps its reads; recognition names its topic
+            # ("your phone number" is not an account change).
+            return Decision(Outcome.KEEP, cant_do.intent)
+        return Decision(Outcome.KEEP)
+    if _SMALL_TALK.match(facts.text) and not facts.orders:
+        return _choices(ranked, facts, menu=True)  # "thanks", "ok": what else it can do
+    if facts.negated:
+        # "don't cancel A1001" and nothing else: no FAQ or person guessed from the rest.
+        return _choices(ranked, facts, menu=False)
+    if top is None:
+        if facts.orders:
+            return Decision(Outcome.KEEP)
+        menu_score = max((m.score for m in ranked if m.intent.kind is Kind.MENU), default=0.0)
+        if substantial(facts.text) and menu_score < MENU_FLOOR:
+            # A real request in words nothing here knows ("what time does the store
+            # open?"): named as something no tool serves, with the offer of a person.
+            other = next((m.intent for m in ranked if m.intent.key == OTHER), None)
+            if other is not None:
+                return Decision(Outcome.CANT_DO, other)
+        return _choices(ranked, facts, menu=False)
+    intent = top.intent
+    if intent.kind is Kind.MENU:
+        return Decision(Outcome.KEEP) if facts.orders else _choices(ranked, facts, menu=True)
+    if intent.kind is Kind.HANDOFF:
+        if guarded(facts.text) and not asks:
+            return _choices(ranked, facts, menu=False)
+        return Decision(Outcome.HANDOFF, intent)
+    if intent.kind in (Kind.FAQ, Kind.CANT_DO):
+        if facts.orders and intent.kind is Kind.CANT_DO and _bare(facts.text):
+            return Decision(Outcome.KEEP)  # "order A1003?": an id and a word is its status
+        if facts.orders and top.score < ACTION_THRESHOLD:
+            # "order A1003?", "what's the latest on A1006?": the status read stands unless
+            # recognition is sure the question is something else.
+            return Decision(Outcome.KEEP)
+        return Decision(Outcome(intent.kind.value), intent, with_reads=intent.kind is Kind.FAQ)
+    if intent.name in READ_TOOLS:
+        if facts.orders or facts.context:
+            return Decision(Outcome.READ, intent)
+        return Decision(Outcome.WHICH_ORDER, intent)
+    if intent.name in HIGH_RISK_TOOLS or intent.kind is Kind.TOOL:
+        second = next((m.score for m in ranked[1:] if m.intent.name != intent.name), 0.0)
+        if guarded(facts.text):
+            # "has A1003 been cancelled?": the status read of the order named stands.
+            return Decision(Outcome.KEEP) if facts.orders else _choices(ranked, facts, menu=False)
+        if not facts.orders:
+            if top.score < WHICH_ORDER_THRESHOLD:
+                return _choices(ranked, facts, menu=False)  # "call the police"
+            return Decision(Outcome.WHICH_ORDER, intent)
+        rival = max(
+            (m.score for m in ranked[1:] if m.intent.name in HIGH_RISK_TOOLS - {intent.name}),
+            default=0.0,
+        )
+        if (
+            len(facts.orders) == 1
+            and not facts.repaired
+            and top.score >= ACTION_THRESHOLD
+            and top.score - second >= ACTION_MARGIN
+            and top.score - rival >= RIVAL_MARGIN
+        ):
+            return Decision(Outcome.ACTION, intent)
+        return _choices(ranked, facts, menu=False)
+    return _choices(ranked, facts, menu=False)
+
+
+def _bare(text: str) -> bool:
+    """At most two words and nothing else ("order A1003?" without its id)."""
+    return len(re.findall(r"\w+", text)) <= 2 and not re.search(r"[\u4e00-\u9fff]", text)
+
+
+def substantial(text: str) -> bool:
+    """Enough words to be a request (not "asdfgh", "?", "👍"): four English words of two
+    letters or more, or six Chinese characters."""
+    words = [w for w in re.findall(r"[a-z]{2,}", text) if w not in _FILLER_WORDS]
+    han = re.findall(r"[\u4e00-\u9fff]", text)
+    return len(words) >= 4 or len(han) >= 6
+
+
+def _choices(ranked: Sequence[Match], facts: Facts, *, menu: bool) -> Decision:
+    """Up to four buttons: the closest things the bot can do, then the defaults."""
+    picked: list[IntentDef] = []
+    negated = guarded(facts.text) and not _ASKS.search(facts.text)
+    for match in ranked:
+        intent = match.intent
+        if menu or match.score < CHOICE_FLOOR or intent.label is None:
+            break
+        if intent.kind in (Kind.MENU, Kind.CANT_DO) or intent in picked:
+            continue
+        if (negated or facts.negated) and intent.name in HIGH_RISK_TOOLS:
+            continue  # "don't cancel A1003" is never answered with a Cancel button
+        picked.append(intent)
+        if len(picked) == MAX_CHOICES:
+            break
+    # The defaults (DEFAULT_CHOICES) fill the rest where the choices are built.
+    return Decision(Outcome.CHOICES, choices=picked, menu=menu, no_actions=negated or facts.negated)

@@ -1,0 +1,337 @@
+"""Text into comparable features: what recognition compares a request with its examples by.
+
+English: NFKC, case folding, Cyrillic/Greek look-alikes folded to Latin (ids are removed
+before this runs, so an id is never folded), chat shorthand ("u", "pls"), a light suffix
+stemmer ("canceling", "cancelled", "cancellation" are all "cancel"), synonym sets ("bill"
+is "invoice", "somebody" is "person"), and typo repair against the words of the examples
+("cancdling", "ordedr"). Chinese: traditional folded to simplified, the input-method slips
+of the keyword tables repaired, and every character and pair of neighbouring characters
+(no word segmenter: pairs carry most of what words do, with no dictionary to maintain).
+
+No third-party stemmer or fuzzy matcher: the stemmer is twenty suffix rules and the typo
+repair one bounded edit distance over a vocabulary of a few hundred words, both well under
+a millisecond per request (bench/recognition_bench.py), and the behaviour is all here to read.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections.abc import Iterable
+from typing import Final
+
+from agent_core.understanding.lexicon import NOT_TYPOS, TRADITIONAL
+from agent_core.understanding.lexicon_intents import ZH_TYPOS
+from agent_core.understanding.recognition.precision import CONFUSABLES
+
+_HAN: Final = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
+_WORD: Final = re.compile(r"[a-z]+")
+
+# Whole phrases first (before words are split): what a pair of words means together.
+PHRASES: Final = (
+    (re.compile(r"\bmoney back\b|\bmy money\b"), " refund "),
+    (re.compile(r"\bcan'?t\b"), " cannot "),
+    (re.compile(r"n't\b"), " not"),
+    (re.compile(r"\bsign up\b|\bsign-up\b"), " register "),
+    (re.compile(r"\blog ?in\b|\bsign in\b"), " login "),
+    (re.compile(r"\bopt out\b"), " unsubscribe "),
+)
+SHORTHAND: Final = {
+    "u": "you",
+    "ur": "your",
+    "pls": "please",
+    "plz": "please",
+    "pl": "please",
+    "wanna": "want",
+    "gonna": "going",
+    "thx": "thanks",
+    "r": "are",
+    "y": "why",
+    "b4": "before",
+    "asap": "soon",
+    "hv": "have",
+    "wat": "what",
+    "wht": "what",
+}
+STOPWORDS: Final = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "to",
+        "of",
+        "for",
+        "me",
+        "my",
+        "i",
+        "is",
+        "it",
+        "its",
+        "this",
+        "that",
+        "be",
+        "and",
+        "or",
+        "in",
+        "on",
+        "at",
+        "your",
+        "you",
+        "do",
+        "does",
+        "did",
+        "am",
+        "are",
+        "was",
+        "were",
+        "will",
+        "would",
+        "could",
+        "can",
+        "so",
+        "just",
+        "please",
+        "hi",
+        "there",
+        "some",
+        "any",
+        "with",
+        "from",
+        "our",
+        "we",
+        "us",
+        "have",
+        "has",
+        "had",
+        "get",
+        "got",
+    ]
+)
+# Stems that mean the same thing here. Left: a stem; right: the stem it counts as.
+SYNONYMS: Final = {
+    "purchas": "order",
+    "buy": "order",
+    "bought": "order",
+    "reimburs": "refund",
+    "repay": "refund",
+    "repaid": "refund",
+    "somebody": "person",
+    "someone": "person",
+    "human": "person",
+    "operator": "person",
+    "represent": "person",
+    "agent": "person",
+    "staff": "person",
+    "people": "person",
+    "speak": "talk",
+    "chat": "talk",
+    "bill": "invoic",
+    "receipt": "invoic",
+    "penalty": "fee",
+    "charg": "fee",
+    "cost": "fee",
+    "termin": "cancel",
+    "abort": "cancel",
+    "parcel": "packag",
+    "shipment": "packag",
+    "email": "mail",
+    "mailing": "mail",
+    "newslett": "newsletter",
+    "password": "passwd",
+    "coupon": "discount",
+    "voucher": "discount",
+    "promo": "discount",
+    "colour": "color",
+}
+IRREGULAR: Final = {"sent": "send", "paid": "pay", "gave": "give", "came": "come"}
+_SUFFIXES: Final = (
+    "ational",
+    "ations",
+    "ation",
+    "ative",
+    "ments",
+    "ment",
+    "ings",
+    "ing",
+    "edly",
+    "ies",
+    "ied",
+    "ed",
+    "ly",
+    "es",
+    "s",
+)
+
+
+@functools.lru_cache(maxsize=8192)
+def stem(word: str) -> str:
+    """A light English stemmer: the suffix off, a doubled final consonant undoubled, a final
+    'e' dropped ("cancelling" -> "cancel", "arrived" -> "arriv", "arrive" -> "arriv")."""
+    if word in IRREGULAR:
+        return IRREGULAR[word]
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            if suffix == "s" and word.endswith(("ss", "us", "is")):
+                break
+            word = word[: -len(suffix)] + ("y" if suffix in ("ies", "ied") else "")
+            break
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeiousz":
+        word = word[:-1]
+    if len(word) > 4 and word.endswith("e"):
+        word = word[:-1]
+    return word
+
+
+def fold_text(text: str) -> str:
+    """NFKC, case folding, look-alike letters folded, traditional characters simplified."""
+    folded = unicodedata.normalize("NFKC", text).casefold().translate(CONFUSABLES)
+    folded = folded.translate(TRADITIONAL)
+    for slip, repair in ZH_TYPOS.items():
+        folded = folded.replace(slip, repair)
+    return folded
+
+
+def _distance_at_most(a: str, b: str, limit: int) -> bool:
+    """Damerau-Levenshtein (adjacent swaps) distance of a and b is at most `limit`."""
+    if abs(len(a) - len(b)) > limit:
+        return False
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        current = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        if min(current) > limit:
+            return False
+        previous2, previous = previous, current
+    return previous[len(b)] <= limit
+
+
+# A question ("how do I …", "do you …?", "…吗") rather than a request: a feature of its own,
+# so "can orders be cancelled?" (the policy) and "cancel my order" (the action) differ.
+QUESTION: Final = re.compile(
+    r"^\W*(?:why|how|what|when|which|should|shall|did|has|have|was|were|is|are|do|does|may"
+    r"|can i|could i|am i|until|where can|can (?!you\b|u\b|ya\b)\w+)\b|[?？]\s*$|[吗么嘛][\s?？]*$|怎么|如何|为什么|多久"
+    r"|是否|能不能|可不可以|哪些|几天"
+)
+POLITE: Final = re.compile(
+    r"^\W*(?:hi|hello|hey|please|pls|plz)?\W*(?:can|could|would|will|cn) (?:you|u|ya)\b"
+    r"|^\W*(?:please|pls|plz|kindly)\b"
+)
+QUESTION_FEATURE: Final = "?q"
+
+
+def is_question(folded: str) -> bool:
+    return QUESTION.search(folded) is not None and POLITE.search(folded) is None
+
+
+# Real words a typo repair must leave alone ("police" is not "policy").
+_REAL_WORDS: Final = (
+    frozenset(stem(w) for w in NOT_TYPOS)
+    | frozenset(
+        stem(w) for w in ("police", "polite", "people", "pizza", "order", "border", "recorder")
+    )
+    | frozenset(
+        # Round 2: everyday words one letter from an example's word ("pending" is not
+        # "sending", "along" not "long", "cart" not "card"): never repaired.
+        stem(w)
+        for w in (
+            "pending",
+            "processing",
+            "packed",
+            "packing",
+            "along",
+            "latest",
+            "cart",
+            "shopping",
+            "spending",
+            "tracking",
+            "looking",
+            "waiting",
+            "went",
+            "rent",
+            "store",
+            "stock",
+            "price",
+            "gift",
+            "wife",
+            "life",
+            "kids",
+            "near",
+            "year",
+            "hear",
+            "here",
+            "there",
+            "wear",
+            "weak",
+            "later",
+            "date",
+            "rate",
+            "fine",
+            "mine",
+            "nine",
+            "line",
+            "online",
+            "sister",
+            "answer",
+        )
+    )
+)
+
+
+class Normaliser:
+    """Features of a text; typos are repaired against `vocabulary` (the examples' stems)."""
+
+    def __init__(self, vocabulary: Iterable[str] = ()) -> None:
+        self._vocabulary = sorted(set(vocabulary), key=lambda w: (len(w), w))
+        self._known = frozenset(self._vocabulary)
+        self._repair = functools.lru_cache(maxsize=8192)(self._repair_uncached)
+
+    def words(self, text: str) -> list[str]:
+        """The English stems of `text`, stopwords out, shorthand and synonyms mapped."""
+        folded = fold_text(text)
+        for pattern, replacement in PHRASES:
+            folded = pattern.sub(replacement, folded)
+        out = []
+        for word in _WORD.findall(folded):
+            word = SHORTHAND.get(word, word)
+            if word in STOPWORDS:
+                continue
+            stemmed = self._repair(stem(word))
+            out.append(SYNONYMS.get(stemmed, stemmed))
+        return out
+
+    def features(self, text: str) -> list[str]:
+        """English stems and Chinese characters and character pairs ("zh:" prefixed)."""
+        folded = fold_text(text)
+        feats = self.words(text)
+        if is_question(folded.strip()):
+            feats.append(QUESTION_FEATURE)
+        for run in _HAN.findall(folded):
+            feats.extend(f"zh:{ch}" for ch in run)
+            feats.extend(f"zh:{run[i : i + 2]}" for i in range(len(run) - 1))
+        return feats
+
+    def repairs(self, text: str) -> bool:
+        """Whether reading `text` repaired a typo (an action is then offered, not done)."""
+        folded = fold_text(text)
+        for pattern, replacement in PHRASES:
+            folded = pattern.sub(replacement, folded)
+        for word in _WORD.findall(folded):
+            word = SHORTHAND.get(word, word)
+            if word not in STOPWORDS and self._repair(stem(word)) != stem(word):
+                return True
+        return False
+
+    def _repair_uncached(self, word: str) -> str:
+        if word in self._known or len(word) < 4 or word in SYNONYMS or word in _REAL_WORDS:
+            return word
+        limit = 2 if len(word) >= 9 else 1
+        for known in self._vocabulary:
+            if len(known) >= 4 and _distance_at_most(word, known, limit):
+                return known
+        return word

@@ -1,0 +1,121 @@
+"""Which declared intent a request is closest to, scored over the intents' examples.
+
+Each example becomes a set of features (`normalise`), weighted by how rare the feature is
+among all examples (a word every example has, like "order", says little; "unsubscribe"
+says a lot). A request's score for an intent is the best cosine similarity between its
+features and one of the intent's examples. An inverted index keeps a request to a few
+hundred additions: well under the 5 ms budget (bench/recognition_bench.py).
+
+Recognition only proposes: the planner decides what a score may lead to (an FAQ answer and
+a person are safe to give; an action needs a clean request, an order and a high score, or
+it is offered as a choice instead).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from agent_core.understanding.recognition.intents import IntentDef
+from agent_core.understanding.recognition.normalise import Normaliser, stem
+
+# A request at least this close to an intent's best example is recognised as it.
+THRESHOLD: Final = 0.45
+# An action (a high-risk tool) is planned from recognition only above this, and only with
+# a clear margin over the next intent; otherwise it is offered as a choice.
+ACTION_THRESHOLD: Final = 0.6
+ACTION_MARGIN: Final = 0.05
+UNKNOWN_WEIGHT: Final = 3.0
+# How much the words of a request that the intent's closest example lacks, but its other
+# examples have, add to its score (above the floor; never for an action).
+COVERAGE_SHARE: Final = 0.3
+COVERAGE_FLOOR: Final = 0.3
+UNCOVERED: Final = frozenset({"cancel_order", "request_return", "request_refund", "change_address"})
+
+
+@dataclass(frozen=True)
+class Match:
+    intent: IntentDef
+    score: float
+    example: str
+
+
+class Recogniser:
+    def __init__(self, intents: Sequence[IntentDef]) -> None:
+        self.intents = list(intents)
+        raw = Normaliser()
+        vocabulary = {
+            stem(w)
+            for intent in self.intents
+            for text in [*intent.examples.en, *intent.examples.zh]
+            for w in raw.words(text)
+        }
+        self.normaliser = Normaliser(vocabulary)
+        docs: list[tuple[int, str, frozenset[str]]] = []
+        for index, intent in enumerate(self.intents):
+            for text in [*intent.examples.en, *intent.examples.zh]:
+                feats = frozenset(self.normaliser.features(text))
+                if feats:
+                    docs.append((index, text, feats))
+        frequency: dict[str, int] = defaultdict(int)
+        for _, _, feats in docs:
+            for f in feats:
+                frequency[f] += 1
+        total = len(docs)
+        # A word no example has (a place, a brand, a name) weighs like a common word: it says
+        # little about what is asked, and must not drown the words that do.
+        self._unknown_weight = UNKNOWN_WEIGHT
+        self._weight = {f: math.log((total + 1) / (n + 1)) + 1 for f, n in frequency.items()}
+        self._docs = docs
+        self._norms = [math.sqrt(sum(self._weight[f] ** 2 for f in feats)) for _, _, feats in docs]
+        index_: dict[str, list[int]] = defaultdict(list)
+        for number, (_, _, feats) in enumerate(docs):
+            for f in feats:
+                index_[f].append(number)
+        self._index = index_
+        # Every feature an intent's examples use: how much of a request an intent's
+        # vocabulary covers ("退款一般几天到账" is refund times: 退款 and 到账 are its words,
+        # though its closest single example may be another intent's).
+        vocab: dict[int, set[str]] = defaultdict(set)
+        for intent_index, _, feats in docs:
+            vocab[intent_index] |= feats
+        self._vocab = vocab
+
+    def weight(self, feature: str) -> float:
+        return self._weight.get(feature, self._unknown_weight)
+
+    def rank(self, text: str) -> list[Match]:
+        """Intents by their best example's similarity to `text`, best first."""
+        feats = set(self.normaliser.features(text))
+        if not feats:
+            return []
+        norm = math.sqrt(sum(self.weight(f) ** 2 for f in feats))
+        dots: dict[int, float] = defaultdict(float)
+        for f in feats:
+            w = self._weight.get(f)
+            if w is None:
+                continue
+            for number in self._index[f]:
+                dots[number] += w * w
+        best: dict[int, tuple[float, str]] = {}
+        closest: dict[int, int] = {}
+        for number, dot in dots.items():
+            intent_index, example, _ = self._docs[number]
+            score = dot / (norm * self._norms[number])
+            if score > best.get(intent_index, (0.0, ""))[0]:
+                best[intent_index] = (score, example)
+                closest[intent_index] = number
+        total = norm * norm
+        for intent_index, (score, example) in best.items():
+            if score < COVERAGE_FLOOR or self.intents[intent_index].name in UNCOVERED:
+                continue  # an action is never made likelier this way
+            # What the intent's other examples add: the request's words its closest
+            # example lacks but another of its examples has.
+            vocab, own = self._vocab[intent_index], self._docs[closest[intent_index]][2]
+            extra = sum(self.weight(f) ** 2 for f in feats if f in vocab and f not in own)
+            best[intent_index] = (score + COVERAGE_SHARE * math.sqrt(extra / total), example)
+        ranked = sorted(best.items(), key=lambda item: -item[1][0])
+        return [Match(self.intents[i], round(s, 4), e) for i, (s, e) in ranked]

@@ -1,0 +1,325 @@
+"""The rule planner's understanding: a `Reading` in, an `Interpretation` out.
+
+How a message is understood, in order:
+  1. a request for a person wins over everything (the person handles the rest);
+  2. an id-like token that is not an order id ("1001", "A10O1") is asked about, never
+     guessed and never replaced by an earlier order;
+  3. each clause is read on its own: actions (cancel, return, refund, address change, and
+     any catalog tool's declared phrases), whether they are negated ("don't cancel") or only
+     asked about ("can I return …?" is a policy question), reads (status, parcel tracking),
+     policy topics, kept orders ("keep A1001"), choosing words ("A or B"), what no tool
+     serves, and whether the clause is instructions to the assistant (never followed);
+  4. an action targets the orders of its own clause, or the one order the message names;
+     anything else (no order, several, a choice, only an earlier order) is a question back;
+  5. reads target their clause's orders, or all orders the message names; with none named
+     they may use the chat's earlier order, and say so;
+  6. an order named with nothing asked about it gets its status read (unless the message
+     asks something no tool serves, or hides instructions: then only what was asked).
+Keyword tables are data (`agent_core.understanding.lexicon`, `agent_core.understanding.lexicon_intents`); one clause
+is read by `agent_core.understanding.clause_view`, questions are written by `agent_core.understanding.clarifying`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agent_core.interpretation import (
+    Handoff,
+    Intent,
+    Interpretation,
+    PolicyLookup,
+)
+from agent_core.models import Language
+from agent_core.understanding.clarifying import about_suspects, amount_in, which_order
+from agent_core.understanding.clause_view import (
+    CustomPhrases,
+    Mention,
+    View,
+    merge_bare,
+    negated,
+    topics_of,
+    view_of,
+)
+from agent_core.understanding.lexicon import (
+    CONDITION,
+    ORDER_REF,
+    STATUS_STRONG,
+    PolicyTopic,
+)
+from agent_core.understanding.lexicon_intents import (
+    HANDOFF,
+    POINTER,
+    SMALL_TALK,
+    TRACK_TOOL,
+    UNSUPPORTED,
+    Action,
+)
+from agent_core.understanding.reading import Reading
+from agent_core.understanding.recognition.precision import corrected_id, excluded_ids, retracts
+
+STATUS_TOOL = "get_order_status"
+MAX_REASON_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Understood:
+    """The interpretation and what the plan builder needs besides it."""
+
+    interpretation: Interpretation
+    mention_order: list[str]  # the orders in the order they were first mentioned
+    delay: Mention = Mention.NONE
+    condition: bool = False
+    refusal: str | None = None  # "empty", "missing_order_id", "unsupported", …
+    # Nothing explicit was read: only status reads of orders named with nothing asked, a
+    # greeting, or nothing at all. Recognition over the declared examples may say more.
+    vague: bool = False
+    # The keys of the built-in unsupported items found ("payment", "invoice", …).
+    unsupported_keys: tuple[str, ...] = ()
+    # An action was asked about with no order anywhere in view ("cancel my subscription").
+    untargeted: str | None = None
+
+
+def understand(
+    reading: Reading,
+    language: Language,
+    *,
+    context_order_id: str | None,
+    custom: Sequence[CustomPhrases] = (),
+    amount_required: bool = True,
+) -> Understood:
+    interp = Interpretation(language=language.value)
+    order = list(reading.order_ids)
+    text_for_staff = _clip(reading.cleaned)
+
+    if _asks_for_a_person(reading):
+        interp.handoff = Handoff(reason=text_for_staff)
+        return Understood(interp, order, refusal="handoff")
+
+    if reading.suspects:
+        interp.clarify = about_suspects(reading, language)
+        return Understood(interp, order, refusal="needs_clarification")
+
+    views = [view_of(clause, custom) for clause in reading.clauses]
+    views = merge_bare(views)
+    order_context = bool(order) or any(
+        ORDER_REF.search(v.clause.canonical) or STATUS_STRONG.search(v.clause.canonical)
+        for v in views
+    )
+    delay = Mention.NONE
+    for view in views:
+        view.topics, found_delay = topics_of(view, order_context, bool(order))
+        delay = max(delay, found_delay)
+    condition = any(CONDITION.search(v.clause.canonical) for v in views)
+
+    # Instructions addressed to the assistant: never followed, named when they ask for more.
+    if reading.injections:
+        interp.ignored_instructions = [_clip(text) for text in reading.injections]
+        if reading.injection_demands:
+            interp.unsupported.append(_INJECTION_ITEM[language])
+    genuine = [v for v in views if not v.clause.injected]
+    keys = tuple(dict.fromkeys(UNSUPPORTED[i].key for v in genuine for i in v.unsupported))
+    for view in genuine:
+        for index in view.unsupported:
+            item = UNSUPPORTED[index]
+            label = item.zh if language is Language.ZH else item.en
+            if label not in interp.unsupported:
+                interp.unsupported.append(label)
+
+    kept = [i for v in genuine if v.keep and not v.requests for i in v.clause.ids]
+    # "cancel A1007 not A1003", "instead of A1003": A1003 is left alone.
+    kept += [reading.id_of(ch) for v in genuine for ch in excluded_ids(v.text)]
+    interp.kept = list(dict.fromkeys(kept))
+    # "cancel A1003? no wait, just tell me where it is": actions before a retraction go.
+    retracted_before = max(
+        (n for n, v in enumerate(genuine) if n > 0 and retracts(v.text)), default=0
+    )
+    # "cancel A1003, sorry, I mean A1007": earlier actions move to the corrected order.
+    corrections = [
+        (n, reading.id_of(ch))
+        for n, v in enumerate(genuine)
+        if n > 0 and (ch := corrected_id(v.text)) is not None
+    ]
+    for n, fixed in corrections:
+        for view in genuine[:n]:
+            if view.requests:
+                interp.kept.extend(i for i in view.clause.ids if i != fixed)
+    interp.kept = list(dict.fromkeys(interp.kept))
+    negated_ids = [i for v in genuine for verb in v.verbs if verb.negated for i in v.clause.ids]
+    requested_ids = [i for v in genuine if v.requests for i in v.clause.ids]
+    onlynegated = {i for i in negated_ids if i not in requested_ids}
+    candidates = [i for i in order if i not in interp.kept and i not in onlynegated]
+
+    ambiguous: list[tuple[str, list[str]]] = []
+    intents: list[Intent] = []
+    amount = amount_in(" ".join(v.text for v in genuine))
+    for number, view in enumerate(genuine):
+        for verb in view.verbs:
+            targets = [i for i in view.clause.ids if i not in interp.kept]
+            # The correction, not the retraction before it, decides ("不对，是 A1007").
+            corrected = next((i for n, i in corrections if n > number), None)
+            if corrected is not None:
+                targets = [corrected]
+            if verb.item:
+                item = UNSUPPORTED[_ADD_ITEMS]
+                label = item.zh if language is Language.ZH else item.en
+                if label not in interp.unsupported:
+                    interp.unsupported.append(label)
+                keys = (*keys, item.key)
+                continue
+            if verb.negated or (
+                corrected is None
+                and (number < retracted_before or retracts(view.text[verb.start :]))
+            ):
+                interp.negated.append(_intent(verb.tool, list(view.clause.ids), view))
+                continue
+            if verb.question:
+                continue
+            if view.choose and len(targets) != 1:
+                ambiguous.append((verb.tool, targets or candidates))
+                continue
+            if not targets:
+                if len(candidates) == 1:
+                    targets = candidates
+                else:
+                    ambiguous.append((verb.tool, candidates))
+                    continue
+            args: dict[str, str | None] = {}
+            if verb.tool == Action.ADDRESS:
+                # The address written in the action's own clause, else the message's.
+                args["address"] = view.clause.address or reading.address
+            if verb.tool == Action.REFUND:
+                args["amount"] = amount_in(view.text) or amount
+            if any(v is None for v in args.values()) and (
+                verb.tool == Action.ADDRESS or amount_required
+            ):
+                ambiguous.append((verb.tool, targets))  # ask for the missing value
+                continue
+            intents.append(_intent(verb.tool, targets, view, args))
+
+    if ambiguous:
+        tool, options = ambiguous[0]
+        interp.clarify = which_order(tool, options, context_order_id, reading, language, amount)
+        untargeted = tool if not order else None  # "cancel my newsletter subscription"
+        return Understood(
+            interp,
+            order,
+            refusal="needs_clarification",
+            untargeted=untargeted,
+            unsupported_keys=keys,
+        )
+
+    # Policy questions: topics, and actions only asked about ("can I return A1002?").
+    topics: list[PolicyTopic] = []
+    for view in genuine:
+        topics.extend(view.topics)
+        for verb in view.verbs:
+            if verb.question and verb.topic and not view.topics:
+                topics.append(PolicyTopic(verb.topic))
+    topics = list(dict.fromkeys(topics))
+    interp.policies = [PolicyLookup(topic=t.value) for t in topics]
+
+    # Reads: the clause's orders, else every order the message names, else the earlier one.
+    wants_context = False
+    read_intents: list[Intent] = []
+    for view in genuine:
+        if not (view.status or view.track):
+            continue
+        tool = TRACK_TOOL if view.track else STATUS_TOOL
+        targets = list(view.clause.ids) or [i for i in order if i not in interp.kept]
+        if targets:
+            read_intents.append(_intent(tool, targets, view))
+        else:
+            wants_context = True
+            read_intents.append(_intent(tool, [], view))
+    pointer = any(POINTER.search(v.clause.canonical) for v in genuine)
+    if (
+        not order
+        and context_order_id
+        and ((wants_context and not topics) or (pointer and (topics or wants_context)))
+    ):
+        interp.context_order_id = context_order_id
+        for intent in read_intents:
+            if not intent.order_ids:
+                intent.order_ids = [context_order_id]
+                intent.from_context = True
+        if not read_intents:
+            read_intents.append(
+                Intent(tool=STATUS_TOOL, order_ids=[context_order_id], from_context=True)
+            )
+    missing = [r for r in read_intents if not r.order_ids]
+    read_intents = [r for r in read_intents if r.order_ids]
+
+    # An order named with nothing asked about it: its status.
+    covered = {i for intent in [*intents, *read_intents] for i in intent.order_ids}
+    # A verb the reading handled (asked about, negated, reported) is explicit too.
+    explicit = bool(intents or read_intents or interp.policies or any(v.verbs for v in genuine))
+    if not interp.unsupported and not reading.injections:
+        for view in genuine:
+            rest = [i for i in view.clause.ids if i not in covered and i not in interp.kept]
+            rest = [i for i in rest if i not in onlynegated]
+            if rest:
+                read_intents.append(_intent(STATUS_TOOL, rest, view))
+                covered.update(rest)
+
+    if not (intents or read_intents or interp.policies or interp.unsupported or missing):
+        # "do NOT cancel A1003" and nothing else: the order it is about gets its status
+        # read (the customer is told where it stands; nothing is changed).
+        alone = [i for i in onlynegated if i not in interp.kept]
+        if alone and not reading.injections:
+            ordered = [i for i in order if i in alone]
+            read_intents.append(Intent(tool=STATUS_TOOL, order_ids=ordered))
+            explicit = True
+
+    interp.intents = [*read_intents, *intents]
+    quiet = not interp.unsupported and not reading.injections
+    if interp.intents or interp.policies:
+        return Understood(
+            interp, order, delay, condition, vague=quiet and not explicit, unsupported_keys=keys
+        )
+    if missing:
+        return Understood(interp, order, refusal="missing_order_id", unsupported_keys=keys)
+    if not interp.unsupported and not SMALL_TALK.match(reading.cleaned.strip().lower()):
+        interp.unsupported.append(text_for_staff)
+        interp.unrecognised = True
+    vague = (interp.unrecognised or not interp.unsupported) and not reading.injections
+    return Understood(
+        interp,
+        order,
+        refusal="unsupported",
+        vague=vague,
+        unsupported_keys=keys,
+    )
+
+
+_ADD_ITEMS = next(n for n, u in enumerate(UNSUPPORTED) if u.key == "add_items")
+_INJECTION_ITEM = {
+    Language.ZH: "执行消息里写给助手的指令",
+    Language.EN: "following instructions written to the assistant inside a message",
+}
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
+
+
+def _intent(
+    tool: str, order_ids: list[str], view: View, args: dict[str, str | None] | None = None
+) -> Intent:
+    return Intent(
+        tool=tool,
+        order_ids=list(dict.fromkeys(order_ids)),
+        args={k: v for k, v in (args or {}).items() if v is not None},
+        clause=_clip(view.clause.raw),
+    )
+
+
+def _asks_for_a_person(reading: Reading) -> bool:
+    for clause in reading.clauses:
+        if clause.injected:
+            continue
+        for match in HANDOFF.finditer(clause.canonical):
+            if not negated(clause.canonical, match.start()):
+                return True
+    return False

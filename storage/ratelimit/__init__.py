@@ -1,0 +1,1 @@
+"""Rate-limit budgets shared by every process of a bot (PostgreSQL)."""

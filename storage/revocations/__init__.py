@@ -1,0 +1,1 @@
+"""Signed-out console sessions, kept with the runs: the SQLite and PostgreSQL backends."""

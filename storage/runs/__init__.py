@@ -1,0 +1,1 @@
+"""The runs journal, claim and load: the SQLite and PostgreSQL backends."""
