@@ -106,8 +106,8 @@ class ModelPlanner:
         last = (request.last_order_id or "").strip().upper() or None
         known = set(reading.order_ids) | ({last} if last else set())
         # The actions the customer's words ask for, as the rules (and their precision layer)
-        # read them: the model may never add another (a weak model turns "where is A1001?"
-        # into a cancel; the checks above would let that id through).
+        # read them: the model may never add another (SmolLM2-135M answered "I ordered A1003
+        # and A1007, cancel it" with a cancel of A1003; the id check alone let it through).
         allowed = frozenset(
             (s.tool, (s.args.get("order_id") or "").upper() or None)
             for s in self._fallback.draft(request).steps

@@ -329,11 +329,15 @@ async def test_cli_eval_with_the_model_planner(llm: LLMStandIn, tmp_path: Path) 
 async def test_the_model_cannot_add_an_action_the_message_does_not_ask_for(
     llm: LLMStandIn,
 ) -> None:
-    """Found on a real model (bench/model_planner.py, SmolLM2-135M): a weak model answers a
-    status question, a negated or a reported request with the action, on an order the
-    message does name, so the id check lets it through. A high-risk step is taken only where
-    the rule reading and its precision layer find that action on that order."""
+    """Found on a real model (bench/model_planner.py, SmolLM2-135M): it answered "I ordered
+    A1003 and A1007, cancel it" (a question to ask: which one?) with a cancel of A1003, an id
+    the message names, so the id check let it through. A high-risk step is now taken only
+    where the rule reading and its precision layer find that action on that order; the same
+    holds for a status question, a negation, reported speech, a question about acting."""
     p = planner(llm)
+    llm.script(calls(("cancel_order", {"order_id": "A1003"})))
+    draft = await plan(p, "I ordered A1003 and A1007, cancel it")
+    assert draft.steps == [] and draft.refusal is not None
     for text in (
         "where is A1001?",
         "don't cancel A1001, just tell me where it is",
