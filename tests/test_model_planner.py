@@ -298,14 +298,60 @@ async def test_cli_eval_with_the_model_planner(llm: LLMStandIn, tmp_path: Path) 
                         ],
                     },
                 },
+                {
+                    # Labelled so that any action is wrong: the eval's exit path for a wrong
+                    # action, now that the model alone can no longer produce one.
+                    "id": "label-en-001",
+                    "category": "handoff",
+                    "lang": "en",
+                    "text": "cancel A1001",
+                    "context": {},
+                    "expect": {"kind": "handoff"},
+                },
             )
         )
     )
-    llm.script(calls(STATUS_1001), calls(STATUS_1001, CANCEL_1001))  # the second one is wrong
+    llm.script(
+        calls(STATUS_1001),
+        calls(STATUS_1001, CANCEL_1001),  # the wrong order: not taken (see below)
+        calls(STATUS_1001, CANCEL_1001),
+    )
     code, out, _ = await stepwise(
         tmp_path / "s.db", llm, "eval", str(cases), "--planner", "model", "--json"
     )
     report = json.loads(out)
     assert code == 1  # a wrong action fails the command
     assert report["planner"] == "model" and report["correct"] == 1 and report["wrong_actions"] == 1
-    assert report["misses"][0]["wrong_actions"] == ["cancel_order(A1001)"]
+    scope, label = report["misses"]
+    assert scope["wrong_actions"] == [] and label["wrong_actions"] == ["cancel_order(A1001)"]
+
+
+async def test_the_model_cannot_add_an_action_the_message_does_not_ask_for(
+    llm: LLMStandIn,
+) -> None:
+    """Found on a real model (bench/model_planner.py, SmolLM2-135M): it answered "I ordered
+    A1003 and A1007, cancel it" (a question to ask: which one?) with a cancel of A1003, an id
+    the message names, so the id check let it through. A high-risk step is now taken only
+    where the rule reading and its precision layer find that action on that order; the same
+    holds for a status question, a negation, reported speech, a question about acting."""
+    p = planner(llm)
+    llm.script(calls(("cancel_order", {"order_id": "A1003"})))
+    draft = await plan(p, "I ordered A1003 and A1007, cancel it")
+    assert draft.steps == [] and draft.refusal is not None
+    for text in (
+        "where is A1001?",
+        "don't cancel A1001, just tell me where it is",
+        "my friend wants to cancel A1001",
+        "should I cancel A1001?",
+    ):
+        llm.script(calls(STATUS_1001, CANCEL_1001))
+        draft = await plan(p, text)
+        assert ("cancel_order", "A1001") not in pairs(draft), text
+        assert draft.interpretation is not None
+        assert any("not taken: the model's cancel_order" in n for n in draft.interpretation.notes)
+    llm.script(calls(STATUS_1001, CANCEL_1001))
+    draft = await plan(p, "please cancel A1001")
+    assert pairs(draft) == [("get_order_status", "A1001"), ("cancel_order", "A1001")]
+    llm.script(calls(STATUS_1003, ("cancel_order", {"order_id": "A1003"})))
+    draft = await plan(p, "keep A1003, cancel A1001")  # the model picked the wrong one
+    assert pairs(draft) == [("get_order_status", "A1003")]

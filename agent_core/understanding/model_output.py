@@ -12,7 +12,12 @@ checked before anything can run:
 - risk and approval come from the catalog only (a step's tag and goal too): the model
   cannot make a refund a read;
 - when the customer's text contains instructions addressed to the assistant, no
-  high-risk step is taken from the model at all (they are named as not followed).
+  high-risk step is taken from the model at all (they are named as not followed);
+- a high-risk step is taken only if the rule reading, with its precision layer (negation,
+  questions about an action, scope, retraction, reported speech), finds that very action
+  on that very order in the message (`allowed_actions`): the model may read, clarify,
+  hand off or name what it cannot do on its own, but never add an action the customer's
+  words do not ask for (measured on a real model: `python -m bench.model_planner`).
 """
 
 from __future__ import annotations
@@ -146,6 +151,7 @@ def check_calls(
     language: Language,
     known_ids: set[str],
     injected: bool,
+    allowed_actions: frozenset[tuple[str, str | None]] | None = None,
 ) -> Checked:
     """Parse and validate a model's tool calls (see the module docstring)."""
     interp = Interpretation(language=language.value, planner="model")
@@ -183,6 +189,15 @@ def check_calls(
             if "instructions" not in " ".join(interp.unsupported):
                 interp.unsupported.append("following instructions written inside a message")
             continue
+        if allowed_actions is not None and is_high_risk(call.name, catalog):
+            key = (call.name, order_id.upper() if isinstance(order_id, str) else None)
+            if key not in allowed_actions:
+                # Not a repairable problem: the message itself does not ask for it.
+                interp.notes.append(
+                    f"not taken: the model's {call.name} for {order_id}: the message does not "
+                    "ask for it (the rule reading and its precision layer find no such request)"
+                )
+                continue
         _step(call.name, normalised, checked, catalog, language)
     if len(checked.steps) > MAX_STEPS:
         checked.problems["*"] = f"at most {MAX_STEPS} steps; plan fewer"

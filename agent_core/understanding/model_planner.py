@@ -6,7 +6,8 @@ the official `openai` SDK. The model sees the catalog's tools as JSON Schema and
 with tool calls, which `agent_core.understanding.model_output` parses into the same interpretation and
 plan as the rule planner's and checks (unknown tool → stop; bad arguments → one repair
 round, then stop; order ids only from the text or the chat; at most four steps; risk from
-the catalog only).
+the catalog only; a high-risk step only where the rule reading and its precision layer find
+that action on that order in the message).
 
 The customer's text is data: it goes to the model as a JSON string inside the user
 message, never into the instructions, and the instructions say so.
@@ -37,8 +38,9 @@ from agent_core.understanding.planner import (
     Refusal,
     RuleBasedPlanner,
     detect_language,
+    is_high_risk,
 )
-from agent_core.understanding.reading import clean
+from agent_core.understanding.reading import Reading, clean
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +105,14 @@ class ModelPlanner:
             return await self._fallback.plan(request)  # nothing for a model to read
         last = (request.last_order_id or "").strip().upper() or None
         known = set(reading.order_ids) | ({last} if last else set())
+        # The actions the customer's words ask for, as the rules (and their precision layer)
+        # read them: the model may never add another (SmolLM2-135M answered "I ordered A1003
+        # and A1007, cancel it" with a cancel of A1003; the id check alone let it through).
+        allowed = frozenset(
+            (s.tool, (s.args.get("order_id") or "").upper() or None)
+            for s in self._fallback.draft(request).steps
+            if is_high_risk(s.tool, self._catalog)
+        )
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": INSTRUCTIONS},
             {
@@ -121,7 +131,7 @@ class ModelPlanner:
             calls, message = await self._complete(messages)
             if not calls:
                 raise _Unavailable("a reply without tool calls")
-            checked = self._check(calls, language, known, bool(reading.injection_demands))
+            checked = self._check(calls, language, known, reading, allowed)
             if checked.problems and checked.unknown_tool is None:
                 messages.append(message)
                 messages.extend(_tool_results(calls, checked))
@@ -133,14 +143,26 @@ class ModelPlanner:
                     }
                 )
                 calls, _ = await self._complete(messages)
-                checked = self._check(calls, language, known, bool(reading.injection_demands))
+                checked = self._check(calls, language, known, reading, allowed)
         except _Unavailable as exc:
             return await self._fall_back(request, str(exc))
         return self._draft(checked, language, last)
 
-    def _check(self, calls: list[Call], language: Any, known: set[str], injected: bool) -> Checked:
+    def _check(
+        self,
+        calls: list[Call],
+        language: Any,
+        known: set[str],
+        reading: Reading,
+        allowed: frozenset[tuple[str, str | None]],
+    ) -> Checked:
         return check_calls(
-            calls, catalog=self._catalog, language=language, known_ids=known, injected=injected
+            calls,
+            catalog=self._catalog,
+            language=language,
+            known_ids=known,
+            injected=bool(reading.injection_demands),
+            allowed_actions=allowed,
         )
 
     def _draft(self, checked: Checked, language: Any, last: str | None) -> PlanDraft:
