@@ -10,6 +10,8 @@ the mark's keyword arguments go to `StandIn(...)`.
 
 from __future__ import annotations
 
+import contextlib
+import signal
 from collections.abc import AsyncIterator
 
 import pytest
@@ -25,6 +27,15 @@ from tests.storage_backends import (
 )
 
 __all__ = ["postgres_backend", "standin", "store_backend"]
+
+# Ctrl-C as a terminal delivers it. A test run started in the background of a non-interactive
+# shell (`cmd &` in a script, or under nohup) inherits SIGINT *ignored*, and so would every
+# process a test starts: `stepwise ask` and `tee` would shrug off the SIGINT that the
+# Ctrl-C tests send. A Python handler is reset to the default on exec, an ignored signal
+# is not, so the test process takes Python's own handler back once, here.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    with contextlib.suppress(ValueError):  # not the main thread: leave it as it is
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
