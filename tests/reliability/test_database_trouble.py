@@ -234,7 +234,7 @@ async def test_a_bot_started_on_a_read_only_disk_heals_when_it_is_writable_again
         standin.inject_message(user, user, f"where is order {customer.shipping[1]}")
         await until(
             lambda: _count(standin, user, "is on its way"),
-            within=5,
+            within=30,
             what="answered once the disk is writable again",
         )
     finally:
