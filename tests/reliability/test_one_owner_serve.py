@@ -27,6 +27,7 @@ from aiohttp import web
 from agent_core.models import utcnow
 from standin import StandIn
 from storage.tables import parse_ts, ts
+from tests.harness import serve_app
 from tests.storage_backends import Backend
 
 from .conftest import ServeProcess, bot_texts, press, prompt_for, until
@@ -64,12 +65,7 @@ async def shop() -> AsyncIterator[Shop]:
     app = web.Application()
     app.router.add_get("/api/orders/{order_id}", order)
     app.router.add_post("/api/orders/{order_id}/cancel", cancel)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    shop.url = f"http://127.0.0.1:{port}"
+    runner, shop.url = await serve_app(app)
     yield shop
     shop.release.set()
     await runner.cleanup()
