@@ -24,6 +24,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.local_http import serve_app
+
 VERSION = "2025-01"
 TOKEN = "shpat_4f1b2c9d8e7a6b5c4d3e2f1a"
 PATH = f"/admin/api/{VERSION}/graphql.json"
@@ -441,12 +443,7 @@ def sample_orders(customer: int, other: int) -> dict[int, ShopifyOrder]:
 async def running(shop: Shopify) -> AsyncIterator[Shopify]:
     app = web.Application()
     app.router.add_post(PATH, shop.graphql)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    shop.base = f"http://127.0.0.1:{port}"
+    runner, shop.base = await serve_app(app)
     try:
         yield shop
     finally:
