@@ -24,17 +24,14 @@ when the bot runs a webhook, on the webhook's port too (`add_webhook_routes`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-import socket
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import tornado.web
-import uvicorn
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -44,6 +41,7 @@ from telegram.ext import Application
 
 from bot.application import receiver_of
 from bot.metrics import DATABASE_GAUGES, REGISTRY, DatabaseGauges, DatabaseSnapshot
+from serving import EmbeddedServer, serve_embedded
 from storage.store import RunStore
 
 log = logging.getLogger(__name__)
@@ -300,63 +298,13 @@ def health_app(health: Health) -> Starlette:
     )
 
 
-class _EmbeddedServer(uvicorn.Server):
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield  # the bot's process owns SIGINT/SIGTERM
-
-
-class HealthServer:
-    """A started health server; `await stop()` closes it."""
-
-    def __init__(self, server: uvicorn.Server, task: asyncio.Task[None], host: str, port: int):
-        self._server = server
-        self._task = task
-        self.host = host
-        self.port = port
-
-    @property
-    def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
-
-    async def stop(self) -> None:
-        self._server.should_exit = True
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+HealthServer = EmbeddedServer  # the health endpoints' name for it, kept for its callers
 
 
 async def serve_health(health: Health, host: str, port: int) -> HealthServer:
     """Serve `health` on host:port (0 picks a free port); returns once it listens. OSError
     when the address is unavailable (bound here, so it is an ordinary error)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(128)
-        sock.setblocking(False)
-    except OSError:
-        sock.close()
-        raise
-    config = uvicorn.Config(
-        health_app(health),
-        log_level="warning",
-        access_log=False,
-        lifespan="off",
-        server_header=False,
-        proxy_headers=False,
-        timeout_graceful_shutdown=1,
-    )
-    server = _EmbeddedServer(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]), name="stepwise-health")
-    while not server.started:
-        if task.done():
-            sock.close()
-            task.result()
-            raise RuntimeError("the health server stopped while starting")
-        await asyncio.sleep(0.01)
-    return HealthServer(server, task, host, sock.getsockname()[1])
+    return await serve_embedded(health_app(health), host, port, name="stepwise-health", grace_s=1)
 
 
 # -- the same paths on the webhook's server ------------------------------------------------

@@ -1,51 +1,18 @@
-"""Running the console next to the bot, in the same event loop and on the same store.
-
-uvicorn serves it from a task. We bind the socket ourselves, so a port in use is an
-ordinary OSError for the caller (uvicorn would `sys.exit` inside its task) and port 0
-works for tests; and uvicorn's own signal handling is switched off, because the process
-that embeds the console (the bot, the demo) decides when everything stops.
-"""
+"""Running the console next to the bot, in the same event loop and on the same store
+(served from a task by `serving.serve_embedded`)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-import socket
-from collections.abc import Iterator
-
-import uvicorn
 
 from console.app import create_app
+from serving import EmbeddedServer, serve_embedded
 from storage.store import RunStore
 
 log = logging.getLogger(__name__)
 
 
-class _EmbeddedServer(uvicorn.Server):
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield  # the host process owns SIGINT/SIGTERM
-
-
-class ConsoleServer:
-    """A started console; `await stop()` closes it (idempotent)."""
-
-    def __init__(self, server: uvicorn.Server, task: asyncio.Task[None], host: str, port: int):
-        self._server = server
-        self._task = task
-        self.host = host
-        self.port = port
-
-    @property
-    def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
-
-    async def stop(self) -> None:
-        self._server.should_exit = True
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+ConsoleServer = EmbeddedServer  # the console's name for it, kept for its callers
 
 
 async def serve_console(
@@ -56,34 +23,7 @@ async def serve_console(
     Raises ValueError for a weak staff token and OSError when the address is unavailable.
     """
     app = create_app(store, staff_token=staff_token)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(128)
-        sock.setblocking(False)
-    except OSError:
-        sock.close()
-        raise
-    config = uvicorn.Config(
-        app,
-        log_level="warning",
-        access_log=False,
-        lifespan="off",
-        server_header=False,
-        proxy_headers=False,
-        timeout_graceful_shutdown=2,
-    )
-    server = _EmbeddedServer(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]), name="stepwise-console")
-    while not server.started:
-        if task.done():
-            sock.close()
-            task.result()  # re-raise what stopped it
-            raise RuntimeError("the staff console stopped while starting")
-        await asyncio.sleep(0.01)
-    return ConsoleServer(server, task, host, sock.getsockname()[1])
+    return await serve_embedded(app, host, port, name="stepwise-console", grace_s=2)
 
 
 async def serve_staff_console(

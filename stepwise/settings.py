@@ -13,6 +13,7 @@ for a setting with a default it is a mistake, named like any other.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import re
@@ -47,9 +48,16 @@ MAX_DURATION = timedelta(days=30)
 MAX_TIMEOUT_S = 600.0
 MAX_SHOP_LATENCY_MS = 600_000
 MAX_AMOUNT = Decimal(10**9)
+# Updates waiting in the inbox before /readyz says "not ready": more than a day of Telegram's
+# busiest bots would be a number nobody means.
+MAX_READY_BACKLOG = 10_000_000
+_HOST_NAME = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
+)
 _ID_SEPARATORS = re.compile(r"[\s,]+")
 # Settings whose value is never echoed in an error line.
-_SECRET = {"telegram_bot_token", "staff_token", "llm_api_key"}
+_SECRET = {"telegram_bot_token", "staff_token", "llm_api_key", "webhook_secret"}
 # Settings that may be left empty ("not set").
 _OPTIONAL = (
     "telegram_bot_token",
@@ -63,6 +71,8 @@ _OPTIONAL = (
     "llm_base_url",
     "llm_model",
     "llm_api_key",
+    "webhook_url",
+    "webhook_secret",
 )
 # Settings with a default, for which an empty value is a mistake.
 _NEEDS_A_VALUE = (
@@ -77,6 +87,11 @@ _NEEDS_A_VALUE = (
     "llm_timeout_s",
     "lease_s",
     "inbox_keep",
+    "health_port",
+    "health_listen",
+    "ready_backlog_max",
+    "log_format",
+    "log_level",
 )
 
 
@@ -167,7 +182,9 @@ class Settings(BaseSettings):
     # waiting in the inbox. Logs: "text" (human lines) or "json" (one object per line).
     health_port: int = Field(0, ge=0, le=65535, validation_alias=_env("STEPWISE_HEALTH_PORT"))
     health_listen: str = Field("127.0.0.1", validation_alias=_env("STEPWISE_HEALTH_LISTEN"))
-    ready_backlog_max: int = Field(1000, ge=1, validation_alias=_env("STEPWISE_READY_BACKLOG_MAX"))
+    ready_backlog_max: int = Field(
+        1000, ge=1, le=MAX_READY_BACKLOG, validation_alias=_env("STEPWISE_READY_BACKLOG_MAX")
+    )
     log_format: Literal["text", "json"] = Field(
         "text", validation_alias=_env("STEPWISE_LOG_FORMAT")
     )
@@ -261,7 +278,21 @@ class Settings(BaseSettings):
             raise ValueError("contains a NUL character")
         return value
 
-    @field_validator("telegram_api_base_url", "console_url", "llm_base_url")
+    @field_validator("health_listen")
+    @classmethod
+    def _listen_address(cls, value: str) -> str:
+        """An address to bind: an IP address ("0.0.0.0", "::1") or a host name, no port."""
+        text = value.strip()
+        try:
+            ipaddress.ip_address(text)
+        except ValueError:
+            if not _HOST_NAME.match(text):
+                raise ValueError(
+                    "must be an IP address or a host name to listen on, e.g. 127.0.0.1"
+                ) from None
+        return text
+
+    @field_validator("telegram_api_base_url", "console_url", "llm_base_url", "webhook_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value is None:

@@ -37,7 +37,8 @@ def check_line(check: ToolCheck) -> str:
             # What a lost answer leads to: a retry (honoured) or a reconcile read.
             line += f" idempotency={spec.idempotency.value}"
             if spec.reconcile is not None:
-                line += f" reconcile=GET {spec.reconcile.url}"
+                how = "query" if spec.graphql is not None else "GET"  # a GraphQL read is a POST
+                line += f" reconcile={how} {spec.reconcile.url}"
         return line
     if isinstance(check, MissingTool):
         return f"  {check.name}: not configured (plans that need it stop with unknown_tool)"

@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # Bottom first; a package may import only those before it (standin stands alone).
-LAYERS = ("agent_core", "storage", "bot", "console", "stepwise")
+LAYERS = ("agent_core", "storage", "serving", "bot", "console", "stepwise")
 STANDALONE = ("standin",)
 NOT_UNIT = ("tests/reliability/", "tests/browser/", "tests/mutation/")
 _IMPORT = re.compile(r"^\s*(?:from|import)\s+(\w+)", re.MULTILINE)

@@ -23,8 +23,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
-
 from agent_core.execution.policy import Backoff, FailurePolicy
 from agent_core.execution.tools import Tool
 from agent_core.models import utcnow
@@ -53,15 +51,6 @@ def query(db: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         return conn.execute(sql, params).fetchall()
     finally:
         conn.close()
-
-
-async def serve_app(app: web.Application) -> tuple[web.AppRunner, str]:
-    """`app` (a local shop or API of a test) on a free loopback port: its runner (to clean
-    up) and its base URL."""
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    return runner, f"http://127.0.0.1:{runner.addresses[0][1]}"
 
 
 def _check(condition: Callable[[], Any]) -> Any:

@@ -16,6 +16,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.local_http import serve_app
+
 API_KEY = "sk-test-planner-0123456789"
 
 
@@ -49,12 +51,8 @@ class LLMStandIn:
     async def start(self) -> str:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._complete)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = self._runner.addresses[0][1]
-        self.base_url = f"http://127.0.0.1:{port}/v1"
+        self._runner, url = await serve_app(app)
+        self.base_url = f"{url}/v1"
         return self.base_url
 
     async def close(self) -> None:

@@ -24,6 +24,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.local_http import serve_app
+
 VERSION = "2025-01"
 TOKEN = "shpat_4f1b2c9d8e7a6b5c4d3e2f1a"
 PATH = f"/admin/api/{VERSION}/graphql.json"
@@ -37,6 +39,30 @@ _METAFIELD = re.compile(
 _CANCEL_REASONS = {"CUSTOMER", "DECLINED", "FRAUD", "INVENTORY", "OTHER", "STAFF"}
 
 
+HOME: dict[str, str | None] = {
+    "firstName": "Li",
+    "lastName": "Wei",
+    "phone": "+8613800000000",
+    "address1": "88 Century Avenue",
+    "address2": None,
+    "city": "Shanghai",
+    "provinceCode": "SH",
+    "zip": "200120",
+    "countryCodeV2": "CN",
+}
+# MailingAddressInput's fields (the ones HOME holds; countryCode for countryCodeV2).
+_ADDRESS_INPUT = (
+    "firstName",
+    "lastName",
+    "phone",
+    "address1",
+    "address2",
+    "city",
+    "provinceCode",
+    "zip",
+)
+
+
 def gid(kind: str, number: int) -> str:
     return f"gid://shopify/{kind}/{number}"
 
@@ -48,7 +74,8 @@ class ShopifyOrder:
     total: Decimal
     fulfillment: str = "UNFULFILLED"
     cancelled_at: str | None = None
-    address1: str = "88 Century Avenue"
+    # A MailingAddress as the Admin API answers it (countryCodeV2 out, countryCode in).
+    address: dict[str, str | None] = field(default_factory=lambda: dict(HOME))
     refunds: list[dict[str, Any]] = field(default_factory=list)
     fulfillments: list[dict[str, Any]] = field(default_factory=list)
 
@@ -211,7 +238,7 @@ class Shopify:
             "customer": customer,
             "lineItems": {"nodes": [{"name": "Wireless earbuds"}]},
             "fulfillments": order.fulfillments,
-            "shippingAddress": {"address1": order.address1},
+            "shippingAddress": dict(order.address),
             "refunds": [
                 {
                     "id": r["id"],
@@ -338,12 +365,14 @@ class Shopify:
                     {"field": ["shippingAddress", "address1"], "message": "Address1 can't be blank"}
                 ],
             }
-        order.address1 = address["address1"]
+        # "The new shipping address for the order. Overwrites the existing shipping address."
+        order.address = {name: address.get(name) for name in _ADDRESS_INPUT}
+        order.address["countryCodeV2"] = address.get("countryCode")
         return {
             "order": {
                 "id": order.id,
                 "name": order.name,
-                "shippingAddress": {"address1": order.address1},
+                "shippingAddress": dict(order.address),
             },
             "userErrors": [],
         }
@@ -414,12 +443,7 @@ def sample_orders(customer: int, other: int) -> dict[int, ShopifyOrder]:
 async def running(shop: Shopify) -> AsyncIterator[Shopify]:
     app = web.Application()
     app.router.add_post(PATH, shop.graphql)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    shop.base = f"http://127.0.0.1:{port}"
+    runner, shop.base = await serve_app(app)
     try:
         yield shop
     finally:

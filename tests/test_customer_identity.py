@@ -138,13 +138,17 @@ async def test_where_is_my_last_order(tmp_path: Path, woo: woo_tests.Woo) -> Non
     assert "Your last order, 1002, is delivered." in last["answer"]
 
     zh = await cli.ask("我最近的订单到哪了")
-    assert "你最近的订单 1002：delivered。" in zh["answer"]
+    assert "你最近的订单 1002：已完成。" in zh["answer"]
 
     mine = await cli.ask("show my orders")
     assert [s["tool"] for s in mine["steps"]] == ["my_orders"]
-    assert "Order 1002: completed (59.00)" in mine["answer"]
-    assert "Order 1001: processing (129.00)" in mine["answer"]
+    assert "Order 1002: delivered (59.00)" in mine["answer"]
+    assert "Order 1001: paid, being prepared (129.00)" in mine["answer"]
     assert "2001" not in mine["answer"]  # another customer's order is never listed
+
+    mine_zh = await cli.ask("我的订单")  # WooCommerce's statuses in the customer's words
+    assert "订单 1001：已付款，备货中（129.00）" in mine_zh["answer"], mine_zh["answer"]
+    assert "processing" not in mine_zh["answer"] and "completed" not in mine_zh["answer"]
 
 
 def test_an_order_question_still_asks_for_the_order_in_the_shops_format() -> None:

@@ -131,8 +131,13 @@ async def test_shopify_example_end_to_end(tmp_path: Path, shopify: Shopify) -> N
     assert status["status"] == "completed"
     assert observations(status)[0]["status"] == "pending"
 
-    await cli.confirmed("change the address of 1001 to 7 Harbour Road, Ningbo")
-    assert shopify.orders[1001].address1 == "7 Harbour Road, Ningbo"
+    moved = await cli.confirmed("change the address of 1001 to 7 Harbour Road, Ningbo, 315000")
+    assert (shopify.orders[1001].address["address1"], shopify.orders[1001].address["city"]) == (
+        "7 Harbour Road",
+        "Ningbo",
+    )
+    assert shopify.orders[1001].address["lastName"] == "Wei"  # the addressee kept
+    assert "7 Harbour Road, Ningbo, 315000" in moved["answer"]
 
     cancel = await cli.confirmed("cancel order 1001")
     assert cancel["answer"] == "Order 1001 has been cancelled."

@@ -24,7 +24,7 @@ from agent_core.understanding.planner import RuleBasedPlanner
 from stepwise.tools_check import print_tools_check
 from storage.runs.sqlite import SqliteRunStore
 from tests.fakes import RecordingSleep
-from tests.shopify_standin import PATH, TOKEN, Shopify, running, sample_orders
+from tests.shopify_standin import HOME, PATH, TOKEN, Shopify, running, sample_orders
 
 ROOT = Path(__file__).resolve().parent.parent
 CUSTOMER = 10001
@@ -162,7 +162,7 @@ async def test_a_change_to_someone_elses_order_is_never_sent(
     for tool, args in (
         ("cancel_order", {"order_id": "2001"}),
         ("request_refund", {"order_id": "2001", "amount": "1"}),
-        ("change_address", {"order_id": "2001", "address": "7 Harbour Road, Ningbo"}),
+        ("change_address", {"order_id": "2001", "address": "7 Harbour Road, Ningbo, 315000"}),
         ("cancel_order", {"order_id": "3001"}),
     ):
         result = await tools.call(tool, args, ctx())
@@ -212,16 +212,26 @@ async def test_a_refund_uses_the_suggested_transaction_and_a_too_big_one_is_refu
 
 async def test_address_and_tracking(agent: tuple[Agent, ToolRegistry], shop: Shopify) -> None:
     _, tools = agent
-    moved = await tools.call(
+    unsplit = await tools.call(
         "change_address", {"order_id": "1001", "address": "7 Harbour Road, Ningbo"}, ctx()
     )
+    assert isinstance(unsplit, ToolError), unsplit  # no postcode: asked again, never guessed
+    assert unsplit.error_type is ErrorType.INVALID_ARGUMENTS and shop.mutations() == []
+    moved = await tools.call(
+        "change_address", {"order_id": "1001", "address": "7 Harbour Road, Ningbo, 315000"}, ctx()
+    )
     assert isinstance(moved, ToolOk), moved
-    assert moved.data == {"order_id": "1001", "address": "7 Harbour Road, Ningbo"}
-    assert shop.orders[1001].address1 == "7 Harbour Road, Ningbo"
-    assert shop.mutations()[-1][1]["input"] == {
-        "id": shop.orders[1001].id,
-        "shippingAddress": {"address1": "7 Harbour Road, Ningbo", "address2": ""},
+    assert moved.data == {"order_id": "1001", "address": "7 Harbour Road, Ningbo, 315000"}
+    # orderUpdate overwrites the whole address: the parts go where Shopify keeps them, and
+    # the addressee, phone and province read by the lookup are sent back unchanged.
+    assert shop.orders[1001].address == {
+        **HOME,
+        "address1": "7 Harbour Road",
+        "address2": "",
+        "city": "Ningbo",
+        "zip": "315000",
     }
+    assert shop.mutations()[-1][1]["input"]["shippingAddress"]["countryCode"] == "CN"
     tracked = await tools.call("track_parcel", {"order_id": "1002"}, ctx())
     assert isinstance(tracked, ToolOk), tracked
     assert tracked.data == {

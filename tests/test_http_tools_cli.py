@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from tests.local_http import serve_app
+
 SECRET = "s3cr3t-shop-token-9f2c"
 
 
@@ -60,12 +62,7 @@ async def upstream() -> AsyncIterator[Upstream]:
     app.router.add_get("/api/orders/{order_id}", order)
     app.router.add_get("/api/policies", policies)
     app.router.add_post("/api/orders/{order_id}/cancel", cancel)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    shop.url = f"http://127.0.0.1:{port}"
+    runner, shop.url = await serve_app(app)
     yield shop
     await runner.cleanup()
 

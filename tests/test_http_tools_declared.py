@@ -41,6 +41,7 @@ from stepwise.runtime import open_runtime
 from stepwise.settings import Settings
 from storage.runs.sqlite import SqliteRunStore
 from tests.fakes import RecordingSleep
+from tests.local_http import serve_app
 
 TOKEN = "staff-token-for-tests-0123456789"
 SECRET = "inv-token-2b7d9e41c0"
@@ -124,12 +125,7 @@ async def billing() -> AsyncIterator[Billing]:
     app = web.Application()
     app.router.add_get("/orders/{id}", order)
     app.router.add_post("/orders/{id}/invoice", invoice)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    shop.base = f"http://127.0.0.1:{port}"
+    runner, shop.base = await serve_app(app)
     yield shop
     await runner.cleanup()
 

@@ -54,6 +54,7 @@ from storage.db import MIGRATIONS
 from storage.runs.sqlite import SqliteRunStore
 from tests.fakes import RecordingSleep
 from tests.harness import DEMO, BotHarness, press, prompt_for, query, start_bot, until
+from tests.local_http import serve_app
 
 TOKEN = "tok-9c2e51d0-Zq7Lw3Xv-SECRET"
 STAFF_TOKEN = "staff-token-for-tests-0123456789"
@@ -77,11 +78,7 @@ async def upstream() -> AsyncIterator[Upstream]:
     up = Upstream()
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", up.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    up.base = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+    runner, up.base = await serve_app(app)
     yield up
     await runner.cleanup()
 

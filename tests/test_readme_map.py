@@ -45,9 +45,18 @@ def entries() -> list[tuple[str, list[str]]]:
     return [(m.group(1), _NAME.findall(m.group(2))) for m in _ENTRY.finditer(where_things_are())]
 
 
+def packages() -> set[str]:
+    """The top-level packages the wheel ships (pyproject.toml's hatch list)."""
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    listed = re.search(r"^\[tool\.hatch\.build\.targets\.wheel\]\npackages = \[(.*?)\]", text, re.M)
+    assert listed is not None
+    return set(re.findall(r'"(\w+)"', listed.group(1)))
+
+
 def test_the_map_has_an_entry_per_package() -> None:
     named = {package for package, _ in entries()}
-    assert {"agent_core", "storage", "bot", "stepwise"} <= named
+    assert {"agent_core", "storage", "bot", "stepwise"} <= packages()
+    assert packages() <= named, f"packages with no entry: {packages() - named}"
 
 
 def test_every_module_the_map_names_exists() -> None:

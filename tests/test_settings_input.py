@@ -20,7 +20,7 @@ import pytest
 
 from agent_core.ids import MAX_ID, BadId, telegram_id
 from stepwise.cli import main
-from stepwise.settings import Settings
+from stepwise.settings import Settings, env_name
 from tests.test_cli import stepwise
 
 STAFF = "111111111,222222222"
@@ -161,8 +161,31 @@ BAD_VALUES: dict[str, list[str]] = {
     "TELEGRAM_API_BASE_URL": ["", "   ", *URL],
     "STEPWISE_CONSOLE_URL": URL,
     "STEPWISE_LLM_BASE_URL": URL,
+    "STEPWISE_WEBHOOK_URL": URL,
+    "STEPWISE_HEALTH_PORT": [*NUMBER, "1.5", "65536"],
+    "STEPWISE_HEALTH_LISTEN": ["", "   ", "garbage!", "127.0.0.1:9000", "http://0.0.0.0", "-x"],
+    "STEPWISE_READY_BACKLOG_MAX": [*NUMBER, "0", "1.5", "10000001"],
+    "STEPWISE_LOG_FORMAT": ["", "   ", "xml"],
+    "STEPWISE_LOG_LEVEL": ["", "   ", "LOUD", "-1"],
+}
+# Settings no bad value can reach: free text (a path, a model's name) or secrets, whose
+# shape is checked where they are used and whose value is never echoed.
+NOT_IN_THE_TABLE = {
+    "TELEGRAM_BOT_TOKEN",
+    "STEPWISE_STAFF_TOKEN",
+    "STEPWISE_LLM_API_KEY",
+    "STEPWISE_WEBHOOK_SECRET",
+    "STEPWISE_LLM_MODEL",
+    "STEPWISE_TOOLS",
+    "STEPWISE_SHOP_SEED",
+    "STEPWISE_INTENTS",
 }
 CASES = [(name, value) for name, values in BAD_VALUES.items() for value in values]
+
+
+def test_every_setting_is_fed_bad_values_or_said_why_not() -> None:
+    every = {env_name(field) for field in Settings.model_fields}
+    assert every == set(BAD_VALUES) | NOT_IN_THE_TABLE, every ^ (set(BAD_VALUES) | NOT_IN_THE_TABLE)
 
 
 @pytest.mark.parametrize(("name", "value"), CASES, ids=[f"{n}={v!r}" for n, v in CASES])

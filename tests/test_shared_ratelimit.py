@@ -27,6 +27,7 @@ from bot.shared_ratelimit import (
     answered,
 )
 from standin import StandIn
+from storage.pg import connect
 from storage.ratelimit.postgres import PgRateStates
 from tests.harness import DEMO, TOKEN, start_bot
 from tests.storage_backends import Backend
@@ -75,6 +76,55 @@ def test_the_overall_window_counts_calls_in_flight_and_forgets_a_dead_process() 
     assert admit(states, keys, BUDGETS, 30.5, "late") == 0.5  # c0 counts until 31.0
     # Marks of a process that died with calls in flight count as answered after the ttl.
     assert admit(states, keys, BUDGETS, 61.0, "next") == 0
+
+
+class PausingStates(PgRateStates):
+    """Stops inside `transact` once, right after its first lock, until told to go on."""
+
+    pause_next = False
+    paused: asyncio.Event
+    resume: asyncio.Event
+
+    async def _locked(self, keys: list[str]) -> dict[str, str]:
+        found = await super()._locked(keys)
+        if self.pause_next:
+            self.pause_next = False
+            self.paused.set()
+            await self.resume.wait()
+        return found
+
+
+async def test_making_a_budgets_row_never_holds_a_lock_another_process_waits_for(
+    postgres_backend: Backend,
+) -> None:
+    """The deadlock a loaded run met, step by step. Process A spends the overall budget
+    (its row exists) and a chat's (no row yet): it locks the overall row. Meanwhile a third
+    process makes the chat's row and a second locks it, then waits for the overall row.
+    A must not go on to lock the chat's row while it still holds the overall one."""
+    overall, chat = "t:overall", "t:chat:1"
+    states = await PausingStates.open(postgres_backend.url)
+    states.paused, states.resume = asyncio.Event(), asyncio.Event()
+    third = await connect(postgres_backend.url, timeout_s=5)
+    second = await connect(postgres_backend.url, timeout_s=5)
+    try:
+        await states.transact([overall], lambda found: None)  # the overall row exists
+        states.pause_next = True
+        spend = asyncio.create_task(states.transact([chat, overall], lambda found: sorted(found)))
+        await states.paused.wait()  # A has locked what exists: the overall row
+        await third.execute("INSERT INTO rate_limits (key, state) VALUES (%s, '{}')", (chat,))
+        async with second.transaction():
+            await second.execute("SELECT 1 FROM rate_limits WHERE key = %s FOR UPDATE", (chat,))
+            waits = asyncio.create_task(
+                second.execute("SELECT 1 FROM rate_limits WHERE key = %s FOR UPDATE", (overall,))
+            )
+            states.resume.set()
+            await waits  # a deadlock would fail this or `spend` (DeadlockDetected)
+        assert await spend == [chat, overall]
+    finally:
+        states.resume.set()
+        await states.close()
+        await second.close()
+        await third.close()
 
 
 async def test_two_processes_together_keep_every_budget(postgres_backend: Backend) -> None:

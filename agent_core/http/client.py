@@ -564,6 +564,7 @@ class _HttpTool:
         if outcome.error_type is not None:
             raise ToolFailure(outcome.error_type, self._config.redact(outcome.message))
         texts = {k: str(v) for k, v in values.items() if v is not None}
+        texts.update(address_values(self._spec, values))
         texts[IDEMPOTENCY_KEY] = ctx.idempotency_key
         found = query.find(outcome.data, read, texts)
         if found is None:

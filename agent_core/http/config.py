@@ -42,8 +42,8 @@ refused with one line naming the file, the tool and the missing field.
   (`agent_core.http.graphql`).
 - `address_parts`: `{ arg = "address", country = "CN" }`: the argument holding a customer's
   one-line address is split into `{address_1}`, `{city}`, `{postcode}`, `{country}` for
-  `body` and `reconcile.match` (`agent_core.http.address`; `country` when the text names
-  none). An address that cannot be split is refused before the customer is asked to
+  `body`, a GraphQL tool's `variables` and `reconcile.match` (`agent_core.http.address`;
+  `country` when the text names none). An address that cannot be split is refused before the customer is asked to
   confirm, with the hint to write it as "street, city, postcode".
 - `probe_args`: arguments for `stepwise tools check --probe` (a catalog tool has defaults);
   validated against the arguments at load.
@@ -586,8 +586,11 @@ def _check_graphql(raw: _RawTool, method: str, spec: ToolSpec) -> None:
         raise _Problem('graphql: a GraphQL operation is sent with method = "POST"')
     if raw.body is not None:
         raise _Problem("graphql: the body is the operation (leave `body` out)")
+    names = set(spec.args_model.model_fields)
+    if raw.address_parts is not None:
+        names |= set(ADDRESS_PARTS)
     try:
-        graphql.check(set(spec.args_model.model_fields))
+        graphql.check(names)
     except ValueError as exc:
         raise _Problem(f"graphql.{exc}") from None
     if (raw.reconcile is None) != (graphql.reconcile is None):

@@ -9,7 +9,7 @@ API, say), and how its answers are read. Pure; `client` sends, `config` loads.
 - `variables`: the variables as a template, like a `body` (`agent_core.http.mapping`):
   `"{amount}"` is the argument's JSON value, `"name:#{order_id}"` is text filled in. Each
   must be declared in the query (`$amount`). Placeholders: the tool's arguments,
-  `{idempotency_key}`, and what `lookup.bind` found.
+  `{idempotency_key}`, what `lookup.bind` found, and with `address_parts` the address's parts.
 - `found`: JMESPath to what the operation was asked for (`data.orders.nodes[0]`); missing
   or empty: `not_found`. `match`: `{ <JMESPath> = "<template>" }` that must hold too (the
   order found has the name asked for), else `not_found`; compared in Python.

@@ -27,7 +27,7 @@ from aiohttp import web
 from agent_core.models import utcnow
 from standin import StandIn
 from storage.tables import parse_ts, ts
-from tests.harness import serve_app
+from tests.local_http import serve_app
 from tests.storage_backends import Backend
 
 from .conftest import ServeProcess, bot_texts, press, prompt_for, until

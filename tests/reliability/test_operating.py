@@ -21,6 +21,7 @@ from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 
 from standin import StandIn
+from tests.local_http import serve_app
 
 from .conftest import DEMO, STAFF, TOKEN, ServeProcess, press, prompt_for, query, until
 
@@ -190,12 +191,8 @@ async def shop() -> AsyncIterator[str]:
     app = web.Application()
     app.router.add_get("/api/orders/{order_id}", order)
     app.router.add_post("/api/orders/{order_id}/cancel", cancel)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield f"http://127.0.0.1:{port}"
+    runner, url = await serve_app(app)
+    yield url
     await runner.cleanup()
 
 

@@ -26,7 +26,7 @@ from aiohttp import web
 
 from standin import StandIn
 from storage.tables import parse_ts, ts
-from tests.harness import serve_app
+from tests.local_http import serve_app
 
 from .conftest import ServeProcess, bot_texts, press, prompt_for, query, until, write_seed
 
