@@ -50,6 +50,20 @@ async def staff_prompt(h: BotHarness) -> ShownMessage:
         )
 
     shown: ShownMessage = await until(found, what="the staff prompt")
+    # The bot binds the pause to the message it sent (`bind_prompt`) just after sending:
+    # a press or an expiry sweep before that is judged against no prompt. A person never
+    # presses within that instant; a test must wait for it.
+    await until(
+        lambda: (
+            h.query(
+                "SELECT count(*) FROM runs WHERE prompt_chat_id = ? AND prompt_message_id = ?",
+                FORUM,
+                shown.message_id,
+            )
+            == [(1,)]
+        ),
+        what="the staff prompt bound to its run",
+    )
     return shown
 
 
