@@ -297,3 +297,39 @@ def test_the_inbox_stores_a_start_without_its_payload() -> None:
     assert REDACTED_MARK not in stored_update(_update(f"/start {token}!"))
     assert stored_update(_update("/start human-r1")) == _update("/start human-r1").to_json()
     assert stored_update(_update("where is 1001")) == _update("where is 1001").to_json()
+
+
+async def test_a_link_replayed_after_a_crash_has_no_token_and_says_what_it_can(
+    woo: woo_tests.Woo, standin: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An update stored (acknowledged) by a process that died before handling it: the
+    inbox kept it without its token, so the replay cannot claim; it says "linked" if the
+    shop has the user linked, else asks for the link to be pressed again."""
+    tools, _ = identity.files(tmp_path, woo.base)
+    monkeypatch.setenv("WOO_BASIC_AUTH", woo_tests.BASIC)
+    db = tmp_path / "bot.db"
+    h = await start_bot(standin, db, STEPWISE_TOOLS=str(tools))
+    try:
+        token = woo.issue_link(SHOP_ID)
+        standin.inject_message(NEW, NEW, f"/start {token}", first_name="Wen")
+        await h.until_text(NEW, LINKED_EN)
+        (body,) = h.query("SELECT body FROM inbox")[0]
+        assert token not in body and REDACTED_MARK in body
+        standin.add_chat(FRIEND, FRIEND, first_name="Fay")
+        for update_id, user in ((9001, NEW), (9002, FRIEND)):
+            orphan = body.replace(f": {NEW}", f": {user}").replace(
+                '"update_id": 1', f'"update_id": {update_id}', 1
+            )
+            assert f'"update_id": {update_id}' in orphan
+            h.query_write(
+                "INSERT INTO inbox (update_id, body, received_at, owner, lease_until)"
+                " VALUES (?, ?, 0, 'elsewhere:1:dead00', 0)",
+                update_id,
+                orphan,
+            )
+        await standin.wait_for(lambda: h.bot_texts(NEW).count(LINKED_EN) == 2, timeout=10)
+        await h.until_text(FRIEND, "Linking didn't finish; please press the link")
+    finally:
+        await h.stop()
+    claims = [s for s in woo.seen if s[1] == "/wp-json/stepwise/v1/link"]
+    assert len(claims) == 1  # the replays never claimed anything
