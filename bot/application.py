@@ -29,6 +29,7 @@ from telegram.ext import (
 )
 
 from agent_core.agent import Agent
+from agent_core.http import CustomerDirectory
 from agent_core.models import Language
 from bot.handlers import StepwiseBot
 from bot.handoff import HandoffDesk
@@ -144,11 +145,13 @@ def build_application(
     show_after_s: float = 0.5,
     typing: Typing = DEFAULT_TYPING,
     rate_limiter: SlidingWindowRateLimiter | None = None,
+    linker: CustomerDirectory | None = None,
 ) -> TelegramApplication:
     """The PTB application around `agent`. Production and tests share it.
 
     `rate_limiter`: the in-process `SlidingWindowRateLimiter` unless given (the shared
-    one, `bot.shared_ratelimit`, when several processes serve one bot).
+    one, `bot.shared_ratelimit`, when several processes serve one bot). `linker`: the
+    tools file's `[customer]` lookup; with a `claim`, `/start <token>` links (`bot.link`).
 
     The progress listener (`bot_of(application).progress`) is not attached to the agent
     here: the caller that wired the agent attaches it.
@@ -180,7 +183,9 @@ def build_application(
         staff_ids=config.staff_ids,
         console_url=config.console_url,
     )
-    bot = StepwiseBot(agent, store, progress, staff_ids=config.staff_ids, handoff=desk)
+    bot = StepwiseBot(
+        agent, store, progress, staff_ids=config.staff_ids, handoff=desk, linker=linker
+    )
     application.bot_data["stepwise"] = bot
     new = filters.UpdateType.MESSAGE  # commands and questions: new messages only
     # Group -1 runs before the handlers below, for every update: who wrote or pressed.

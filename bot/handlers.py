@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import html
 import logging
+import secrets
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -42,6 +43,9 @@ from agent_core.execution.approval import (
     judge_press,
     needed_approval,
 )
+from agent_core.execution.tools import ToolContext, ToolFailure
+from agent_core.http import CustomerDirectory
+from agent_core.http.customer import LinkOutcome
 from agent_core.models import (
     ClaimResult,
     EventKind,
@@ -77,6 +81,7 @@ from bot.handoff import (
     start_handoff_run,
     unclear_change,
 )
+from bot.link import link_token, start_payload, was_redacted
 from bot.progress import TOPIC, TelegramProgress, decision_text
 from bot.slash import Slash, read_slash
 from bot.staff import format_handoff_stats, format_runs_page, format_stats, format_timeline
@@ -89,6 +94,13 @@ from storage.store import RunStore
 log = logging.getLogger(__name__)
 
 RUNS_PAGE_SIZE = 8
+
+# What the customer is told after `/start <token>` (`bot.link`), by what the shop said.
+LINK_TEXTS = {
+    LinkOutcome.LINKED: "linked",
+    LinkOutcome.REFUSED: "link_refused",
+    LinkOutcome.UNAVAILABLE: "link_unavailable",
+}
 
 # What a staff press that is not theirs to make here is told (`check_staff_press`).
 STAFF_CHECK_TOASTS = {
@@ -132,6 +144,7 @@ class BotState:
         *,
         staff_ids: frozenset[int] = frozenset(),
         handoff: HandoffDesk | None = None,
+        linker: CustomerDirectory | None = None,
     ) -> None:
         self.agent = agent
         self.store = store
@@ -148,6 +161,9 @@ class BotState:
         self.staff_alerts = StaffAlerts(handoff, self.alerts)
         # Human handoff (issue 14); without a desk (no bot to talk to staff) none opens.
         self.handoff = handoff
+        # The shop's `[customer]` lookup with a `claim`: `/start <token>` links (`bot.link`);
+        # None: `/start <token>` is the plain /start.
+        self.linker = linker if linker is not None and linker.can_claim else None
 
 
 class _Role:
@@ -654,7 +670,40 @@ class CustomerMessages(_Role):
         if asks and self.handoff is not None:
             await self.handoffs.human(update, context, run_id=run_id)
             return
+        linker, user = self.state.linker, update.effective_user
+        if linker is not None and user is not None and message.chat.type == ChatType.PRIVATE:
+            token = link_token(message) if update.message is not None else None
+            if token is not None or was_redacted(update):
+                # In the chat's order: a double tap's second claim sees the first's result.
+                link = self._link(message, linker, user.id, token, self._language(update))
+                context.application.create_task(
+                    self.chats.run(message.chat_id, link), update=update
+                )
+                return
         await message.reply_text(say("help", self._language(update)))
+
+    async def _link(
+        self,
+        message: Message,
+        linker: CustomerDirectory,
+        user_id: int,
+        token: str | None,
+        language: Language,
+    ) -> None:
+        """Hand the token to the shop and say what came of it. `token` None: a replayed
+        update whose token was never stored: linked already, or asked to press again."""
+        trace_id = secrets.token_hex(8)
+        if token is None:
+            ctx = ToolContext(user_id=user_id, trace_id=trace_id, run_id="link", step_id="link")
+            try:
+                found = await linker.resolve(ctx) is not None
+            except ToolFailure:
+                found = False
+            key = "linked" if found else "link_interrupted"
+        else:
+            outcome = await linker.claim(user_id, token, trace_id)
+            key = LINK_TEXTS[outcome]
+        await self._reply_quietly(message, say(key, language))
 
     async def text(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """A question: the plan, step messages and the answer follow in the background.
@@ -727,7 +776,11 @@ class CustomerMessages(_Role):
         message = update.edited_message
         if message is not None and message.from_user is not None:
             # Shown to staff, marked edited; each edit its own relay, keyed by its update.
-            if await self.handoffs.relayed(message, edited=True, update_id=update.update_id):
+            # Never a `/start <payload>`: it may be a link token, a credential (`bot.link`).
+            secret = start_payload(message.text) is not None
+            if not secret and await self.handoffs.relayed(
+                message, edited=True, update_id=update.update_id
+            ):
                 return
             await self._reply_quietly(message, say("edited", self._language(update)), quote=True)
 
@@ -1090,8 +1143,11 @@ class StepwiseBot(_Role):
         *,
         staff_ids: frozenset[int] = frozenset(),
         handoff: HandoffDesk | None = None,
+        linker: CustomerDirectory | None = None,
     ) -> None:
-        super().__init__(BotState(agent, store, progress, staff_ids=staff_ids, handoff=handoff))
+        super().__init__(
+            BotState(agent, store, progress, staff_ids=staff_ids, handoff=handoff, linker=linker)
+        )
         self.handoffs = HandoffHooks(self.state)
         self.staff = StaffCommands(self.state)
         self.customers = CustomerMessages(self.state, self.handoffs)

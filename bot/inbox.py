@@ -16,6 +16,8 @@ the webhook alike:
    keeps the update and delivers it again. It is still handled once in memory — the
    handlers then answer "busy", as they do for any storage fault — and handled for real
    when it can be stored. The real handling waits for the in-memory one to end first.
+   What is stored is the update as received, except a `/start <token>`: stored without its
+   token (`bot.link.stored_update`), since that is a credential.
 
 Processed, never twice. What a crash between an update's handling and its mark could
 repeat is a run: its tool calls (a cancellation) are the side effects that matter. A run
@@ -53,6 +55,7 @@ from telegram.ext import Application
 
 from agent_core.logcontext import log_fields
 from bot import metrics
+from bot.link import stored_update
 from storage.db import StorageUnavailable
 from storage.inbox.sqlite import RUN_ID_FOR_UPDATE, Inbox, Received, run_id_for_update
 from storage.store import RunStore
@@ -172,7 +175,9 @@ class Intake:
         if not updates:
             return True
         now = self.clock()
-        received = [Received(u.update_id, u.to_json()) for u in updates]
+        # A `/start <token>` is stored without its token: a credential never reaches the
+        # disk (`bot.link`); the handling below reads the update in memory, token and all.
+        received = [Received(u.update_id, stored_update(u)) for u in updates]
         try:
             new = set(await self.inbox.store(received, self.owner, now, now + self.lease_s))
         except StorageUnavailable as exc:

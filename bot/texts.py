@@ -152,6 +152,24 @@ TEXTS: dict[str, dict[Language, str]] = {
         EN: "I don't know the command {command}. Commands I know: {commands}. Or just tell "
         "me what you need, like “where is my order A1001?”",
     },
+    # `/start <token>`: the shop's "Link Telegram" deep link handed over (`bot.link`).
+    "linked": {
+        ZH: "你的 Telegram 已关联到你在本店的账号。现在可以问我你的订单了。",
+        EN: "Your Telegram is now linked to your shop account. Ask me about your orders.",
+    },
+    "link_refused": {
+        ZH: "这个链接已过期或已被使用。请在你的账号页面重新生成一个。",
+        EN: "That link has expired or was already used. Make a new one on your account page.",
+    },
+    "link_unavailable": {
+        ZH: "我暂时联系不上商店，请过一分钟再点一次链接。",
+        EN: "I couldn't reach the shop just now; please press the link again in a minute.",
+    },
+    # Replayed after a crash: the stored update has no token any more (never on disk).
+    "link_interrupted": {
+        ZH: "关联没有完成，请在你的账号页面再点一次链接。",
+        EN: "Linking didn't finish; please press the link on your account page again.",
+    },
     "toast_person": {ZH: "正在为你转接人工客服。", EN: "Connecting you to a person."},
     "toast_staff_only": {ZH: "只有员工可以操作。", EN: "Only staff can do this."},
     "toast_closed": {ZH: "已结束。", EN: "Closed."},

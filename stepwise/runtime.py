@@ -22,7 +22,13 @@ from agent_core.execution.approval import StaffRule
 from agent_core.execution.executor import Executor, Listener
 from agent_core.execution.policy import FailurePolicy
 from agent_core.execution.tools import Tool, ToolRegistry
-from agent_core.http import build_http_tools, load_tools_config, new_client
+from agent_core.http import (
+    CustomerDirectory,
+    build_http_tools,
+    customer_directory,
+    load_tools_config,
+    new_client,
+)
 from agent_core.models import Run, RunEvent, utcnow
 from agent_core.understanding.planner import Planner, RuleBasedPlanner
 from agent_core.understanding.recognition.intents import load as load_intents
@@ -70,6 +76,9 @@ class Runtime:
     listeners: Listeners = field(default_factory=Listeners)
     # Renews the leases of the runs this process works on (storage/leases.py).
     keeper: LeaseKeeper | None = None
+    # The tools file's `[customer]` lookup (its cache shared with the tools), for the bot's
+    # `/start <token>` (`bot.link`); None for the demo shop or a file without one.
+    customers: CustomerDirectory | None = None
     _background: set[asyncio.Task[None]] = field(default_factory=set)
 
     def add_listener(self, listener: Listener) -> None:
@@ -158,10 +167,12 @@ async def open_runtime(
     store = await open_store(settings.db_path, busy_timeout_s=settings.db_timeout_s, lease=lease)
     shop: DemoShop | None = None
     http: httpx.AsyncClient | None = None
+    customers: CustomerDirectory | None = None
     try:
         if http_config is not None and tools is None:
             http = new_client(http_config)
-            tools = build_http_tools(http_config, http)
+            customers = customer_directory(http_config, http)
+            tools = build_http_tools(http_config, http, customers=customers)
         elif tools is None:
             shop = await open_shop(
                 settings.db_path,
@@ -201,4 +212,5 @@ async def open_runtime(
         http=http,
         listeners=hub,
         keeper=keeper,
+        customers=customers,
     )

@@ -100,6 +100,7 @@ def bot_application(
         show_after_s=show_after_s,
         typing=typing,
         rate_limiter=shared_rate_limiter(runtime.settings.db_path, token),
+        linker=runtime.customers,
     )
     runtime.add_listener(bot_of(application).progress)
     # Metrics from the same committed transitions; tool labels from the catalog in use.

@@ -18,6 +18,7 @@ import base64
 import json
 import logging
 import re
+import secrets
 import ssl
 import subprocess
 from collections.abc import AsyncIterator
@@ -141,7 +142,24 @@ class Woo:
         default_factory=lambda: [woo_customer(c, t) for t, c in SHOP_CUSTOMERS.items()]
     )
     points: dict[int, int] = field(default_factory=lambda: {7: 1250})
+    # The link plugin's tokens ("Link Telegram"): token -> (customer id, expires at, used);
+    # its clock (`now`, seconds) is the test's, and `link_down` makes the endpoint fail.
+    tokens: dict[str, tuple[int, float, bool]] = field(default_factory=dict)
+    now: float = 0.0
+    link_down: bool = False
     runner: web.AppRunner | None = None
+
+    def issue_link(self, customer_id: int, ttl_s: float = 900.0) -> str:
+        """What the plugin's "Link Telegram" button does: a single-use random token for
+        the logged-in customer, valid `ttl_s` seconds (43 characters of the deep-link set)."""
+        token = secrets.token_urlsafe(32)
+        self.tokens[token] = (customer_id, self.now + ttl_s, False)
+        return token
+
+    def expire(self, token: str) -> None:
+        """The explicit expiry control: the token's time is up."""
+        customer_id, _, used = self.tokens[token]
+        self.tokens[token] = (customer_id, self.now, used)
 
     def writes(self) -> list[tuple[str, str, dict[str, str], Any]]:
         """The changes sent (order notes left out: they record, they change nothing)."""
@@ -298,6 +316,30 @@ async def woo() -> AsyncIterator[Woo]:
             ]
         )
 
+    async def link(request: web.Request) -> web.Response:
+        """The link plugin's claim: a token it issued, unused and unexpired, stores the
+        Telegram user id on that customer (its meta `telegram_user_id`). Single-use."""
+        body = await request.json()
+        shop.seen.append((request.method, request.path_qs, dict(request.headers), body))
+        denied = unauthorised(request)
+        if denied is not None:
+            return denied
+        if shop.link_down:
+            return woo_error("internal_server_error", "Database unavailable.", 503)
+        found = shop.tokens.get(str(body.get("token", "")))
+        if found is None:
+            return woo_error("stepwise_link_unknown", "Unknown link.", 404)
+        customer_id, expires_at, used = found
+        if used:
+            return woo_error("stepwise_link_used", "This link was already used.", 409)
+        if shop.now >= expires_at:
+            return woo_error("stepwise_link_expired", "This link has expired.", 410)
+        shop.tokens[str(body["token"])] = (customer_id, expires_at, True)
+        user = str(body["telegram_user_id"])
+        shop.customers = [c for c in shop.customers if c["id"] != customer_id]
+        shop.customers.append(woo_customer(customer_id, int(user)))
+        return web.json_response({"customer_id": customer_id, "linked": True})
+
     async def orders_of(request: web.Request) -> web.Response:
         """WooCommerce's order listing: `customer` filters, newest (highest id) first."""
         shop.seen.append((request.method, request.path_qs, dict(request.headers), None))
@@ -339,6 +381,7 @@ async def woo() -> AsyncIterator[Woo]:
     app.router.add_get("/wp-json/wp/v2/pages", pages)
     app.router.add_get("/wp-json/stepwise/v1/customer", linked)
     app.router.add_get("/wp-json/wc/v3/orders", orders_of)
+    app.router.add_post("/wp-json/stepwise/v1/link", link)
     app.router.add_get("/wp-json/shop/v1/points/{id:[0-9]+}", points)
     app.router.add_route("*", "/{tail:.*}", nowhere)
     runner = web.AppRunner(app)

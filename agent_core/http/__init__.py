@@ -22,7 +22,13 @@ from agent_core.http.check import (
     all_passed,
     check_tools,
 )
-from agent_core.http.client import RETRY_AFTER_CAP_S, build_http_tools, new_client
+from agent_core.http.client import (
+    RETRY_AFTER_CAP_S,
+    CustomerDirectory,
+    build_http_tools,
+    customer_directory,
+    new_client,
+)
 from agent_core.http.config import (
     HttpToolConfig,
     ToolsConfig,
@@ -35,6 +41,7 @@ from agent_core.http.responses import HttpOutcome, Reading, map_response, parse_
 __all__ = [
     "RETRY_AFTER_CAP_S",
     "ConfiguredTool",
+    "CustomerDirectory",
     "HttpOutcome",
     "HttpToolConfig",
     "MissingTool",
@@ -47,6 +54,7 @@ __all__ = [
     "build_http_tools",
     "check_tools",
     "check_tools_file",
+    "customer_directory",
     "load_tools_config",
     "map_response",
     "new_client",

@@ -34,7 +34,13 @@ from pydantic_core import PydanticCustomError
 from agent_core.execution.tools import Tool, ToolContext, ToolFailure
 from agent_core.http.address import split_address
 from agent_core.http.config import DEFAULT_TIMEOUT_S, AddressParts, HttpToolConfig, ToolsConfig
-from agent_core.http.customer import NOT_LINKED, Customer, CustomerCache, CustomerLookup
+from agent_core.http.customer import (
+    NOT_LINKED,
+    Customer,
+    CustomerCache,
+    CustomerLookup,
+    LinkOutcome,
+)
 from agent_core.http.graphql import Lookup, Operation, Reconcile, read_answer
 from agent_core.http.mapping import IDEMPOTENCY_KEY, ReconcileRead, render_body
 from agent_core.http.responses import HttpOutcome, Reading, clip, map_response
@@ -69,24 +75,32 @@ def new_client(config: ToolsConfig) -> httpx.AsyncClient:
     )
 
 
+def customer_directory(
+    config: ToolsConfig, client: httpx.AsyncClient, clock: Callable[[], float] = time.monotonic
+) -> CustomerDirectory | None:
+    """The `[customer]` lookup and its cache, if the file declares one (None otherwise)."""
+    if config.customer is None:
+        return None
+    return CustomerDirectory(config.customer, config, client, clock)
+
+
 def build_http_tools(
     config: ToolsConfig,
     client: httpx.AsyncClient,
     *,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     clock: Callable[[], float] = time.monotonic,
+    customers: CustomerDirectory | None = None,
 ) -> list[Tool]:
     """One `Tool` per configured entry, all sending through `client`.
 
     `sleep` is the Retry-After wait (tests pass a recorder); `clock` times the customer
-    cache (`[customer]`, shared by every tool).
+    cache (`[customer]`, shared by every tool). `customers`: that lookup, when its cache is
+    shared with someone else too (the bot's `/start <token>` drops a linked user's entry).
     """
     by_name = {spec.name: spec for spec in config.tools}
-    customers = (
-        CustomerDirectory(config.customer, config, client, clock)
-        if config.customer is not None
-        else None
-    )
+    if customers is None:
+        customers = customer_directory(config, client, clock)
     tools = []
     for spec in config.tools:
         entry = spec.spec
@@ -611,6 +625,10 @@ class _HttpTool:
         return outcome
 
 
+# A 4xx that says nothing about the token: our credentials, a proxy's, a timeout, a limit.
+_NOT_ABOUT_TOKEN: Final = frozenset({401, 407, 408, 429})
+
+
 class CustomerDirectory:
     """Who a Telegram user is at the shop: the `[customer]` lookup, each found customer
     remembered for its `ttl_s` (`agent_core.http.customer`)."""
@@ -675,6 +693,76 @@ class CustomerDirectory:
         if customer is not None:
             self.cache.put(ctx.user_id, customer)
         return customer
+
+    @property
+    def can_claim(self) -> bool:
+        """Whether the file says where a deep link's token is handed over (`claim`)."""
+        return self._lookup.claim is not None
+
+    async def claim(self, user_id: int, token: str, trace_id: str) -> LinkOutcome:
+        """Hand the token of the shop's "Link Telegram" deep link to its `claim` endpoint.
+
+        Whatever comes of it, this user's cached customer is dropped: the next question
+        looks them up afresh. Refused or unanswered, the lookup is asked whether the user
+        is linked anyway (a double tap whose first claim used the token, an answer lost on
+        the way): then it is LINKED too, so two presses never get contradicting answers.
+        The token is never logged; the shop's answer is not read (it may echo it).
+        """
+        claim = self._lookup.claim
+        if claim is None:
+            raise ValueError("[customer] declares no claim")
+        headers = {"Accept": "application/json"}
+        headers.update(
+            {name: value.get_secret_value() for name, value in self._config.headers.items()}
+        )
+        headers["X-Stepwise-User"] = str(user_id)
+        headers["X-Stepwise-Trace"] = trace_id
+        request = self._client.build_request(
+            "POST",
+            claim.url,
+            params=auth_params(self._config) or None,
+            json=claim.body_for(user_id, token),
+            headers=headers,
+            timeout=httpx.Timeout(claim.timeout_s),
+        )
+        status: int | None = None
+        started = time.perf_counter()
+        try:
+            response = await self._client.send(request, stream=True)
+            status = response.status_code
+            await response.aclose()
+            said = str(status)
+        except httpx.HTTPError as exc:
+            said = type(exc).__name__  # never str(exc): it could quote the request
+        self.cache.forget(user_id)
+        took = (time.perf_counter() - started) * 1000
+        if status is not None and 200 <= status < 300:
+            log.info("customer link: POST %s in %.0f ms", said, took, extra={"trace_id": trace_id})
+            return LinkOutcome.LINKED
+        refused = status is not None and 400 <= status < 500 and status not in _NOT_ABOUT_TOKEN
+        ctx = ToolContext(user_id=user_id, trace_id=trace_id, run_id="link", step_id="link")
+        try:
+            linked = await self.resolve(ctx) is not None
+        except ToolFailure:
+            linked = False
+        outcome = (
+            LinkOutcome.LINKED
+            if linked
+            else LinkOutcome.REFUSED
+            if refused
+            else LinkOutcome.UNAVAILABLE
+        )
+        level = logging.WARNING if status in _NOT_ABOUT_TOKEN or not refused else logging.INFO
+        log.log(
+            level,
+            "customer link: POST %s in %.0f ms: %s%s",
+            said,
+            took,
+            outcome.value,
+            " (the shop refused the credentials: check [http])" if status == 401 else "",
+            extra={"trace_id": trace_id},
+        )
+        return outcome
 
 
 def _redacted(data: Any, redact: Callable[[str], str]) -> Any:

@@ -51,7 +51,8 @@ refused with one line naming the file, the tool and the missing field.
 `[customer]`: who the asking Telegram user is at the shop, for tools keyed by the customer:
 a lookup (GET or GraphQL), its `owner`, the `fields` `id`/`email` that `{customer.id}` and
 `{customer.email}` fill in a tool's `url`, `query` and `body`, `ttl_s` and the `link` text
-an unlinked customer reads (`agent_core.http.customer`). Using either placeholder, or
+an unlinked customer reads, and `claim`, where the `/start <token>` of the shop's "Link
+Telegram" deep link is handed over (`agent_core.http.customer`). Using either placeholder, or
 `response.owner_is = "customer"`, without the table is refused at load.
 
 `[http]`: `headers` sent on every request, where `${VAR}` is taken from the environment at
@@ -361,6 +362,23 @@ def _parse_customer(raw: dict[str, Any], problems: _Problems) -> CustomerLookup 
             problems.fail("[customer]", f"url: not a valid url ({exc})")
         if parsed.scheme not in ("http", "https") or not parsed.host or "{" in lookup.url:
             problems.fail("[customer]", "url: an absolute http(s) url without placeholders")
+        if lookup.claim is not None:
+            # The token goes in the body only: a url is logged (httpx, proxies, the shop's
+            # access log), so no placeholder may put it there.
+            try:
+                claimed = httpx.URL(lookup.claim.url)
+            except httpx.InvalidURL as exc:
+                problems.fail("[customer]", f"claim.url: not a valid url ({exc})")
+            if (
+                claimed.scheme not in ("http", "https")
+                or not claimed.host
+                or "{" in lookup.claim.url
+            ):
+                problems.fail(
+                    "[customer]",
+                    "claim.url: an absolute http(s) url without placeholders "
+                    "(the token goes in the body)",
+                )
     except _Stop:
         return None
     return lookup
@@ -751,8 +769,10 @@ def _parse_query(
         for url in (tool.url, *(x.url for x in (tool.reconcile, tool.note) if x is not None))
         if not url.lower().startswith("https://")
     ]
-    if customer is not None and not customer.url.lower().startswith("https://"):
-        plain.append(("[customer]", customer.url))
+    if customer is not None:
+        for url in (customer.url, *(x.url for x in (customer.claim,) if x is not None)):
+            if not url.lower().startswith("https://"):
+                plain.append(("[customer]", url))
     if plain:
         name, url = plain[0]
         problems.note(

@@ -28,6 +28,11 @@ own customer id, not the Telegram user id. The shop declares how to find it:
   linked is recognised at their next message.
 - `link` (zh and en): what an unlinked customer is told, once, instead of being asked for
   an order number. Say where and how to link (see the README, "Who the customer is").
+- `claim = { url, body }`: where the bot hands over the token of the shop's "Link
+  Telegram" deep link (`/start <token>`), as a POST with the `[http]` headers; `body` may
+  use `{token}` (required) and `{telegram_user_id}`. Any 2xx: linked. The token is a
+  credential: it is only ever put in this body, never in a url, a log line or the
+  database (`bot.link`).
 """
 
 from __future__ import annotations
@@ -35,11 +40,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agent_core.catalog.spec import Texts
+from agent_core.catalog.spec import Texts, placeholders
 from agent_core.http.mapping import compile_path, render_body, search
 
 # The placeholders a tool's templates may use once `[customer]` is declared, and the
@@ -49,6 +55,7 @@ CUSTOMER_FIELDS: Final[Mapping[str, str]] = {
     "customer.email": "_customer_email",
 }
 TELEGRAM_USER_ID: Final = "telegram_user_id"
+TOKEN: Final = "token"
 NOT_LINKED: Final = "not_linked"
 DEFAULT_TTL_S: Final = 300
 
@@ -60,6 +67,53 @@ class CustomerQuery(BaseModel):
 
     query: str
     variables: dict[str, Any] = Field(default_factory=dict)
+
+
+class LinkOutcome(StrEnum):
+    """What handing a deep link's token to the shop (`claim`) came to."""
+
+    LINKED = "linked"  # the shop took it, or refused it but the user is linked (a double tap)
+    REFUSED = "refused"  # the shop refused the token (4xx): expired, used, unknown
+    UNAVAILABLE = "unavailable"  # no answer, a 5xx, or the shop refused our credentials
+
+
+class CustomerClaim(BaseModel):
+    """`claim` of the lookup: the POST that hands a deep link's token to the shop."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    url: str
+    body: dict[str, Any]
+    timeout_s: float = Field(5.0, gt=0, le=60)
+
+    @field_validator("body")
+    @classmethod
+    def _body(cls, value: dict[str, Any]) -> dict[str, Any]:
+        used = _template_names(value)
+        unknown = sorted(used - {TOKEN, TELEGRAM_USER_ID})
+        if unknown:
+            raise ValueError(
+                f"body: {{{unknown[0]}}} is not a placeholder of the claim "
+                "({token}, {telegram_user_id})"
+            )
+        if TOKEN not in used:
+            raise ValueError("body: the shop needs the token: put {token} in it")
+        return value
+
+    def body_for(self, user_id: int, token: str) -> Any:
+        """The JSON body handing `token` over for `user_id`."""
+        return render_body(self.body, {TOKEN: token, TELEGRAM_USER_ID: str(user_id)})
+
+
+def _template_names(value: Any) -> set[str]:
+    """Every placeholder a body template reads (ValueError for a malformed one)."""
+    if isinstance(value, str):
+        return set(placeholders(value))
+    if isinstance(value, dict):
+        return set().union(*(_template_names(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_template_names(v) for v in value))
+    return set()
 
 
 class CustomerLookup(BaseModel):
@@ -76,6 +130,7 @@ class CustomerLookup(BaseModel):
     ttl_s: int = Field(DEFAULT_TTL_S, ge=0, le=86400)
     timeout_s: float = Field(5.0, gt=0, le=60)
     link: Texts | None = None  # None: the general words (`agent_core.answers.compose`)
+    claim: CustomerClaim | None = None  # None: `/start <token>` is a plain /start
 
     @field_validator("root", "owner")
     @classmethod
