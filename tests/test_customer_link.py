@@ -95,7 +95,7 @@ async def test_a_customer_links_by_the_deep_link_and_the_token_is_kept_nowhere(
         assert headers["Authorization"] == f"Basic {woo_tests.BASIC}"
 
         standin.inject_message(NEW, NEW, "show my orders", first_name="Wen")
-        await h.until_text(NEW, "Order 4001: processing (88.00)")
+        await h.until_text(NEW, "Order 4001: paid, being prepared (88.00)")
 
         # A double tap: the shop refuses the used token, the bot finds the user linked.
         standin.inject_message(NEW, NEW, f"/start {token}", first_name="Wen")
