@@ -238,6 +238,7 @@ TYPOS: dict[str, str] = {
     "orde": "order", "trak": "track", "trakc": "track", "tarck": "track", "wher": "where",
     "whre": "where", "wehre": "where", "plocy": "policy", "stauts": "status",
     "sttaus": "status", "cancelation": "cancellation", "refnud": "refund", "pls": "please",
+    "nvm": "nevermind",
 }
 # Keywords worth repairing by one edit (insert, delete, substitute, swap neighbours).
 FUZZY_VOCABULARY: tuple[str, ...] = (
@@ -246,6 +247,20 @@ FUZZY_VOCABULARY: tuple[str, ...] = (
     "tracking", "delayed", "shipment", "cancellation", "replacement", "guarantee",
     "representative", "human", "agent", "speak", "person", "operator",
 )
+# Words customers run together with no space ("cancelorder", "whereismyorder",
+# "howlongdoesshippingtake"): a long unknown word made only of these is read as them.
+RUN_ON_WORDS: frozenset[str] = frozenset(
+    {"a", "i", "is", "it", "my", "me", "to", "of", "do", "does", "the", "for", "and", "can",
+     "you", "u", "pls", "please", "plz", "where", "wheres", "what", "whats", "when", "how",
+     "long", "much", "has", "have", "been", "will", "did", "order", "orders", "cancel",
+     "cancellation", "track", "tracking", "number", "status", "check", "return", "refund",
+     "change", "address", "update", "shipping", "shipped", "ship", "delivery", "delivered",
+     "deliver", "take", "takes", "arrive", "package", "parcel", "stuff", "money", "back",
+     "want", "need", "now", "asap", "help", "policy", "cost", "costs", "fee", "new", "send",
+     "talk", "human", "agent", "person", "this", "that", "yet", "still", "not", "no", "info",
+     "exchange", "invoice", "warranty", "amount", "get", "give", "again"}
+)
+
 # Real words one edit away from a keyword; never "repair" these.
 NOT_TYPOS = frozenset(
     {"cancer", "states", "statue", "police", "shopping", "relayed", "decayed", "parcels",

@@ -65,8 +65,13 @@ ACTIONS: tuple[ActionTerms, ...] = (
         Action.CANCEL,
         Terms(
             zh=("取消", "撤销", "撤单", "不要了", "不想要了", "不买了", "退订", "取销", "退单", "砍了",
-                rf"(?:{ID_CHARS}|订单|这单)\s*(?:我)?(?:不需要了|别发了|不用发了)"),
+                rf"(?:{ID_CHARS}|订单|这单)\s*(?:我)?(?:不需要了|别发了|不用发了)",
+                # "A1007 用不上了，别寄了": not sent any more is not wanted any more
+                r"(?:别|不用|不要)(?:再)?(?:寄|发货)了"),
             en=("cancel", "call off", "no longer want", r"don'?t want (?:it|this|that|the order)",
+                # "I don't want A1003 anymore", "A1007 won't be necessary after all"
+                rf"don'?t (?:want|need) (?:order )?{ID_CHARS} (?:any ?more|no more)",
+                rf"{ID_CHARS} (?:won'?t|will not) be (?:necessary|needed)",
                 r"(?:want|need|like|get|have) (?:\S+ ){0,2}?cancell?ed",
                 # Issue 21: "I'm cancelling A1003", "requesting cancellation of A1007",
                 # "cancellation A1003", "scrap / ditch / bin A1003", "call the whole thing off".
@@ -95,7 +100,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"|conditions))",
                 r"send (?:\S+ )?back(?!\s+(?:the |my |our )?(?:[$€£¥]|\d|money|cash))",
                 r"(?:sending|taking|take) (?:it|this|them|these) back",
-                r"(?:it'?s|it is|they'?re|they are) going back", "not keeping", "returning",
+                r"(?:it'?s|it is|they'?re|they are) going back", rf"{ID_CHARS} (?:is|'s) going back", "not keeping", "returning",
                 r"(?:want|need|like|get|have) (?!(?:my |the |our |your )?money)(?:\S+ ){0,2}?returned"),
         ).compile(),
         topic="refund",
@@ -104,10 +109,12 @@ ACTIONS: tuple[ActionTerms, ...] = (
         Action.REFUND,
         Terms(
             zh=("退款", "退钱", "退费", "退给我", "钱还给我", "还我钱", r"钱退(?:一下|回来|给我)",
-                r"(?:全部|全额|钱)(?:要|拿)回来",
+                r"(?:全部|全额|钱)(?:我想|我要|想)?(?:要|拿)回来",
                 r"退(?:我|给我)?\s*\d+(?:\.\d{1,2})?\s*(?:元|块|rmb)"),
             en=(r"refund(?! (?:policy|policies|rules?|process|times?|window|status))",
-                "money back", r"(?:want|need|like|get|have) (?:\S+ ){0,2}?refunded",
+                "money back", "cash back", r"(?:want|need|like|get|have) (?:\S+ ){0,2}?refunded",
+                # "I'd like the money for it back", "gimme my cash back"
+                r"(?:want|like|need) (?:the |my |our )?(?:money|cash)(?: \S+){1,3}? back",
                 r"money (?:returned|repaid)",
                 r"(?:send|give|pay) (?:me |us )?back (?:the |my |our )?(?:[$€£¥]?\d|money|cash)",
                 r"reimburs\w*", r"\d+(?:\.\d{1,2})? refunded",
@@ -139,7 +146,7 @@ NEGATION_FILLERS_ZH = re.compile(
 QUESTION_EN = re.compile(
     r"(?<![a-z])(?:can|could|may|might) i|how (?:do|can|would|should|could|does) (?:i|we|one|you)"
     r"|how to|is it possible|am i able|(?:can|could) (?:it|this|they|these|that) (?:still )?be"
-    r"|(?:is|would|will) it (?:still |even |at all )?(?:be )?possible|what (?:would|will|does|did)"
+    r"|(?:is|would|will) it (?:still |even |at all )?(?:be )?possible(?! for (?:you|u) to)|what (?:would|will|does|did)"
     r" it cost|how much (?:would|will|does|is)"
     r"|is there|are there|what if|how long|how much|do you|when (?:will|do|can) i(?![a-z])"
     r"|what(?:'s| is| are) (?:your|the)|what (?:does|would|will|do)(?![a-z])"
@@ -149,14 +156,18 @@ QUESTION_EN = re.compile(
 QUESTION_ZH = re.compile(
     r"(?:能|可以|可不可以|能不能|能否|是否)[^，,。.;；!?！？]{0,8}(?:吗|么|嘛|\?|？)|能不能|可不可以"
     r"|怎么|怎样|如何|流程|多久|规则|条件|政策|规定|手续|免费|收费|费用|多少钱"
-    r"|什么时候到账|几天到账|哪天到账"  # "A1002 的退款什么时候到账": when, not a request
+    r"|什么时候到账|几天到账|哪天到账"
+    r"|(?:能|可以)[^，,。.;；!?！？]{1,6}不(?:能|行)?\s*$"  # "地址现在还能改不" (round 3)  # "A1002 的退款什么时候到账": when, not a request
 )
 
 # "where exactly", carrier events, scans: parcel-level detail (`track_parcel`).
 TRACK = Terms(
     zh=("物流轨迹", "轨迹", "详细物流", "物流详情", "物流记录", "详细的物流", "具体到哪", "具体在哪",
         "哪个城市", "派送记录", "配送记录", "哪家快递", "扫描", "快递详细", "详细信息",
-        "快递单号", "运单号", "物流单号", "每一站", "怎么显示", "追踪记录", "跟踪记录"),
+        "快递单号", "运单号", "物流单号", "每一站", "怎么显示", "追踪记录", "跟踪记录",
+        # Round 3: which carrier, which depot
+        "哪个快递", "什么快递", "快递公司", "物流公司", "中转", "网点", "分拣", "转运中心",
+        "哪个站"),
     en=("where exactly", "exactly where", "carrier", "carriers", "courier", "scan", "scans",
         "scanned", "tracking history", "tracking events", "tracking details", "which city",
         "what city", "full tracking", "detailed tracking", "tracking scan", "parcel events",
@@ -164,7 +175,12 @@ TRACK = Terms(
         # Issue 21: "track A1001", "tracking for A1005", "the tracking number" ask for the
         # parcel's tracking, not only its status.
         "track", "tracking", "tracking number", "tracking no", "tracking info", "tracking deets",
-        "delivery events", "which town", "what town", "physically", "every stop"),
+        "delivery events", "which town", "what town", "physically", "every stop",
+        # Round 3: who carries it and where it was seen last
+        "delivery company", "shipping company", "courier company", "logistics company",
+        "waybill", "consignment number", "tracking code", "tracking id", "tracking link",
+        "which hub", "what hub", "which depot", "sorting centre", "sorting center",
+        "last seen", "handed over to"),
 ).compile()
 
 # Orders the customer says to leave alone ("keep A1001", "A1005 不用动").
@@ -304,7 +320,7 @@ AMOUNT = re.compile(
     rf"{_AMOUNT_START}(?P<a>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}\s*(?:元|块|rmb|cny|usd|eur|gbp"
     r"|dollars?|euros?|pounds?|bucks)(?![a-z])"
     rf"|[$€£¥￥]\s*(?P<b>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}"
-    rf"|(?:refund|reimburs\w*|退款|退给我|退我|退)\s*(?:of\s*|the\s*|{ID_CHARS}\s*)?"
+    rf"|(?:refund|reimburs\w*|退款|退给我|退我|退|(?<![a-z])amount:?)\s*(?:of\s*|the\s*|{ID_CHARS}\s*)?"
     rf"(?P<c>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}"
     rf"|{_AMOUNT_START}(?P<d>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}\s*(?:refunded|back)(?![a-z])"
     # "I paid 59 for A1002", "the 59.00 I paid", "付了 59": what was paid, written plainly
@@ -330,6 +346,9 @@ ZH_TYPOS: Mapping[str, str] = {
     "定单": "订单", "到那了": "到哪了", "推款": "退款", "物留": "物流", "该成": "改成",
     "在那里": "在哪里", "到那里": "到哪里", "退欵": "退款", "鬼迹": "轨迹", "退活": "退货", "腿货": "退货", "退宽": "退款",
     "地止": "地址",
+    # Round 3: more input-method slips (same length as the repair)
+    "取笑订单": "取消订单", "去消": "取消", "推货": "退货", "包油": "包邮", "快递单好": "快递单号",
+    "发获": "发货", "订但": "订单", "地扯": "地址",
 }
 
 # Fallback step goals for tools the catalog does not describe (a catalog goal wins).

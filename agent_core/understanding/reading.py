@@ -16,6 +16,7 @@ import itertools
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from typing import Final
 
 from agent_core.understanding.lexicon import (
     CLAUSE_BREAK,
@@ -33,6 +34,7 @@ from agent_core.understanding.lexicon_intents import (
     TRANSCRIPT_SELF,
     ZH_TYPOS,
 )
+from agent_core.understanding.recognition.normalise import split_run_ons
 from agent_core.understanding.recognition.precision import blank_negation_fillers, confusable_ids
 
 # Telegram messages are at most 4096 characters; capping keeps the planner's cost bounded.
@@ -160,7 +162,7 @@ def fix_word(word: str) -> str:
 
 def canonical(text: str) -> str:
     """Case-folded, simplified, typo-repaired text, with single spaces between words."""
-    folded = _SPACES.sub(" ", text.casefold().translate(TRADITIONAL))
+    folded = split_run_ons(_SPACES.sub(" ", text.casefold().translate(TRADITIONAL)))
     return _WORD.sub(lambda m: fix_word(m.group(0)), folded).strip()
 
 
@@ -208,6 +210,11 @@ class Reader:
                 rf"(?<![0-9A-Za-z])(?:{order_id_pattern})(?![0-9A-Za-z])",
                 re.IGNORECASE | re.ASCII,
             )
+            # An id run into words ("cancelorderA1003", "returnA1002please"): its capital
+            # letter after three small ones marks where it starts.
+            self._glued = re.compile(
+                rf"(?<=[a-z]{{3}})(?:{order_id_pattern})(?=[a-z]{{3}}|[^0-9A-Za-z]|$)", re.ASCII
+            )
         except re.error as exc:
             raise ValueError(f"invalid order id pattern {order_id_pattern!r}: {exc}") from exc
 
@@ -234,6 +241,16 @@ class Reader:
             found.append(match)
         return found
 
+    def _glued_spans(self, work: str, folded: str) -> list[tuple[int, int, str]]:
+        """Ids run into words, found in the text as written (the capital is the sign)."""
+        if len(work) != len(folded):
+            return []
+        return [
+            (m.start(), m.end(), m.group(0).upper())
+            for m in self._glued.finditer(work)
+            if m.group(0)[:1].isupper()
+        ]
+
     def without_ids(self, cleaned: str) -> str:
         return self._order_id.sub(" ", cleaned)
 
@@ -246,6 +263,7 @@ class Reader:
         spans: list[tuple[int, int, str]] = []
         for match in self._matches(folded.replace(ADDRESS_CHAR, " ")):
             spans.append((match.start(), match.end(), match.group(0).upper()))
+        spans += self._glued_spans(work, folded)
         taken = [(s, e) for s, e, _ in spans]
         spans += self._decorated(folded, taken)
         spans.sort()
@@ -455,6 +473,7 @@ def _split(
             if match.group(0) == "," and _in_number(folded, match.start()):
                 continue
             cuts.add(match.start())
+    cuts.update(_topic_breaks(folded))
     for start, end in segments:
         cuts.update((start, end))
     bounds = sorted(cuts)
@@ -471,6 +490,23 @@ def _split(
         raw = work[start:end].strip(" ,.;，。")
         clauses.append(Clause(text, clause_ids, injected, raw, own[0] if own else None))
     return clauses
+
+
+# Chinese with no punctuation: "A1002退货A1005到哪了" is two requests, each order before
+# its own words; "A1001 和 A1005 到哪了" is one (a list of orders), as is "取消 A1007 不是 A1003".
+_BETWEEN_IDS: Final = re.compile(
+    r"[\ue000-\uefff]([^\ue000-\uefff，,。.;；!?！？\n]*?[\u4e00-\u9fff]{2}\s*)(?=[\ue000-\uefff])"
+)
+_LIST_END: Final = re.compile(r"(?:和|跟|与|及|或|或者|还是|同|、|以及|是|不是|而非|而不是|比)\s*$")
+
+
+def _topic_breaks(folded: str) -> list[int]:
+    """Where a new order starts a new request in unpunctuated Chinese."""
+    return [
+        m.end()
+        for m in _BETWEEN_IDS.finditer(folded)
+        if not _LIST_END.search(m.group(1)) and "是" not in m.group(1)
+    ]
 
 
 def _is_abbreviation(folded: str, dot: int) -> bool:

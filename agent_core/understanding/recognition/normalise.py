@@ -21,7 +21,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Final
 
-from agent_core.understanding.lexicon import NOT_TYPOS, TRADITIONAL
+from agent_core.understanding.lexicon import NOT_TYPOS, RUN_ON_WORDS, TRADITIONAL
 from agent_core.understanding.lexicon_intents import ZH_TYPOS
 from agent_core.understanding.recognition.precision import CONFUSABLES
 
@@ -106,6 +106,16 @@ STOPWORDS: Final = frozenset(
         "had",
         "get",
         "got",
+        # What is left of a contraction ("I'd", "I'm", "we'll", "you've", "they're"):
+        # it says nothing about what is asked ("I'd like my money" is not "I'd like to
+        # return it").
+        "d",
+        "m",
+        "ll",
+        "ve",
+        "re",
+        "s",
+        "t",
     ]
 )
 # Stems that mean the same thing here. Left: a stem; right: the stem it counts as.
@@ -183,13 +193,47 @@ def stem(word: str) -> str:
     return word
 
 
+RUN_ON_MIN: Final = 8  # shorter unknown words are typos, not words run together
+_RUN_ON_MAX_WORDS: Final = 6
+
+
+@functools.lru_cache(maxsize=4096)
+def split_run_on(word: str) -> str:
+    """A long word that is only `RUN_ON_WORDS` run together, with its spaces back
+    ("whereismyorder" -> "where is my order"); any other word as it is. Fewest pieces win;
+    nothing is guessed (every letter must belong to a listed word)."""
+    if len(word) < RUN_ON_MIN or word in RUN_ON_WORDS or not word.isalpha():
+        return word
+    best: list[list[str] | None] = [[]] + [None] * len(word)
+    for end in range(1, len(word) + 1):
+        for start in range(max(0, end - 13), end):
+            head = best[start]
+            piece = word[start:end]
+            if head is None or piece not in RUN_ON_WORDS:
+                continue
+            if best[end] is None or len(head) + 1 < len(best[end] or ()):
+                best[end] = [*head, piece]
+    pieces = best[len(word)]
+    if pieces is None or len(pieces) < 2 or len(pieces) > _RUN_ON_MAX_WORDS:
+        return word
+    return " ".join(pieces)
+
+
+_LONG_WORD: Final = re.compile(rf"[a-z]{{{RUN_ON_MIN},}}")
+
+
+def split_run_ons(text: str) -> str:
+    """`split_run_on` on every long word of a folded text."""
+    return _LONG_WORD.sub(lambda m: split_run_on(m.group(0)), text)
+
+
 def fold_text(text: str) -> str:
     """NFKC, case folding, look-alike letters folded, traditional characters simplified."""
     folded = unicodedata.normalize("NFKC", text).casefold().translate(CONFUSABLES)
     folded = folded.translate(TRADITIONAL)
     for slip, repair in ZH_TYPOS.items():
         folded = folded.replace(slip, repair)
-    return folded
+    return split_run_ons(folded)
 
 
 def _distance_at_most(a: str, b: str, limit: int) -> bool:

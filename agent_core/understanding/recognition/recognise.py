@@ -34,6 +34,10 @@ UNKNOWN_WEIGHT: Final = 3.0
 COVERAGE_SHARE: Final = 0.3
 COVERAGE_FLOOR: Final = 0.3
 UNCOVERED: Final = frozenset({"cancel_order", "request_return", "request_refund", "change_address"})
+# The intents whose words say nothing about a change: an order read, the menu. An action
+# recognised only on words these share ("订单 A1005" is closest to "取消订单" by "订单" alone)
+# is not anchored, and never done.
+PLAIN: Final = frozenset({"tool:get_order_status", "tool:track_parcel", "menu:menu"})
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,8 @@ class Match:
     intent: IntentDef
     score: float
     example: str
+    # The request shares a word with the example that no order read or menu example has.
+    anchored: bool = True
 
 
 class Recogniser:
@@ -83,6 +89,9 @@ class Recogniser:
         for intent_index, _, feats in docs:
             vocab[intent_index] |= feats
         self._vocab = vocab
+        self._plain = frozenset(
+            f for i, intent in enumerate(self.intents) if intent.key in PLAIN for f in vocab[i]
+        )
 
     def weight(self, feature: str) -> float:
         return self._weight.get(feature, self._unknown_weight)
@@ -118,4 +127,12 @@ class Recogniser:
             extra = sum(self.weight(f) ** 2 for f in feats if f in vocab and f not in own)
             best[intent_index] = (score + COVERAGE_SHARE * math.sqrt(extra / total), example)
         ranked = sorted(best.items(), key=lambda item: -item[1][0])
-        return [Match(self.intents[i], round(s, 4), e) for i, (s, e) in ranked]
+        return [
+            Match(
+                self.intents[i],
+                round(s, 4),
+                e,
+                anchored=bool((feats & self._docs[closest[i]][2]) - self._plain),
+            )
+            for i, (s, e) in ranked
+        ]
