@@ -70,7 +70,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?:别|不用|不要)(?:再)?(?:寄|发货)了"),
             en=("cancel", "call off", "no longer want", r"don'?t want (?:it|this|that|the order)",
                 # "I don't want A1003 anymore", "A1007 won't be necessary after all"
-                rf"don'?t (?:want|need) (?:order )?{ID_CHARS} (?:any ?more|no more)",
+                rf"(?:don'?t|do not) (?:want|need) (?:order )?{ID_CHARS} (?:anymore|any more|no more)",
                 rf"{ID_CHARS} (?:won'?t|will not) be (?:necessary|needed)",
                 r"(?:want|need|like|get|have) (?:\S+ ){0,2}?cancell?ed",
                 # Issue 21: "I'm cancelling A1003", "requesting cancellation of A1007",
@@ -286,9 +286,21 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         zh="优惠码和折扣", en="discount codes"),
     Unsupported(
         "add_items",
-        Terms(zh=("加购", "加一件", "再加", "添加商品", "加一个"),
+        Terms(zh=("加购", "加一件", "再加", "添加商品", "加一个", "多加",
+                  # Round 3: taking an item out or swapping one inside an order
+                  r"(?:里的|里面的|中的)[^，,。.;；!?！？]{0,10}(?:拿掉|去掉|删掉|换成)",
+                  r"(?:拿掉|去掉|删掉)(?:一个|一件|一份|一双|一条)"),
               en=(rf"add (?:\S+ ){{0,5}}?to (?:my |the |this |that |order )*(?:order|{ID_CHARS})",
-                  "add an item", "add items")).compile(),
+                  "add an item", "add items",
+                  # Round 3: "take the socks out of A1003", "swap the blue mug in A1007 for
+                  # the red one", "one more of the cups in A1007", "put another mug in A1007"
+                  rf"(?:remove|take|drop) (?:\S+ ){{0,5}}?(?:out of|off|from) (?:my |the |this "
+                  rf"|that |order )*(?:order|{ID_CHARS})",
+                  rf"swap (?:\S+ ){{0,6}}?(?:in|on|from) (?:my |the |this |order )*(?:order|{ID_CHARS})",
+                  rf"(?:one|two|three|\d+|another|an extra) more (?:\S+ ){{0,4}}?(?:in|to|into|on)"
+                  rf" (?:my |the |this |order )*(?:order|{ID_CHARS})",
+                  rf"(?:put|throw|add) (?:another|an extra|a second) (?:\S+ ){{0,3}}?(?:in|into|to|on)"
+                  rf" (?:my |the |this |order )*(?:order|{ID_CHARS})")).compile(),
         zh="往订单里加商品", en="adding items to an order"),
     Unsupported(
         "phone",

@@ -70,9 +70,12 @@ _ADDRESS_EN = re.compile(
     r"|\b(?:should|needs? to|has to|have to|must)\s+(?:really\s+|now\s+)?(?:be\s+)?"
     r"(?:go|going|sent|delivered|shipped|redirected)\s+to\s*(?=\d)"
     r"|[a-z]-?\d{3,}\s*(?:->|→|=>)\s*(?=\d)"
+    # Round 3: "A1003 should go to my new flat at 12 Mill Lane"
+    r"|\b(?:should go|goes|go|send it|ship it|deliver it) to my (?:new )?(?:place|home|flat|house"
+    r"|apartment|office)(?: at| which is)?\s*:?\s*(?=\d)"
 )
 _ADDRESS_ZH = re.compile(
-    r"(?:改成|改为|改到|地址是|地址为|新地址\s*[:：]?|地址\s*[:：])\s*|寄到\s*"
+    r"(?:改成|改为|改到|地址是|地址为|新地址\s*[:：]?|地址\s*[:：]|应该是|应是)\s*|寄到\s*"
     r"|改(?:收货)?地址(?:到|为|成)\s*|改寄到?\s*|改送到\s*|该成\s*"
 )
 # What follows a marker looks like a Chinese street address ("杭州市西湖区文三路 5 号"): the
