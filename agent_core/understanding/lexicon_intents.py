@@ -199,7 +199,9 @@ CHOOSE = Terms(
 # A request for a person, in any wording.
 HANDOFF = Terms(
     zh=("转人工", "人工客服", r"人工(?!智能)", "真人", "找个客服", "找客服", "客服跟我说", "接人工",
-        "找个人", "真正的客服", "客服人员", "经理", "主管", "叫个人来", "找你们领导"),
+        "找个人", "真正的客服", "客服人员", "经理", "主管", "叫个人来", "找你们领导",
+        # Round 3: "请让客服给我回个电话", "联系售后人员", "来个活人"
+        r"(?:给我|跟我|和我)回(?:个)?电话", "售后人员", "活人"),
     en=("real person", "real human", "a human", "human please", "human agent", "live agent",
         "live person", "live chat", "agent please", r"(?:speak|talk|chat) (?:to|with) (?:a |an |"
         r"your |some )?(?:person|human|agent|someone|somebody|representative|operator|staff"

@@ -99,6 +99,10 @@ _DO_REQUEST: Final = re.compile(
     r"(?<![a-z])(?:change|switch|swap|apply|give|add|remove|delete|send|issue|make|charge"
     r"|split)(?![a-z])|帮我|给我|改成|换成|开一张|删"
 )
+# Asking whether the shop does it ("do you send invoices?", "能开发票吗"), not asking it done.
+_WHETHER: Final = re.compile(
+    r"^\W*(?:do|does|will|would) (?:you|your shop|they)(?![a-z])|是否|能不能|可不可以|吗\W*$"
+)
 # A question about how or where ("how do I get an invoice for A1002?", "A1002 的发票怎么开").
 _HOW: Final = re.compile(r"(?<![a-z])(?:how|where)(?![a-z])|怎么|如何|在哪")
 _FILLER_WORDS: Final = frozenset({"hi", "hello", "hey", "the", "and", "lol", "ok", "okay"})
@@ -216,7 +220,7 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
         if (
             top
             and top.intent.kind is Kind.FAQ
-            and not _DO_REQUEST.search(facts.text)
+            and (not _DO_REQUEST.search(facts.text) or _WHETHER.search(facts.text))
             and (not facts.orders or _HOW.search(facts.text))
             and (asks or len(facts.text.split()) <= 3)
         ):
@@ -253,7 +257,7 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
     if intent.kind in (Kind.FAQ, Kind.CANT_DO):
         if facts.orders and intent.kind is Kind.CANT_DO and _bare(facts.text):
             return Decision(Outcome.KEEP)  # "order A1003?": an id and a word is its status
-        if facts.orders and top.score < ACTION_THRESHOLD:
+        if facts.orders and (top.score < ACTION_THRESHOLD or not top.anchored):
             # "order A1003?", "what's the latest on A1006?": the status read stands unless
             # recognition is sure the question is something else.
             return Decision(Outcome.KEEP)

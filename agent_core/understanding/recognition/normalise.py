@@ -154,7 +154,20 @@ SYNONYMS: Final = {
     "promo": "discount",
     "colour": "color",
 }
-IRREGULAR: Final = {"sent": "send", "paid": "pay", "gave": "give", "came": "come"}
+IRREGULAR: Final = {
+    "sent": "send",
+    "paid": "pay",
+    "gave": "give",
+    "came": "come",
+    # Words the suffix rules would cut into another word's stem ("coming" and "comment"
+    # were both "com", "apply" was "app").
+    "coming": "come",
+    "comment": "comment",
+    "comments": "comment",
+    "apply": "apply",
+    "applies": "apply",
+    "applied": "apply",
+}
 _SUFFIXES: Final = (
     "ational",
     "ations",
@@ -322,6 +335,36 @@ _REAL_WORDS: Final = (
             "online",
             "sister",
             "answer",
+            # Round 3: everyday words that were "repaired" into an example's word ("chance"
+            # is not "change", "test" not "rest", "even" not "event", "apply" not "app").
+            "chance",
+            "coming",
+            "test",
+            "testing",
+            "even",
+            "apply",
+            "applies",
+            "stuff",
+            "issue",
+            "issues",
+            "again",
+            "thing",
+            "things",
+            "wrong",
+            "maths",
+            "math",
+            "times",
+            "plus",
+            "minus",
+            "poem",
+            "song",
+            "sort",
+            "works",
+            "worked",
+            "guy",
+            "fence",
+            "threw",
+            "throw",
         )
     )
 )
