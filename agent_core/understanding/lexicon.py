@@ -193,7 +193,7 @@ CLAUSE_BREAK = re.compile(
 # Status words that name an order question by themselves ("track", "物流", "到哪了").
 STATUS_STRONG = Terms(
     zh=("到哪", "在哪", "到了吗", "到了没", "到没到", "到了么", "物流", "进度", "发货了吗",
-        "发货没", "发货了没", "发了吗", "发了没", "发出了吗", "寄出", "送达", "签收", "追踪",
+        "发货没", "发货了没", "发了吗", "发了没", "发出了吗", "发没发", "寄没寄", "寄出", "送达", "签收", "追踪",
         "跟踪", "运单", "什么时候到", "啥时候到", "何时到", "多久到", "多久能到", "几天到",
         "几天能到", "还没到", "没到", "没收到", "收到了吗", "到货", "状态", "派送"),
     en=("track", "tracking", "tracked", "order status", "delivery status", "shipping status",

@@ -102,9 +102,17 @@ def understand(
 
     views = [view_of(clause, custom) for clause in reading.clauses]
     views = merge_bare(views)
-    order_context = bool(order) or any(
-        ORDER_REF.search(v.clause.canonical) or STATUS_STRONG.search(v.clause.canonical)
-        for v in views
+    # "did it ship?" about the chat's order asks its status, not the shipping policy.
+    pointer = context_order_id is not None and any(
+        POINTER.search(v.clause.canonical) for v in views
+    )
+    order_context = (
+        bool(order)
+        or pointer
+        or any(
+            ORDER_REF.search(v.clause.canonical) or STATUS_STRONG.search(v.clause.canonical)
+            for v in views
+        )
     )
     delay = Mention.NONE
     for view in views:

@@ -108,6 +108,21 @@ _HOW: Final = re.compile(r"(?<![a-z])(?:how|where)(?![a-z])|怎么|如何|在哪
 _FILLER_WORDS: Final = frozenset({"hi", "hello", "hey", "the", "and", "lol", "ok", "okay"})
 
 
+# With the chat's order in view, an FAQ or can't-do topic must beat an order read by this.
+CONTEXT_MARGIN: Final = 0.1
+# FAQ topics about how an order moves along (how long delivery or a refund takes, shipping,
+# lateness): asked about an order named, with nothing that asks for the rule in general,
+# the order's status answers it ("A1001 deliver today?", "why is A1001 taking so long").
+PROGRESS_TOPICS: Final = frozenset(
+    {"delivery_times", "refund_times", "shipping", "delay_compensation"}
+)
+_IN_GENERAL: Final = re.compile(
+    r"(?<![a-z])(?:usually|normally|generally|in general|typically|policy|policies|rules?|cost"
+    r"|costs|fee|fees|price|compensat\w*|voucher)(?![a-z])|一般|通常|平时|政策|规定|规则|费用"
+    r"|运费|多少钱|补偿|赔"
+)
+
+
 class Outcome(StrEnum):
     KEEP = "keep"  # the rule reading stands
     HANDOFF = "handoff"
@@ -261,6 +276,18 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
             # "order A1003?", "what's the latest on A1006?": the status read stands unless
             # recognition is sure the question is something else.
             return Decision(Outcome.KEEP)
+        if facts.orders and intent.name in PROGRESS_TOPICS and not _IN_GENERAL.search(facts.text):
+            return Decision(Outcome.KEEP)  # how this order is getting on: its status
+        order_read = next((m for m in ranked if m.intent.name in READ_TOOLS), None)
+        if (
+            not facts.orders
+            and facts.context
+            and order_read is not None
+            and top.score - order_read.score < CONTEXT_MARGIN
+        ):
+            # "so is it coming or what" in a chat about an order: as close to asking
+            # about that order as to the FAQ ("does it come with a guarantee"): the read.
+            return Decision(Outcome.READ, order_read.intent)
         return Decision(Outcome(intent.kind.value), intent, with_reads=intent.kind is Kind.FAQ)
     if intent.name in READ_TOOLS:
         if facts.orders or facts.context:

@@ -167,6 +167,8 @@ IRREGULAR: Final = {
     "apply": "apply",
     "applies": "apply",
     "applied": "apply",
+    "news": "news",
+    "movement": "movement",
 }
 _SUFFIXES: Final = (
     "ational",
