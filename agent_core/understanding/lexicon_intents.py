@@ -67,11 +67,17 @@ ACTIONS: tuple[ActionTerms, ...] = (
             zh=("取消", "撤销", "撤单", "不要了", "不想要了", "不买了", "退订", "取销", "退单", "砍了",
                 rf"(?:{ID_CHARS}|订单|这单)\s*(?:我)?(?:不需要了|别发了|不用发了)",
                 # "A1007 用不上了，别寄了": not sent any more is not wanted any more
-                r"(?:别|不用|不要)(?:再)?(?:寄|发货)了"),
+                r"(?:别|不用|不要)(?:再)?(?:寄|发货)了",
+                # Round 3: "A1003 不想买了", "A1003 作废", "把 A1003 撤了", "关闭订单"
+                "不想买了", "作废", "关闭订单", rf"{ID_CHARS}\s*(?:撤了|撤回)",
+                rf"把\s*{ID_CHARS}\s*撤"),
             en=("cancel", "call off", "no longer want", r"don'?t want (?:it|this|that|the order)",
                 # "I don't want A1003 anymore", "A1007 won't be necessary after all"
                 rf"(?:don'?t|do not) (?:want|need) (?:order )?{ID_CHARS} (?:anymore|any more|no more)",
                 rf"{ID_CHARS} (?:won'?t|will not) be (?:necessary|needed)",
+                # Round 3: "void A1003", "withdraw order A1003", "back out of A1003"
+                rf"(?:void|withdraw|revoke|undo|get rid of|back out of) (?:the |my |this )?(?:order )?"
+                rf"{ID_CHARS}",
                 r"(?:want|need|like|get|have) (?:\S+ ){0,2}?cancell?ed",
                 # Issue 21: "I'm cancelling A1003", "requesting cancellation of A1007",
                 # "cancellation A1003", "scrap / ditch / bin A1003", "call the whole thing off".
@@ -154,7 +160,9 @@ QUESTION_EN = re.compile(
 )
 # In a Chinese clause, any of these makes it a question ("A1002 能退货吗", "退货流程").
 QUESTION_ZH = re.compile(
-    r"(?:能|可以|可不可以|能不能|能否|是否)[^，,。.;；!?！？]{0,8}(?:吗|么|嘛|\?|？)|能不能|可不可以"
+    # "能帮我取消吗" asks the bot to do it (as "can you cancel it"), not whether one may.
+    r"(?:能|可以|可不可以|能不能|能否|是否)(?!帮我|给我|替我|帮忙)[^，,。.;；!?！？]{0,8}(?:吗|么|嘛|\?|？)"
+    r"|能不能(?!帮我|给我|替我|帮忙)|可不可以(?!帮我|给我|替我|帮忙)"
     r"|怎么|怎样|如何|流程|多久|规则|条件|政策|规定|手续|免费|收费|费用|多少钱"
     r"|什么时候到账|几天到账|哪天到账"
     r"|(?:能|可以)[^，,。.;；!?！？]{1,6}不(?:能|行)?\s*$"  # "地址现在还能改不" (round 3)  # "A1002 的退款什么时候到账": when, not a request

@@ -57,26 +57,36 @@ _JOINER = re.compile(
 _ADDRESS_EN = re.compile(
     r"(?:\baddress|\badress|\baddres)\b[^.?!;\n]{0,60}?(?:\bto\b|\bshould be\b|:|\bis now\b|->|→"
     r"|\bit'?s\b(?=\s*\d))\s*"
-    r"|\bnew address(?: for (?:order )?#?[a-z]?-?\d[\w-]*)?\b\s*:?\s*|\bit should be\b\s*"
+    r"|\bnew address(?: for (?:order )?#?[a-z]?-?\d[\w-]*)?\b\s*(?:is\b)?\s*:?\s*"
+    r"|\bit should be\b\s*"
     r"|\bsend (?:it|this|[a-z]-?\d+|\S+) to\s+(?=[^.?!;\n]*\binstead\b)"
     # Issue 21: "A1007 should go to 8 Elm Road", "ship A1003 to my new place: 5 King St",
     # "redirect A1007 to 22 Queen's Road", "deliver A1003 to 3 Lake View instead", "I'll be
     # at 6 Harbour View": only with a street number right after (never "ship to Canada").
     r"|(?:\bshould go to|\b(?:ship|redirect|deliver|send|reroute) (?:it|this|[a-z]-?\d+) to"
-    r"(?: my (?:new )?(?:place|home|flat|office)\s*:?)?|\bi'?ll be at|\bgo to my home instead"
+    r"(?: my (?:new )?(?:place|home|flat|office|house|apartment)(?: at| which is)?\s*:?)?"
+    r"|\bi'?ll be at|\bgo to my home instead"
     r"(?: which is)?)\s*(?=\d)"
     # Round 2: "it has to go to 5 Mill Lane", "A1003 should really be going to 8 Elm
     # Close", "needs to be sent to 21 …", "A1007 -> 18 Victoria St" (a street number next).
     r"|\b(?:should|needs? to|has to|have to|must)\s+(?:really\s+|now\s+)?(?:be\s+)?"
     r"(?:go|going|sent|delivered|shipped|redirected)\s+to\s*(?=\d)"
     r"|[a-z]-?\d{3,}\s*(?:->|→|=>)\s*(?=\d)"
-    # Round 3: "A1003 should go to my new flat at 12 Mill Lane"
+    # Round 3: "A1003 should go to my new flat at 12 Mill Lane", "A1003: deliver to 4 Oak
+    # St", "can A1003 go to 4 Oak St instead?" (the order before the verb, a number after)
+    r"|[a-z]-?\d{3,}:?\s+(?:deliver|ship|send|redirect|reroute|goes|go|be sent|be delivered"
+    r"|be shipped) to\s*(?=\d)"
     r"|\b(?:should go|goes|go|send it|ship it|deliver it) to my (?:new )?(?:place|home|flat|house"
     r"|apartment|office)(?: at| which is)?\s*:?\s*(?=\d)"
 )
 _ADDRESS_ZH = re.compile(
-    r"(?:改成|改为|改到|地址是|地址为|新地址\s*[:：]?|地址\s*[:：]|应该是|应是)\s*|寄到\s*"
+    r"(?:改成|改为|改到|地址是|地址为|新地址\s*[:：]?|地址\s*[:：])\s*|寄到\s*"
     r"|改(?:收货)?地址(?:到|为|成)\s*|改寄到?\s*|改送到\s*|该成\s*"
+)
+# Round 3: markers that say a new place only when a street address follows them ("地址写错了，
+# 应该是 杭州市…", "送到 上海市…", "新家在 …", "收货地址换成 …"); never "应该是对的".
+_ADDRESS_ZH_PLACE = re.compile(
+    r"(?:应该是|应是|[，,]\s*是|送到|新家在|搬到|住到|换成|更新为|更改为|改送)\s*"
 )
 # What follows a marker looks like a Chinese street address ("杭州市西湖区文三路 5 号"): the
 # marker needs no "地址" nearby ("A1003 该成 杭州市…", with the IME slip 该成 for 改成).
@@ -91,7 +101,11 @@ _ADDRESS_END_EN = re.compile(
 )
 _ADDRESS_END_ZH = re.compile(r"[,，。;；!?！？\n]")
 # ", not my old flat", ", instead of …": what the new address replaces is not part of it.
-_ADDRESS_NOT = re.compile(r"\s*[,，]\s*(?:not|instead of|rather than)\b.*$", re.IGNORECASE)
+_ADDRESS_NOT = re.compile(
+    r"\s*[,，]\s*(?:not|instead of|rather than)\b.*$"
+    r"|\s*[,，]?\s*(?:for|on) (?:order )?#?[a-z]-?\d{3,}\b.*$",  # "…, Leeds, for A1003"
+    re.IGNORECASE,
+)
 _ADDRESS_TRIM = re.compile(r"(?:\s+(?:instead|please|thanks|thank you|pls))+\s*$|[\s,，:：]+$")
 
 # A number where an order id was expected ("order 1001", "单号1002", "#1005").
@@ -364,9 +378,17 @@ def _take_address(work: str, folded: str) -> tuple[str | None, str, dict[int, st
     first: str | None = None
     found: dict[int, str] = {}
     has_han = _HAN.search(work) is not None
-    for pattern, end_at in ((_ADDRESS_ZH, _ADDRESS_END_ZH), (_ADDRESS_EN, _ADDRESS_END_EN)):
+    for pattern, end_at in (
+        (_ADDRESS_ZH, _ADDRESS_END_ZH),
+        (_ADDRESS_ZH_PLACE, _ADDRESS_END_ZH),
+        (_ADDRESS_EN, _ADDRESS_END_EN),
+    ):
         for match in list(pattern.finditer(folded)):
             start = match.end()
+            if pattern is _ADDRESS_ZH_PLACE and not _LOOKS_LIKE_ZH_ADDRESS.search(
+                folded[start : start + 30]
+            ):
+                continue
             near = folded[max(0, match.start() - 40) : match.end()]
             about_address = (
                 "地址" in near
