@@ -175,7 +175,8 @@ TRACK = Terms(
         "快递单号", "运单号", "物流单号", "每一站", "怎么显示", "追踪记录", "跟踪记录",
         # Round 3: which carrier, which depot
         "哪个快递", "什么快递", "快递公司", "物流公司", "中转", "网点", "分拣", "转运中心",
-        "哪个站"),
+        "哪个站", "哪一站", "追踪", "跟踪", "哪家物流", "什么物流", "哪个物流", "运单编号",
+        "快递编号", "派件员", "快递员是谁", r"物流[^，,。.;；!?！？]{0,4}详细"),
     en=("where exactly", "exactly where", "carrier", "carriers", "courier", "scan", "scans",
         "scanned", "tracking history", "tracking events", "tracking details", "which city",
         "what city", "full tracking", "detailed tracking", "tracking scan", "parcel events",
@@ -188,7 +189,7 @@ TRACK = Terms(
         "delivery company", "shipping company", "courier company", "logistics company",
         "waybill", "consignment number", "tracking code", "tracking id", "tracking link",
         "which hub", "what hub", "which depot", "sorting centre", "sorting center",
-        "last seen", "handed over to"),
+        "last seen", "handed over to", "trace", "tracing", r"who(?:'s| is) delivering"),
 ).compile()
 
 # Orders the customer says to leave alone ("keep A1001", "A1005 不用动").

@@ -340,6 +340,7 @@ _REAL_WORDS: Final = (
             # Round 3: everyday words that were "repaired" into an example's word ("chance"
             # is not "change", "test" not "rest", "even" not "event", "apply" not "app").
             "chance",
+            "great",
             "coming",
             "test",
             "testing",
