@@ -249,6 +249,8 @@ def topics_of(
     found: list[tuple[int, PolicyTopic]] = []
     in_passing: set[int] = set()
     delay = Mention.NONE
+    # A complaint's words name no policy by the way ("complain about the delivery guy").
+    complaint = any(UNSUPPORTED[i].key == "complaint" for i in view.unsupported)
     for topic, strong, weak in TOPIC_PATTERNS:
         for pattern in (strong, weak):
             for match in list(pattern.finditer(seen)):
@@ -261,7 +263,7 @@ def topics_of(
                     continue
                 if topic in DELAY_TOPICS:
                     delay = max(delay, Mention.STRONG if pattern is strong else Mention.WEAK)
-                if pattern is strong or rules_clause or not order_context:
+                if pattern is strong or ((rules_clause or not order_context) and not complaint):
                     found.append((start, topic))
                     residual = blank(residual, start, end)
                     if pattern is weak and topic is PolicyTopic.SHIPPING:

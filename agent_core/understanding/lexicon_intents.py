@@ -64,7 +64,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
     ActionTerms(
         Action.CANCEL,
         Terms(
-            zh=("取消", "撤销", "撤单", "不要了", "不想要了", "不买了", "退订", "取销", "退单", "砍了",
+            zh=("取消", "撤销", "撤单", "不要了", r"不(?:太|怎么)?想要了", "不买了", "撤了吧", "退订", "取销", "退单", "砍了",
                 rf"(?:{ID_CHARS}|订单|这单)\s*(?:我)?(?:不需要了|别发了|不用发了)",
                 # "A1007 用不上了，别寄了": not sent any more is not wanted any more
                 r"(?:别|不用|不要)(?:再)?(?:寄|发货)了",
@@ -78,6 +78,10 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 # Round 3: "void A1003", "withdraw order A1003", "back out of A1003"
                 rf"(?:void|withdraw|revoke|undo|get rid of|back out of) (?:the |my |this )?(?:order )?"
                 rf"{ID_CHARS}",
+                r"(?:scrap|ditch|bin|nix|axe) (?:the|my|this|that) (?:order|one|purchase)",
+                r"undo (?:my|the|this|that) (?:order|purchase)",
+                r"(?:don'?t|do not|no longer) (?:want|need) (?:the (?:thing|stuff|items?) |what )i"
+                r" (?:ordered|bought)",
                 r"(?:want|need|like|get|have) (?:\S+ ){0,2}?cancell?ed",
                 # Issue 21: "I'm cancelling A1003", "requesting cancellation of A1007",
                 # "cancellation A1003", "scrap / ditch / bin A1003", "call the whole thing off".
@@ -329,6 +333,12 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
     Unsupported(
         "recommend", Terms(zh=("推荐",), en=(r"recommend\w*",)).compile(),
         zh="商品推荐", en="product recommendations"),
+    # Round 3: a complaint is answered with the offer of a person, not with a policy its
+    # words happen to name ("complain about the delivery guy" is not the shipping policy).
+    Unsupported(
+        "complaint",
+        Terms(zh=("投诉",), en=("complain", "complaint", "complaints", "complaining")).compile(),
+        zh="投诉", en="complaints"),
 )
 
 # An amount of money in a refund request ("退款 59 元", "refund 59.00", "$59").
@@ -370,7 +380,7 @@ ZH_TYPOS: Mapping[str, str] = {
     "在那里": "在哪里", "到那里": "到哪里", "退欵": "退款", "鬼迹": "轨迹", "退活": "退货", "腿货": "退货", "退宽": "退款",
     "地止": "地址",
     # Round 3: more input-method slips (same length as the repair)
-    "取笑订单": "取消订单", "去消": "取消", "推货": "退货", "包油": "包邮", "快递单好": "快递单号",
+    "取笑订单": "取消订单", "取晓": "取消", "去消": "取消", "推货": "退货", "包油": "包邮", "快递单好": "快递单号",
     "发获": "发货", "订但": "订单", "地扯": "地址",
 }
 

@@ -223,7 +223,8 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
         # "cancel my newsletter subscription": an FAQ or can't-do topic that beats the
         # action is what was meant; a question about an action with no order ("does it cost
         # anything to cancel an order?") is the FAQ's; otherwise "which order?" stands.
-        if top and top.intent.kind in (Kind.FAQ, Kind.CANT_DO):
+        # Only on words of its own ("scrap my order" is not "place an order" by "order").
+        if top and top.intent.kind in (Kind.FAQ, Kind.CANT_DO) and top.anchored:
             action = next((m for m in ranked if m.intent.name == facts.untargeted), None)
             if (
                 action is None
