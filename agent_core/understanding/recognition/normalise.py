@@ -36,6 +36,8 @@ PHRASES: Final = (
     (re.compile(r"\bsign up\b|\bsign-up\b"), " register "),
     (re.compile(r"\blog ?in\b|\bsign in\b"), " login "),
     (re.compile(r"\bopt out\b"), " unsubscribe "),
+    # Round 3: promotional mail is the newsletter, not a discount ("too many promo mails")
+    (re.compile(r"\bpromo(?:tional)? (?:e-?)?(?:mails?|messages?|texts?)\b"), " marketing mail "),
 )
 SHORTHAND: Final = {
     "u": "you",
@@ -422,6 +424,8 @@ class Normaliser:
             return word
         limit = 2 if len(word) >= 9 else 1
         for known in self._vocabulary:
-            if len(known) >= 4 and _distance_at_most(word, known, limit):
+            # A typo keeps the first letter ("cancdling", "retrun"); a real word one letter
+            # from an example's word mostly does not ("every" is not "very").
+            if len(known) >= 4 and known[0] == word[0] and _distance_at_most(word, known, limit):
                 return known
         return word
