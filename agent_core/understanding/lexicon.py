@@ -246,6 +246,9 @@ FUZZY_VOCABULARY: tuple[str, ...] = (
     "arrived", "received", "compensation", "warranty", "exchange", "package", "parcel",
     "tracking", "delayed", "shipment", "cancellation", "replacement", "guarantee",
     "representative", "human", "agent", "speak", "person", "operator",
+    # Round 3: the inflected forms, so a slip inside them is one edit too ("cancdling",
+    # "returing")
+    "cancelling", "canceling", "cancelled", "returning", "refunded", "refunding",
 )
 # Words customers run together with no space ("cancelorder", "whereismyorder",
 # "howlongdoesshippingtake"): a long unknown word made only of these is read as them.

@@ -79,6 +79,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 rf"(?:void|withdraw|revoke|undo|get rid of|back out of) (?:the |my |this )?(?:order )?"
                 rf"{ID_CHARS}",
                 r"(?:scrap|ditch|bin|nix|axe) (?:the|my|this|that) (?:order|one|purchase)",
+                rf"^cancell?ing (?:my |the )?(?:order )?{ID_CHARS}",  # "cancelling A1003 pls"
                 r"undo (?:my|the|this|that) (?:order|purchase)",
                 r"(?:don'?t|do not|no longer) (?:want|need) (?:the (?:thing|stuff|items?) |what )i"
                 r" (?:ordered|bought)",
