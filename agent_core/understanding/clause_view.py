@@ -132,6 +132,8 @@ def negated(text: str, start: int) -> bool:
     if _HAN.search(text[start : start + 1]) or (before and _HAN.search(before[-1:])):
         for match in NEGATORS_ZH.finditer(before):
             between = before[match.end() :]
+            if between.startswith("了"):
+                continue  # "不要了不要了": a whole "not wanted", said twice, negates nothing
             if len(between) <= NEGATION_CHARS_ZH or NEGATION_FILLERS_ZH.fullmatch(between):
                 return True
     for match in NEGATORS_EN.finditer(before):
@@ -189,7 +191,10 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
                     terms.action.value,
                     match.start(),
                     negated(text, match.start())
-                    or negated_after(text[match.end() :], text[: match.start()])
+                    or (
+                        negated_after(text[match.end() :], text[: match.start()])
+                        and not text[match.end() :].lstrip().startswith(match.group(0))
+                    )
                     # "地址不用改": the negator sits inside the address phrase
                     or (
                         terms.action is Action.ADDRESS and bool(NEGATORS_ZH.search(match.group(0)))
@@ -238,7 +243,7 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
 
 
 def topics_of(
-    view: View, order_context: bool, message_ids: bool
+    view: View, order_context: bool, message_ids: bool, complaint: bool = False
 ) -> tuple[list[PolicyTopic], Mention]:
     """Policy topics of a clause (each match blanked before the next topic looks), and how
     strongly delay compensation was mentioned. Sets the clause's status read from what
@@ -250,7 +255,7 @@ def topics_of(
     in_passing: set[int] = set()
     delay = Mention.NONE
     # A complaint's words name no policy by the way ("complain about the delivery guy").
-    complaint = any(UNSUPPORTED[i].key == "complaint" for i in view.unsupported)
+    complaint = complaint or any(UNSUPPORTED[i].key == "complaint" for i in view.unsupported)
     for topic, strong, weak in TOPIC_PATTERNS:
         for pattern in (strong, weak):
             for match in list(pattern.finditer(seen)):

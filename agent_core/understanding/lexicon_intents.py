@@ -75,6 +75,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 # "I don't want A1003 anymore", "A1007 won't be necessary after all"
                 rf"(?:don'?t|do not) (?:want|need) (?:order )?{ID_CHARS} (?:anymore|any more|no more)",
                 rf"{ID_CHARS} (?:won'?t|will not) be (?:necessary|needed)",
+                rf"(?:won'?t|will not) be needing (?:order )?{ID_CHARS}",
                 # Round 3: "void A1003", "withdraw order A1003", "back out of A1003"
                 rf"(?:void|withdraw|revoke|undo|get rid of|back out of) (?:the |my |this )?(?:order )?"
                 rf"{ID_CHARS}",
@@ -109,7 +110,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"退了(?![吗么没嘛]|\s*[?？])"),
             en=(r"return(?! (?:policy|policies|window|label|rules?|process|period|shipping|fees?"
                 r"|conditions))",
-                r"send (?:\S+ )?back(?!\s+(?:the |my |our )?(?:[$€£¥]|\d|money|cash))",
+                r"(?:send|ship|post|mail) (?:\S+ )?back(?!\s+(?:the |my |our )?(?:[$€£¥]|\d|money|cash))",
                 r"(?:sending|taking|take) (?:it|this|them|these) back",
                 r"(?:it'?s|it is|they'?re|they are) going back", rf"{ID_CHARS} (?:is|'s) going back", "not keeping", "returning",
                 r"(?:want|need|like|get|have) (?!(?:my |the |our |your )?money)(?:\S+ ){0,2}?returned"),
@@ -131,7 +132,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"reimburs\w*", r"\d+(?:\.\d{1,2})? refunded",
                 # Round 2: "I'd like all of it back", "I want the 59.00 I paid back"
                 r"(?:want|like|need) (?:all of (?:it|that)|it all|everything) back",
-                r"(?:want|like|need) the [$€£¥]?\d+(?:\.\d{1,2})?(?: \S+){0,5}? back"),
+                r"(?:want|like|need) (?:the|my) [$€£¥]?\d+(?:\.\d{1,2})?(?: \S+){0,5}? back"),
         ).compile(),
         topic="refund",
     ),
@@ -168,7 +169,7 @@ QUESTION_ZH = re.compile(
     # "能帮我取消吗" asks the bot to do it (as "can you cancel it"), not whether one may.
     r"(?:能|可以|可不可以|能不能|能否|是否)(?!帮我|给我|替我|帮忙)[^，,。.;；!?！？]{0,8}(?:吗|么|嘛|\?|？)"
     r"|能不能(?!帮我|给我|替我|帮忙)|可不可以(?!帮我|给我|替我|帮忙)"
-    r"|怎么|怎样|如何|流程|多久|规则|条件|政策|规定|手续|免费|收费|费用|多少钱"
+    r"|怎么|怎样|如何|流程|多久|规则|条件|政策|规定|手续|免费|收费|费用|多少钱|运费|邮费"
     r"|什么时候到账|几天到账|哪天到账"
     r"|(?:能|可以)[^，,。.;；!?！？]{1,6}不(?:能|行)?\s*$"  # "地址现在还能改不" (round 3)  # "A1002 的退款什么时候到账": when, not a request
 )
@@ -181,7 +182,8 @@ TRACK = Terms(
         # Round 3: which carrier, which depot
         "哪个快递", "什么快递", "快递公司", "物流公司", "中转", "网点", "分拣", "转运中心",
         "哪个站", "哪一站", "追踪", "跟踪", "哪家物流", "什么物流", "哪个物流", "运单编号",
-        "快递编号", "派件员", "快递员是谁", r"物流[^，,。.;；!?！？]{0,4}详细"),
+        "快递编号", "派件员", "快递员是谁", r"物流[^，,。.;；!?！？]{0,4}详细",
+        "顺丰", "中通", "圆通", "韵达", "申通", "京东物流", "邮政"),
     en=("where exactly", "exactly where", "carrier", "carriers", "courier", "scan", "scans",
         "scanned", "tracking history", "tracking events", "tracking details", "which city",
         "what city", "full tracking", "detailed tracking", "tracking scan", "parcel events",
@@ -194,7 +196,9 @@ TRACK = Terms(
         "delivery company", "shipping company", "courier company", "logistics company",
         "waybill", "consignment number", "tracking code", "tracking id", "tracking link",
         "which hub", "what hub", "which depot", "sorting centre", "sorting center",
-        "last seen", "handed over to", "trace", "tracing", r"who(?:'s| is) delivering"),
+        "last seen", "handed over to", "trace", "tracing", r"who(?:'s| is) delivering",
+        # carriers by name: "is A1001 with DHL?", "A1005 走的顺丰吗" ask which courier
+        "dhl", "ups", "fedex", "usps", "royal mail", "dpd", "hermes", "evri", "gls", "ems"),
 ).compile()
 
 # Orders the customer says to leave alone ("keep A1001", "A1005 不用动").
@@ -215,7 +219,7 @@ HANDOFF = Terms(
     zh=("转人工", "人工客服", r"人工(?!智能)", "真人", "找个客服", "找客服", "客服跟我说", "接人工",
         "找个人", "真正的客服", "客服人员", "经理", "主管", "叫个人来", "找你们领导",
         # Round 3: "请让客服给我回个电话", "联系售后人员", "来个活人"
-        r"(?:给我|跟我|和我)回(?:个)?电话", "售后人员", "活人"),
+        r"(?:给我|跟我|和我)回(?:个)?电话", "售后人员", "活人", r"找[^，,。.;；!?！？]{0,4}工作人员"),
     en=("real person", "real human", "a human", "human please", "human agent", "live agent",
         "live person", "live chat", "agent please", r"(?:speak|talk|chat) (?:to|with) (?:a |an |"
         r"your |some )?(?:person|human|agent|someone|somebody|representative|operator|staff"
@@ -316,7 +320,9 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
                   rf"(?:one|two|three|\d+|another|an extra) more (?:\S+ ){{0,4}}?(?:in|to|into|on)"
                   rf" (?:my |the |this |order )*(?:order|{ID_CHARS})",
                   rf"(?:put|throw|add) (?:another|an extra|a second) (?:\S+ ){{0,3}}?(?:in|into|to|on)"
-                  rf" (?:my |the |this |order )*(?:order|{ID_CHARS})")).compile(),
+                  rf" (?:my |the |this |order )*(?:order|{ID_CHARS})",
+                  rf"(?:put|add|include) (?:\S+ ){{0,4}}?(?:in|into|to) (?:my |the |this |order )*"
+                  rf"(?:order|{ID_CHARS}) instead of")).compile(),
         zh="往订单里加商品", en="adding items to an order"),
     Unsupported(
         "phone",

@@ -34,7 +34,7 @@ from agent_core.understanding.lexicon_intents import (
     TRANSCRIPT_SELF,
     ZH_TYPOS,
 )
-from agent_core.understanding.recognition.normalise import split_run_ons
+from agent_core.understanding.recognition.normalise import split_run_on, split_run_ons
 from agent_core.understanding.recognition.precision import blank_negation_fillers, confusable_ids
 
 # Telegram messages are at most 4096 characters; capping keeps the planner's cost bounded.
@@ -227,10 +227,10 @@ class Reader:
                 rf"(?<![0-9A-Za-z])(?:{order_id_pattern})(?![0-9A-Za-z])",
                 re.IGNORECASE | re.ASCII,
             )
-            # An id run into words ("cancelorderA1003", "returnA1002please"): its capital
-            # letter after three small ones marks where it starts.
+            # An id run into words ("cancelorderA1003", "isA1005shippedyet"): its capital
+            # letter after two small ones marks where it starts.
             self._glued = re.compile(
-                rf"(?<=[a-z]{{3}})(?:{order_id_pattern})(?=[a-z]{{3}}|[^0-9A-Za-z]|$)", re.ASCII
+                rf"(?<=[a-z]{{2}})(?:{order_id_pattern})(?=[a-z]{{3}}|[^0-9A-Za-z]|$)", re.ASCII
             )
         except re.error as exc:
             raise ValueError(f"invalid order id pattern {order_id_pattern!r}: {exc}") from exc
@@ -499,6 +499,7 @@ def _split(
                 continue
             cuts.add(match.start())
     cuts.update(_topic_breaks(folded))
+    cuts.update(_run_on_joiners(folded))
     for start, end in segments:
         cuts.update((start, end))
     bounds = sorted(cuts)
@@ -532,6 +533,24 @@ def _topic_breaks(folded: str) -> list[int]:
         for m in _BETWEEN_IDS.finditer(folded)
         if not _LIST_END.search(m.group(1)) and "是" not in m.group(1)
     ]
+
+
+_LONG_WORD: Final = re.compile(r"[a-z]{8,}")
+
+
+def _run_on_joiners(folded: str) -> list[int]:
+    """Where an "and" run into other words starts a new request, as `_JOINER` does for a
+    spaced one ("cancelA1003andwhereisA1005")."""
+    cuts = []
+    for match in _LONG_WORD.finditer(folded):
+        offset = match.start()
+        pieces = split_run_on(match.group(0)).split(" ")
+        for n, piece in enumerate(pieces):
+            # "…andA1005" lists orders; "andwhereisA1005" asks something new
+            if piece == "and" and n < len(pieces) - 1:
+                cuts.append(offset)
+            offset += len(piece)
+    return cuts
 
 
 def _is_abbreviation(folded: str, dot: int) -> bool:

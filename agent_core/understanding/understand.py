@@ -115,8 +115,11 @@ def understand(
         )
     )
     delay = Mention.NONE
+    # A complaint anywhere in the message: its other clauses' weak words name no policy
+    # ("your delivery driver was rude, I'm filing a complaint").
+    complaint = any(UNSUPPORTED[i].key == "complaint" for v in views for i in v.unsupported)
     for view in views:
-        view.topics, found_delay = topics_of(view, order_context, bool(order))
+        view.topics, found_delay = topics_of(view, order_context, bool(order), complaint)
         delay = max(delay, found_delay)
     condition = any(CONDITION.search(v.clause.canonical) for v in views)
 
