@@ -134,6 +134,9 @@ def negated(text: str, start: int) -> bool:
             between = before[match.end() :]
             if between.startswith("了"):
                 continue  # "不要了不要了": a whole "not wanted", said twice, negates nothing
+            at = match.start()
+            if before[at : at + 1] == "不" and at and before[at - 1] == before[at + 1 : at + 2]:
+                continue  # "要不要取消", "用不用取消": asking whether, not "don't"
             if len(between) <= NEGATION_CHARS_ZH or NEGATION_FILLERS_ZH.fullmatch(between):
                 return True
     for match in NEGATORS_EN.finditer(before):

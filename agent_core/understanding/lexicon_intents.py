@@ -171,7 +171,8 @@ QUESTION_ZH = re.compile(
     r"|能不能(?!帮我|给我|替我|帮忙)|可不可以(?!帮我|给我|替我|帮忙)"
     r"|怎么|怎样|如何|流程|多久|规则|条件|政策|规定|手续|免费|收费|费用|多少钱|运费|邮费"
     r"|什么时候到账|几天到账|哪天到账"
-    r"|(?:能|可以)[^，,。.;；!?！？]{1,6}不(?:能|行)?\s*$"  # "地址现在还能改不" (round 3)  # "A1002 的退款什么时候到账": when, not a request
+    r"|(?:能|可以)[^，,。.;；!?！？]{1,6}不(?:能|行)?\s*$"  # "地址现在还能改不" (round 3)
+    r"|(收|要|扣|送|寄|发|是|有|付|用)不\1"  # A-not-A: "取消订单收不收钱", "是不是到了"  # "A1002 的退款什么时候到账": when, not a request
 )
 
 # "where exactly", carrier events, scans: parcel-level detail (`track_parcel`).
@@ -300,8 +301,9 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         zh="开发票", en="invoices"),
     Unsupported(
         "discount",
-        Terms(zh=("优惠码", "优惠券", "折扣码", "折扣", "优惠"),
-              en=("discount code", "discount", "coupon", "promo code", "promo", "voucher")
+        Terms(zh=("优惠码", "优惠券", "折扣码", "折扣", "优惠", "给我打折", "帮我打折", "打个折", "打点折", "礼品卡"),
+              en=("discount code", "discount", "coupon", "promo code", "promo", "voucher",
+                  "gift card", "gift voucher")
               ).compile(),
         zh="优惠码和折扣", en="discount codes"),
     Unsupported(

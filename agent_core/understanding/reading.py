@@ -75,7 +75,7 @@ _ADDRESS_EN = re.compile(
     # Round 3: "A1003 should go to my new flat at 12 Mill Lane", "A1003: deliver to 4 Oak
     # St", "can A1003 go to 4 Oak St instead?" (the order before the verb, a number after)
     r"|[a-z]-?\d{3,}:?\s+(?:deliver|ship|send|redirect|reroute|goes|go|be sent|be delivered"
-    r"|be shipped) to\s*(?=\d)"
+    r"|be shipped|delivered|sent|shipped) to\s*(?=\d)"
     r"|\b(?:should go|goes|go|send it|ship it|deliver it) to my (?:new )?(?:place|home|flat|house"
     r"|apartment|office)(?: at| which is)?\s*:?\s*(?=\d)"
 )
