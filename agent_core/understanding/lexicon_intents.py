@@ -138,6 +138,15 @@ ACTIONS: tuple[ActionTerms, ...] = (
     ),
 )
 
+# Recognition (issue 21 round 3) plans an action only on a word that names it: one its
+# examples share with the action's policy topic ("cancel", "取消", "退货"), or one of these
+# words that say the same thing.
+ACTION_NAMING_WORDS: Mapping[str, tuple[str, ...]] = {
+    "cancel_order": ("kill", "scrap", "ditch", "bin", "stop", "terminate", "abort", "call off"),
+    "request_return": ("send back",),
+    "request_refund": ("reimburse", "money back"),
+}
+
 # Words just before an action that negate it ("don't cancel", "不要取消"). They count when
 # they end at most a few words (en) or characters (zh) before the verb, in the same clause.
 NEGATORS_EN = re.compile(

@@ -329,7 +329,7 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
             (m.score for m in ranked[1:] if m.intent.name in HIGH_RISK_TOOLS - {intent.name}),
             default=0.0,
         )
-        if not top.anchored:
+        if not (top.anchored and top.named):
             # Only words an order read shares ("订单 A1005"): its status read stands.
             return Decision(Outcome.KEEP) if facts.orders else _choices(ranked, facts, menu=False)
         if (

@@ -108,6 +108,7 @@ STOPWORDS: Final = frozenset(
         "had",
         "get",
         "got",
+        "like",  # "I'd like …" asks for nothing by itself
         # What is left of a contraction ("I'd", "I'm", "we'll", "you've", "they're"):
         # it says nothing about what is asked ("I'd like my money" is not "I'd like to
         # return it").
