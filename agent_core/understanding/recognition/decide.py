@@ -313,6 +313,10 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
             return Decision(Outcome.READ, order_read.intent)
         return Decision(Outcome(intent.kind.value), intent, with_reads=intent.kind is Kind.FAQ)
     if intent.name in READ_TOOLS:
+        if intent.name == "track_parcel" and not top.beyond_status:
+            # "A1001 快递": nothing the status examples lack, so nothing parcel-level asked
+            status = next((m for m in ranked if m.intent.name == "get_order_status"), None)
+            intent = status.intent if status is not None else intent
         if facts.orders or facts.context:
             return Decision(Outcome.READ, intent)
         return Decision(Outcome.WHICH_ORDER, intent)

@@ -344,6 +344,10 @@ _REAL_WORDS: Final = (
             # is not "change", "test" not "rest", "even" not "event", "apply" not "app").
             "chance",
             "great",
+            "lost",
+            "missing",
+            "stolen",
+            "late",
             "coming",
             "test",
             "testing",

@@ -58,6 +58,9 @@ class Match:
     anchored: bool = True
     # … and, for an action, a word that names the action (see NAMING).
     named: bool = True
+    # A word the order status examples do not have ("哪家快递" has 哪家; "A1001 快递" none):
+    # parcel tracking is recognised only on one.
+    beyond_status: bool = True
 
 
 class Recogniser:
@@ -104,6 +107,11 @@ class Recogniser:
             f for i, intent in enumerate(self.intents) if intent.key in PLAIN for f in vocab[i]
         )
         keys = {intent.key: i for i, intent in enumerate(self.intents)}
+        self._status = (
+            frozenset(vocab[keys["tool:get_order_status"]])
+            if ("tool:get_order_status" in keys)
+            else frozenset()
+        )
         self._naming = {
             i: frozenset(
                 vocab[i]
@@ -161,6 +169,7 @@ class Recogniser:
                 e,
                 anchored=bool((feats & self._docs[closest[i]][2]) - self._plain),
                 named=i not in self._naming or bool(feats & self._naming[i]),
+                beyond_status=bool((feats & self._docs[closest[i]][2]) - self._status),
             )
             for i, (s, e) in ranked
         ]
