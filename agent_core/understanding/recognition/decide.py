@@ -295,9 +295,13 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
     if intent.kind in (Kind.FAQ, Kind.CANT_DO):
         if facts.orders and intent.kind is Kind.CANT_DO and _bare(facts.text):
             return Decision(Outcome.KEEP)  # "order A1003?": an id and a word is its status
-        if facts.orders and (top.score < ACTION_THRESHOLD or not top.anchored):
+        tool = max((m.score for m in ranked if m.intent.kind is Kind.TOOL), default=0.0)
+        if facts.orders and (
+            top.score < ACTION_THRESHOLD or not top.anchored or top.score - tool < CONTEXT_MARGIN
+        ):
             # "order A1003?", "what's the latest on A1006?": the status read stands unless
-            # recognition is sure the question is something else.
+            # recognition is sure the question is something else (and not as close to
+            # something done to the order: "has anyone changed the address on A1005?").
             return Decision(Outcome.KEEP)
         if facts.orders and intent.name in PROGRESS_TOPICS and not _IN_GENERAL.search(facts.text):
             return Decision(Outcome.KEEP)  # how this order is getting on: its status
