@@ -39,6 +39,7 @@ from agent_core.understanding.lexicon_intents import (
     QUESTION_EN,
     QUESTION_ZH,
     TRACK,
+    TRACK_CITED,
     UNSUPPORTED,
     Action,
 )
@@ -234,7 +235,10 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
             )
             residual = blank(residual, *match.span())
     view.verbs.sort(key=lambda v: v.start)
-    if (track := TRACK.search(residual)) is not None:
+    cited = residual  # a statement citing the tracking asks no tracking; a question does
+    if "?" not in text and not re.match(r"\W*(?:is|are|has|have|does|did|can|could)\b", text):
+        cited = TRACK_CITED.sub(lambda m: " " * len(m.group(0)), residual)
+    if (track := TRACK.search(cited)) is not None:
         view.track = True
         residual = blank(residual, *track.span())
     view.clause = replace(clause, canonical=residual)

@@ -73,7 +73,8 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 rf"把\s*{ID_CHARS}\s*撤"),
             en=("cancel", "call off", "no longer want", r"don'?t want (?:it|this|that|the order)",
                 # "I don't want A1003 anymore", "A1007 won't be necessary after all"
-                rf"(?:don'?t|do not) (?:want|need) (?:order )?{ID_CHARS} (?:anymore|any more|no more)",
+                rf"(?:don'?t|do not) (?:want|need) (?:order )?{ID_CHARS} (?:anymore|any more|no more|after all)",
+                r"(?:rather|prefer to) not (?:have|get|receive) (?:it|this|that|the order|[\ue000-\uefff])",
                 rf"{ID_CHARS} (?:won'?t|will not) be (?:necessary|needed)",
                 rf"(?:won'?t|will not) be needing (?:order )?{ID_CHARS}",
                 # Round 3: "void A1003", "withdraw order A1003", "back out of A1003"
@@ -95,7 +96,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 rf"(?:scrap|ditch|bin|nix|axe) (?:the |my |this )?(?:order )?{ID_CHARS}",
                 r"call (?:the whole thing|the whole order|it all) off",
                 # Round 2: "A1003 isn't needed anymore", "please stop it before it ships"
-                r"(?:isn'?t|is not|aren'?t|are not|no longer) needed",
+                r"(?:isn'?t|is not|aren'?t|are not|no longer) (?:needed|necessary|required)",
                 rf"stop (?:it|this|that|the order|my order|{ID_CHARS}) (?:before|from)"),
         ).compile(),
         topic="cancellation",
@@ -210,6 +211,14 @@ TRACK = Terms(
         # carriers by name: "is A1001 with DHL?", "A1005 走的顺丰吗" ask which courier
         "dhl", "ups", "fedex", "usps", "royal mail", "dpd", "hermes", "evri", "gls", "ems"),
 ).compile()
+
+# The tracking only cited, not asked for ("the tracking page for A1002 says delivered",
+# "stuck for days according to the courier"): blanked before TRACK looks.
+TRACK_CITED = re.compile(
+    r"according to (?:the )?(?:courier|carrier|tracking)\w*"
+    r"|(?:the )?tracking (?:page|app|site|website|info|information) (?:for \S+ )?"
+    r"(?:says|said|shows|showed|states)"
+)
 
 # Orders the customer says to leave alone ("keep A1001", "A1005 不用动").
 KEEP = Terms(

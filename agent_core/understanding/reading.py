@@ -76,8 +76,9 @@ _ADDRESS_EN = re.compile(
     # St", "can A1003 go to 4 Oak St instead?" (the order before the verb, a number after)
     r"|[a-z]-?\d{3,}:?\s+(?:deliver|ship|send|redirect|reroute|goes|go|be sent|be delivered"
     r"|be shipped|delivered|sent|shipped) to\s*(?=\d)"
-    r"|\b(?:should go|goes|go|send it|ship it|deliver it) to my (?:new )?(?:place|home|flat|house"
-    r"|apartment|office)(?: at| which is)?\s*:?\s*(?=\d)"
+    r"|\b(?:should go|goes|go|send it|ship it|deliver it|arrive at|come to) (?:to )?my (?:new )?"
+    r"(?:place|home|flat|house|apartment|office|work)(?: at| which is)?\s*[:,]?\s*(?=\d)"
+    r"|\breach(?:es)? me at\s*(?=\d)"
 )
 _ADDRESS_ZH = re.compile(
     r"(?:改成|改为|改到|地址是|地址为|新地址\s*[:：]?|地址\s*[:：])\s*|寄到\s*"
