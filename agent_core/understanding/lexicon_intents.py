@@ -104,7 +104,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
     ActionTerms(
         Action.RETURN,
         Terms(
-            zh=("退货", "退回", "寄回", "退掉", "退了退了", r"(?:我要|我想|就要|我得)退(?![款钱费])",
+            zh=("退货", "退回", "寄回", "退掉", "退了退了", r"不(?:想|打算)留着了?", r"(?:我要|我想|就要|我得)退(?![款钱费])",
                 r"(?<=能)退(?![款钱费])",  # "还能退吗", "能退不" (round 2)
                 # "退 A1006", "别退 A1002" (round 2)
                 rf"(?:(?<![\u4e00-\u9fff])|(?<=别)|(?<=不要)|(?<=先别))退\s*(?={ID_CHARS})",
@@ -122,6 +122,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
         Action.REFUND,
         Terms(
             zh=("退款", "退钱", "退费", "退给我", "钱还给我", "还我钱", r"钱退(?:一下|回来|给我)",
+                r"钱(?:给我|帮我)退",
                 r"(?:全部|全额|钱)(?:我想|我要|想)?(?:要|拿)回来",
                 r"退(?:我|给我)?\s*\d+(?:\.\d{1,2})?\s*(?:元|块|rmb)"),
             en=(r"refund(?! (?:policy|policies|rules?|process|times?|window|status))",
@@ -222,7 +223,8 @@ TRACK_CITED = re.compile(
 
 # Orders the customer says to leave alone ("keep A1001", "A1005 不用动").
 KEEP = Terms(
-    zh=("保留", "不用动", "别动", "不动", "先留着", "留着", "不用管", "没问题"),
+    zh=("保留", "不用动", "别动", r"(?<!一直)(?<!还是)(?<!怎么)(?<!都)不动", "先留着",
+        r"(?<!不想)留着", "不用管", "没问题"),
     en=("keep", "leave", "is fine", "is ok", "is okay", "stays", "can stay", "stay as",
         "as it is", "no change", "don't touch", "is good"),
 ).compile()
