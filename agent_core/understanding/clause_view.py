@@ -270,6 +270,11 @@ def topics_of(
                 if start == end:
                     continue
                 seen = blank(seen, start, end)
+                if topic is PolicyTopic.SHIPPING and residual[end:].lstrip().startswith(
+                    ADDRESS_CHAR
+                ):
+                    residual = blank(residual, start, end)
+                    continue  # "ship A1003 to <address>" asks for the address change only
                 if negated(residual, start):
                     residual = blank(residual, start, end)
                     continue

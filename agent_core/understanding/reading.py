@@ -55,7 +55,7 @@ _JOINER = re.compile(
 
 # Where an address value starts (after the marker) in folded text.
 _ADDRESS_EN = re.compile(
-    r"(?:\baddress|\badress|\baddres)\b[^.?!;\n]{0,60}?(?:\bto\b|\bshould be\b|:|\bis now\b|->|→"
+    r"(?:\baddress|\badress|\baddres|\baddy)\b[^.?!;\n]{0,60}?(?:\bto\b|\bshould be\b|:|\bis now\b|->|→"
     r"|\bit'?s\b(?=\s*\d))\s*"
     r"|\bnew address(?: for (?:order )?#?[a-z]?-?\d[\w-]*)?\b\s*(?:is\b)?\s*:?\s*"
     r"|\bit should be\b\s*"
