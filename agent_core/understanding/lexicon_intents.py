@@ -410,7 +410,7 @@ ZH_TYPOS: Mapping[str, str] = {
     "地止": "地址",
     # Round 3: more input-method slips (same length as the repair)
     "取笑订单": "取消订单", "取晓": "取消", "去消": "取消", "推货": "退货", "包油": "包邮", "快递单好": "快递单号",
-    "发获": "发货", "订但": "订单", "地扯": "地址",
+    "发获": "发货", "订但": "订单", "地扯": "地址", "地址该": "地址改", "该地址": "改地址",
 }
 
 # Fallback step goals for tools the catalog does not describe (a catalog goal wins).
