@@ -115,6 +115,8 @@ TOPICS: tuple[TopicTerms, ...] = (
                 r"cancel\w* (?:\w+ ){0,2}?(?:policy|policies|rules?|terms|fees?|charges?|window)",
                 r"(?:policy|policies|rules?|terms) (?:\w+ ){0,2}?cancel\w*",
                 r"cancell?ations?",
+                # "whether A1003 can still be cancelled" (round 3)
+                r"(?:can|could|may) (?:\S+ ){0,3}?be cancell?ed",
             ),
         ),
         # "How do I cancel an order?" is a question about the rules unless an order is named.
