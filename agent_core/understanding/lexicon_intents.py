@@ -331,7 +331,7 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         Terms(zh=("加购", "加一件", "再加", "添加商品", "加一个", "多加",
                   # Round 3: taking an item out or swapping one inside an order
                   r"(?:里的|里面的|中的)[^，,。.;；!?！？]{0,10}(?:拿掉|去掉|删掉|换成)",
-                  r"(?:拿掉|去掉|删掉)(?:一个|一件|一份|一双|一条)"),
+                  r"(?:拿掉|去掉|删掉)(?:一个|一件|一份|一双|一条)", r"数量(?:改|换|调)", "改数量"),
               en=(rf"add (?:\S+ ){{0,5}}?to (?:my |the |this |that |order )*(?:order|{ID_CHARS})",
                   "add an item", "add items",
                   # Round 3: "take the socks out of A1003", "swap the blue mug in A1007 for
@@ -344,7 +344,12 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
                   rf"(?:put|throw|add) (?:another|an extra|a second) (?:\S+ ){{0,3}}?(?:in|into|to|on)"
                   rf" (?:my |the |this |order )*(?:order|{ID_CHARS})",
                   rf"(?:put|add|include) (?:\S+ ){{0,4}}?(?:in|into|to) (?:my |the |this |order )*"
-                  rf"(?:order|{ID_CHARS}) instead of")).compile(),
+                  rf"(?:order|{ID_CHARS}) instead of",
+                  # "change the quantity on A1003 to 3", "the large size instead of medium"
+                  rf"(?:quantity|qty|number of items)(?: \S+){{0,3}}? (?:on|in|of|for) (?:my |the "
+                  rf"|order )*(?:order|{ID_CHARS})",
+                  r"(?:size|colou?r) instead of (?:the )?\S+",
+                  r"(?:large|small|medium|bigger|smaller) (?:size |one )?instead of")).compile(),
         zh="往订单里加商品", en="adding items to an order"),
     Unsupported(
         "phone",
