@@ -114,6 +114,15 @@ _BARE_NUMBER = re.compile(
     r"(?:order|orders|订单|单号|编号|訂單|no\.?|number|#)\s*(?:no\.?|number|号|编号)?\s*[:：#]?\s*"
     r"(?P<n>\d{3,10})(?![\d.,])"
 )
+# A bare number where an order id is asked about ("where is 1001?", "cancel 1003",
+# "1001 到哪了"): asked about, never mapped to an order (round 3). Not after "refund"
+# ("refund 100" is an amount).
+_BARE_ID_NUMBER = re.compile(
+    r"(?<![a-z])(?:where(?:'s| is)|wheres|track|cancel|return|status of|check|about)\s+#?"
+    r"(?P<n>\d{3,10})(?![\d.,]|\s*(?:[%$€£¥]|元|块|dollars?|euros?|pounds?|bucks|usd|eur|gbp"
+    r"|items?|pieces?|pcs|times|days|hours|km|miles)(?![a-z]))"
+    r"|(?<![\w.,$€£¥￥])(?P<z>\d{3,10})\s*(?:到哪|在哪|发货|发了|取消|退货|物流|状态|什么时候到|到了)"
+)
 # A token that would be an order id if a letter were a digit ("A10O1", "AI001").
 _CONFUSABLE = re.compile(r"(?<![0-9A-Za-z])[A-Za-z][0-9A-Za-z]{3,11}(?![0-9A-Za-z])")
 _CONFUSE = str.maketrans({"O": "0", "o": "0", "I": "1", "l": "1", "i": "1", "L": "1"})
@@ -318,6 +327,12 @@ class Reader:
         repairs: list[str] = []
         for match in list(_BARE_NUMBER.finditer(folded)):
             start, end = match.span("n")
+            suspects.append(work[start:end])
+            folded = _blank(folded, start, end, SUSPECT_CHAR)
+        for match in list(_BARE_ID_NUMBER.finditer(folded)):
+            start, end = match.span("n" if match.group("n") else "z")
+            if SUSPECT_CHAR in folded[start:end]:
+                continue
             suspects.append(work[start:end])
             folded = _blank(folded, start, end, SUSPECT_CHAR)
         for start, end, token, repaired_id in confusable_ids(work, self._whole):
