@@ -64,7 +64,8 @@ ACTIONS: tuple[ActionTerms, ...] = (
     ActionTerms(
         Action.CANCEL,
         Terms(
-            zh=("取消", "撤销", "撤单", "不要了", r"不(?:太|怎么)?想要了", "不买了", "撤了吧", "退订", "取销", "退单", "砍了",
+            zh=("取消", "撤销", "撤单", "不要了", r"不(?:太|怎么)?想要了", "不买了", "撤了吧",
+                r"只要一(?:个|单)", "退订", "取销", "退单", "砍了",
                 rf"(?:{ID_CHARS}|订单|这单)\s*(?:我)?(?:不需要了|别发了|不用发了)",
                 # "A1007 用不上了，别寄了": not sent any more is not wanted any more
                 r"(?:别|不用|不要)(?:再)?(?:寄|发货)了",
@@ -81,6 +82,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 rf"(?:void|withdraw|revoke|undo|get rid of|back out of) (?:the |my |this )?(?:order )?"
                 rf"{ID_CHARS}",
                 r"(?:scrap|ditch|bin|nix|axe) (?:the|my|this|that) (?:order|one|purchase)",
+                r"(?:don'?t|do not) (?:want|need) (?:one|either|any|both) of (?:them|these|those)",
                 rf"^cancell?ing (?:my |the )?(?:order )?{ID_CHARS}",  # "cancelling A1003 pls"
                 r"undo (?:my|the|this|that) (?:order|purchase)",
                 r"(?:don'?t|do not|no longer) (?:want|need) (?:the (?:thing|stuff|items?) |what )i"
@@ -231,8 +233,12 @@ KEEP = Terms(
 
 # "one of them", "A or B", "取消一个": the customer has not chosen an order yet.
 CHOOSE = Terms(
-    zh=("一个", "其中", "哪个", "或者", "之一", "随便"),
-    en=("or", "whichever", "one of", "either", "any of"),
+    zh=("一个", "其中", "哪个", "或者", "之一", "随便", "一单", "便宜的那", "贵的那"),
+    en=("or", "whichever", "one of", "either", "any of",
+        # Round 3: "cancel the cheaper one", "the second one: A1003, A1007", "just one"
+        r"the (?:cheaper|cheapest|more expensive|pricier|bigger|biggest|smaller|smallest|older"
+        r"|oldest|newer|newest|first|second|third|last|earlier|later|latest)"
+        r" one", "just one", "only one", r"(?:cancel|scrap|ditch|bin|drop|return|refund) one"),
 ).compile()
 
 # A request for a person, in any wording.
