@@ -108,6 +108,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
         Terms(
             zh=("退货", "退回", "寄回", "退掉", "退了退了", r"不(?:想|打算)留着了?", r"(?:我要|我想|就要|我得)退(?![款钱费])",
                 r"(?<=能)退(?![款钱费])",  # "还能退吗", "能退不" (round 2)
+                r"(?<=可以)退(?![款钱费])",  # "可以退吗" (round 3)
                 # "退 A1006", "别退 A1002" (round 2)
                 rf"(?:(?<![\u4e00-\u9fff])|(?<=别)|(?<=不要)|(?<=先别))退\s*(?={ID_CHARS})",
                 r"退了(?![吗么没嘛]|\s*[?？])"),
@@ -176,6 +177,9 @@ QUESTION_EN = re.compile(
     r"|is there|are there|what if|how long|how much|do you|when (?:will|do|can) i(?![a-z])"
     r"|what(?:'s| is| are) (?:your|the)|what (?:does|would|will|do)(?![a-z])"
     r"|(?:^|\W)(?:is|are) (?:\S+ )?(?:eligible|entitled)"  # "is A1006 eligible for a refund?"
+    # Round 3: "is it too late to cancel A1003?", "tell me if I can still cancel"
+    r"|(?:is it|am i|are we|is this) (?:too late|still (?:ok|okay|fine|possible|time)) to"
+    r"|(?:if|whether) (?:i|we) (?:can|could|may|might|should)(?![a-z])"
 )
 # In a Chinese clause, any of these makes it a question ("A1002 能退货吗", "退货流程").
 QUESTION_ZH = re.compile(
