@@ -64,7 +64,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
     ActionTerms(
         Action.CANCEL,
         Terms(
-            zh=("取消", "撤销", "撤单", "不要了", r"不(?:太|怎么)?想要了", "不买了", "撤了吧",
+            zh=("取消", "撤销", "撤单", "不要了", r"不(?:太|怎么)?想要了", "不买了", r"撤了(?:吧|呗)",
                 r"只要一(?:个|单)", "退订", "取销", "退单", "砍了",
                 rf"(?:{ID_CHARS}|订单|这单)\s*(?:我)?(?:不需要了|别发了|不用发了)",
                 # "A1007 用不上了，别寄了": not sent any more is not wanted any more
@@ -250,7 +250,8 @@ HANDOFF = Terms(
     zh=("转人工", "人工客服", r"人工(?!智能)", "真人", "找个客服", "找客服", "客服跟我说", "接人工",
         "找个人", "真正的客服", "客服人员", "经理", "主管", "叫个人来", "找你们领导",
         # Round 3: "请让客服给我回个电话", "联系售后人员", "来个活人"
-        r"(?:给我|跟我|和我)回(?:个)?电话", "售后人员", "活人", r"找[^，,。.;；!?！？]{0,4}工作人员"),
+        r"(?:给我|跟我|和我)回(?:个)?电话", "售后人员", "活人", r"找[^，,。.;；!?！？]{0,4}工作人员",
+        r"找(?:你们|一下)?(?:的)?(?:老板|负责人|领导)"),
     en=("real person", "real human", "a human", "human please", "human agent", "live agent",
         "live person", "live chat", "agent please", r"(?:speak|talk|chat) (?:to|with) (?:a |an |"
         r"your |some )?(?:person|human|agent|someone|somebody|representative|operator|staff"
