@@ -152,6 +152,12 @@ ACTION_NAMING_WORDS: Mapping[str, tuple[str, ...]] = {
     "request_refund": ("reimburse", "money back"),
 }
 
+# A cancel said only as "not wanted" ("不想要了", "I don't want it anymore"): beside a return
+# or refund of the same order it is the reason for that, not a second request.
+NOT_WANTED = re.compile(
+    r"^(?:不(?:太|怎么)?想要了|不要了|不买了|(?:don'?t|do not) (?:want|need)|no longer (?:want|need))"
+)
+
 # Words just before an action that negate it ("don't cancel", "不要取消"). They count when
 # they end at most a few words (en) or characters (zh) before the verb, in the same clause.
 NEGATORS_EN = re.compile(

@@ -49,6 +49,7 @@ from agent_core.understanding.lexicon import (
 )
 from agent_core.understanding.lexicon_intents import (
     HANDOFF,
+    NOT_WANTED,
     POINTER,
     SMALL_TALK,
     TRACK_TOOL,
@@ -163,6 +164,7 @@ def understand(
 
     ambiguous: list[tuple[str, list[str]]] = []
     intents: list[Intent] = []
+    reasons: list[Intent] = []
     amount = amount_in(" ".join(v.text for v in genuine))
     for number, view in enumerate(genuine):
         for verb in view.verbs:
@@ -207,6 +209,13 @@ def understand(
                 ambiguous.append((verb.tool, targets))  # ask for the missing value
                 continue
             intents.append(_intent(verb.tool, targets, view, args))
+            if verb.tool == Action.CANCEL and NOT_WANTED.match(view.text[verb.start :]):
+                reasons.append(intents[-1])
+    # "A1002 不想要了，退货": the return is asked; "not wanted" is why.
+    changed = {o for i in intents if i.tool in (Action.RETURN, Action.REFUND) for o in i.order_ids}
+    for reason in reasons:
+        reason.order_ids = [o for o in reason.order_ids if o not in changed]
+    intents = [i for i in intents if i.order_ids]
 
     if ambiguous:
         tool, options = ambiguous[0]
