@@ -85,10 +85,11 @@ OTHER: Final = "cant_do:other"
 # Text this close to "what can you do?" / "I have a question" is offered the choices rather
 # than told "I can't help with that".
 MENU_FLOOR: Final = 0.25
-# Nothing but thanks, agreement and goodbyes ("ok thanks", "thank you so much!", "好的谢谢").
+# Nothing but greetings, thanks, agreement and goodbyes ("hi again", "ok thanks", "好的谢谢").
 _SMALL_TALK: Final = re.compile(
     r"^(?=.*\w)(?:\W|(?<![a-z])(?:thanks|thank|you|thx|ty|ok|okay|cool|great|got|it|so|much|very|a|lot"
-    r"|perfect|nice|awesome|alright|sure|fine|good|bye|goodbye|cheers|lol)(?![a-z])"
+    r"|perfect|nice|awesome|alright|sure|fine|good|bye|goodbye|cheers|lol|hi|hello|hey|again"
+    r"|there|me|morning|afternoon|evening)(?![a-z])"
     r"|好的|谢谢|多谢|感谢|嗯|好|收到|明白|知道|了|啦|哈|呀|拜拜|再见|辛苦)+$"
 )
 # "Which order should I cancel?" from recognition alone needs a close match: a customer
