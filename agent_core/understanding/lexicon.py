@@ -242,7 +242,7 @@ TYPOS: dict[str, str] = {
     "orde": "order", "trak": "track", "trakc": "track", "tarck": "track", "wher": "where",
     "whre": "where", "wehre": "where", "plocy": "policy", "stauts": "status",
     "sttaus": "status", "cancelation": "cancellation", "refnud": "refund", "pls": "please",
-    "nvm": "nevermind",
+    "nvm": "nevermind", "waht": "what", "mony": "money",
 }
 # Keywords worth repairing by one edit (insert, delete, substitute, swap neighbours).
 FUZZY_VOCABULARY: tuple[str, ...] = (

@@ -21,7 +21,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Final
 
-from agent_core.understanding.lexicon import NOT_TYPOS, RUN_ON_WORDS, TRADITIONAL
+from agent_core.understanding.lexicon import NOT_TYPOS, RUN_ON_WORDS, TRADITIONAL, TYPOS
 from agent_core.understanding.lexicon_intents import ZH_TYPOS
 from agent_core.understanding.recognition.precision import CONFUSABLES
 
@@ -373,6 +373,48 @@ _REAL_WORDS: Final = (
             "worked",
             "guy",
             "fence",
+            # … and the real words of the dev and v1 texts a repair turned into another word
+            # ("bother" was "brother", "since" "sing", "they" "them", "lane" "late")
+            "black",
+            "bother",
+            "bring",
+            "bringing",
+            "bucks",
+            "case",
+            "five",
+            "lake",
+            "lane",
+            "leak",
+            "leaks",
+            "luck",
+            "main",
+            "mate",
+            "mode",
+            "note",
+            "read",
+            "sale",
+            "side",
+            "sign",
+            "signed",
+            "since",
+            "single",
+            "site",
+            "skip",
+            "star",
+            "stay",
+            "staying",
+            "stays",
+            "step",
+            "then",
+            "these",
+            "they",
+            "think",
+            "thinks",
+            "though",
+            "user",
+            "white",
+            "word",
+            "every",
             "threw",
             "throw",
         )
@@ -395,7 +437,7 @@ class Normaliser:
             folded = pattern.sub(replacement, folded)
         out = []
         for word in _WORD.findall(folded):
-            word = SHORTHAND.get(word, word)
+            word = SHORTHAND.get(word, TYPOS.get(word, word))
             if word in STOPWORDS:
                 continue
             stemmed = self._repair(stem(word))
@@ -420,6 +462,8 @@ class Normaliser:
             folded = pattern.sub(replacement, folded)
         for word in _WORD.findall(folded):
             word = SHORTHAND.get(word, word)
+            if word in TYPOS:
+                return True
             if word not in STOPWORDS and self._repair(stem(word)) != stem(word):
                 return True
         return False
