@@ -133,7 +133,7 @@ def negated(text: str, start: int) -> bool:
     if _HAN.search(text[start : start + 1]) or (before and _HAN.search(before[-1:])):
         for match in NEGATORS_ZH.finditer(before):
             between = before[match.end() :]
-            if between.startswith("了"):
+            if between.startswith(("了", "啦")):
                 continue  # "不要了不要了": a whole "not wanted", said twice, negates nothing
             at = match.start()
             if before[at : at + 1] == "不" and at and before[at - 1] == before[at + 1 : at + 2]:

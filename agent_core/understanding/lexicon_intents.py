@@ -64,7 +64,8 @@ ACTIONS: tuple[ActionTerms, ...] = (
     ActionTerms(
         Action.CANCEL,
         Terms(
-            zh=("取消", "撤销", "撤单", "不要了", r"不(?:太|怎么)?想要了", "不买了", r"撤了(?:吧|呗)",
+            zh=("取消", "撤销", "撤单", r"不要(?:了|啦|喽)", r"不(?:太|怎么)?想要(?:了|啦)", "不买了",
+                r"撤了(?:吧|呗)", "撤掉",
                 r"只要一(?:个|单)", "退订", "取销", "退单", "砍了",
                 rf"(?:{ID_CHARS}|订单|这单)\s*(?:我)?(?:不需要了|别发了|不用发了)",
                 # "A1007 用不上了，别寄了": not sent any more is not wanted any more
@@ -125,7 +126,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
         Action.REFUND,
         Terms(
             zh=("退款", "退钱", "退费", "退给我", "钱还给我", "还我钱", r"钱退(?:一下|回来|给我)",
-                r"钱(?:给我|帮我)退",
+                r"钱(?:给我|帮我)?退(?:一下|回来|给我|我)?",
                 r"(?:全部|全额|钱)(?:我想|我要|想)?(?:要|拿)回来",
                 r"退(?:我|给我)?\s*\d+(?:\.\d{1,2})?\s*(?:元|块|rmb)"),
             en=(r"refund(?! (?:policy|policies|rules?|process|times?|window|status))",
@@ -221,6 +222,7 @@ TRACK = Terms(
         "waybill", "consignment number", "tracking code", "tracking id", "tracking link",
         "which hub", "what hub", "which depot", "sorting centre", "sorting center",
         "last seen", "handed over to", "trace", "tracing", r"who(?:'s| is) delivering",
+        "checkpoint", "checkpoints",
         # carriers by name: "is A1001 with DHL?", "A1005 走的顺丰吗" ask which courier
         "dhl", "ups", "fedex", "usps", "royal mail", "dpd", "hermes", "evri", "gls", "ems"),
 ).compile()
