@@ -240,7 +240,9 @@ class Reader:
             # An id run into words ("cancelorderA1003", "isA1005shippedyet"): its capital
             # letter after two small ones marks where it starts.
             self._glued = re.compile(
-                rf"(?<=[a-z]{{2}})(?:{order_id_pattern})(?=[a-z]{{3}}|[^0-9A-Za-z]|$)", re.ASCII
+                rf"(?<=[a-z]{{2}})(?:{order_id_pattern})(?=[a-z]{{3}}|[^0-9A-Za-z]|$)"
+                rf"|(?<![0-9A-Za-z])(?:{order_id_pattern})(?=[a-z]{{3}})",  # "A1003cancel"
+                re.ASCII,
             )
         except re.error as exc:
             raise ValueError(f"invalid order id pattern {order_id_pattern!r}: {exc}") from exc
