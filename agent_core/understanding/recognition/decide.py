@@ -316,6 +316,9 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
             # "so is it coming or what" in a chat about an order: as close to asking
             # about that order as to the FAQ ("does it come with a guarantee"): the read.
             return Decision(Outcome.READ, order_read.intent)
+        if not facts.orders and not top.anchored:
+            # "about my order": only words an order read or the menu have ("order")
+            return _choices(ranked, facts, menu=False)
         return Decision(Outcome(intent.kind.value), intent, with_reads=intent.kind is Kind.FAQ)
     if intent.name in READ_TOOLS:
         if intent.name == "track_parcel" and not top.beyond_status:

@@ -109,6 +109,7 @@ STOPWORDS: Final = frozenset(
         "get",
         "got",
         "like",  # "I'd like …" asks for nothing by itself
+        "about",  # "about my order" is not "complaint about the courier"
         # What is left of a contraction ("I'd", "I'm", "we'll", "you've", "they're"):
         # it says nothing about what is asked ("I'd like my money" is not "I'd like to
         # return it").
