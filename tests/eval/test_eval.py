@@ -37,10 +37,10 @@ GATES = {
     "cases.jsonl": 1.00,
     # 752/1206 = 62.4 % before the recognition work of issue 21, 1077/1206 = 89.3 % after;
     # round 2 added 68 cases (written before tuning on them: 27/68 then) and scores
-    # 1203/1274 = 94.4 % (the first 1206: 1140 = 94.5 %). Round 3 (recall) added 330
-    # cases (242 + 88, each batch scored before tuning on it: 186/242 and 71/88) and
-    # scores 1556/1604 = 97.0 % (the first 1274: 1233 = 96.8 %). The gate is that minus a
-    # small margin. Raise it as recognition improves.
+    # 1203/1274 = 94.4 % (the first 1206: 1140 = 94.5 %). Round 3 (recall) added 384
+    # cases (242 + 88 + 54, each batch scored before tuning on it: 186/242, 71/88, 49/54)
+    # and scores 1613/1658 = 97.3 % (the first 1274: 1239 = 97.3 %). The gate is that minus
+    # a small margin. Raise it as recognition improves.
     "dev.jsonl": 0.95,
     # Measured when the split was merged (before any tuning): 566/898 = 63.0 %; after the
     # recognition work of issue 21 (tuned on dev only): 714/898 = 79.5 %, then 750/898 =
