@@ -242,7 +242,7 @@ TYPOS: dict[str, str] = {
     "orde": "order", "trak": "track", "trakc": "track", "tarck": "track", "wher": "where",
     "whre": "where", "wehre": "where", "plocy": "policy", "stauts": "status",
     "sttaus": "status", "cancelation": "cancellation", "refnud": "refund", "pls": "please",
-    "nvm": "nevermind", "waht": "what", "mony": "money",
+    "nvm": "nevermind", "waht": "what", "mony": "money", "ordedr": "order", "oreder": "order",
 }
 # Keywords worth repairing by one edit (insert, delete, substitute, swap neighbours).
 FUZZY_VOCABULARY: tuple[str, ...] = (
@@ -252,7 +252,7 @@ FUZZY_VOCABULARY: tuple[str, ...] = (
     "representative", "human", "agent", "speak", "person", "operator",
     # Round 3: the inflected forms, so a slip inside them is one edit too ("cancdling",
     # "returing")
-    "cancelling", "canceling", "cancelled", "returning", "refunded", "refunding",
+    "cancelling", "cancelled", "returning", "refunded", "refunding",
 )
 # Words customers run together with no space ("cancelorder", "whereismyorder",
 # "howlongdoesshippingtake"): a long unknown word made only of these is read as them.
