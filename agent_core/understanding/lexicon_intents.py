@@ -64,9 +64,8 @@ ACTIONS: tuple[ActionTerms, ...] = (
     ActionTerms(
         Action.CANCEL,
         Terms(
-            zh=("取消", "撤销", "撤单", r"不要(?:了|啦|喽)", r"不(?:太|怎么)?想要(?:了|啦)", "不买了",
-                r"撤了(?:吧|呗)", "撤掉",
-                r"只要一(?:个|单)", "退订", "取销", "退单", "砍了",
+            zh=("取消", "撤销", "撤单", r"不要(?=了|啦|喽)", r"不(?:太|怎么)?想要(?=了|啦)", "不买(?=了)",
+                r"撤了(?:吧|呗)", "撤掉", "退订", "取销", "退单", "砍了",
                 rf"(?:{ID_CHARS}|订单|这单)\s*(?:我)?(?:不需要了|别发了|不用发了)",
                 # "A1007 用不上了，别寄了": not sent any more is not wanted any more
                 r"(?:别|不用|不要)(?:再)?(?:寄|发货)了",
@@ -76,12 +75,13 @@ ACTIONS: tuple[ActionTerms, ...] = (
             en=("cancel", "call off", "no longer want", r"don'?t want (?:it|this|that|the order)",
                 # "I don't want A1003 anymore", "A1007 won't be necessary after all"
                 rf"(?:don'?t|do not) (?:want|need) (?:order )?{ID_CHARS} (?:anymore|any more|no more|after all)",
-                r"(?:rather|prefer to) not (?:have|get|receive) (?:it|this|that|the order|[\ue000-\uefff])",
+                r"(?:rather|prefer to) not (?:have|get|receive) (?:it|this|that|the order|[\ue000-\uefff])"
+                r"(?=\s*(?:$|[,.!;]|at all|any ?more))",
                 rf"{ID_CHARS} (?:won'?t|will not) be (?:necessary|needed)",
                 rf"(?:won'?t|will not) be needing (?:order )?{ID_CHARS}",
                 # Round 3: "void A1003", "withdraw order A1003", "back out of A1003"
                 rf"(?:void|withdraw|revoke|undo|get rid of|back out of) (?:the |my |this )?(?:order )?"
-                rf"{ID_CHARS}",
+                rf"{ID_CHARS}(?!\s*(?:'s|’s)|\s+[a-z]+ (?:address|item|items))",
                 r"(?:scrap|ditch|bin|nix|axe) (?:the|my|this|that) (?:order|one|purchase)",
                 r"(?:don'?t|do not) (?:want|need) (?:one|either|any|both) of (?:them|these|those)",
                 rf"^cancell?ing (?:my |the )?(?:order )?{ID_CHARS}",  # "cancelling A1003 pls"
@@ -107,7 +107,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
     ActionTerms(
         Action.RETURN,
         Terms(
-            zh=("退货", "退回", "寄回", "退掉", "退了退了", r"不(?:想|打算)留着了?", r"(?:我要|我想|就要|我得)退(?![款钱费])",
+            zh=("退货", "退回", "寄回", "退掉", "退了退了", r"不(?:想|打算)留着", r"(?:我要|我想|就要|我得)退(?![款钱费])",
                 r"(?<=能)退(?![款钱费])",  # "还能退吗", "能退不" (round 2)
                 r"(?<=可以)退(?![款钱费])",  # "可以退吗" (round 3)
                 # "退 A1006", "别退 A1002" (round 2)
@@ -115,7 +115,8 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"退了(?![吗么没嘛]|\s*[?？])"),
             en=(r"return(?! (?:policy|policies|window|label|rules?|process|period|shipping|fees?"
                 r"|conditions))",
-                r"(?:send|ship|post|mail) (?:\S+ )?back(?!\s+(?:the |my |our )?(?:[$€£¥]|\d|money|cash))",
+                r"(?:send|ship|post|mail) (?:\S+ )?back(?!\s+(?:the |my |our )?(?:[$€£¥]|\d|money|cash))"
+                r"(?!\s+to (?:me|us)\b)",
                 r"(?:sending|taking|take) (?:it|this|them|these) back",
                 r"(?:it'?s|it is|they'?re|they are) going back", rf"{ID_CHARS} (?:is|'s) going back", "not keeping", "returning",
                 r"(?:want|need|like|get|have) (?!(?:my |the |our |your )?money)(?:\S+ ){0,2}?returned"),
