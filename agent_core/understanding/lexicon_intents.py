@@ -70,7 +70,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 # "A1007 用不上了，别寄了": not sent any more is not wanted any more
                 r"(?:别|不用|不要)(?:再)?(?:寄|发货)了",
                 # Round 3: "A1003 不想买了", "A1003 作废", "把 A1003 撤了", "关闭订单"
-                "不想买了", "作废", "关闭订单", rf"{ID_CHARS}\s*(?:撤了|撤回)",
+                "不想买(?=了)", "作废", "关闭订单", rf"{ID_CHARS}\s*(?:撤(?=了)|撤回)",
                 rf"把\s*{ID_CHARS}\s*撤"),
             en=("cancel", "call off", "no longer want", r"don'?t want (?:it|this|that|the order)",
                 # "I don't want A1003 anymore", "A1007 won't be necessary after all"
@@ -99,7 +99,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 rf"(?:scrap|ditch|bin|nix|axe) (?:the |my |this )?(?:order )?{ID_CHARS}",
                 r"call (?:the whole thing|the whole order|it all) off",
                 # Round 2: "A1003 isn't needed anymore", "please stop it before it ships"
-                r"(?:isn'?t|is not|aren'?t|are not|no longer) (?:needed|necessary|required)",
+                r"(?:isn'?t|is not|aren'?t|are not|no longer) (?:needed|necessary)",
                 rf"stop (?:it|this|that|the order|my order|{ID_CHARS}) (?:before|from)"),
         ).compile(),
         topic="cancellation",

@@ -54,6 +54,12 @@ _JOINER = re.compile(
 )
 
 # Where an address value starts (after the marker) in folded text.
+# A house number and a street word soon after it ("12 Mill Lane", "9 Church Lane, Ely").
+_STREET_AHEAD = (
+    r"(?=\d+[a-z]?,?\s+(?:[a-z'’.-]+\s+){0,3}?(?:st|street|rd|road|lane|ln|ave|avenue|way|close"
+    r"|court|ct|drive|dr|place|pl|square|sq|crescent|terrace|view|gardens|park|row|hill|walk"
+    r"|mews|grove|parade|boulevard|blvd)\b)"
+)
 _ADDRESS_EN = re.compile(
     r"(?:\baddress|\badress|\baddres|\baddy|\baddr)\b[^.?!;\n]{0,60}?(?:\bto\b|\bshould be\b|:|\bis now\b|->|→"
     r"|\bit'?s\b(?=\s*\d))\s*"
@@ -74,11 +80,12 @@ _ADDRESS_EN = re.compile(
     r"|[a-z]-?\d{3,}\s*(?:->|→|=>)\s*(?=\d)"
     # Round 3: "A1003 should go to my new flat at 12 Mill Lane", "A1003: deliver to 4 Oak
     # St", "can A1003 go to 4 Oak St instead?" (the order before the verb, a number after)
+    # — and a street after the number ("at 9 tomorrow" is no address)
     r"|[a-z]-?\d{3,}:?\s+(?:deliver|ship|send|redirect|reroute|goes|go|be sent|be delivered"
-    r"|be shipped|delivered|sent|shipped) to\s*(?=\d)"
+    rf"|be shipped|delivered|sent|shipped) to\s*{_STREET_AHEAD}"
     r"|\b(?:should go|goes|go|send it|ship it|deliver it|arrive at|come to) (?:to )?my (?:new )?"
-    r"(?:place|home|flat|house|apartment|office|work)(?: at| which is)?\s*[:,]?\s*(?=\d)"
-    r"|\breach(?:es)? me at\s*(?=\d)"
+    rf"(?:place|home|flat|house|apartment|office|work)(?: at| which is)?\s*[:,]?\s*{_STREET_AHEAD}"
+    rf"|\breach(?:es)? me at\s*{_STREET_AHEAD}"
 )
 _ADDRESS_ZH = re.compile(
     r"(?:改成|改为|改到|地址是|地址为|新地址\s*[:：]?|地址\s*[:：])\s*|寄到\s*"
