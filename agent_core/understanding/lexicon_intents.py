@@ -118,7 +118,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?:send|ship|post|mail) (?:\S+ )?back(?!\s+(?:the |my |our )?(?:[$€£¥]|\d|money|cash))"
                 r"(?!\s+to (?:me|us)\b)",
                 r"(?:sending|taking|take) (?:it|this|them|these) back",
-                r"(?:it'?s|it is|they'?re|they are) going back", rf"{ID_CHARS} (?:is|'s) going back", "not keeping", "returning",
+                r"(?:it'?s|it is|they'?re|they are) going back", rf"{ID_CHARS} (?:is|'s) going back(?! and forth| to (?:the )?(?:depot|warehouse|hub|sender))", "not keeping", "returning",
                 r"(?:want|need|like|get|have) (?!(?:my |the |our |your )?money)(?:\S+ ){0,2}?returned"),
         ).compile(),
         topic="refund",
