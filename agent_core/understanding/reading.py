@@ -51,6 +51,7 @@ _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # orders ("A1001 and A1005", "orders A1003 and A1005").
 _JOINER = re.compile(
     r"(?<![a-z])(?:and|but|&)(?![a-z])(?!\s*(?:the |my )?(?:orders? )?\s*[\ue000-\uefff])"
+    r"(?!\s*forth\b)"  # "back and forth" is one phrase
 )
 
 # Where an address value starts (after the marker) in folded text.
