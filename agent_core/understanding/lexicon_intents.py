@@ -77,7 +77,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 rf"(?:don'?t|do not) (?:want|need) (?:order )?{ID_CHARS} (?:anymore|any more|no more|after all)",
                 r"(?:rather|prefer to) not (?:have|get|receive) (?:it|this|that|the order|[\ue000-\uefff])"
                 r"(?=\s*(?:$|[,.!;]|at all|any ?more))",
-                rf"{ID_CHARS} (?:won'?t|will not) be (?:necessary|needed)",
+                rf"{ID_CHARS} (?:won'?t|will not) be (?:necessary|needed)(?!\s+(?:to|for)\b)",
                 rf"(?:won'?t|will not) be needing (?:order )?{ID_CHARS}",
                 # Round 3: "void A1003", "withdraw order A1003", "back out of A1003"
                 rf"(?:void|withdraw|revoke|undo|get rid of|back out of) (?:the |my |this )?(?:order )?"
@@ -99,7 +99,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 rf"(?:scrap|ditch|bin|nix|axe) (?:the |my |this )?(?:order )?{ID_CHARS}",
                 r"call (?:the whole thing|the whole order|it all) off",
                 # Round 2: "A1003 isn't needed anymore", "please stop it before it ships"
-                r"(?:isn'?t|is not|aren'?t|are not|no longer) (?:needed|necessary)",
+                r"(?:isn'?t|is not|aren'?t|are not|no longer) (?:needed|necessary)(?!\s+(?:to|for)\b)",
                 rf"stop (?:it|this|that|the order|my order|{ID_CHARS}) (?:before|from)"),
         ).compile(),
         topic="cancellation",
