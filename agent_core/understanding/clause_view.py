@@ -39,6 +39,7 @@ from agent_core.understanding.lexicon_intents import (
     QUESTION_EN,
     QUESTION_ZH,
     TRACK,
+    TRACK_CITED,
     UNSUPPORTED,
     Action,
 )
@@ -132,6 +133,11 @@ def negated(text: str, start: int) -> bool:
     if _HAN.search(text[start : start + 1]) or (before and _HAN.search(before[-1:])):
         for match in NEGATORS_ZH.finditer(before):
             between = before[match.end() :]
+            if between.startswith(("了", "啦")):
+                continue  # "不要了不要了": a whole "not wanted", said twice, negates nothing
+            at = match.start()
+            if before[at : at + 1] == "不" and at and before[at - 1] == before[at + 1 : at + 2]:
+                continue  # "要不要取消", "用不用取消": asking whether, not "don't"
             if len(between) <= NEGATION_CHARS_ZH or NEGATION_FILLERS_ZH.fullmatch(between):
                 return True
     for match in NEGATORS_EN.finditer(before):
@@ -189,7 +195,10 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
                     terms.action.value,
                     match.start(),
                     negated(text, match.start())
-                    or negated_after(text[match.end() :], text[: match.start()])
+                    or (
+                        negated_after(text[match.end() :], text[: match.start()])
+                        and not text[match.end() :].lstrip().startswith(match.group(0))
+                    )
                     # "地址不用改": the negator sits inside the address phrase
                     or (
                         terms.action is Action.ADDRESS and bool(NEGATORS_ZH.search(match.group(0)))
@@ -226,7 +235,10 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
             )
             residual = blank(residual, *match.span())
     view.verbs.sort(key=lambda v: v.start)
-    if (track := TRACK.search(residual)) is not None:
+    cited = residual  # a statement citing the tracking asks no tracking; a question does
+    if "?" not in text and not re.match(r"\W*(?:is|are|has|have|does|did|can|could)\b", text):
+        cited = TRACK_CITED.sub(lambda m: " " * len(m.group(0)), residual)
+    if (track := TRACK.search(cited)) is not None:
         view.track = True
         residual = blank(residual, *track.span())
     view.clause = replace(clause, canonical=residual)
@@ -238,7 +250,7 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
 
 
 def topics_of(
-    view: View, order_context: bool, message_ids: bool
+    view: View, order_context: bool, message_ids: bool, complaint: bool = False
 ) -> tuple[list[PolicyTopic], Mention]:
     """Policy topics of a clause (each match blanked before the next topic looks), and how
     strongly delay compensation was mentioned. Sets the clause's status read from what
@@ -249,6 +261,8 @@ def topics_of(
     found: list[tuple[int, PolicyTopic]] = []
     in_passing: set[int] = set()
     delay = Mention.NONE
+    # A complaint's words name no policy by the way ("complain about the delivery guy").
+    complaint = complaint or any(UNSUPPORTED[i].key == "complaint" for i in view.unsupported)
     for topic, strong, weak in TOPIC_PATTERNS:
         for pattern in (strong, weak):
             for match in list(pattern.finditer(seen)):
@@ -256,12 +270,17 @@ def topics_of(
                 if start == end:
                     continue
                 seen = blank(seen, start, end)
+                if topic is PolicyTopic.SHIPPING and residual[end:].lstrip().startswith(
+                    ADDRESS_CHAR
+                ):
+                    residual = blank(residual, start, end)
+                    continue  # "ship A1003 to <address>" asks for the address change only
                 if negated(residual, start):
                     residual = blank(residual, start, end)
                     continue
                 if topic in DELAY_TOPICS:
                     delay = max(delay, Mention.STRONG if pattern is strong else Mention.WEAK)
-                if pattern is strong or rules_clause or not order_context:
+                if pattern is strong or ((rules_clause or not order_context) and not complaint):
                     found.append((start, topic))
                     residual = blank(residual, start, end)
                     if pattern is weak and topic is PolicyTopic.SHIPPING:

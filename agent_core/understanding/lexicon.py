@@ -109,11 +109,14 @@ TOPICS: tuple[TopicTerms, ...] = (
                 r"(?:政策|规定|规则|条款)[^，。？！；,.?!;\n]{0,4}取消",
                 "退订政策",
                 r"取消(?:订单)?(?:是|要|需要|会)?(?:免费|收费|要钱|扣钱|扣费)",
+                r"取消[^，。？！；,.?!;\n]{0,6}?(?:收不收|要不要|扣不扣)(?:钱|费)",
             ),
             en=(
                 r"cancel\w* (?:\w+ ){0,2}?(?:policy|policies|rules?|terms|fees?|charges?|window)",
                 r"(?:policy|policies|rules?|terms) (?:\w+ ){0,2}?cancel\w*",
                 r"cancell?ations?",
+                # "whether A1003 can still be cancelled" (round 3)
+                r"(?:can|could|may) (?:\S+ ){0,3}?be cancell?ed",
             ),
         ),
         # "How do I cancel an order?" is a question about the rules unless an order is named.
@@ -193,9 +196,10 @@ CLAUSE_BREAK = re.compile(
 # Status words that name an order question by themselves ("track", "物流", "到哪了").
 STATUS_STRONG = Terms(
     zh=("到哪", "在哪", "到了吗", "到了没", "到没到", "到了么", "物流", "进度", "发货了吗",
-        "发货没", "发货了没", "发了吗", "发了没", "发出了吗", "寄出", "送达", "签收", "追踪",
+        "发货没", "发货了没", "发了吗", "发了没", "发出了吗", "发没发", "寄没寄", "寄出", "送达", "签收", "追踪",
         "跟踪", "运单", "什么时候到", "啥时候到", "何时到", "多久到", "多久能到", "几天到",
-        "几天能到", "还没到", "没到", "没收到", "收到了吗", "到货", "状态", "派送"),
+        "几天能到", "还没到", "没到", "没收到", "收到了吗", "到货", "状态", "派送",
+        "一直不动", "没动静", "没有动静", "不更新", "没更新"),
     en=("track", "tracking", "tracked", "order status", "delivery status", "shipping status",
         "package status", "shipped", "arrive", "arrived", "arriving", "arrives", "arrival",
         "eta", "not received", "never received", "haven't received", "have not received",
@@ -238,6 +242,7 @@ TYPOS: dict[str, str] = {
     "orde": "order", "trak": "track", "trakc": "track", "tarck": "track", "wher": "where",
     "whre": "where", "wehre": "where", "plocy": "policy", "stauts": "status",
     "sttaus": "status", "cancelation": "cancellation", "refnud": "refund", "pls": "please",
+    "nvm": "nevermind", "waht": "what", "mony": "money", "ordedr": "order", "oreder": "order",
 }
 # Keywords worth repairing by one edit (insert, delete, substitute, swap neighbours).
 FUZZY_VOCABULARY: tuple[str, ...] = (
@@ -245,7 +250,24 @@ FUZZY_VOCABULARY: tuple[str, ...] = (
     "arrived", "received", "compensation", "warranty", "exchange", "package", "parcel",
     "tracking", "delayed", "shipment", "cancellation", "replacement", "guarantee",
     "representative", "human", "agent", "speak", "person", "operator",
+    # Round 3: the inflected forms, so a slip inside them is one edit too ("cancdling",
+    # "returing")
+    "cancelling", "cancelled", "returning", "refunded", "refunding",
 )
+# Words customers run together with no space ("cancelorder", "whereismyorder",
+# "howlongdoesshippingtake"): a long unknown word made only of these is read as them.
+RUN_ON_WORDS: frozenset[str] = frozenset(
+    {"a", "i", "is", "it", "my", "me", "to", "of", "do", "does", "the", "for", "and", "can",
+     "you", "u", "pls", "please", "plz", "where", "wheres", "what", "whats", "when", "how",
+     "long", "much", "has", "have", "been", "will", "did", "order", "orders", "cancel",
+     "cancellation", "track", "tracking", "number", "status", "check", "return", "refund",
+     "change", "address", "update", "shipping", "shipped", "ship", "delivery", "delivered",
+     "deliver", "take", "takes", "arrive", "package", "parcel", "stuff", "money", "back",
+     "want", "need", "now", "asap", "help", "policy", "cost", "costs", "fee", "new", "send",
+     "talk", "human", "agent", "person", "this", "that", "yet", "still", "not", "no", "info",
+     "exchange", "invoice", "warranty", "amount", "get", "give", "again"}
+)
+
 # Real words one edit away from a keyword; never "repair" these.
 NOT_TYPOS = frozenset(
     {"cancer", "states", "statue", "police", "shopping", "relayed", "decayed", "parcels",

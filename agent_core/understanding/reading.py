@@ -16,6 +16,7 @@ import itertools
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from typing import Final
 
 from agent_core.understanding.lexicon import (
     CLAUSE_BREAK,
@@ -33,6 +34,7 @@ from agent_core.understanding.lexicon_intents import (
     TRANSCRIPT_SELF,
     ZH_TYPOS,
 )
+from agent_core.understanding.recognition.normalise import split_run_on, split_run_ons
 from agent_core.understanding.recognition.precision import blank_negation_fillers, confusable_ids
 
 # Telegram messages are at most 4096 characters; capping keeps the planner's cost bounded.
@@ -49,29 +51,51 @@ _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # orders ("A1001 and A1005", "orders A1003 and A1005").
 _JOINER = re.compile(
     r"(?<![a-z])(?:and|but|&)(?![a-z])(?!\s*(?:the |my )?(?:orders? )?\s*[\ue000-\uefff])"
+    r"(?!\s*forth\b)"  # "back and forth" is one phrase
 )
 
 # Where an address value starts (after the marker) in folded text.
+# A house number and a street word soon after it ("12 Mill Lane", "9 Church Lane, Ely").
+_STREET_AHEAD = (
+    r"(?=\d+[a-z]?,?\s+(?:[a-z'’.-]+\s+){0,3}?(?:st|street|rd|road|lane|ln|ave|avenue|way|close"
+    r"|court|ct|drive|dr|place|pl|square|sq|crescent|terrace|view|gardens|park|row|hill|walk"
+    r"|mews|grove|parade|boulevard|blvd)\b)"
+)
 _ADDRESS_EN = re.compile(
-    r"(?:\baddress|\badress|\baddres)\b[^.?!;\n]{0,60}?(?:\bto\b|\bshould be\b|:|\bis now\b|->|→"
+    r"(?:\baddress|\badress|\baddres|\baddy|\baddr)\b[^.?!;\n]{0,60}?(?:\bto\b|\bshould be\b|:|\bis now\b|->|→"
     r"|\bit'?s\b(?=\s*\d))\s*"
-    r"|\bnew address(?: for (?:order )?#?[a-z]?-?\d[\w-]*)?\b\s*:?\s*|\bit should be\b\s*"
+    r"|\bnew (?:address|addr)(?: for (?:order )?#?[a-z]?-?\d[\w-]*)?\b\s*(?:is\b)?\s*:?\s*"
+    r"|\bit should be\b\s*"
     r"|\bsend (?:it|this|[a-z]-?\d+|\S+) to\s+(?=[^.?!;\n]*\binstead\b)"
     # Issue 21: "A1007 should go to 8 Elm Road", "ship A1003 to my new place: 5 King St",
     # "redirect A1007 to 22 Queen's Road", "deliver A1003 to 3 Lake View instead", "I'll be
     # at 6 Harbour View": only with a street number right after (never "ship to Canada").
     r"|(?:\bshould go to|\b(?:ship|redirect|deliver|send|reroute) (?:it|this|[a-z]-?\d+) to"
-    r"(?: my (?:new )?(?:place|home|flat|office)\s*:?)?|\bi'?ll be at|\bgo to my home instead"
+    r"(?: my (?:new )?(?:place|home|flat|office|house|apartment)(?: at| which is)?\s*:?)?"
+    r"|\bi'?ll be at|\bgo to my home instead"
     r"(?: which is)?)\s*(?=\d)"
     # Round 2: "it has to go to 5 Mill Lane", "A1003 should really be going to 8 Elm
     # Close", "needs to be sent to 21 …", "A1007 -> 18 Victoria St" (a street number next).
     r"|\b(?:should|needs? to|has to|have to|must)\s+(?:really\s+|now\s+)?(?:be\s+)?"
     r"(?:go|going|sent|delivered|shipped|redirected)\s+to\s*(?=\d)"
     r"|[a-z]-?\d{3,}\s*(?:->|→|=>)\s*(?=\d)"
+    # Round 3: "A1003 should go to my new flat at 12 Mill Lane", "A1003: deliver to 4 Oak
+    # St", "can A1003 go to 4 Oak St instead?" (the order before the verb, a number after)
+    # — and a street after the number ("at 9 tomorrow" is no address)
+    r"|[a-z]-?\d{3,}:?\s+(?:deliver|ship|send|redirect|reroute|goes|go|be sent|be delivered"
+    rf"|be shipped|delivered|sent|shipped) to\s*{_STREET_AHEAD}"
+    r"|\b(?:should go|goes|go|send it|ship it|deliver it|arrive at|come to) (?:to )?my (?:new )?"
+    rf"(?:place|home|flat|house|apartment|office|work)(?: at| which is)?\s*[:,]?\s*{_STREET_AHEAD}"
+    rf"|\breach(?:es)? me at\s*{_STREET_AHEAD}"
 )
 _ADDRESS_ZH = re.compile(
     r"(?:改成|改为|改到|地址是|地址为|新地址\s*[:：]?|地址\s*[:：])\s*|寄到\s*"
     r"|改(?:收货)?地址(?:到|为|成)\s*|改寄到?\s*|改送到\s*|该成\s*"
+)
+# Round 3: markers that say a new place only when a street address follows them ("地址写错了，
+# 应该是 杭州市…", "送到 上海市…", "新家在 …", "收货地址换成 …"); never "应该是对的".
+_ADDRESS_ZH_PLACE = re.compile(
+    r"(?:应该是|应是|[，,]\s*是|送到|新家在|搬到|住到|换成|更新为|更改为|改送|改一下|改下)\s*"
 )
 # What follows a marker looks like a Chinese street address ("杭州市西湖区文三路 5 号"): the
 # marker needs no "地址" nearby ("A1003 该成 杭州市…", with the IME slip 该成 for 改成).
@@ -86,13 +110,26 @@ _ADDRESS_END_EN = re.compile(
 )
 _ADDRESS_END_ZH = re.compile(r"[,，。;；!?！？\n]")
 # ", not my old flat", ", instead of …": what the new address replaces is not part of it.
-_ADDRESS_NOT = re.compile(r"\s*[,，]\s*(?:not|instead of|rather than)\b.*$", re.IGNORECASE)
+_ADDRESS_NOT = re.compile(
+    r"\s*[,，]\s*(?:not|instead of|rather than)\b.*$"
+    r"|\s*[,，]?\s*(?:for|on) (?:order )?#?[a-z]-?\d{3,}\b.*$",  # "…, Leeds, for A1003"
+    re.IGNORECASE,
+)
 _ADDRESS_TRIM = re.compile(r"(?:\s+(?:instead|please|thanks|thank you|pls))+\s*$|[\s,，:：]+$")
 
 # A number where an order id was expected ("order 1001", "单号1002", "#1005").
 _BARE_NUMBER = re.compile(
     r"(?:order|orders|订单|单号|编号|訂單|no\.?|number|#)\s*(?:no\.?|number|号|编号)?\s*[:：#]?\s*"
     r"(?P<n>\d{3,10})(?![\d.,])"
+)
+# A bare number where an order id is asked about ("where is 1001?", "cancel 1003",
+# "1001 到哪了"): asked about, never mapped to an order (round 3). Not after "refund"
+# ("refund 100" is an amount).
+_BARE_ID_NUMBER = re.compile(
+    r"(?<![a-z])(?:where(?:'s| is)|wheres|track|cancel|return|status of|check|about)\s+#?"
+    r"(?P<n>\d{3,10})(?![\d.,]|\s*(?:[%$€£¥]|元|块|dollars?|euros?|pounds?|bucks|usd|eur|gbp"
+    r"|items?|pieces?|pcs|times|days|hours|km|miles)(?![a-z]))"
+    r"|(?<![\w.,$€£¥￥])(?P<z>\d{3,10})\s*(?:到哪|在哪|发货|发了|取消|退货|物流|状态|什么时候到|到了)"
 )
 # A token that would be an order id if a letter were a digit ("A10O1", "AI001").
 _CONFUSABLE = re.compile(r"(?<![0-9A-Za-z])[A-Za-z][0-9A-Za-z]{3,11}(?![0-9A-Za-z])")
@@ -160,7 +197,7 @@ def fix_word(word: str) -> str:
 
 def canonical(text: str) -> str:
     """Case-folded, simplified, typo-repaired text, with single spaces between words."""
-    folded = _SPACES.sub(" ", text.casefold().translate(TRADITIONAL))
+    folded = split_run_ons(_SPACES.sub(" ", text.casefold().translate(TRADITIONAL)))
     return _WORD.sub(lambda m: fix_word(m.group(0)), folded).strip()
 
 
@@ -208,6 +245,13 @@ class Reader:
                 rf"(?<![0-9A-Za-z])(?:{order_id_pattern})(?![0-9A-Za-z])",
                 re.IGNORECASE | re.ASCII,
             )
+            # An id run into words ("cancelorderA1003", "isA1005shippedyet"): its capital
+            # letter after two small ones marks where it starts.
+            self._glued = re.compile(
+                rf"(?<=[a-z]{{2}})(?:{order_id_pattern})(?=[a-z]{{3}}|[^0-9A-Za-z]|$)"
+                rf"|(?<![0-9A-Za-z])(?:{order_id_pattern})(?=[a-z]{{3}})",  # "A1003cancel"
+                re.ASCII,
+            )
         except re.error as exc:
             raise ValueError(f"invalid order id pattern {order_id_pattern!r}: {exc}") from exc
 
@@ -234,6 +278,16 @@ class Reader:
             found.append(match)
         return found
 
+    def _glued_spans(self, work: str, folded: str) -> list[tuple[int, int, str]]:
+        """Ids run into words, found in the text as written (the capital is the sign)."""
+        if len(work) != len(folded):
+            return []
+        return [
+            (m.start(), m.end(), m.group(0).upper())
+            for m in self._glued.finditer(work)
+            if m.group(0)[:1].isupper()
+        ]
+
     def without_ids(self, cleaned: str) -> str:
         return self._order_id.sub(" ", cleaned)
 
@@ -246,6 +300,7 @@ class Reader:
         spans: list[tuple[int, int, str]] = []
         for match in self._matches(folded.replace(ADDRESS_CHAR, " ")):
             spans.append((match.start(), match.end(), match.group(0).upper()))
+        spans += self._glued_spans(work, folded)
         taken = [(s, e) for s, e, _ in spans]
         spans += self._decorated(folded, taken)
         spans.sort()
@@ -282,6 +337,12 @@ class Reader:
         repairs: list[str] = []
         for match in list(_BARE_NUMBER.finditer(folded)):
             start, end = match.span("n")
+            suspects.append(work[start:end])
+            folded = _blank(folded, start, end, SUSPECT_CHAR)
+        for match in list(_BARE_ID_NUMBER.finditer(folded)):
+            start, end = match.span("n" if match.group("n") else "z")
+            if SUSPECT_CHAR in folded[start:end]:
+                continue
             suspects.append(work[start:end])
             folded = _blank(folded, start, end, SUSPECT_CHAR)
         for start, end, token, repaired_id in confusable_ids(work, self._whole):
@@ -343,9 +404,17 @@ def _take_address(work: str, folded: str) -> tuple[str | None, str, dict[int, st
     first: str | None = None
     found: dict[int, str] = {}
     has_han = _HAN.search(work) is not None
-    for pattern, end_at in ((_ADDRESS_ZH, _ADDRESS_END_ZH), (_ADDRESS_EN, _ADDRESS_END_EN)):
+    for pattern, end_at in (
+        (_ADDRESS_ZH, _ADDRESS_END_ZH),
+        (_ADDRESS_ZH_PLACE, _ADDRESS_END_ZH),
+        (_ADDRESS_EN, _ADDRESS_END_EN),
+    ):
         for match in list(pattern.finditer(folded)):
             start = match.end()
+            if pattern is _ADDRESS_ZH_PLACE and not _LOOKS_LIKE_ZH_ADDRESS.search(
+                folded[start : start + 30]
+            ):
+                continue
             near = folded[max(0, match.start() - 40) : match.end()]
             about_address = (
                 "地址" in near
@@ -455,6 +524,8 @@ def _split(
             if match.group(0) == "," and _in_number(folded, match.start()):
                 continue
             cuts.add(match.start())
+    cuts.update(_topic_breaks(folded))
+    cuts.update(_run_on_joiners(folded))
     for start, end in segments:
         cuts.update((start, end))
     bounds = sorted(cuts)
@@ -471,6 +542,41 @@ def _split(
         raw = work[start:end].strip(" ,.;，。")
         clauses.append(Clause(text, clause_ids, injected, raw, own[0] if own else None))
     return clauses
+
+
+# Chinese with no punctuation: "A1002退货A1005到哪了" is two requests, each order before
+# its own words; "A1001 和 A1005 到哪了" is one (a list of orders), as is "取消 A1007 不是 A1003".
+_BETWEEN_IDS: Final = re.compile(
+    r"[\ue000-\uefff]([^\ue000-\uefff，,。.;；!?！？\n]*?[\u4e00-\u9fff]{2}\s*)(?=[\ue000-\uefff])"
+)
+_LIST_END: Final = re.compile(r"(?:和|跟|与|及|或|或者|还是|同|、|以及|是|不是|而非|而不是|比)\s*$")
+
+
+def _topic_breaks(folded: str) -> list[int]:
+    """Where a new order starts a new request in unpunctuated Chinese."""
+    return [
+        m.end()
+        for m in _BETWEEN_IDS.finditer(folded)
+        if not _LIST_END.search(m.group(1)) and "是" not in m.group(1)
+    ]
+
+
+_LONG_WORD: Final = re.compile(r"[a-z]{8,}")
+
+
+def _run_on_joiners(folded: str) -> list[int]:
+    """Where an "and" run into other words starts a new request, as `_JOINER` does for a
+    spaced one ("cancelA1003andwhereisA1005")."""
+    cuts = []
+    for match in _LONG_WORD.finditer(folded):
+        offset = match.start()
+        pieces = split_run_on(match.group(0)).split(" ")
+        for n, piece in enumerate(pieces):
+            # "…andA1005" lists orders; "andwhereisA1005" asks something new
+            if piece == "and" and n < len(pieces) - 1:
+                cuts.append(offset)
+            offset += len(piece)
+    return cuts
 
 
 def _is_abbreviation(folded: str, dot: int) -> bool:

@@ -31,6 +31,7 @@ from agent_core.understanding.recognition.decide import (
     DEFAULT_CHOICES,
     HIGH_RISK_TOOLS,
     MAX_CHOICES,
+    OTHER,
     REFINES,
     Decision,
     Facts,
@@ -146,7 +147,51 @@ def recognise(
         # Said only where recognition changed something (staff see why).
         interp.recognised = f"{ranked[0].intent.key} {ranked[0].score:.2f}"
     applied = _apply(decision, understood, reading, language, recogniser, context_order_id)
-    return _clause_questions(applied, reading, recogniser, decision.outcome is Outcome.FAQ)
+    asked = _clause_questions(applied, reading, recogniser, decision.outcome is Outcome.FAQ)
+    return _clause_cant_do(asked, reading, recogniser, language)
+
+
+# A part of a message is something no tool serves when it is this close to a can't-do
+# topic, and this much closer to it than to anything the bot can do.
+CANT_DO_THRESHOLD = 0.75
+CANT_DO_MARGIN = 0.15
+
+
+def _clause_cant_do(
+    understood: Understood, reading: Reading, recogniser: Recogniser, language: Language
+) -> Understood:
+    """A read with a request no tool serves beside it ("where is A1001? also tell me a
+    joke", "A1003 到哪了？你们门店几点开门"): the part without an order, recognised on its
+    own, is named as unsupported (the offer of a person) and the read stays."""
+    interp = understood.interpretation
+    if (
+        understood.refusal is not None
+        or interp.handoff is not None
+        or reading.injections
+        or interp.unsupported
+        or not interp.intents
+        or len(reading.clauses) < 2
+    ):
+        return understood
+    for clause in reading.clauses:
+        if clause.ids:
+            continue
+        text = _ID_CHAR.sub(" ", clause.raw)
+        ranked = recogniser.rank(text)
+        # Only what is off the shop's ground altogether ("other"): a part about the order
+        # ("both of them, now", "质量太差") is read by the rules, not named unsupported.
+        if not ranked or ranked[0].intent.key != OTHER or not ranked[0].anchored:
+            continue
+        top = ranked[0]
+        rival = max((m.score for m in ranked[1:] if m.intent.kind is not Kind.CANT_DO), default=0.0)
+        if top.score >= CANT_DO_THRESHOLD and top.score - rival >= CANT_DO_MARGIN:
+            names = top.intent.cant_name
+            label = (
+                (names.zh if language is Language.ZH else names.en) if names else top.intent.name
+            )
+            interp.unsupported.append(label)
+            interp.unsupported_topics.append(top.intent.name)
+    return understood
 
 
 def _clause_questions(

@@ -49,6 +49,7 @@ from agent_core.understanding.lexicon import (
 )
 from agent_core.understanding.lexicon_intents import (
     HANDOFF,
+    NOT_WANTED,
     POINTER,
     SMALL_TALK,
     TRACK_TOOL,
@@ -102,13 +103,24 @@ def understand(
 
     views = [view_of(clause, custom) for clause in reading.clauses]
     views = merge_bare(views)
-    order_context = bool(order) or any(
-        ORDER_REF.search(v.clause.canonical) or STATUS_STRONG.search(v.clause.canonical)
-        for v in views
+    # "did it ship?" about the chat's order asks its status, not the shipping policy.
+    pointer = context_order_id is not None and any(
+        POINTER.search(v.clause.canonical) for v in views
+    )
+    order_context = (
+        bool(order)
+        or pointer
+        or any(
+            ORDER_REF.search(v.clause.canonical) or STATUS_STRONG.search(v.clause.canonical)
+            for v in views
+        )
     )
     delay = Mention.NONE
+    # A complaint anywhere in the message: its other clauses' weak words name no policy
+    # ("your delivery driver was rude, I'm filing a complaint").
+    complaint = any(UNSUPPORTED[i].key == "complaint" for v in views for i in v.unsupported)
     for view in views:
-        view.topics, found_delay = topics_of(view, order_context, bool(order))
+        view.topics, found_delay = topics_of(view, order_context, bool(order), complaint)
         delay = max(delay, found_delay)
     condition = any(CONDITION.search(v.clause.canonical) for v in views)
 
@@ -152,6 +164,7 @@ def understand(
 
     ambiguous: list[tuple[str, list[str]]] = []
     intents: list[Intent] = []
+    reasons: list[Intent] = []
     amount = amount_in(" ".join(v.text for v in genuine))
     for number, view in enumerate(genuine):
         for verb in view.verbs:
@@ -196,6 +209,13 @@ def understand(
                 ambiguous.append((verb.tool, targets))  # ask for the missing value
                 continue
             intents.append(_intent(verb.tool, targets, view, args))
+            if verb.tool == Action.CANCEL and NOT_WANTED.match(view.text[verb.start :]):
+                reasons.append(intents[-1])
+    # "A1002 不想要了，退货": the return is asked; "not wanted" is why.
+    changed = {o for i in intents if i.tool in (Action.RETURN, Action.REFUND) for o in i.order_ids}
+    for reason in reasons:
+        reason.order_ids = [o for o in reason.order_ids if o not in changed]
+    intents = [i for i in intents if i.order_ids]
 
     if ambiguous:
         tool, options = ambiguous[0]

@@ -70,7 +70,7 @@ def blank_negation_fillers(text: str) -> str:
 # Chinese negators that must sit right before the verb (a bare 不 anywhere would read
 # "不好意思取消…" as negated), with only polite fillers between.
 _ZH_NEGATED_TAIL: Final = re.compile(
-    r"(?:不|勿|请勿|禁止|严禁|千万别|千万不要|千万不能|不能|不可以|不许|不准)"
+    r"(?<!能)(?<!可)(?:不|勿|请勿|禁止|严禁|千万别|千万不要|千万不能|不能|不可以|不许|不准)"  # 能不能: asks
     r"(?:现在|马上|立刻|先|再|就|给我|帮我|替我|请|您|你)*\s*$"
 )
 _EN_NEGATED_TAIL: Final = re.compile(
@@ -183,7 +183,7 @@ def reported(before: str) -> bool:
 
 # "A1007 的围巾不要了": an item of the order is not wanted, not the order (changing items).
 _ITEM_BEFORE: Final = re.compile(
-    r"[\ue000-\uefff]?\s*的(?!订单|单|包裹|快递)[\u4e00-\u9fff]{1,6}\s*$"
+    r"[\ue000-\uefff]?\s*的(?!订单|单|包裹|快递|话)[\u4e00-\u9fff]{1,6}\s*$"  # 的话: "if"
 )
 
 

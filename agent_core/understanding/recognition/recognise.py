@@ -19,8 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from agent_core.understanding.lexicon_intents import ACTION_NAMING_WORDS
 from agent_core.understanding.recognition.intents import IntentDef
-from agent_core.understanding.recognition.normalise import Normaliser, stem
+from agent_core.understanding.recognition.normalise import QUESTION_FEATURE, Normaliser, stem
 
 # A request at least this close to an intent's best example is recognised as it.
 THRESHOLD: Final = 0.45
@@ -34,6 +35,18 @@ UNKNOWN_WEIGHT: Final = 3.0
 COVERAGE_SHARE: Final = 0.3
 COVERAGE_FLOOR: Final = 0.3
 UNCOVERED: Final = frozenset({"cancel_order", "request_return", "request_refund", "change_address"})
+# The intents whose words say nothing about a change: an order read, the menu. An action
+# recognised only on words these share ("订单 A1005" is closest to "取消订单" by "订单" alone)
+# is not anchored, and never done.
+PLAIN: Final = frozenset({"tool:get_order_status", "tool:track_parcel", "menu:menu"})
+# The policy topics that name each action. An action is recognised only on a word its
+# examples share with these (cancel, 取消, return, 退货, refund, 退款): "A1002 broken" is
+# close to "the item is broken, I want to return it", but asks for no return.
+NAMING: Final = {
+    "cancel_order": ("faq:cancellation", "faq:cancellation_fee"),
+    "request_return": ("faq:returns",),
+    "request_refund": ("faq:refund", "faq:refund_times"),
+}
 
 
 @dataclass(frozen=True)
@@ -41,6 +54,13 @@ class Match:
     intent: IntentDef
     score: float
     example: str
+    # The request shares a word with the example that no order read or menu example has.
+    anchored: bool = True
+    # … and, for an action, a word that names the action (see NAMING).
+    named: bool = True
+    # A word the order status examples do not have ("哪家快递" has 哪家; "A1001 快递" none):
+    # parcel tracking is recognised only on one.
+    beyond_status: bool = True
 
 
 class Recogniser:
@@ -83,6 +103,30 @@ class Recogniser:
         for intent_index, _, feats in docs:
             vocab[intent_index] |= feats
         self._vocab = vocab
+        self._plain = frozenset(
+            f for i, intent in enumerate(self.intents) if intent.key in PLAIN for f in vocab[i]
+        )
+        keys = {intent.key: i for i, intent in enumerate(self.intents)}
+        self._status = (
+            frozenset(vocab[keys["tool:get_order_status"]])
+            if ("tool:get_order_status" in keys)
+            else frozenset()
+        )
+        self._naming = {
+            i: frozenset(
+                vocab[i]
+                & {f for key in NAMING[intent.name] if key in keys for f in vocab[keys[key]]}
+            )
+            - self._plain
+            - {QUESTION_FEATURE}
+            | {
+                f
+                for words in ACTION_NAMING_WORDS.get(intent.name, ())
+                for f in self.normaliser.features(words)
+            }
+            for i, intent in enumerate(self.intents)
+            if intent.name in NAMING and intent.key.startswith("tool:")
+        }
 
     def weight(self, feature: str) -> float:
         return self._weight.get(feature, self._unknown_weight)
@@ -118,4 +162,14 @@ class Recogniser:
             extra = sum(self.weight(f) ** 2 for f in feats if f in vocab and f not in own)
             best[intent_index] = (score + COVERAGE_SHARE * math.sqrt(extra / total), example)
         ranked = sorted(best.items(), key=lambda item: -item[1][0])
-        return [Match(self.intents[i], round(s, 4), e) for i, (s, e) in ranked]
+        return [
+            Match(
+                self.intents[i],
+                round(s, 4),
+                e,
+                anchored=bool((feats & self._docs[closest[i]][2]) - self._plain),
+                named=i not in self._naming or bool(feats & self._naming[i]),
+                beyond_status=bool((feats & self._docs[closest[i]][2]) - self._status),
+            )
+            for i, (s, e) in ranked
+        ]
