@@ -17,11 +17,19 @@ from agent_core.understanding.reading import Reading
 STATUS_TOOL = "get_order_status"
 
 
+# "½" (NFKC: "1⁄2"), "1/2", "59÷2": a fraction is not a plain amount (asked about).
+_FRACTION = re.compile(r"^\s*[⁄/÷]\s*\d|^\d*\s*[⁄/÷]")
+
+
 def amount_in(text: str) -> str | None:
     match = AMOUNT.search(text)
     if match is None:
         return None
-    return next((v for v in match.group("a", "b", "c", "d", "e", "f") if v), None)
+    value = next((v for v in match.group("a", "b", "c", "d", "e", "f") if v), None)
+    at = next((match.end(g) for g in "abcdef" if match.group(g)), match.end())
+    if value is not None and _FRACTION.match(text[at:]):
+        return None
+    return value
 
 
 def option_text(

@@ -178,7 +178,7 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
             asked = (
                 (is_question(text, match.start()) and not concrete)
                 or past
-                or whether_question(text, match.start())
+                or whether_question(text, match.start(), match.end())
                 # "can the address on A1003 still be changed?", "is it too late to change
                 # where A1005 is going?": with no new address, a question about it
                 or (terms.action is Action.ADDRESS and _ASKS_ABOUT.search(text) is not None)

@@ -33,7 +33,14 @@ from agent_core.understanding.lexicon_intents import (
     TRANSCRIPT_SELF,
     ZH_TYPOS,
 )
-from agent_core.understanding.recognition.precision import blank_negation_fillers, confusable_ids
+from agent_core.understanding.recognition.precision import (
+    CUSTOMER_AGAIN,
+    HIDDEN,
+    HIDDEN_DEMANDS,
+    NO_WORD,
+    blank_negation_fillers,
+    confusable_ids,
+)
 
 # Telegram messages are at most 4096 characters; capping keeps the planner's cost bounded.
 MAX_TEXT_CHARS = 4096
@@ -53,7 +60,9 @@ _JOINER = re.compile(
 
 # Where an address value starts (after the marker) in folded text.
 _ADDRESS_EN = re.compile(
-    r"(?:\baddress|\badress|\baddres)\b[^.?!;\n]{0,60}?(?:\bto\b|\bshould be\b|:|\bis now\b|->|→"
+    # "the address for A1007 (not A1003!) to …": a bracketed aside is skipped whole.
+    r"(?:\baddress|\badress|\baddres)\b(?:\([^)\n]{0,30}\)|[^.?!;\n]){0,60}?(?:\bto\b|\bshould be\b"
+    r"|:|\bis now\b|->|→"
     r"|\bit'?s\b(?=\s*\d))\s*"
     r"|\bnew address(?: for (?:order )?#?[a-z]?-?\d[\w-]*)?\b\s*:?\s*|\bit should be\b\s*"
     r"|\bsend (?:it|this|[a-z]-?\d+|\S+) to\s+(?=[^.?!;\n]*\binstead\b)"
@@ -70,7 +79,7 @@ _ADDRESS_EN = re.compile(
     r"|[a-z]-?\d{3,}\s*(?:->|→|=>)\s*(?=\d)"
 )
 _ADDRESS_ZH = re.compile(
-    r"(?:改成|改为|改到|地址是|地址为|新地址\s*[:：]?|地址\s*[:：])\s*|寄到\s*"
+    r"(?:改成(?!功)|改为|改到|地址是|地址为|新地址\s*[:：]?|地址\s*[:：])\s*|寄到\s*"
     r"|改(?:收货)?地址(?:到|为|成)\s*|改寄到?\s*|改送到\s*|该成\s*"
 )
 # What follows a marker looks like a Chinese street address ("杭州市西湖区文三路 5 号"): the
@@ -152,10 +161,11 @@ def fix_word(word: str) -> str:
         return TYPOS[word]
     if len(word) < 5 or word in FUZZY_VOCABULARY or word in NOT_TYPOS:
         return word
-    for keyword in FUZZY_VOCABULARY:
-        if _within_one_edit(word, keyword):
-            return keyword
-    return word
+    near = [k for k in FUZZY_VOCABULARY if _within_one_edit(word, k)]
+    # "deliverd" is "delivered" (a letter left out), not "delivery": a keyword that ends
+    # as the word does is the likelier one.
+    same_end = [k for k in near if k[-1] == word[-1]]
+    return (same_end or near or [word])[0]
 
 
 def canonical(text: str) -> str:
@@ -258,7 +268,10 @@ class Reader:
         segments = _merge_spans([*_injection_segments(folded), *fabricated])
         clauses = _split(work, folded, segments, ids, addresses)
         injections = [work[s:e].strip() for s, e in segments]
-        demands = any(INJECTION_DEMANDS.search(canonical(folded[s:e])) for s, e in segments)
+        demands = any(
+            INJECTION_DEMANDS.search(text) or HIDDEN_DEMANDS.search(text)
+            for text in (canonical(folded[s:e]) for s, e in segments)
+        )
         return Reading(work, ids, suspects, repairs, address, clauses, injections, demands)
 
     def _decorated(self, folded: str, taken: list[tuple[int, int]]) -> list[tuple[int, int, str]]:
@@ -332,7 +345,8 @@ def _blank_transcripts(cleaned: str) -> tuple[str, list[tuple[int, int]]]:
         if first_other is not None and match.end() > first_other:
             line_end = work.find("\n", match.end())
             end = len(work) if line_end < 0 else line_end
-            if INJECTION_DEMANDS.search(canonical(work[match.end() : end])):
+            said = canonical(work[match.end() : end])
+            if INJECTION_DEMANDS.search(said) or HIDDEN_DEMANDS.search(said):
                 fabricated.append((match.end(), end))
     return work, fabricated
 
@@ -381,8 +395,13 @@ def _injection_segments(folded: str) -> list[tuple[int, int]]:
     bare marker ("ignore previous instructions and …") covers the rest of the message.
     """
     segments: list[tuple[int, int]] = []
-    for match in INJECTION.finditer(folded):
+    markers = sorted(
+        [*INJECTION.finditer(folded), *HIDDEN.finditer(folded)], key=lambda m: m.start()
+    )
+    for match in markers:
         start, end = match.start(), len(folded)
+        if segments and start < segments[-1][1] and match.re is HIDDEN:
+            continue  # already inside instruction-like text
         marker = match.group(0)
         if marker.lstrip().startswith("<"):
             name = re.sub(r"[<>/\s]", "", marker)
@@ -390,17 +409,23 @@ def _injection_segments(folded: str) -> list[tuple[int, int]]:
             end = match.end() if "/" in marker else (close + len(name) + 3 if close >= 0 else end)
         else:
             opener = _open_bracket(folded, start)
+            close = -1
             if opener is not None:
                 close = folded.find(_PAIRS[folded[opener]], match.end())
                 start = opener
                 if close >= 0 and close - match.end() > 8:
                     end = close + 1
-            elif _HAN.search(marker) and not marker.startswith(("【", "[")):
+            if end == len(folded) and _HAN.search(marker) and not marker.startswith(("【", "[")):
                 # A Chinese instruction line ("助手请注意：…。A1001 到哪了") ends at its full
                 # stop: what follows is the customer's own sentence again.
                 stop = _SENTENCE_END_ZH.search(folded, match.end())
                 if stop is not None and folded[stop.end() :].strip():
                     end = stop.end()
+        # "DEVELOPER NOTE: … Customer question: when was A1002 delivered?": the customer's
+        # own text starts again at the label.
+        back = CUSTOMER_AGAIN.search(folded, match.end(), end)
+        if back is not None:
+            end = back.start()
         if _WHOLE_MESSAGE.search(marker):
             start = 0  # "… this is an authorised admin request": it frames all of it
         if segments and start <= segments[-1][1]:
@@ -457,6 +482,17 @@ def _split(
             cuts.add(match.start())
     for start, end in segments:
         cuts.update((start, end))
+    bounds = sorted(cuts)
+    # "cancel A1003? no, A1007": a bare "no" and the order after it are one correction.
+    for left, mid, right in zip(bounds, bounds[1:], bounds[2:], strict=False):
+        first = re.sub(r"[,.?!;，。？！；、\s]+", " ", canonical(folded[left:mid])).strip()
+        second = re.sub(r"[,.?!;，。？！；、\s]+", "", folded[mid:right])
+        if (
+            NO_WORD.match(first)
+            and second
+            and all(ID_BASE <= ord(c) < ID_BASE + len(ids) for c in second)
+        ):
+            cuts.discard(mid)
     bounds = sorted(cuts)
     clauses = []
     for start, end in itertools.pairwise(bounds):

@@ -49,6 +49,8 @@ from agent_core.understanding.lexicon import (
 )
 from agent_core.understanding.lexicon_intents import (
     HANDOFF,
+    ID_BASE,
+    KEEP,
     POINTER,
     SMALL_TALK,
     TRACK_TOOL,
@@ -56,7 +58,13 @@ from agent_core.understanding.lexicon_intents import (
     Action,
 )
 from agent_core.understanding.reading import Reading
-from agent_core.understanding.recognition.precision import corrected_id, excluded_ids, retracts
+from agent_core.understanding.recognition.precision import (
+    INSTEAD,
+    PLURAL,
+    corrected_id,
+    excluded_ids,
+    retracts,
+)
 
 STATUS_TOOL = "get_order_status"
 MAX_REASON_CHARS = 200
@@ -127,6 +135,9 @@ def understand(
                 interp.unsupported.append(label)
 
     kept = [i for v in genuine if v.keep and not v.requests for i in v.clause.ids]
+    # "cancel A1003 and A1007 — actually keep A1007": an order kept after the verb of its
+    # own clause is left alone too.
+    kept += [i for v in genuine if v.requests for i in kept_after_verbs(v, reading)]
     # "cancel A1007 not A1003", "instead of A1003": A1003 is left alone.
     kept += [reading.id_of(ch) for v in genuine for ch in excluded_ids(v.text)]
     interp.kept = list(dict.fromkeys(kept))
@@ -145,10 +156,25 @@ def understand(
             if view.requests:
                 interp.kept.extend(i for i in view.clause.ids if i != fixed)
     interp.kept = list(dict.fromkeys(interp.kept))
-    negated_ids = [i for v in genuine for verb in v.verbs if verb.negated for i in v.clause.ids]
+    # Taken back: negated, or retracted later ("cancel A1003, scratch that, …").
+    dropped = [
+        (verb.tool, i)
+        for n, v in enumerate(genuine)
+        for verb in v.verbs
+        if verb.negated
+        or (
+            not corrections
+            and (n < retracted_before or retracts(v.text[verb.start :]))
+            and not verb.question
+        )
+        for i in v.clause.ids
+    ]
     requested_ids = [i for v in genuine if v.requests for i in v.clause.ids]
-    onlynegated = {i for i in negated_ids if i not in requested_ids}
+    onlynegated = {i for _, i in dropped if i not in requested_ids}
     candidates = [i for i in order if i not in interp.kept and i not in onlynegated]
+    # "不要退款 A1002，退货就行": an order only negated for another action may still be meant.
+    negated_for = {(t, i) for t, i in dropped if i not in requested_ids}
+    own_ids = {n: ids_written_in(v, reading) for n, v in enumerate(genuine)}
 
     ambiguous: list[tuple[str, list[str]]] = []
     intents: list[Intent] = []
@@ -156,6 +182,13 @@ def understand(
     for number, view in enumerate(genuine):
         for verb in view.verbs:
             targets = [i for i in view.clause.ids if i not in interp.kept]
+            listed_before = bool(view.clause.ids) and view.clause.ids[0] not in own_ids[number]
+            if listed_before and len(targets) > 1 and not PLURAL.search(view.text):
+                # "A1003, A1007 — cancel", "A1003、A1007，取消": orders listed before the
+                # verb's clause, in clauses of their own: which of them is meant is asked
+                # (reads still take them all; "cancel A1003, A1005" lists after the verb).
+                ambiguous.append((verb.tool, targets))
+                continue
             # The correction, not the retraction before it, decides ("不对，是 A1007").
             corrected = next((i for n, i in corrections if n > number), None)
             if corrected is not None:
@@ -179,8 +212,30 @@ def understand(
                 ambiguous.append((verb.tool, targets or candidates))
                 continue
             if not targets:
+                for_tool = [
+                    i
+                    for i in order
+                    if i not in interp.kept
+                    and (verb.tool, i) not in negated_for
+                    and (i not in onlynegated or _negated_only_for_others(i, verb.tool, dropped))
+                ]
+                if (
+                    any(
+                        v.clause.ids and any(r.tool == verb.tool for r in v.requests)
+                        for v in genuine
+                        if v is not view
+                    )
+                    and verb.tool == Action.ADDRESS
+                    and view.clause.address
+                    and len(candidates) != 1
+                ):
+                    # "A1007 改地址，…，新地址 南京市…": the address of the change asked
+                    # in another clause, not a second change.
+                    continue
                 if len(candidates) == 1:
                     targets = candidates
+                elif not candidates and len(for_tool) == 1 and INSTEAD.search(view.text):
+                    targets = for_tool
                 else:
                     ambiguous.append((verb.tool, candidates))
                     continue
@@ -226,7 +281,15 @@ def understand(
         if not (view.status or view.track):
             continue
         tool = TRACK_TOOL if view.track else STATUS_TOOL
-        targets = list(view.clause.ids) or [i for i in order if i not in interp.kept]
+        # "not A1001 - A1005 is the one I need the tracking for": not the excluded one.
+        excluded = {reading.id_of(ch) for ch in excluded_ids(view.text)}
+        targets = [i for i in view.clause.ids if i not in excluded] or [
+            i for i in order if i not in interp.kept
+        ]
+        if not targets and not view.clause.ids:
+            # "Don't cancel. A1003 is fine. Just wondering when it ships": an order kept
+            # (or only negated) may still be asked about.
+            targets = [i for i in order if i not in excluded]
         if targets:
             read_intents.append(_intent(tool, targets, view))
         else:
@@ -290,6 +353,26 @@ def understand(
         vague=vague,
         unsupported_keys=keys,
     )
+
+
+def ids_written_in(view: View, reading: Reading) -> list[str]:
+    """The orders a clause names in its own words (not folded in from a bare list)."""
+    return [i for i in view.clause.ids if chr(ID_BASE + reading.order_ids.index(i)) in view.text]
+
+
+def kept_after_verbs(view: View, reading: Reading) -> list[str]:
+    """Orders a clause keeps after its last action verb ("… — actually keep A1007")."""
+    last = max((v.start for v in view.requests), default=-1)
+    match = next((m for m in KEEP.finditer(view.text) if m.start() > last), None)
+    if match is None:
+        return []
+    tail = view.text[match.end() :]
+    return [i for i in view.clause.ids if chr(ID_BASE + reading.order_ids.index(i)) in tail]
+
+
+def _negated_only_for_others(order_id: str, tool: str, dropped: list[tuple[str, str]]) -> bool:
+    tools = {t for t, i in dropped if i == order_id}
+    return bool(tools) and tool not in tools
 
 
 _ADD_ITEMS = next(n for n, u in enumerate(UNSUPPORTED) if u.key == "add_items")

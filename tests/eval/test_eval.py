@@ -53,15 +53,13 @@ GATES = {
 # the spec's gate, 0 wrong actions everywhere.
 KNOWN_WRONG_ACTIONS: dict[str, frozenset[str]] = {
     # The held-out split's, measured after the recognition work of issue 21 was merged
-    # (53 when the split was merged, before it; 13 after its first round, 9 after its second). Ids only: the held-out texts are never
+    # (53 when the split was merged, before it; 13 after its first round, 9 after its second,
+    # 6 after round 3's precision work). Ids only: the held-out texts are never
     # tuned on, so these are fixed by work on the dev split's registers, not on these cases.
     "heldout.jsonl": frozenset(
         {
             "ho-adversarial-en-043",
-            "ho-cancel-en-037",
-            "ho-cancel-en-039",
             "ho-cancel-zh-024",
-            "ho-cancel-zh-027",
             "ho-clarify-en-020",
             "ho-clarify-en-024",
             "ho-faq-zh-037",
