@@ -44,11 +44,14 @@ from agent_core.understanding.lexicon_intents import (
 )
 from agent_core.understanding.reading import Clause
 from agent_core.understanding.recognition.precision import (
+    GENERAL,
+    ORDER_ETA,
     about_an_item,
     negated_after,
     negated_strictly,
     past_question,
     reported,
+    status_frames,
     whether_question,
 )
 
@@ -249,6 +252,15 @@ def topics_of(
     found: list[tuple[int, PolicyTopic]] = []
     in_passing: set[int] = set()
     delay = Mention.NONE
+    # "has A1002 been refunded yet?", "A1002 的退货进度", "where is my exchange order A1005?":
+    # an action word naming something under way on an order asks its status, not a policy.
+    frames = status_frames(view.text) if (view.clause.ids or message_ids) else []
+    if view.clause.ids and not GENERAL.search(view.text):
+        frames += [m.span() for m in ORDER_ETA.finditer(view.text)]
+    # "is there a delay with A1005": whether the order is late, not the compensation rules.
+    only_is_there = view.clause.ids and not POLICY_MARKERS.search(
+        re.sub(r"(?<![a-z])(?:is|are) there(?![a-z])", " ", residual)
+    )
     for topic, strong, weak in TOPIC_PATTERNS:
         for pattern in (strong, weak):
             for match in list(pattern.finditer(seen)):
@@ -256,8 +268,13 @@ def topics_of(
                 if start == end:
                     continue
                 seen = blank(seen, start, end)
+                if any(s < end and start < e for s, e in frames):
+                    residual = blank(residual, start, end)
+                    continue
                 if negated(residual, start):
                     residual = blank(residual, start, end)
+                    continue
+                if pattern is weak and topic in DELAY_TOPICS and only_is_there:
                     continue
                 if topic in DELAY_TOPICS:
                     delay = max(delay, Mention.STRONG if pattern is strong else Mention.WEAK)
@@ -279,7 +296,8 @@ def topics_of(
         or ORDER_NOUN.search(residual)
     )
     view.status = (
-        STATUS_STRONG.search(residual) is not None
+        bool(frames)
+        or STATUS_STRONG.search(residual) is not None
         or (names_order and STATUS_WEAK.search(residual) is not None)
         or only_a_reference(residual)
     )

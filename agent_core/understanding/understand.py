@@ -169,7 +169,15 @@ def understand(
         )
         for i in v.clause.ids
     ]
-    requested_ids = [i for v in genuine if v.requests for i in v.clause.ids]
+    requested_ids = [
+        i
+        for n, v in enumerate(genuine)
+        if any(
+            corrections or not (n < retracted_before or retracts(v.text[r.start :]))
+            for r in v.requests
+        )
+        for i in v.clause.ids
+    ]
     onlynegated = {i for _, i in dropped if i not in requested_ids}
     candidates = [i for i in order if i not in interp.kept and i not in onlynegated]
     # "不要退款 A1002，退货就行": an order only negated for another action may still be meant.

@@ -25,7 +25,12 @@ from typing import Final
 from agent_core.understanding.lexicon_intents import NEGATORS_EN, NEGATORS_ZH
 from agent_core.understanding.recognition.intents import IntentDef, Kind
 from agent_core.understanding.recognition.normalise import POLITE, QUESTION, is_question
-from agent_core.understanding.recognition.precision import RETRACTION, negated_strictly, reported
+from agent_core.understanding.recognition.precision import (
+    RETRACTION,
+    asks_policy,
+    negated_strictly,
+    reported,
+)
 from agent_core.understanding.recognition.recognise import (
     ACTION_MARGIN,
     ACTION_THRESHOLD,
@@ -257,6 +262,10 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
             # "order A1003?", "what's the latest on A1006?": the status read stands unless
             # recognition is sure the question is something else.
             return Decision(Outcome.KEEP)
+        if facts.orders and intent.kind is Kind.FAQ and not asks_policy(facts.text):
+            # "is A1001 delayed?", "why is A1001 taking so long", "A1001 几天能送到": a
+            # question about the order's own state; a policy needs a policy question.
+            return Decision(Outcome.KEEP)
         return Decision(Outcome(intent.kind.value), intent, with_reads=intent.kind is Kind.FAQ)
     if intent.name in READ_TOOLS:
         if facts.orders or facts.context:
@@ -285,6 +294,12 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
             return Decision(Outcome.ACTION, intent)
         return _choices(ranked, facts, menu=False)
     return _choices(ranked, facts, menu=False)
+
+
+# An action from recognition alone needs the request to share at least this many features
+# with the example it matched: one rare word ("I expect a refund" for "expected delivery for
+# A1005") is a likeness of wording, not the same request.
+ACTION_SHARED: Final = 2
 
 
 def _bare(text: str) -> bool:

@@ -142,6 +142,10 @@ _STATUS_FRAME: Final = re.compile(
     rf"|(?<![a-z]){_ACTION_WORD_EN}(?: \S+){{0,4}}? (?:been |already )*(?:processed|approved|issued"
     r"|completed|done|received)(?![a-z])"
     rf"|(?<![a-z])(?:exchange|replacement|returned) (?:order|parcel|package|item)s?(?![a-z])"
+    # "I returned A1002 last week, was it received?": done already, by the customer.
+    r"|(?<![a-z])(?<!if )(?<!suppose )(?<!supposing )(?<!say )(?:i|we)(?: (?:already|just|have|had"
+    r"|'ve|'d))* (?:returned|refunded|cancell?ed"
+    r"|exchanged|sent (?:it |them |\S+ )?back)(?![a-z])"
     rf"|{_ACTION_WORD_ZH}(?:的)?(?:申请)?(?:进度|状态|进展|结果|处理情况|处理进度|到哪一步)"
     rf"|{_ACTION_WORD_ZH}(?:成功|处理好|处理完|办好|完成|好|到账|生效)了?(?:吗|没有|没|么|嘛|\s*[?？])"
     rf"|(?:已经|已)\s*(?:申请了?|办了?|给我)?\s*{_ACTION_WORD_ZH}"
@@ -351,4 +355,41 @@ NO_WORD: Final = re.compile(r"^(?:no|nope|nah|oops|sorry|不对)$")
 CUSTOMER_AGAIN: Final = re.compile(
     r"(?<![a-z])(?:customer|user|client)(?:'s)? (?:question|message|request|says?)\s*[:：]"
     r"|(?:用户|顾客|客户)(?:的)?(?:问题|消息|提问|说)\s*[:：]"
+)
+
+
+# What makes a message about a named order ask a policy as well, not only the order's state:
+# a question about how, whether, what it costs, how long things usually take, or a rule by
+# name ("how do I get an invoice for A1002?", "is A1006 still within the return window?",
+# "A1005 还没到，一般配送要几天"). "is A1001 delayed?", "why is A1001 taking so long",
+# "A1001 shipping info", "A1001 几天能送到" ask none: the order's status answers them.
+POLICY_QUESTION: Final = re.compile(
+    r"(?<![a-z])(?:how (?:do|can|does|would|should|could|to|much|many|long)|can (?:i|we|you|it|they"
+    r"|this|that)|could (?:i|we)|may (?:i|we)|am i|is it (?:possible|too late|ok|okay|free)"
+    r"|do (?:you|i|we)|does (?:it|this|that|your)|what(?:'s| is| are| about) (?:the|your)|will i"
+    r"|would i|usually|normally|generally|in general|typically|policy|policies|rules?|terms"
+    r"|fees?|costs?|charges?|window|eligible|entitled|allowed|invoice|receipt|warranty"
+    r"|guarantee|compensat\w*|reimburs\w*|refund\w*|return\w*|exchange\w*|cancel\w*"
+    r"|newsletter|unsubscrib\w*|account|pay(?:ment|pal)?|discount|coupon|voucher)(?![a-z])"
+    r"|怎么|怎样|如何|咋|能不能|可不可以|可以[^，。？！]{0,8}吗|能[^，。？！]{0,6}吗|是否|一般|通常|平时"
+    r"|政策|规则|规定|条款|流程|手续|费用|多少钱|收费|免费|包邮|运费|发票|收据|保修|质保|补偿|赔|退|换货"
+    r"|取消|账号|账户|付款|支付|优惠|折扣|订阅|你们|([\u4e00-\u9fff])不\1"
+)
+
+
+def asks_policy(text: str) -> bool:
+    return POLICY_QUESTION.search(text) is not None
+
+
+# "estimated delivery time of A1005", "A1005 delivery time?", "A1003 多久发货", "A1001 几天能
+# 送到": when one order is named, the time of its delivery is its status, not the policy.
+ORDER_ETA: Final = re.compile(
+    r"(?<![a-z])(?:estimated |expected )?(?:delivery|shipping|arrival|dispatch) (?:times?|dates?"
+    r"|estimates?|eta)(?![a-z])|(?<![a-z])estimated (?:delivery|arrival)(?![a-z])"
+    r"|配送时间|发货时间|送达时间|到货时间|多久(?:能)?发货|几天(?:能)?发货|多久能发|什么时候(?:能)?发货"
+)
+# … unless it is asked in general ("how long does delivery usually take?").
+GENERAL: Final = re.compile(
+    r"(?<![a-z])(?:usually|normally|generally|in general|typically|always|on average|average"
+    r"|policy|policies|rules?|how long does|how long do)(?![a-z])|一般|通常|平时|平均|正常|规定|政策"
 )
