@@ -44,12 +44,17 @@ from agent_core.understanding.lexicon_intents import (
 )
 from agent_core.understanding.reading import Clause
 from agent_core.understanding.recognition.precision import (
+    ASK_PASSIVE,
     GENERAL,
+    LEFT_ALONE_ZH,
     ORDER_ETA,
+    PASSIVE_TOOLS,
     about_an_item,
+    done_after,
     negated_after,
     negated_strictly,
     past_question,
+    polite_request,
     reported,
     status_frames,
     whether_question,
@@ -134,11 +139,15 @@ def negated(text: str, start: int) -> bool:
         return True
     if _HAN.search(text[start : start + 1]) or (before and _HAN.search(before[-1:])):
         for match in NEGATORS_ZH.finditer(before):
+            at = match.start() + match.group(0).find("不")
+            if 0 < at < len(before) - 1 and before[at - 1] == before[at + 1]:
+                continue  # "要不要取消", "能不能退": a question (A-not-A), not a negation
             between = before[match.end() :]
             if len(between) <= NEGATION_CHARS_ZH or NEGATION_FILLERS_ZH.fullmatch(between):
                 return True
     for match in NEGATORS_EN.finditer(before):
-        words = before[match.end() :].split()
+        # "don't want A1005's address changed": an order named as the owner is no object.
+        words = re.sub(r"[\ue000-\uefff]\s*'s\b", "its", before[match.end() :]).split()
         # "we dont need it anymore, cancel", "I'd rather not keep A1007 please cancel it":
         # the negator's own verb took its object first; the action is not negated.
         # An action in between keeps the old reach ("don't cancel A1001 return it" negates
@@ -175,11 +184,17 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
             # Somebody else's wish ("my friend wants to cancel B2001") is read as a question
             # about the action: the order's status and the policy, never the action.
             told = reported(text[: match.start()])
+            # … and what somebody else already did ("室友说他帮我把 A1003 取消了"): status.
+            past = past or (told and done_after(text[match.end() :]))
             # "Could I kindly have 12.99 refunded for A1002?": a question that carries the
             # concrete amount is the request (as a new address makes one of an address change).
             concrete = terms.action is Action.REFUND and AMOUNT.search(text) is not None
             asked = (
-                (is_question(text, match.start()) and not concrete)
+                (
+                    is_question(text, match.start())
+                    and not concrete
+                    and not polite_request(text[: match.start()])
+                )
                 or past
                 or whether_question(text, match.start(), match.end())
                 # "can the address on A1003 still be changed?", "is it too late to change
@@ -205,6 +220,12 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
             )
             if not question or past:  # a question stays for the policy topics to find;
                 residual = blank(residual, *match.span())  # what happened asks no policy
+    # "can A1003 be cancelled?", "is A1003 cancellable?": asked about, never done.
+    for match in ASK_PASSIVE.finditer(residual):
+        word = match.group("verb") or match.group("able")
+        tool, topic = next(v for k, v in PASSIVE_TOOLS.items() if word.startswith(k))
+        if not any(v.tool == tool for v in view.verbs):
+            view.verbs.append(Verb(tool, match.start(), False, True, topic))
     if ADDRESS_CHAR in text and not any(v.tool == Action.ADDRESS for v in view.verbs):
         at = text.index(ADDRESS_CHAR)
         told = reported(text[:at])
@@ -235,7 +256,9 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
     view.clause = replace(clause, canonical=residual)
     if not declared:
         view.unsupported = [i for i, u in enumerate(UNSUPPORTED) if u.terms.search(text)]
-    view.keep = KEEP.search(text) is not None
+    view.keep = KEEP.search(text) is not None or (
+        not view.verbs and LEFT_ALONE_ZH.search(text) is not None
+    )
     view.choose = CHOOSE.search(text) is not None
     return view
 

@@ -70,7 +70,8 @@ def blank_negation_fillers(text: str) -> str:
 # Chinese negators that must sit right before the verb (a bare 不 anywhere would read
 # "不好意思取消…" as negated), with only polite fillers between.
 _ZH_NEGATED_TAIL: Final = re.compile(
-    r"(?:不|勿|请勿|禁止|严禁|千万别|千万不要|千万不能|不能|不可以|不许|不准|没必要|没有必要|不必要"
+    # "能不能取消", "可不可以退": a question (A-not-A), not a negation.
+    r"(?<![能可要会])(?:不|勿|请勿|禁止|严禁|千万别|千万不要|千万不能|不能|不可以|不许|不准|没必要|没有必要|不必要"
     r"|用不着|犯不着)"
     # … with "给 A1006" / "把 A1002" between ("请勿给 A1006 退款", "千万不要把 A1002 退掉").
     r"(?:现在|马上|立刻|先|再|就|给我|帮我|替我|请|您|你|(?:给|把|将|对)\s*[\ue000-\uefff]?\s*(?:的)?)*"
@@ -98,7 +99,7 @@ _PAST_EN: Final = re.compile(
 )
 _PAST_ZH_BEFORE: Final = re.compile(
     r"(?:已经|为什么|为啥|怎么就|是不是已经|是否已经?|有没有|谁|本来|原本|是不是)[^，,。.;；!?！？]{0,6}$"
-    r"|被[^，,。.;；!?！？]{0,3}$|^是[^，,。.;；!?！？]{0,8}$"
+    r"|被[^，,。.;；!?！？]{0,3}$|^是(?![^，,。.;；!?！？]*(?:要|想|得|需要|打算))[^，,。.;；!?！？]{0,8}$"
 )
 _PAST_ZH_AFTER: Final = re.compile(
     r"^[^，,。.;；!?！？]{0,8}?(?:了吗|了么|了没|了嘛|没有[?？]?$|了\s*[?？]|过吗|过么|过没|过了吗)"
@@ -137,7 +138,8 @@ _STATUS_FRAME: Final = re.compile(
     rf"|(?<![a-z])(?:status|progress|update|updates|news) (?:on|of|for|about|re) (?:the |my |your |a |this "
     rf"|that )?(?:\w+ )?{_ACTION_WORD_EN}(?![a-z])"
     rf"|(?<![a-z])(?:has|was|were|is|are|got|been)(?: \S+){{0,3}}? (?:already |been |being "
-    r"|now |finally )*(?:refunded|returned|cancell?ed|exchanged|reimbursed)(?![a-z])"
+    r"|now |finally )*(?:refunded|returned|cancell?ed|exchanged|reimbursed)"
+    r"(?: (?:or|and|nor) (?:refunded|returned|cancell?ed|exchanged|reimbursed))?(?![a-z])"
     rf"|(?<![a-z]){_ACTION_WORD_EN}(?: \S+){{0,4}}? (?:gone|go|went|come|came|gotten|get|got) through"
     rf"|(?<![a-z]){_ACTION_WORD_EN}(?: \S+){{0,4}}? (?:been |already )*(?:processed|approved|issued"
     r"|completed|done|received)(?![a-z])"
@@ -392,4 +394,48 @@ ORDER_ETA: Final = re.compile(
 GENERAL: Final = re.compile(
     r"(?<![a-z])(?:usually|normally|generally|in general|typically|always|on average|average"
     r"|policy|policies|rules?|how long does|how long do)(?![a-z])|一般|通常|平时|平均|正常|规定|政策"
+)
+
+
+# "能帮我取消 A1007 吗", "可以帮我退货吗", "麻烦帮我…": a polite request, not a question about
+# whether it can be done.
+_POLITE_ZH: Final = re.compile(
+    r"(?:能|可以|能不能|可不可以|能否|麻烦|请)(?:你|您)?(?:帮我|帮忙|替我|帮)(?:把|给)?\s*"
+    r"(?:[\ue000-\uefff]\s*)?(?:的)?\s*$"
+)
+
+
+def polite_request(before: str) -> bool:
+    return _POLITE_ZH.search(before) is not None
+
+
+# "室友说他帮我把 A1003 取消了": what somebody else already did (status only).
+_DONE_AFTER_ZH: Final = re.compile(
+    r"^\s*(?:[\ue000-\uefff]\s*)?(?:了|掉了|过了)\s*(?:啊|呀|哦|吧)?\s*$"
+)
+
+
+def done_after(after: str) -> bool:
+    return _DONE_AFTER_ZH.match(after) is not None
+
+
+# "can A1003 be cancelled?", "could A1002 still be returned?", "is A1003 cancellable?",
+# "returnable": whether the action can be done, asked without its verb table's forms.
+ASK_PASSIVE: Final = re.compile(
+    r"(?<![a-z])(?:can|could|may|will|would) (?:\S+ ){0,3}?(?:still |even )?be (?P<verb>cancell?ed"
+    r"|returned|refunded|exchanged)(?![a-z])"
+    r"|(?<![a-z])(?P<able>cancell?able|returnable|refundable|exchangeable)(?![a-z])"
+)
+PASSIVE_TOOLS: Final = {
+    "cancel": ("cancel_order", "cancellation"),
+    "return": ("request_return", "refund"),
+    "refund": ("request_refund", "refund"),
+    "exchang": ("request_return", "exchange"),
+}
+
+# "A1006 不用退", "A1002 不退", "A1003 不改": the order named is left alone (no bare verb
+# of the table names the action here).
+LEFT_ALONE_ZH: Final = re.compile(
+    r"[\ue000-\uefff]\s*(?:的(?:地址|订单))?\s*(?:就|先|也|都)?(?:不用|不要|别|不|无需|不必|先别|暂时不)"
+    r"(?:退|改|换|取消|动)(?:了|啦|吧)?\s*$"
 )
