@@ -46,6 +46,8 @@ from agent_core.understanding.reading import Clause
 from agent_core.understanding.recognition.precision import (
     ASK_PASSIVE,
     GENERAL,
+    HEDGE_AFTER_EN,
+    HEDGE_EN,
     LEFT_ALONE_ZH,
     ORDER_ETA,
     PASSIVE_TOOLS,
@@ -58,6 +60,8 @@ from agent_core.understanding.recognition.precision import (
     reported,
     status_frames,
     whether_question,
+    zh_asks,
+    zh_done,
 )
 
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
@@ -186,6 +190,7 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
             told = reported(text[: match.start()])
             # … and what somebody else already did ("室友说他帮我把 A1003 取消了"): status.
             past = past or (told and done_after(text[match.end() :]))
+            past = past or zh_done(text, match.start(), match.end())
             # "Could I kindly have 12.99 refunded for A1002?": a question that carries the
             # concrete amount is the request (as a new address makes one of an address change).
             concrete = terms.action is Action.REFUND and AMOUNT.search(text) is not None
@@ -197,6 +202,9 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
                 )
                 or past
                 or whether_question(text, match.start(), match.end())
+                or (zh_asks(text, match.start(), match.end(), clause.asked) and not concrete)
+                or HEDGE_EN.search(text[: match.start()]) is not None
+                or HEDGE_AFTER_EN.search(text[match.end() :]) is not None
                 # "can the address on A1003 still be changed?", "is it too late to change
                 # where A1005 is going?": with no new address, a question about it
                 or (terms.action is Action.ADDRESS and _ASKS_ABOUT.search(text) is not None)

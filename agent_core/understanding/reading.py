@@ -80,7 +80,7 @@ _ADDRESS_EN = re.compile(
 )
 _ADDRESS_ZH = re.compile(
     r"(?:改成(?!功)|改为|改到|地址是|地址为|新地址\s*[:：]?|地址\s*[:：])\s*|寄到\s*"
-    r"|改(?:收货)?地址(?:到|为|成)\s*|改寄到?\s*|改送到\s*|该成\s*"
+    r"|改(?:收货)?地址(?:到|为|成(?!功))\s*|改寄到?\s*|改送到\s*|该成\s*"
 )
 # What follows a marker looks like a Chinese street address ("杭州市西湖区文三路 5 号"): the
 # marker needs no "地址" nearby ("A1003 该成 杭州市…", with the IME slip 该成 for 改成).
@@ -96,6 +96,10 @@ _ADDRESS_END_EN = re.compile(
 _ADDRESS_END_ZH = re.compile(r"[,，。;；!?！？\n]")
 # ", not my old flat", ", instead of …": what the new address replaces is not part of it.
 _ADDRESS_NOT = re.compile(r"\s*[,，]\s*(?:not|instead of|rather than)\b.*$", re.IGNORECASE)
+_ASKED = re.compile(
+    r"^\s*(?:哪|什么|啥|多少|怎么|几|谁|where|what|which)(?![a-z])|^\S{0,3}(?:没有?|吗|么)\s*$",
+    re.IGNORECASE,
+)
 _ADDRESS_TRIM = re.compile(r"(?:\s+(?:instead|please|thanks|thank you|pls))+\s*$|[\s,，:：]+$")
 
 # A number where an order id was expected ("order 1001", "单号1002", "#1005").
@@ -190,6 +194,8 @@ class Clause:
     # The first new address written inside this clause ("A1002 地址：北京…" gives A1002
     # its own address, not the message's first one).
     address: str | None = None
+    # Ends with a question mark ("A1003 取消？"): the mark itself is cut off the clause.
+    asked: bool = False
 
 
 @dataclass(frozen=True)
@@ -378,8 +384,8 @@ def _take_address(work: str, folded: str) -> tuple[str | None, str, dict[int, st
             end = stop.start() if stop else len(folded)
             end = min(end, start + MAX_ADDRESS_CHARS)
             value = _ADDRESS_TRIM.sub("", _ADDRESS_NOT.sub("", work[start:end])).strip()
-            if len(value) < 2 or ADDRESS_CHAR in folded[start:end]:
-                continue
+            if len(value) < 2 or ADDRESS_CHAR in folded[start:end] or _ASKED.search(value):
+                continue  # "退货的地址是哪里": a question, not an address
             if first is None:
                 first = value
             found[start] = value
@@ -505,7 +511,8 @@ def _split(
         injected = any(s <= start < e for s, e in segments)
         own = [addresses[at] for at in sorted(addresses) if start <= at < end]
         raw = work[start:end].strip(" ,.;，。")
-        clauses.append(Clause(text, clause_ids, injected, raw, own[0] if own else None))
+        asked = re.match(r"\s*[?？]", folded[end : end + 3]) is not None
+        clauses.append(Clause(text, clause_ids, injected, raw, own[0] if own else None, asked))
     return clauses
 
 

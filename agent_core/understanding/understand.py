@@ -59,8 +59,11 @@ from agent_core.understanding.lexicon_intents import (
 )
 from agent_core.understanding.reading import Reading
 from agent_core.understanding.recognition.precision import (
+    ADVICE,
     INSTEAD,
+    OTHER_ONE,
     PLURAL,
+    UNRESOLVED,
     corrected_id,
     excluded_ids,
     retracts,
@@ -126,6 +129,14 @@ def understand(
         if reading.injection_demands:
             interp.unsupported.append(_INJECTION_ITEM[language])
     genuine = [v for v in views if not v.clause.injected]
+    # "cancel A1003? what do you think": advice asked about the actions of the message.
+    if any(ADVICE.search(v.text) for v in genuine):
+        for view in genuine:
+            for verb in view.verbs:
+                if not verb.negated and verb.topic:
+                    verb.question = True
+    unresolved = any(UNRESOLVED.search(v.text) for v in genuine)
+    other_one = any(OTHER_ONE.search(v.text) for v in genuine)
     keys = tuple(dict.fromkeys(UNSUPPORTED[i].key for v in genuine for i in v.unsupported))
     for view in genuine:
         for index in view.unsupported:
@@ -216,6 +227,10 @@ def understand(
                 continue
             if verb.question:
                 continue
+            if unresolved or (other_one and (targets or len(candidates) != 1)):
+                # "cancel A1003 and the other one too", "… or was it A1003": which is asked.
+                ambiguous.append((verb.tool, targets or candidates))
+                continue
             if view.choose and len(targets) != 1:
                 ambiguous.append((verb.tool, targets or candidates))
                 continue
@@ -274,10 +289,13 @@ def understand(
 
     # Policy questions: topics, and actions only asked about ("can I return A1002?").
     topics: list[PolicyTopic] = []
-    for view in genuine:
+    for number, view in enumerate(genuine):
         topics.extend(view.topics)
         for verb in view.verbs:
-            if verb.question and verb.topic and not view.topics:
+            taken_back = not corrections and (
+                number < retracted_before or retracts(view.text[verb.start :])
+            )
+            if verb.question and verb.topic and not view.topics and not taken_back:
                 topics.append(PolicyTopic(verb.topic))
     topics = list(dict.fromkeys(topics))
     interp.policies = [PolicyLookup(topic=t.value) for t in topics]

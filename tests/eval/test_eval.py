@@ -62,7 +62,6 @@ KNOWN_WRONG_ACTIONS: dict[str, frozenset[str]] = {
             "ho-cancel-zh-024",
             "ho-clarify-en-020",
             "ho-clarify-en-024",
-            "ho-faq-zh-037",
             "ho-status-zh-036",
         }
     ),

@@ -72,7 +72,7 @@ def blank_negation_fillers(text: str) -> str:
 _ZH_NEGATED_TAIL: Final = re.compile(
     # "能不能取消", "可不可以退": a question (A-not-A), not a negation.
     r"(?<![能可要会])(?:不|勿|请勿|禁止|严禁|千万别|千万不要|千万不能|不能|不可以|不许|不准|没必要|没有必要|不必要"
-    r"|用不着|犯不着)"
+    r"|用不着|犯不着|(?<!有)没有?)"
     # … with "给 A1006" / "把 A1002" between ("请勿给 A1006 退款", "千万不要把 A1002 退掉").
     r"(?:现在|马上|立刻|先|再|就|给我|帮我|替我|请|您|你|(?:给|把|将|对)\s*[\ue000-\uefff]?\s*(?:的)?)*"
     r"\s*$"
@@ -103,6 +103,8 @@ _PAST_ZH_BEFORE: Final = re.compile(
 )
 _PAST_ZH_AFTER: Final = re.compile(
     r"^[^，,。.;；!?！？]{0,8}?(?:了吗|了么|了没|了嘛|没有[?？]?$|了\s*[?？]|过吗|过么|过没|过了吗)"
+    # "是你们帮我取消的吗": who did it
+    r"|^[^，,。.;；!?！？]{0,4}?的(?:吗|么|嘛|呢|\s*[?？])"
 )
 # "should I cancel …?": whether to; the policy answers it.
 _WHETHER_EN: Final = re.compile(
@@ -152,6 +154,7 @@ _STATUS_FRAME: Final = re.compile(
     rf"|{_ACTION_WORD_ZH}(?:成功|处理好|处理完|办好|完成|好|到账|生效)了?(?:吗|没有|没|么|嘛|\s*[?？])"
     rf"|(?:已经|已)\s*(?:申请了?|办了?|给我)?\s*{_ACTION_WORD_ZH}"
     rf"|{_ACTION_WORD_ZH}的(?:那单|那个订单|订单|那个包裹|包裹|那件)"
+    rf"|{_ACTION_WORD_ZH}成功的|{_ACTION_WORD_ZH}(?:的货|的包裹)?(?:已经)?(?:寄出|寄回|发出|寄走|寄过去)了"
 )
 
 
@@ -438,4 +441,68 @@ PASSIVE_TOOLS: Final = {
 LEFT_ALONE_ZH: Final = re.compile(
     r"[\ue000-\uefff]\s*(?:的(?:地址|订单))?\s*(?:就|先|也|都)?(?:不用|不要|别|不|无需|不必|先别|暂时不)"
     r"(?:退|改|换|取消|动)(?:了|啦|吧)?\s*$"
+)
+
+
+# A Chinese clause asking about the action rather than asking for it: "A1003 取消订单需要审核
+# 吗", "A1002 退货的地址是哪里", "A1003 取消之后钱退到哪里", "A1003 取消？" — a question
+# (a question mark, 吗/呢, or a question word) with no request marker before the verb.
+_ZH_ASKS: Final = re.compile(
+    r"[吗么嘛呢]\s*$|哪|谁|什么|为什么|为啥|多久|几天|会不会|需不需要|要不要|是不是|有没有|多少|咋"
+)
+_ZH_REQUEST: Final = re.compile(
+    r"帮我|帮忙|给我|替我|请|麻烦|我要|我想|想要|要求|申请|把|我得|必须|赶紧|快点|快|马上|立刻|立即"
+    r"|直接|现在就|就给|得给|我不要了|不要了|不想要了"
+)
+_ZH_REQUEST_AFTER: Final = re.compile(r"[吧]\s*$|掉\s*吧|一下|掉$")
+
+
+def zh_asks(text: str, start: int, end: int, asked: bool) -> bool:
+    """Whether a Chinese clause asks about the verb at text[start:end] instead of asking
+    for it."""
+    if not re.search(r"[\u4e00-\u9fff]", text):
+        return False
+    if _ZH_REQUEST.search(text[:start]) or _ZH_REQUEST_AFTER.search(text[end:]):
+        return False
+    return asked or _ZH_ASKS.search(text) is not None
+
+
+# "A1003 取消了", "A1002 退货了" with no request marker: reported as done (status only);
+# "把 A1003 取消了", "A1003 帮我取消了" are requests.
+_ZH_DONE: Final = re.compile(r"^\s*(?:[\ue000-\uefff]\s*)?了\s*$")
+
+
+def zh_done(text: str, start: int, end: int) -> bool:
+    return _ZH_DONE.match(text[end:]) is not None and not _ZH_REQUEST.search(text[:start])
+
+
+# "maybe cancel A1003?", "I might return A1002 later", "I'll probably cancel A1003",
+# "thinking about cancelling", "not sure yet": wondering, not asking for it (status and the
+# policy answer it).
+HEDGE_EN: Final = re.compile(
+    r"(?<![a-z])(?:maybe|perhaps|might|probably|possibly|considering|thinking (?:about|of)"
+    r"|wondering (?:if|whether|about)|not sure (?:if|whether|about)|should you|shall you"
+    r"|i'?m torn|undecided|(?:was|were) (?:going|gonna|planning|about) to)(?: \w+){0,4} $"
+)
+HEDGE_AFTER_EN: Final = re.compile(
+    r"(?<![a-z])(?:not sure|or not|or keep|or wait|if you think|good idea|worth it)(?![a-z])"
+)
+# "… what do you think?", "help me decide", "你觉得呢", "给点建议": advice is asked.
+ADVICE: Final = re.compile(
+    r"(?<![a-z])(?:what do you (?:think|suggest|recommend|reckon)|help me decide|your advice"
+    r"|would you (?:recommend|advise)|do you (?:think|recommend)|good idea|should i)(?![a-z])"
+    r"|(?<![a-z])(?:not sure(?: yet)?|undecided|haven'?t decided|can'?t decide)(?![a-z])"
+    r"|你觉得|你看呢|你建议|给点建议|帮我拿个主意|帮我决定|值不值得|划不划算|该不该|还没想好|没想好|拿不定主意"
+)
+# "cancel A1003 and the other one too", "… or was it A1003", "另一个也取消": an order the
+# message does not name, or is unsure of: which one is asked.
+UNRESOLVED: Final = re.compile(
+    r"(?<![a-z])(?:or (?:was|is) it|or maybe|not sure which|can'?t remember which)(?![a-z])"
+    r"|还是[^，。]{0,8}来着|记不清|不记得是"
+)
+# "the other one": resolvable only as the single order left ("keep A1001, cancel the other
+# one"), never beside an order the clause names ("cancel A1003 and the other one too").
+OTHER_ONE: Final = re.compile(
+    r"(?<![a-z])(?:the other (?:one|order|ones|orders)|another one)(?![a-z])"
+    r"|另一个|另外一个|另一单|另外那个"
 )
