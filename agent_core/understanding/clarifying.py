@@ -21,15 +21,25 @@ STATUS_TOOL = "get_order_status"
 _FRACTION = re.compile(r"^\s*[⁄/÷]\s*\d|^\d*\s*[⁄/÷]")
 
 
+# "59%", "59k", "59 (or 60)": not a plain amount either.
+_NOT_PLAIN_AFTER = re.compile(
+    r"^\s*(?:%|percent|per ?cent|k(?![a-z])|千|万|百分)|^\s*\(?\s*(?:or|或者?|to|~|-)\s*[$€£¥￥]?\d"
+)
+
+
 def amount_in(text: str) -> str | None:
-    match = AMOUNT.search(text)
-    if match is None:
+    """The plain amount a text asks for; None when there is none, or more than one
+    ("refund $59 and $60"): the planner asks how much."""
+    values = []
+    for match in AMOUNT.finditer(text):
+        value = next((v for v in match.group("a", "b", "c", "d", "e", "f") if v), None)
+        at = next((match.end(g) for g in "abcdef" if match.group(g)), match.end())
+        if value is None or _FRACTION.match(text[at:]) or _NOT_PLAIN_AFTER.match(text[at:]):
+            return None
+        values.append(value)
+    if len({float(v) for v in values}) != 1:
         return None
-    value = next((v for v in match.group("a", "b", "c", "d", "e", "f") if v), None)
-    at = next((match.end(g) for g in "abcdef" if match.group(g)), match.end())
-    if value is not None and _FRACTION.match(text[at:]):
-        return None
-    return value
+    return values[0]
 
 
 def option_text(

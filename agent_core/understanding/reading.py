@@ -97,7 +97,8 @@ _ADDRESS_END_ZH = re.compile(r"[,，。;；!?！？\n]")
 # ", not my old flat", ", instead of …": what the new address replaces is not part of it.
 _ADDRESS_NOT = re.compile(r"\s*[,，]\s*(?:not|instead of|rather than)\b.*$", re.IGNORECASE)
 _ASKED = re.compile(
-    r"^\s*(?:哪|什么|啥|多少|怎么|几|谁|where|what|which)(?![a-z])|^\S{0,3}(?:没有?|吗|么)\s*$",
+    r"^\s*(?:哪|什么|啥|多少|怎么|几|谁|where|what|which)(?![a-z])|^\S{0,3}(?:没有?|吗|么)\s*$"
+    r"|^\s*(?:旧|原来|原先|原|老|之前|以前)的?(?:地址|那个地址|家)",
     re.IGNORECASE,
 )
 _ADDRESS_TRIM = re.compile(r"(?:\s+(?:instead|please|thanks|thank you|pls))+\s*$|[\s,，:：]+$")

@@ -21,6 +21,7 @@ is read by `agent_core.understanding.clause_view`, questions are written by `age
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -60,6 +61,7 @@ from agent_core.understanding.lexicon_intents import (
 from agent_core.understanding.reading import Reading
 from agent_core.understanding.recognition.precision import (
     ADVICE,
+    DESCRIBED,
     INSTEAD,
     OTHER_ONE,
     PLURAL,
@@ -227,7 +229,11 @@ def understand(
                 continue
             if verb.question:
                 continue
-            if unresolved or (other_one and (targets or len(candidates) != 1)):
+            if (
+                unresolved
+                or (other_one and (targets or len(candidates) != 1))
+                or _described_not_named(view.text[verb.start :], bool(view.clause.ids), len(order))
+            ):
                 # "cancel A1003 and the other one too", "… or was it A1003": which is asked.
                 ambiguous.append((verb.tool, targets or candidates))
                 continue
@@ -394,6 +400,15 @@ def kept_after_verbs(view: View, reading: Reading) -> list[str]:
         return []
     tail = view.text[match.end() :]
     return [i for i in view.clause.ids if chr(ID_BASE + reading.order_ids.index(i)) in tail]
+
+
+def _described_not_named(after_verb: str, clause_ids: bool, message_ids: int) -> bool:
+    """ "cancel the replacement" (A1001 named elsewhere), "A1001 is late so cancel my second
+    order": the verb's object is an order described, not named after it."""
+    match = DESCRIBED.search(after_verb)
+    if match is None or re.search(r"[\ue000-\uefff]", after_verb[match.start() :]):
+        return False
+    return clause_ids or message_ids == 1
 
 
 def _negated_only_for_others(order_id: str, tool: str, dropped: list[tuple[str, str]]) -> bool:

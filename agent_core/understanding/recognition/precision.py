@@ -105,6 +105,8 @@ _PAST_ZH_AFTER: Final = re.compile(
     r"^[^，,。.;；!?！？]{0,8}?(?:了吗|了么|了没|了嘛|没有[?？]?$|了\s*[?？]|过吗|过么|过没|过了吗)"
     # "是你们帮我取消的吗": who did it
     r"|^[^，,。.;；!?！？]{0,4}?的(?:吗|么|嘛|呢|\s*[?？])"
+    # "A1003 取消没", "地址改过了", "取消过一次": asked as done, or done before
+    r"|^\s*(?:[\ue000-\uefff]\s*)?没\s*$|^[^，,。.;；!?！？]{0,2}?过(?:了|一次|两次|几次)"
 )
 # "should I cancel …?": whether to; the policy answers it.
 _WHETHER_EN: Final = re.compile(
@@ -146,6 +148,10 @@ _STATUS_FRAME: Final = re.compile(
     rf"|(?<![a-z]){_ACTION_WORD_EN}(?: \S+){{0,4}}? (?:been |already )*(?:processed|approved|issued"
     r"|completed|done|received)(?![a-z])"
     rf"|(?<![a-z])(?:exchange|replacement|returned) (?:order|parcel|package|item)s?(?![a-z])"
+    # "my cancel request for A1003", "A1003 cancel request submitted?": one under way.
+    rf"|(?<![a-z])(?:my|the|your|our|this|that) {_ACTION_WORD_EN} (?:request|application|claim)s?(?![a-z])"
+    rf"|(?<![a-z]){_ACTION_WORD_EN} (?:request|application|claim)s? (?:\S+ )?(?:submitted|sent|received"
+    r"|approved|accepted|pending|processed|rejected|declined|went|gone|go)(?![a-z])"
     # "I returned A1002 last week, was it received?": done already, by the customer.
     r"|(?<![a-z])(?<!if )(?<!suppose )(?<!supposing )(?<!say )(?:i|we)(?: (?:already|just|have|had"
     r"|'ve|'d))* (?:returned|refunded|cancell?ed"
@@ -172,7 +178,10 @@ def in_status_frame(text: str, start: int, end: int) -> bool:
 # doing it, a question about the consequences (status and the policy), not a request. A
 # condition on the order ("if A1003 hasn't shipped, cancel it") is still a request.
 _HYPOTHETICAL_EN: Final = re.compile(
-    r"(?<![a-z])(?:if|what if|suppose|supposing|assuming|say|in case|hypothetically,?(?: if)?)"
+    # "pretend I said cancel A1003", "what would you do if I said cancel A1003?"
+    r"(?<![a-z])(?:pretend|imagine|suppose|say|if|what if) (?:that )?(?:i|we) (?:said|say|asked"
+    r"|wrote|typed|told you)(?: you)?(?: to)?[\s:,\"“']*$"
+    r"|(?<![a-z])(?:if|what if|suppose|supposing|assuming|say|in case|hypothetically,?(?: if)?)"
     r" (?:i|we)(?: (?:were|was|did|do|decide|decided|want|wanted|choose|chose|try|tried|had"
     r"|would|went|go|ended|end)(?: (?:to|up|ahead|and))*)? (?:\w+ )?$"
 )
@@ -220,7 +229,8 @@ def excluded_ids(canonical: str) -> list[str]:
 RETRACTION: Final = re.compile(
     # "not kidding, do it", "不是开玩笑": the denial of a joke confirms the request.
     r"(?<![a-z])(?<!not )(?<!no )(?<!not just )(?:no,? wait|wait,? no|actually,? no|just kidding|jk"
-    r"|j/k|kidding|joking|scratch that"
+    r"|j/k|kidding|joking|scratch that|just testing|only testing|(?:this is )?(?:just )?a test"
+    r"|don'?t actually|not really|just curious|only curious|just asking"
     r"|forget (?:it|that|about it)|ignore that|changed my mind|change of plans?"
     r"|on second thought|nevermind|never mind|nvm|nvmd|hold on|hang on"
     r"|wait a (?:sec|second|minute))(?![a-z])"
@@ -283,9 +293,22 @@ _REPORTED: Final = re.compile(
 )
 
 
+# Text the customer pastes or quotes (an email, a text message, a forwarded note, a quoted
+# line): what it asks is somebody else's words, asked about ("I got this text: Cancel
+# order A1003 now to avoid charges. Is it real?", "收到一条短信：…", "> cancel A1003").
+_PASTED: Final = re.compile(
+    r"(?<![a-z])(?:got|received|receive|getting|sent me|sent us|forwarded|forwarding|forward"
+    r"|pasted|copied|says|said|wrote|reads|notes? say|message says|text says|email says"
+    r"|it says|this says)[^.?!\n]{0,40}?[:：]\s*[\"“'‘]?[^\"”’\n]*$"
+    r"|^\s*>|^\s*(?:subject|fwd?)\s*[:：]"
+    r"|(?:收到|转给我|转发|短信|邮件|通知|消息|写着|上面说|里说)[^。？！\n]{0,20}?[:：]\s*[“\"]?[^”\"\n]*$"
+    r"|(?:^|(?<=[\s:：]))'(?=[a-z])(?!(?:s|t|d|ll|re|ve|m)\b)[^'\n]*$|‘[^’\n]*$"
+)
+
+
 def reported(before: str) -> bool:
-    """Whether the text before a verb makes it somebody else's wish."""
-    return _REPORTED.search(before) is not None
+    """Whether the text before a verb makes it somebody else's wish (or words)."""
+    return _REPORTED.search(before) is not None or _PASTED.search(before) is not None
 
 
 # "A1007 的围巾不要了": an item of the order is not wanted, not the order (changing items).
@@ -327,7 +350,8 @@ HIDDEN: Final = re.compile(
     r"|as (?:your|the|an|a) (?:admin|administrator|developer|operator|supervisor|system owner"
     r"|shop owner|store owner|owner|manager),? i (?:order|instruct|authori[sz]e|command|tell)"
     r"|i (?:order|command|instruct) you to|\"role\"\s*:|tool_?call\s*[:：(]"
-    r"|\b(?:cancel_order|request_refund|request_return|change_address)\s*\(|debug mode|test mode"
+    r"|(?:cancel_order|request_refund|request_return|change_address)|debug mode|test mode"
+    r"|^\s*(?:execute|exec|run|command|cmd)\s*:"
     r"|maintenance mode|sudo)(?![a-z])"
     r"|我是(?:你们的?|贵公司的?|平台的?)?(?:开发人员|开发者|工程师|程序员|技术人员|管理员|店长|老板|运营)"
     r"|(?:进入|开启|切换到)(?:调试|测试|维护|开发者?|管理员?|上帝)模式|(?:内部)?测试指令|内部命令"
@@ -505,4 +529,16 @@ UNRESOLVED: Final = re.compile(
 OTHER_ONE: Final = re.compile(
     r"(?<![a-z])(?:the other (?:one|order|ones|orders)|another one)(?![a-z])"
     r"|另一个|另外一个|另一单|另外那个"
+)
+
+
+# "cancel the replacement", "cancel my second order", "cancel the rest": an order described
+# but not named; with no order in the verb's own clause, which one is asked (the message's
+# only named order may be another one: "A1001 arrived damaged, cancel the replacement").
+DESCRIBED: Final = re.compile(
+    r"(?<![a-z])(?:the|my|that|this) (?:replacement|new|newer|newest|second|first|third|previous"
+    r"|earlier|older|later|next|other|rest|remaining|latest|last|recent|most recent|original)"
+    r"(?: (?:one|order|item|parcel|package|purchase)s?)?(?![a-z])"
+    r"|(?<![a-z])the one (?:before|after|from)(?![a-z])"
+    r"|补发的|新的那个|第二个|第二单|上一个|上一单|之前那个|剩下的|其余的"
 )
