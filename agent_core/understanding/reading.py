@@ -26,6 +26,7 @@ from agent_core.understanding.lexicon import (
 )
 from agent_core.understanding.lexicon_intents import (
     ADDRESS_CHAR,
+    AMOUNT,
     ID_BASE,
     INJECTION,
     INJECTION_DEMANDS,
@@ -107,6 +108,17 @@ _ADDRESS_TRIM = re.compile(r"(?:\s+(?:instead|please|thanks|thank you|pls))+\s*$
 _BARE_NUMBER = re.compile(
     r"(?:order|orders|订单|单号|编号|訂單|no\.?|number|#)\s*(?:no\.?|number|号|编号)?\s*[:：#]?\s*"
     r"(?P<n>\d{3,10})(?![\d.,])"
+)
+# A number standing alone (not part of a word, an amount, a date, a time or an address).
+_LONE_NUMBER = re.compile(r"(?<![\w.,#$€£¥￥+\-:/])(?<!\d\s)\d{4,10}(?![\w.,:/%]|\s\d)")
+_NOT_AN_ID = re.compile(
+    r"\s*(?:年|月|日|号|点|分|个|件|次|天|小时|元|块|rmb|usd|eur|gbp|dollars?|euros?|pounds?|bucks"
+    r"|days?|weeks?|months?|years?|hours?|items?|pieces?|pcs|times?|km|miles?|kg|g\b|ml|steps?)",
+    re.IGNORECASE,
+)
+_OTHER_NUMBER = re.compile(
+    r"(?:user|customer|account|member|phone|tel|mobile|zip|postcode|postal code|code|pin|room"
+    r"|flat|apt|suite|unit|id|用户|账号|账户|会员|电话|手机|邮编|验证码|房间|门牌)\W{0,3}(?:no\.?|number|号)?\W{0,2}$"
 )
 # A token that would be an order id if a letter were a digit ("A10O1", "AI001").
 _CONFUSABLE = re.compile(r"(?<![0-9A-Za-z])[A-Za-z][0-9A-Za-z]{3,11}(?![0-9A-Za-z])")
@@ -302,6 +314,21 @@ class Reader:
         repairs: list[str] = []
         for match in list(_BARE_NUMBER.finditer(folded)):
             start, end = match.span("n")
+            suspects.append(work[start:end])
+            folded = _blank(folded, start, end, SUSPECT_CHAR)
+        # "where is 1001?", "1001 到哪了": a number alone where an order id would be (its
+        # letter missing) is asked about, never guessed or replaced by the chat's order; an
+        # amount ("refund 1499 for A1002", "1499 元"), a year or a count is not.
+        amounts = [m.span() for m in AMOUNT.finditer(folded)]
+        worded = re.search(r"[a-z]|[\u4e00-\u9fff]", folded) is not None  # not "12345" alone
+        for match in list(_LONE_NUMBER.finditer(folded) if worded else ()):
+            start, end = match.span()
+            if any(s <= start < e for s, e in amounts) or _NOT_AN_ID.match(folded, end):
+                continue
+            if _OTHER_NUMBER.search(folded[max(0, start - 16) : start]):
+                continue  # "user 20002", "my phone 5551234": another kind of number
+            if not self._whole.fullmatch("A" + match.group(0)):
+                continue
             suspects.append(work[start:end])
             folded = _blank(folded, start, end, SUSPECT_CHAR)
         for start, end, token, repaired_id in confusable_ids(work, self._whole):
