@@ -45,12 +45,15 @@ from agent_core.understanding.lexicon_intents import (
 from agent_core.understanding.reading import Clause
 from agent_core.understanding.recognition.precision import (
     ASK_PASSIVE,
+    ASKED_ADDRESS,
+    CHOOSE_ONE_ZH,
     GENERAL,
     HEDGE_AFTER_EN,
     HEDGE_EN,
     LEFT_ALONE_ZH,
     ORDER_ETA,
     PASSIVE_TOOLS,
+    WISH_FORMS,
     about_an_item,
     done_after,
     negated_after,
@@ -147,6 +150,8 @@ def negated(text: str, start: int) -> bool:
             if 0 < at < len(before) - 1 and before[at - 1] == before[at + 1]:
                 continue  # "要不要取消", "能不能退": a question (A-not-A), not a negation
             between = before[match.end() :]
+            if "了" in between:
+                continue  # "其中一单不需要了帮我取消掉": 了 closes the negated phrase
             if len(between) <= NEGATION_CHARS_ZH or NEGATION_FILLERS_ZH.fullmatch(between):
                 return True
     for match in NEGATORS_EN.finditer(before):
@@ -228,6 +233,30 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
             )
             if not question or past:  # a question stays for the policy topics to find;
                 residual = blank(residual, *match.span())  # what happened asks no policy
+    # "A1002 和 A1006 退一个就行", "取消其中一单": an action on one of several, not chosen.
+    for match in CHOOSE_ONE_ZH.finditer(residual):
+        tool = Action.CANCEL.value if match.group("cancel") else Action.RETURN.value
+        if not any(v.tool == tool for v in view.verbs):
+            view.verbs.append(Verb(tool, match.start(), False, False, None))
+            view.choose = True
+    for match in WISH_FORMS.finditer(residual):
+        if not reported(text[: match.start()]):
+            continue
+        if match.group("cancel"):
+            tool, topic = Action.CANCEL.value, "cancellation"
+        elif match.group("ret") or match.group("zret"):
+            tool, topic = Action.RETURN.value, "refund"
+        else:
+            tool, topic = Action.REFUND.value, "refund"
+        if not any(v.tool == tool for v in view.verbs):
+            view.verbs.append(Verb(tool, match.start(), False, True, topic, True))
+    if QUESTION_EN.search(text) and not any(v.tool == Action.ADDRESS for v in view.verbs):
+        for match in ASKED_ADDRESS.finditer(residual):
+            if QUESTION_EN.search(text[: match.start()]):
+                view.verbs.append(
+                    Verb(Action.ADDRESS.value, match.start(), False, True, "shipping")
+                )
+                break
     # "can A1003 be cancelled?", "is A1003 cancellable?": asked about, never done.
     for match in ASK_PASSIVE.finditer(residual):
         word = match.group("verb") or match.group("able")
@@ -267,7 +296,7 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
     view.keep = KEEP.search(text) is not None or (
         not view.verbs and LEFT_ALONE_ZH.search(text) is not None
     )
-    view.choose = CHOOSE.search(text) is not None
+    view.choose = view.choose or CHOOSE.search(text) is not None
     return view
 
 

@@ -542,3 +542,25 @@ DESCRIBED: Final = re.compile(
     r"|(?<![a-z])the one (?:before|after|from)(?![a-z])"
     r"|补发的|新的那个|第二个|第二单|上一个|上一单|之前那个|剩下的|其余的"
 )
+
+
+# "A1002 和 A1006 退一个就行", "取消其中一单": an action on one of several orders, not chosen.
+CHOOSE_ONE_ZH: Final = re.compile(
+    r"(?:(?P<cancel>取消|撤销)|退)(?:掉|货)?(?:其中)?(?:的)?(?:一个|一单|一件|哪个|哪单)"
+)
+
+
+# Somebody else's wish in forms the verb table lacks ("my dad wants A1003 cancelled", "wants
+# her money back", "我女朋友想退 A1006", "我同事说 A1006 可以退"): read only when reported,
+# and only as a question about the action (status and the policy), never as a request.
+WISH_FORMS: Final = re.compile(
+    r"(?<![a-z])(?:wants?|wanted|would like|needs?|asked for|asks for|expects?) (?:\S+ ){0,3}?"
+    r"(?:(?P<cancel>cancell?ed)|(?P<ret>returned|sent back)|(?P<refund>refunded))(?![a-z])"
+    r"|(?<![a-z])(?:wants?|wanted|would like|needs?|expects?) (?:her|his|their|its|the) money back"
+    r"(?P<refund2>)"
+    r"|(?:可以|能|要|想|打算)(?P<zret>退)(?![款钱费])"
+)
+# "how would I go about changing the address on A1003?": asked, in a form the table lacks.
+ASKED_ADDRESS: Final = re.compile(
+    r"(?<![a-z])(?:chang|updat|correct|modif|edit|fix)\w* (?:\S+ ){0,3}?(?:delivery |shipping )?address"
+)
