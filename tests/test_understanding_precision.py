@@ -71,6 +71,11 @@ def test_every_passive_question_names_a_policy_topic_the_rules_know() -> None:
         "> cancel A1007\nmy son typed that, where is A1001?",
         "refund 59% for A1002",
         "refund 59 (or 60) for A1002",
+        "A1007 再不发货我就取消订单",
+        "where is A1005? if it's not here by monday I'll cancel",
+        "A1005 better arrive tomorrow or I'm returning it",
+        "A1007 不会是被取消了吧",
+        "why does A1005 say return to sender",
     ],
 )
 def test_no_action_is_planned(text: str) -> None:
@@ -110,6 +115,14 @@ def test_a_status_question_gets_no_policy_lookup(text: str) -> None:
         ("cancel A1007. not kidding", [("get_order_status", "A1007"), ("cancel_order", "A1007")]),
         ("退 A1006，不是退 A1002", [("get_order_status", "A1006"), ("request_return", "A1006")]),
         ("A1002 退货，A1006 不退", [("get_order_status", "A1002"), ("request_return", "A1002")]),
+        (
+            "if it's not shipped by today, cancel A1007",
+            [("get_order_status", "A1007"), ("cancel_order", "A1007")],
+        ),
+        (
+            "A1007 如果还没发货就帮我取消",
+            [("get_order_status", "A1007"), ("cancel_order", "A1007")],
+        ),
     ],
 )
 def test_the_request_meant_is_planned(text: str, expected: list[tuple[str, str]]) -> None:

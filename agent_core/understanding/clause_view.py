@@ -62,6 +62,7 @@ from agent_core.understanding.recognition.precision import (
     polite_request,
     reported,
     status_frames,
+    threat,
     whether_question,
     zh_asks,
     zh_done,
@@ -220,6 +221,7 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
                     terms.action.value,
                     match.start(),
                     negated(text, match.start())
+                    or threat(text[: match.start()])
                     or negated_after(text[match.end() :], text[: match.start()])
                     # "地址不用改": the negator sits inside the address phrase
                     or (

@@ -99,6 +99,7 @@ _PAST_EN: Final = re.compile(
 )
 _PAST_ZH_BEFORE: Final = re.compile(
     r"(?:已经|为什么|为啥|怎么就|是不是已经|是否已经?|有没有|谁|本来|原本|是不是)[^，,。.;；!?！？]{0,6}$"
+    r"|(?:不会是|该不会|难道|莫非)[^，,。.;；!?！？]{0,6}$"
     r"|被[^，,。.;；!?！？]{0,3}$|^是(?![^，,。.;；!?！？]*(?:要|想|得|需要|打算))[^，,。.;；!?！？]{0,8}$"
 )
 _PAST_ZH_AFTER: Final = re.compile(
@@ -152,6 +153,7 @@ _STATUS_FRAME: Final = re.compile(
     rf"|(?<![a-z])(?:my|the|your|our|this|that) {_ACTION_WORD_EN} (?:request|application|claim)s?(?![a-z])"
     rf"|(?<![a-z]){_ACTION_WORD_EN} (?:request|application|claim)s? (?:\S+ )?(?:submitted|sent|received"
     r"|approved|accepted|pending|processed|rejected|declined|went|gone|go)(?![a-z])"
+    r"|(?<![a-z])return(?:ed|ing)? to (?:the )?sender(?![a-z])|退回(?:给)?(?:发件人|寄件人|卖家)"
     # "I returned A1002 last week, was it received?": done already, by the customer.
     r"|(?<![a-z])(?<!if )(?<!suppose )(?<!supposing )(?<!say )(?:i|we)(?: (?:already|just|have|had"
     r"|'ve|'d))* (?:returned|refunded|cancell?ed"
@@ -302,7 +304,7 @@ _PASTED: Final = re.compile(
     r"|it says|this says)[^.?!\n]{0,40}?[:：]\s*[\"“'‘]?[^\"”’\n]*$"
     r"|^\s*>|^\s*(?:subject|fwd?)\s*[:：]"
     r"|(?:收到|转给我|转发|短信|邮件|通知|消息|写着|上面说|里说)[^。？！\n]{0,20}?[:：]\s*[“\"]?[^”\"\n]*$"
-    r"|(?:^|(?<=[\s:：]))'(?=[a-z])(?!(?:s|t|d|ll|re|ve|m)\b)[^'\n]*$|‘[^’\n]*$"
+    r"|(?:^|(?<=[\s:：]))'(?!(?:s|t|d|ll|re|ve|m)\b)[^'\n]*$|‘[^’\n]*$"
 )
 
 
@@ -564,3 +566,23 @@ WISH_FORMS: Final = re.compile(
 ASKED_ADDRESS: Final = re.compile(
     r"(?<![a-z])(?:chang|updat|correct|modif|edit|fix)\w* (?:\S+ ){0,3}?(?:delivery |shipping )?address"
 )
+
+
+# A threat or a condition not met yet, said about what the customer will do: "if it's not
+# here by friday I'll cancel", "A1001 better arrive tomorrow or I'm returning it", "about to
+# cancel it", "A1005 再不发货我就取消订单", "明天还不到就取消", "我都想退了". Not a request now:
+# the order's status answers it (the action is dropped, as a negated one is).
+_THREAT_EN: Final = re.compile(
+    r"(?<![a-z])(?:(?:if|unless) [^.?!]{0,40}?(?:i'?ll|i will|i'?m going to|i'?m gonna|we'?ll|i shall)"
+    r"|or (?:else )?(?:i'?m|i am|i'?ll|i will|we'?re|we'?ll)|about to|this close to|so close to"
+    r"|i swear (?:i'?ll|i will)|ready to|tempted to|on the verge of)(?: just| definitely| have to)?"
+    r"(?: \w+)? $"
+)
+_THREAT_ZH: Final = re.compile(
+    r"(?:再不|还不|要是不|如果不|不行|不到|没到)[^，,。.;；!?！？]{0,8}?(?:我就|就|我可就|我只能)\s*$"
+    r"|都想\s*$|真想\s*$|差点就?\s*$"
+)
+
+
+def threat(before: str) -> bool:
+    return bool(_THREAT_EN.search(before) or _THREAT_ZH.search(before))
