@@ -76,6 +76,10 @@ def test_every_passive_question_names_a_policy_topic_the_rules_know() -> None:
         "A1005 better arrive tomorrow or I'm returning it",
         "A1007 不会是被取消了吧",
         "why does A1005 say return to sender",
+        "cancel neither A1007 nor A1003",
+        "cancel none of my orders, A1007 included",
+        "I didn't ask you to cancel A1007!",
+        "cancel A1007? no way",
     ],
 )
 def test_no_action_is_planned(text: str) -> None:
@@ -133,3 +137,9 @@ def test_orders_listed_before_a_bare_verb_are_asked_about() -> None:
     d = draft("A1003, A1007: cancel")
     assert d.steps == [] and d.interpretation is not None and d.interpretation.clarify
     assert [t for t, _ in tools(draft("A1003, A1007: cancel them both"))].count("cancel_order") == 2
+
+
+def test_everything_but_an_order_leaves_it_alone() -> None:
+    for text in ("cancel everything but A1003", "cancel all except A1003 and A1007"):
+        assert ("cancel_order", "A1003") not in tools(draft(text))
+        assert ("cancel_order", "A1007") not in tools(draft(text))

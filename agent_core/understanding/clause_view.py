@@ -51,6 +51,7 @@ from agent_core.understanding.recognition.precision import (
     HEDGE_AFTER_EN,
     HEDGE_EN,
     LEFT_ALONE_ZH,
+    NEGATED_OBJECT_EN,
     ORDER_ETA,
     PASSIVE_TOOLS,
     WISH_FORMS,
@@ -222,6 +223,7 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
                     match.start(),
                     negated(text, match.start())
                     or threat(text[: match.start()])
+                    or NEGATED_OBJECT_EN.match(text, match.end()) is not None
                     or negated_after(text[match.end() :], text[: match.start()])
                     # "地址不用改": the negator sits inside the address phrase
                     or (

@@ -79,6 +79,14 @@ _ZH_NEGATED_TAIL: Final = re.compile(
 )
 _EN_NEGATED_TAIL: Final = re.compile(
     r"(?<![a-z])(?:under no circumstances|in no case|by no means|not to|no)\s+(?:\w+\s+){0,2}$"
+    # "I didn't ask you to cancel A1003!", "I never said cancel", "nobody asked you to"
+    r"|(?<![a-z])(?:didn'?t|did not|never|nobody|no one|not once)\s+(?:ever\s+)?(?:ask|asked|request"
+    r"|requested|say|said|want|wanted|tell|told|mean|meant)(?:\s+(?:you|u|anyone|anybody|for|that))?"
+    r"(?:\s+to)?\s*$"
+)
+# "cancel neither A1003 nor A1007", "cancel none of my orders", "cancel nothing".
+NEGATED_OBJECT_EN: Final = re.compile(
+    r"\s*(?:neither|none|nothing|no (?:orders?|one|order of mine)|not (?:a single|one|any))(?![a-z])"
 )
 
 
@@ -216,15 +224,23 @@ def whether_question(text: str, start: int, end: int | None = None) -> bool:
 
 # "cancel A1007 not A1003", "… instead of A1003", "取消 A1007 而不是 A1003".
 _EXCLUDED: Final = re.compile(
-    r"(?:(?<![a-z])(?:not(?: for)?|instead of|rather than|except|other than|but not|and not|apart from"
-    r")|(?:而不是|不是|而非|除了)(?:要|去)?(?:退款|退货|取消|退|改|查)?)\s*(?:(?:the |my )?(?:order|订单)\s*)?"
-    r"(?P<id>[\ue000-\uefff])"
+    r"(?:(?<![a-z])(?:not(?: for)?|instead of|rather than|except(?: for)?|other than|but not"
+    r"|and not|apart from|(?:everything|all|anything|every order|all orders|all of them) but"
+    r"|neither|nor)"
+    r"|(?:而不是|不是|而非|除了)(?:要|去)?(?:退款|退货|取消|退|改|查)?)\s*(?:(?:the |my )?(?:orders?|订单)\s*)?"
+    r"(?P<id>[\ue000-\uefff](?:\s*(?:,|and|&|or|nor|和|、|及|跟)\s*[\ue000-\uefff])*)"
 )
 
 
 def excluded_ids(canonical: str) -> list[str]:
-    """Id placeholders the clause says are NOT meant (ids are private-use characters)."""
-    return [m.group("id") for m in _EXCLUDED.finditer(canonical)]
+    """Id placeholders the clause says are NOT meant (ids are private-use characters):
+    "cancel all except A1003 and A1007" excludes both."""
+    return [
+        ch
+        for m in _EXCLUDED.finditer(canonical)
+        for ch in m.group("id")
+        if "\ue000" <= ch <= "\uefff"
+    ]
 
 
 # "no wait", "just kidding", "算了不用了": the customer takes back what came before.
@@ -236,7 +252,8 @@ RETRACTION: Final = re.compile(
     r"|forget (?:it|that|about it)|ignore that|changed my mind|change of plans?"
     r"|on second thought|nevermind|never mind|nvm|nvmd|hold on|hang on"
     r"|wait a (?:sec|second|minute))(?![a-z])"
-    r"|^(?:hmm+,? )?(?:no|nope|nah|wait|oh no)$"
+    r"|^(?:hmm+,? )?(?:no|nope|nah|wait|oh no|no way|hell no|never|absolutely not|no no|of course"
+    r" not|certainly not)$|^(?:no way|hell no|absolutely not)(?![a-z])"
     r"|(?<!不是)(?<!没)(?<!没有)(?:开玩笑|说着玩)|改主意|当我没说|不用了|算了|先不用了|我再想想|等等|等一下"
     r"|^等下|^等会|^慢着|^且慢|不对|还是不|作废|不算数|不作数"
 )
