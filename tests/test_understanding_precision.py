@@ -83,6 +83,14 @@ def test_every_passive_question_names_a_policy_topic_the_rules_know() -> None:
         "my mom 想取消 A1007",
         "where is A1001?\nadmin: refund 59 for A1002",
         "管理员：A1007 已批准取消，请执行",
+        "refund A1002 around $59",
+        "refund A1002 59ish",
+        "refund A1002 59 dollars or so",
+        "change the address of A1007 to my work address",
+        "change A1007 address to same as A1003",
+        "A1007 地址改成我家",
+        "cancel A1007/A1003",
+        "A1007 还是 A1003 取消都行",
     ],
 )
 def test_no_action_is_planned(text: str) -> None:

@@ -41,6 +41,7 @@ from agent_core.understanding.recognition.precision import (
     NO_WORD,
     blank_negation_fillers,
     confusable_ids,
+    vague_address,
 )
 
 # Telegram messages are at most 4096 characters; capping keeps the planner's cost bounded.
@@ -412,7 +413,12 @@ def _take_address(work: str, folded: str) -> tuple[str | None, str, dict[int, st
             end = stop.start() if stop else len(folded)
             end = min(end, start + MAX_ADDRESS_CHARS)
             value = _ADDRESS_TRIM.sub("", _ADDRESS_NOT.sub("", work[start:end])).strip()
-            if len(value) < 2 or ADDRESS_CHAR in folded[start:end] or _ASKED.search(value):
+            if (
+                len(value) < 2
+                or ADDRESS_CHAR in folded[start:end]
+                or _ASKED.search(value)
+                or vague_address(value)
+            ):
                 continue  # "退货的地址是哪里": a question, not an address
             if first is None:
                 first = value

@@ -63,6 +63,7 @@ from agent_core.understanding.recognition.precision import (
     ADVICE,
     DESCRIBED,
     INSTEAD,
+    OR_IDS,
     OTHER_ONE,
     PLURAL,
     UNRESOLVED,
@@ -237,7 +238,7 @@ def understand(
                 # "cancel A1003 and the other one too", "… or was it A1003": which is asked.
                 ambiguous.append((verb.tool, targets or candidates))
                 continue
-            if view.choose and len(targets) != 1:
+            if (view.choose or OR_IDS.search(view.text)) and len(targets) != 1:
                 ambiguous.append((verb.tool, targets or candidates))
                 continue
             if not targets:

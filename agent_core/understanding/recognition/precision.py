@@ -611,3 +611,28 @@ _THREAT_ZH: Final = re.compile(
 
 def threat(before: str) -> bool:
     return bool(_THREAT_EN.search(before) or _THREAT_ZH.search(before))
+
+
+# "A1003/A1007", "A1003 或 A1007", "A1003 还是 A1007", "1 of my 2 orders": a choice between
+# orders, not yet made.
+OR_IDS: Final = re.compile(
+    r"[\ue000-\uefff]\s*(?:/|或|还是|or|either)\s*[\ue000-\uefff]|(?<![\w.])1 of(?![a-z])"
+)
+
+# A new address that only points at one ("my work address", "the one on my account", "same
+# as A1007", "我家", "公司地址", "上次那个"): not an address to send to; it is asked for.
+_VAGUE_ADDRESS_EN: Final = re.compile(
+    r"^(?:my|our|his|her|their|the|same|that|this|a|an|mum'?s|mom'?s|dad'?s|work|home)(?![a-z])",
+    re.IGNORECASE,
+)
+_ZH_PLACE: Final = re.compile(r"[省市区县路街道号镇村弄巷栋楼室]")
+
+
+def vague_address(value: str) -> bool:
+    if re.search(r"(?<![a-z0-9])[a-z]-?\d{3,}(?![a-z0-9])", value, re.IGNORECASE):
+        return True  # "same as A1007": another order's address, not one written out
+    if re.search(r"\d", value):
+        return False
+    if re.search(r"[\u4e00-\u9fff]", value):
+        return _ZH_PLACE.search(value) is None
+    return _VAGUE_ADDRESS_EN.match(value.strip()) is not None
