@@ -91,6 +91,11 @@ def test_every_passive_question_names_a_policy_topic_the_rules_know() -> None:
         "A1007 地址改成我家",
         "cancel A1007/A1003",
         "A1007 还是 A1003 取消都行",
+        "cancel the return on A1002",
+        "cancel my refund request for A1002",
+        "取消 A1002 的退货申请",
+        "取消 A1007 的礼品包装",
+        "A1002 的退货我想取消",
     ],
 )
 def test_no_action_is_planned(text: str) -> None:

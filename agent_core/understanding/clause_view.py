@@ -46,6 +46,8 @@ from agent_core.understanding.reading import Clause
 from agent_core.understanding.recognition.precision import (
     ASK_PASSIVE,
     ASKED_ADDRESS,
+    CANCEL_OBJECT_AFTER,
+    CANCEL_OBJECT_BEFORE,
     CHOOSE_ONE_ZH,
     GENERAL,
     HEDGE_AFTER_EN,
@@ -290,6 +292,15 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
                 Verb(phrases.tool, match.start(), negated(text, match.start()), False, None)
             )
             residual = blank(residual, *match.span())
+    # "cancel the return on A1002", "取消 A1003 的加急": something on the order is cancelled.
+    for verb in view.verbs:
+        if verb.tool != Action.CANCEL.value or verb.negated or not clause.ids:
+            continue
+        word = re.match(r"[a-z]+|[\u4e00-\u9fff]{2}|\S+", text[verb.start :])
+        end = verb.start + (len(word.group(0)) if word else 0)
+        if CANCEL_OBJECT_AFTER.match(text, end) or CANCEL_OBJECT_BEFORE.search(text[: verb.start]):
+            for other in view.verbs:
+                other.negated = True
     view.verbs.sort(key=lambda v: v.start)
     if (track := TRACK.search(residual)) is not None:
         view.track = True

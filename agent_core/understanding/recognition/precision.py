@@ -636,3 +636,29 @@ def vague_address(value: str) -> bool:
     if re.search(r"[\u4e00-\u9fff]", value):
         return _ZH_PLACE.search(value) is None
     return _VAGUE_ADDRESS_EN.match(value.strip()) is not None
+
+
+# "cancel the return on A1002", "cancel my refund request", "取消 A1002 的退货申请", "取消
+# A1003 的加急", "A1002 的退货我想取消": what is cancelled is not the order but something on
+# it (a request under way, a service, a document): neither cancel_order nor the named action
+# is asked (no tool withdraws these; the order's status is read).
+_NOT_ORDER_THINGS: Final = (
+    r"(?:returns?|refunds?|exchanges?|replacements?|address change|change of address|express"
+    r"|expedited|priority|shipping upgrade|express shipping|invoices?|receipts?|coupons?"
+    r"|vouchers?|discounts?|promo(?: code)?|gift ?wrap(?:ping)?|gift message|subscriptions?"
+    r"|membership|insurance|warranty|reservations?|appointments?|delivery slot|scheduled delivery"
+    r"|(?:return |refund |cancellation )?(?:requests?|applications?|claims?)|auto-?renew\w*"
+    r"|newsletter|emails?|notifications?|sms)"
+)
+_ZH_NOT_ORDER_THINGS: Final = (
+    r"(?:退货|退款|换货|改地址|地址修改|加急|发票|优惠券|优惠|礼品包装|包装|预约|预约配送|订阅|会员|保险"
+    r"|延保|自动续费|短信|通知|推送)"
+)
+CANCEL_OBJECT_AFTER: Final = re.compile(
+    r"\s*(?:the |my |this |that |our |your )?(?:[\ue000-\uefff]\s*(?:'s\s*)?)?(?:的\s*)?"
+    rf"(?:{_NOT_ORDER_THINGS}(?![a-z])|{_ZH_NOT_ORDER_THINGS})"
+    r"|\s*(?:the |my )?(?:\w+ )?(?:request|application|claim)(?![a-z])"
+)
+CANCEL_OBJECT_BEFORE: Final = re.compile(
+    rf"{_ZH_NOT_ORDER_THINGS}(?:的)?(?:申请|请求)?(?:我|我想|想|要|帮我|给我|就|先)*\s*$"
+)
