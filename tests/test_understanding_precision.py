@@ -96,6 +96,11 @@ def test_every_passive_question_names_a_policy_topic_the_rules_know() -> None:
         "取消 A1002 的退货申请",
         "取消 A1007 的礼品包装",
         "A1002 的退货我想取消",
+        "A1005 物流显示退回中",
+        "A1005 快递说要退回",
+        "A1007 取消了我没同意",
+        "A1007 申请取消了，进度呢",
+        "A1002 退货寄回去了，查下状态",
     ],
 )
 def test_no_action_is_planned(text: str) -> None:
