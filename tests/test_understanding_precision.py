@@ -101,6 +101,9 @@ def test_every_passive_question_names_a_policy_topic_the_rules_know() -> None:
         "A1007 取消了我没同意",
         "A1007 申请取消了，进度呢",
         "A1002 退货寄回去了，查下状态",
+        "A1007 cancel possible?",
+        "A1002 return - what's the process",
+        "when is the last day to cancel A1007",
     ],
 )
 def test_no_action_is_planned(text: str) -> None:
@@ -164,3 +167,10 @@ def test_everything_but_an_order_leaves_it_alone() -> None:
     for text in ("cancel everything but A1003", "cancel all except A1003 and A1007"):
         assert ("cancel_order", "A1003") not in tools(draft(text))
         assert ("cancel_order", "A1007") not in tools(draft(text))
+
+
+def test_a_filler_after_the_request_keeps_it() -> None:
+    assert tools(draft("cancel A1007 ok thanks")) == [
+        ("get_order_status", "A1007"),
+        ("cancel_order", "A1007"),
+    ]

@@ -123,7 +123,16 @@ _WHETHER_EN: Final = re.compile(
     r"(?<![a-z])(?:should|shall|must|do) (?:i|we)(?![a-z])|what do you (?:think|suggest|recommend)"
     # "is it too late to return A1002?", "is A1003 cancellable?", "am I still in time to …"
     r"|too late to|still (?:time|in time) to|(?:is|are) (?:it|\S+) (?:still )?(?:ok|okay|fine"
-    r"|allowed) to"
+    r"|allowed) to|last (?:day|date|chance) to|deadline (?:to|for)|until when|by when|how late"
+)
+# After the verb, in its clause: "A1003 cancel possible?", "cancel A1003: yes or no?",
+# "A1002 return - what's the process", "returning A1002 - do I pay postage?".
+_WHETHER_EN_AFTER: Final = re.compile(
+    r"^\s*(?:[\ue000-\uefff]\s*)?[:\-–—]?\s*(?:possible|doable|yes or no|deadline"
+    r"|window|process|procedure|fees?|costs?|rules?|policy|eligib\w*)(?![a-z])"
+    r"|^\s*(?:[\ue000-\uefff]\s*)?[:\-–—]\s*(?:ok|okay|allowed)(?![a-z])"
+    r"|^[^.?!]*?[:\-–—]\s*(?:what'?s the (?:process|procedure|policy|deadline|window|fee|cost|rule)"
+    r"|do i (?:pay|need|have to|get)|how (?:do|does|long|much))(?![a-z])"
 )
 _WHETHER_ZH: Final = re.compile(
     r"要不要|该不该|应不应该|需不需要|我应该|你觉得|你看|来得及|还来得及|晚不晚|还行不行"
@@ -224,7 +233,14 @@ def whether_question(text: str, start: int, end: int | None = None) -> bool:
     if _WHETHER_EN.search(before) or _WHETHER_ZH.search(before) or hypothetical(before):
         return True
     after = text[end:] if end is not None else ""
-    return bool(after and (_WHETHER_ZH_AFTER.search(after) or _ABLE_AFTER.match(after)))
+    return bool(
+        after
+        and (
+            _WHETHER_ZH_AFTER.search(after)
+            or _ABLE_AFTER.match(after)
+            or _WHETHER_EN_AFTER.search(after)
+        )
+    )
 
 
 # "cancel A1007 not A1003", "… instead of A1003", "取消 A1007 而不是 A1003".
