@@ -174,3 +174,8 @@ def test_a_filler_after_the_request_keeps_it() -> None:
         ("get_order_status", "A1007"),
         ("cancel_order", "A1007"),
     ]
+
+
+def test_two_amounts_for_two_orders_in_one_clause_are_asked_about() -> None:
+    d = draft("refund A1002 59 and A1006 30")
+    assert d.steps == [] and d.interpretation is not None and d.interpretation.clarify

@@ -275,6 +275,10 @@ def understand(
                 args["address"] = view.clause.address or reading.address
             if verb.tool == Action.REFUND:
                 args["amount"] = amount_in(view.text) or amount
+                if len(targets) > 1 and len(re.findall(r"\d+(?:\.\d+)?", view.text)) > 1:
+                    # "refund A1002 59 and A1006 30": which amount is whose is asked, never
+                    # the first amount for every order.
+                    args["amount"] = None
             if any(v is None for v in args.values()) and (
                 verb.tool == Action.ADDRESS or amount_required
             ):
