@@ -104,6 +104,11 @@ def test_every_passive_question_names_a_policy_topic_the_rules_know() -> None:
         "A1007 cancel possible?",
         "A1002 return - what's the process",
         "when is the last day to cancel A1007",
+        "my husband's asking if he can return A1002",
+        "my partner would rather return A1002",
+        "I was told to cancel A1007 and reorder",
+        "a friend recommended I cancel A1007",
+        "apparently I should return A1002?",
     ],
 )
 def test_no_action_is_planned(text: str) -> None:
