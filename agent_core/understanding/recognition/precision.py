@@ -72,7 +72,7 @@ def blank_negation_fillers(text: str) -> str:
 _ZH_NEGATED_TAIL: Final = re.compile(
     # "能不能取消", "可不可以退": a question (A-not-A), not a negation.
     r"(?<![能可要会])(?:不|勿|请勿|禁止|严禁|千万别|千万不要|千万不能|不能|不可以|不许|不准|没必要|没有必要|不必要"
-    r"|用不着|犯不着|(?<!有)没有?)"
+    r"|用不着|犯不着|(?<!有)没有?|没说|先不)"
     # … with "给 A1006" / "把 A1002" between ("请勿给 A1006 退款", "千万不要把 A1002 退掉").
     r"(?:现在|马上|立刻|先|再|就|给我|帮我|替我|请|您|你|(?:给|把|将|对)\s*[\ue000-\uefff]?\s*(?:的)?)*"
     r"\s*$"
@@ -277,6 +277,11 @@ RETRACTION: Final = re.compile(
     r" not|certainly not)$|^(?:no way|hell no|absolutely not)(?![a-z])"
     r"|(?<!不是)(?<!没)(?<!没有)(?:开玩笑|说着玩)|改主意|当我没说|不用了|算了|先不用了|我再想想|等等|等一下"
     r"|^等下|^等会|^慢着|^且慢|不对|还是不|作废|不算数|不作数"
+    # Round 3 probes: "取消 A1003。。。不了不了", "还是别了", "逗你的", "骗你的", "开个玩笑",
+    # "ha, gotcha", "psych", "hold off", "or maybe not", "— wait, don't", "— nah".
+    r"|不了不了|^不了$|还是别了|^别了$|逗你|骗你的|开个玩笑|(?<![a-z])(?:gotcha|psych|hold off|or maybe not"
+    r"|let me think|or actually)(?![a-z])|(?:^|[—–\-,.]\s*)(?:wait|nah|nope|no)\s*$"
+    r"|^(?:don'?t|do not|dont)(?: do it)?$|^[啊哦呃嗯]?\s*不\s*$"
 )
 # "cancel A1003, sorry, I mean A1007", "取消 A1003，哦不对，是 A1007": the order is corrected.
 CORRECTION: Final = re.compile(
