@@ -17,11 +17,42 @@ from agent_core.understanding.reading import Reading
 STATUS_TOOL = "get_order_status"
 
 
+# "½" (NFKC: "1⁄2"), "1/2", "59÷2": a fraction is not a plain amount (asked about).
+_FRACTION = re.compile(r"^\s*[⁄/÷]\s*\d|^\d*\s*[⁄/÷]")
+
+
+# "59%", "59k", "59 (or 60)", "59 or so", "59ish", "59 左右": not a plain amount either; nor
+# "about 59", "around $59", "~59", "大概 59".
+_NOT_PLAIN_AFTER = re.compile(
+    r"^\s*(?:%|percent|per ?cent|k(?![a-z])|千|万|百分|多)"
+    r"|^\s*(?:(?:dollars?|euros?|pounds?|bucks|usd|eur|gbp|元|块|rmb)\s*)?(?:or so|-?ish|左右|上下)"
+    r"|^\s*\(?\s*(?:or|或者?|to|~|-)\s*[$€£¥￥]?\d"
+)
+_NOT_PLAIN_BEFORE = re.compile(
+    r"(?:(?<![a-z])(?:about|around|approx\.?|approximately|roughly|nearly|almost|maybe|some|like)"
+    r"|~|≈|约|大概|大约|差不多|估计)\s*[$€£¥￥]?\s*$"
+)
+
+
 def amount_in(text: str) -> str | None:
-    match = AMOUNT.search(text)
-    if match is None:
+    """The plain amount a text asks for; None when there is none, or more than one
+    ("refund $59 and $60"): the planner asks how much."""
+    values = []
+    for match in AMOUNT.finditer(text):
+        value = next((v for v in match.group("a", "b", "c", "d", "e", "f") if v), None)
+        at = next((match.end(g) for g in "abcdef" if match.group(g)), match.end())
+        begin = next((match.start(g) for g in "abcdef" if match.group(g)), match.start())
+        if (
+            value is None
+            or _FRACTION.match(text[at:])
+            or _NOT_PLAIN_AFTER.match(text[at:])
+            or _NOT_PLAIN_BEFORE.search(text[:begin])
+        ):
+            return None
+        values.append(value)
+    if len({float(v) for v in values}) != 1:
         return None
-    return next((v for v in match.group("a", "b", "c", "d", "e", "f") if v), None)
+    return values[0]
 
 
 def option_text(

@@ -45,12 +45,31 @@ from agent_core.understanding.lexicon_intents import (
 )
 from agent_core.understanding.reading import Clause
 from agent_core.understanding.recognition.precision import (
+    ASK_PASSIVE,
+    ASKED_ADDRESS,
+    CANCEL_OBJECT_AFTER,
+    CANCEL_OBJECT_BEFORE,
+    CHOOSE_ONE_ZH,
+    GENERAL,
+    HEDGE_AFTER_EN,
+    HEDGE_EN,
+    LEFT_ALONE_ZH,
+    NEGATED_OBJECT_EN,
+    ORDER_ETA,
+    PASSIVE_TOOLS,
+    WISH_FORMS,
     about_an_item,
+    done_after,
     negated_after,
     negated_strictly,
     past_question,
+    polite_request,
     reported,
+    status_frames,
+    threat,
     whether_question,
+    zh_asks,
+    zh_done,
 )
 
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
@@ -132,16 +151,17 @@ def negated(text: str, start: int) -> bool:
         return True
     if _HAN.search(text[start : start + 1]) or (before and _HAN.search(before[-1:])):
         for match in NEGATORS_ZH.finditer(before):
+            at = match.start() + match.group(0).find("不")
+            if 0 < at < len(before) - 1 and before[at - 1] == before[at + 1]:
+                continue  # "要不要取消", "能不能退": a question (A-not-A), not a negation
             between = before[match.end() :]
-            if between.startswith(("了", "啦")):
-                continue  # "不要了不要了": a whole "not wanted", said twice, negates nothing
-            at = match.start()
-            if before[at : at + 1] == "不" and at and before[at - 1] == before[at + 1 : at + 2]:
-                continue  # "要不要取消", "用不用取消": asking whether, not "don't"
+            if "了" in between or between.startswith("啦"):
+                continue  # "不要了不要了", "其中一单不需要了帮我取消掉": 了 closes the negated phrase
             if len(between) <= NEGATION_CHARS_ZH or NEGATION_FILLERS_ZH.fullmatch(between):
                 return True
     for match in NEGATORS_EN.finditer(before):
-        words = before[match.end() :].split()
+        # "don't want A1005's address changed": an order named as the owner is no object.
+        words = re.sub(r"[\ue000-\uefff]\s*'s\b", "its", before[match.end() :]).split()
         # "we dont need it anymore, cancel", "I'd rather not keep A1007 please cancel it":
         # the negator's own verb took its object first; the action is not negated.
         # An action in between keeps the old reach ("don't cancel A1001 return it" negates
@@ -178,13 +198,23 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
             # Somebody else's wish ("my friend wants to cancel B2001") is read as a question
             # about the action: the order's status and the policy, never the action.
             told = reported(text[: match.start()])
+            # … and what somebody else already did ("室友说他帮我把 A1003 取消了"): status.
+            past = past or (told and done_after(text[match.end() :]))
+            past = past or zh_done(text, match.start(), match.end())
             # "Could I kindly have 12.99 refunded for A1002?": a question that carries the
             # concrete amount is the request (as a new address makes one of an address change).
             concrete = terms.action is Action.REFUND and AMOUNT.search(text) is not None
             asked = (
-                (is_question(text, match.start()) and not concrete)
+                (
+                    is_question(text, match.start())
+                    and not concrete
+                    and not polite_request(text[: match.start()])
+                )
                 or past
-                or whether_question(text, match.start())
+                or whether_question(text, match.start(), match.end())
+                or (zh_asks(text, match.start(), match.end(), clause.asked) and not concrete)
+                or HEDGE_EN.search(text[: match.start()]) is not None
+                or HEDGE_AFTER_EN.search(text[match.end() :]) is not None
                 # "can the address on A1003 still be changed?", "is it too late to change
                 # where A1005 is going?": with no new address, a question about it
                 or (terms.action is Action.ADDRESS and _ASKS_ABOUT.search(text) is not None)
@@ -195,6 +225,8 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
                     terms.action.value,
                     match.start(),
                     negated(text, match.start())
+                    or threat(text[: match.start()])
+                    or NEGATED_OBJECT_EN.match(text, match.end()) is not None
                     or (
                         negated_after(text[match.end() :], text[: match.start()])
                         and not text[match.end() :].lstrip().startswith(match.group(0))
@@ -211,6 +243,36 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
             )
             if not question or past:  # a question stays for the policy topics to find;
                 residual = blank(residual, *match.span())  # what happened asks no policy
+    # "A1002 和 A1006 退一个就行", "取消其中一单": an action on one of several, not chosen.
+    for match in CHOOSE_ONE_ZH.finditer(residual):
+        tool = Action.CANCEL.value if match.group("cancel") else Action.RETURN.value
+        if not any(v.tool == tool for v in view.verbs):
+            view.verbs.append(Verb(tool, match.start(), False, False, None))
+            view.choose = True
+    for match in WISH_FORMS.finditer(residual):
+        if not reported(text[: match.start()]):
+            continue
+        if match.group("cancel"):
+            tool, topic = Action.CANCEL.value, "cancellation"
+        elif match.group("ret") or match.group("zret"):
+            tool, topic = Action.RETURN.value, "refund"
+        else:
+            tool, topic = Action.REFUND.value, "refund"
+        if not any(v.tool == tool for v in view.verbs):
+            view.verbs.append(Verb(tool, match.start(), False, True, topic, True))
+    if QUESTION_EN.search(text) and not any(v.tool == Action.ADDRESS for v in view.verbs):
+        for match in ASKED_ADDRESS.finditer(residual):
+            if QUESTION_EN.search(text[: match.start()]):
+                view.verbs.append(
+                    Verb(Action.ADDRESS.value, match.start(), False, True, "shipping")
+                )
+                break
+    # "can A1003 be cancelled?", "is A1003 cancellable?": asked about, never done.
+    for match in ASK_PASSIVE.finditer(residual):
+        word = match.group("verb") or match.group("able")
+        tool, topic = next(v for k, v in PASSIVE_TOOLS.items() if word.startswith(k))
+        if not any(v.tool == tool for v in view.verbs):
+            view.verbs.append(Verb(tool, match.start(), False, True, topic))
     if ADDRESS_CHAR in text and not any(v.tool == Action.ADDRESS for v in view.verbs):
         at = text.index(ADDRESS_CHAR)
         told = reported(text[:at])
@@ -234,6 +296,15 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
                 Verb(phrases.tool, match.start(), negated(text, match.start()), False, None)
             )
             residual = blank(residual, *match.span())
+    # "cancel the return on A1002", "取消 A1003 的加急": something on the order is cancelled.
+    for verb in view.verbs:
+        if verb.tool != Action.CANCEL.value or verb.negated or not clause.ids:
+            continue
+        word = re.match(r"[a-z]+|[\u4e00-\u9fff]{2}|\S+", text[verb.start :])
+        end = verb.start + (len(word.group(0)) if word else 0)
+        if CANCEL_OBJECT_AFTER.match(text, end) or CANCEL_OBJECT_BEFORE.search(text[: verb.start]):
+            for other in view.verbs:
+                other.negated = True
     view.verbs.sort(key=lambda v: v.start)
     cited = residual  # a statement citing the tracking asks no tracking; a question does
     if "?" not in text and not re.match(r"\W*(?:is|are|has|have|does|did|can|could)\b", text):
@@ -244,8 +315,10 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
     view.clause = replace(clause, canonical=residual)
     if not declared:
         view.unsupported = [i for i, u in enumerate(UNSUPPORTED) if u.terms.search(text)]
-    view.keep = KEEP.search(text) is not None
-    view.choose = CHOOSE.search(text) is not None
+    view.keep = KEEP.search(text) is not None or (
+        not view.verbs and LEFT_ALONE_ZH.search(text) is not None
+    )
+    view.choose = view.choose or CHOOSE.search(text) is not None
     return view
 
 
@@ -263,6 +336,15 @@ def topics_of(
     delay = Mention.NONE
     # A complaint's words name no policy by the way ("complain about the delivery guy").
     complaint = complaint or any(UNSUPPORTED[i].key == "complaint" for i in view.unsupported)
+    # "has A1002 been refunded yet?", "A1002 的退货进度", "where is my exchange order A1005?":
+    # an action word naming something under way on an order asks its status, not a policy.
+    frames = status_frames(view.text) if (view.clause.ids or message_ids) else []
+    if view.clause.ids and not GENERAL.search(view.text):
+        frames += [m.span() for m in ORDER_ETA.finditer(view.text)]
+    # "is there a delay with A1005": whether the order is late, not the compensation rules.
+    only_is_there = view.clause.ids and not POLICY_MARKERS.search(
+        re.sub(r"(?<![a-z])(?:is|are) there(?![a-z])", " ", residual)
+    )
     for topic, strong, weak in TOPIC_PATTERNS:
         for pattern in (strong, weak):
             for match in list(pattern.finditer(seen)):
@@ -275,8 +357,13 @@ def topics_of(
                 ):
                     residual = blank(residual, start, end)
                     continue  # "ship A1003 to <address>" asks for the address change only
+                if any(s < end and start < e for s, e in frames):
+                    residual = blank(residual, start, end)
+                    continue
                 if negated(residual, start):
                     residual = blank(residual, start, end)
+                    continue
+                if pattern is weak and topic in DELAY_TOPICS and only_is_there:
                     continue
                 if topic in DELAY_TOPICS:
                     delay = max(delay, Mention.STRONG if pattern is strong else Mention.WEAK)
@@ -298,7 +385,8 @@ def topics_of(
         or ORDER_NOUN.search(residual)
     )
     view.status = (
-        STATUS_STRONG.search(residual) is not None
+        bool(frames)
+        or STATUS_STRONG.search(residual) is not None
         or (names_order and STATUS_WEAK.search(residual) is not None)
         or only_a_reference(residual)
     )

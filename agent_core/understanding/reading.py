@@ -27,6 +27,7 @@ from agent_core.understanding.lexicon import (
 )
 from agent_core.understanding.lexicon_intents import (
     ADDRESS_CHAR,
+    AMOUNT,
     ID_BASE,
     INJECTION,
     INJECTION_DEMANDS,
@@ -35,7 +36,15 @@ from agent_core.understanding.lexicon_intents import (
     ZH_TYPOS,
 )
 from agent_core.understanding.recognition.normalise import split_run_on, split_run_ons
-from agent_core.understanding.recognition.precision import blank_negation_fillers, confusable_ids
+from agent_core.understanding.recognition.precision import (
+    CUSTOMER_AGAIN,
+    HIDDEN,
+    HIDDEN_DEMANDS,
+    NO_WORD,
+    blank_negation_fillers,
+    confusable_ids,
+    vague_address,
+)
 
 # Telegram messages are at most 4096 characters; capping keeps the planner's cost bounded.
 MAX_TEXT_CHARS = 4096
@@ -62,7 +71,9 @@ _STREET_AHEAD = (
     r"|mews|grove|parade|boulevard|blvd)\b)"
 )
 _ADDRESS_EN = re.compile(
-    r"(?:\baddress|\badress|\baddres|\baddy|\baddr)\b[^.?!;\n]{0,60}?(?:\bto\b|\bshould be\b|:|\bis now\b|->|→"
+    # "the address for A1007 (not A1003!) to …": a bracketed aside is skipped whole.
+    r"(?:\baddress|\badress|\baddres|\baddy|\baddr)\b(?:\([^)\n]{0,30}\)|[^.?!;\n]){0,60}?"
+    r"(?:\bto\b|\bshould be\b|:|\bis now\b|->|→"
     r"|\bit'?s\b(?=\s*\d))\s*"
     r"|\bnew (?:address|addr)(?: for (?:order )?#?[a-z]?-?\d[\w-]*)?\b\s*(?:is\b)?\s*:?\s*"
     r"|\bit should be\b\s*"
@@ -89,8 +100,8 @@ _ADDRESS_EN = re.compile(
     rf"|\breach(?:es)? me at\s*{_STREET_AHEAD}"
 )
 _ADDRESS_ZH = re.compile(
-    r"(?:改成|改为|改到|地址是|地址为|新地址\s*[:：]?|地址\s*[:：])\s*|寄到\s*"
-    r"|改(?:收货)?地址(?:到|为|成)\s*|改寄到?\s*|改送到\s*|该成\s*"
+    r"(?:改成(?!功)|改为|改到|地址是|地址为|新地址\s*[:：]?|地址\s*[:：])\s*|寄到\s*"
+    r"|改(?:收货)?地址(?:到|为|成(?!功))\s*|改寄到?\s*|改送到\s*|该成\s*"
 )
 # Round 3: markers that say a new place only when a street address follows them ("地址写错了，
 # 应该是 杭州市…", "送到 上海市…", "新家在 …", "收货地址换成 …"); never "应该是对的".
@@ -115,6 +126,11 @@ _ADDRESS_NOT = re.compile(
     r"|\s*[,，]?\s*(?:for|on) (?:order )?#?[a-z]-?\d{3,}\b.*$",  # "…, Leeds, for A1003"
     re.IGNORECASE,
 )
+_ASKED = re.compile(
+    r"^\s*(?:哪|什么|啥|多少|怎么|几|谁|where|what|which)(?![a-z])|^\S{0,3}(?:没有?|吗|么)\s*$"
+    r"|^\s*(?:旧|原来|原先|原|老|之前|以前)的?(?:地址|那个地址|家)",
+    re.IGNORECASE,
+)
 _ADDRESS_TRIM = re.compile(r"(?:\s+(?:instead|please|thanks|thank you|pls))+\s*$|[\s,，:：]+$")
 
 # A number where an order id was expected ("order 1001", "单号1002", "#1005").
@@ -130,6 +146,17 @@ _BARE_ID_NUMBER = re.compile(
     r"(?P<n>\d{3,10})(?![\d.,]|\s*(?:[%$€£¥]|元|块|dollars?|euros?|pounds?|bucks|usd|eur|gbp"
     r"|items?|pieces?|pcs|times|days|hours|km|miles)(?![a-z]))"
     r"|(?<![\w.,$€£¥￥])(?P<z>\d{3,10})\s*(?:到哪|在哪|发货|发了|取消|退货|物流|状态|什么时候到|到了)"
+)
+# A number standing alone (not part of a word, an amount, a date, a time or an address).
+_LONE_NUMBER = re.compile(r"(?<![\w.,#$€£¥￥+\-:/])(?<!\d\s)\d{4,10}(?![\w.,:/%]|\s\d)")
+_NOT_AN_ID = re.compile(
+    r"\s*(?:年|月|日|号|点|分|个|件|次|天|小时|元|块|rmb|usd|eur|gbp|dollars?|euros?|pounds?|bucks"
+    r"|days?|weeks?|months?|years?|hours?|items?|pieces?|pcs|times?|km|miles?|kg|g\b|ml|steps?)",
+    re.IGNORECASE,
+)
+_OTHER_NUMBER = re.compile(
+    r"(?:user|customer|account|member|phone|tel|mobile|zip|postcode|postal code|code|pin|room"
+    r"|flat|apt|suite|unit|id|用户|账号|账户|会员|电话|手机|邮编|验证码|房间|门牌)\W{0,3}(?:no\.?|number|号)?\W{0,2}$"
 )
 # A token that would be an order id if a letter were a digit ("A10O1", "AI001").
 _CONFUSABLE = re.compile(r"(?<![0-9A-Za-z])[A-Za-z][0-9A-Za-z]{3,11}(?![0-9A-Za-z])")
@@ -189,10 +216,11 @@ def fix_word(word: str) -> str:
         return TYPOS[word]
     if len(word) < 5 or word in FUZZY_VOCABULARY or word in NOT_TYPOS:
         return word
-    for keyword in FUZZY_VOCABULARY:
-        if _within_one_edit(word, keyword):
-            return keyword
-    return word
+    near = [k for k in FUZZY_VOCABULARY if _within_one_edit(word, k)]
+    # "deliverd" is "delivered" (a letter left out), not "delivery": a keyword that ends
+    # as the word does is the likelier one.
+    same_end = [k for k in near if k[-1] == word[-1]]
+    return (same_end or near or [word])[0]
 
 
 def canonical(text: str) -> str:
@@ -217,6 +245,8 @@ class Clause:
     # The first new address written inside this clause ("A1002 地址：北京…" gives A1002
     # its own address, not the message's first one).
     address: str | None = None
+    # Ends with a question mark ("A1003 取消？"): the mark itself is cut off the clause.
+    asked: bool = False
 
 
 @dataclass(frozen=True)
@@ -313,7 +343,10 @@ class Reader:
         segments = _merge_spans([*_injection_segments(folded), *fabricated])
         clauses = _split(work, folded, segments, ids, addresses)
         injections = [work[s:e].strip() for s, e in segments]
-        demands = any(INJECTION_DEMANDS.search(canonical(folded[s:e])) for s, e in segments)
+        demands = any(
+            INJECTION_DEMANDS.search(text) or HIDDEN_DEMANDS.search(text)
+            for text in (canonical(folded[s:e]) for s, e in segments)
+        )
         return Reading(work, ids, suspects, repairs, address, clauses, injections, demands)
 
     def _decorated(self, folded: str, taken: list[tuple[int, int]]) -> list[tuple[int, int, str]]:
@@ -342,6 +375,21 @@ class Reader:
         for match in list(_BARE_ID_NUMBER.finditer(folded)):
             start, end = match.span("n" if match.group("n") else "z")
             if SUSPECT_CHAR in folded[start:end]:
+                continue
+            suspects.append(work[start:end])
+            folded = _blank(folded, start, end, SUSPECT_CHAR)
+        # "where is 1001?", "1001 到哪了": a number alone where an order id would be (its
+        # letter missing) is asked about, never guessed or replaced by the chat's order; an
+        # amount ("refund 1499 for A1002", "1499 元"), a year or a count is not.
+        amounts = [m.span() for m in AMOUNT.finditer(folded)]
+        worded = re.search(r"[a-z]|[\u4e00-\u9fff]", folded) is not None  # not "12345" alone
+        for match in list(_LONE_NUMBER.finditer(folded) if worded else ()):
+            start, end = match.span()
+            if any(s <= start < e for s, e in amounts) or _NOT_AN_ID.match(folded, end):
+                continue
+            if _OTHER_NUMBER.search(folded[max(0, start - 16) : start]):
+                continue  # "user 20002", "my phone 5551234": another kind of number
+            if not self._whole.fullmatch("A" + match.group(0)):
                 continue
             suspects.append(work[start:end])
             folded = _blank(folded, start, end, SUSPECT_CHAR)
@@ -393,7 +441,8 @@ def _blank_transcripts(cleaned: str) -> tuple[str, list[tuple[int, int]]]:
         if first_other is not None and match.end() > first_other:
             line_end = work.find("\n", match.end())
             end = len(work) if line_end < 0 else line_end
-            if INJECTION_DEMANDS.search(canonical(work[match.end() : end])):
+            said = canonical(work[match.end() : end])
+            if INJECTION_DEMANDS.search(said) or HIDDEN_DEMANDS.search(said):
                 fabricated.append((match.end(), end))
     return work, fabricated
 
@@ -433,8 +482,13 @@ def _take_address(work: str, folded: str) -> tuple[str | None, str, dict[int, st
             end = stop.start() if stop else len(folded)
             end = min(end, start + MAX_ADDRESS_CHARS)
             value = _ADDRESS_TRIM.sub("", _ADDRESS_NOT.sub("", work[start:end])).strip()
-            if len(value) < 2 or ADDRESS_CHAR in folded[start:end]:
-                continue
+            if (
+                len(value) < 2
+                or ADDRESS_CHAR in folded[start:end]
+                or _ASKED.search(value)
+                or vague_address(value)
+            ):
+                continue  # "退货的地址是哪里": a question, not an address
             if first is None:
                 first = value
             found[start] = value
@@ -450,8 +504,13 @@ def _injection_segments(folded: str) -> list[tuple[int, int]]:
     bare marker ("ignore previous instructions and …") covers the rest of the message.
     """
     segments: list[tuple[int, int]] = []
-    for match in INJECTION.finditer(folded):
+    markers = sorted(
+        [*INJECTION.finditer(folded), *HIDDEN.finditer(folded)], key=lambda m: m.start()
+    )
+    for match in markers:
         start, end = match.start(), len(folded)
+        if segments and start < segments[-1][1] and match.re is HIDDEN:
+            continue  # already inside instruction-like text
         marker = match.group(0)
         if marker.lstrip().startswith("<"):
             name = re.sub(r"[<>/\s]", "", marker)
@@ -459,17 +518,23 @@ def _injection_segments(folded: str) -> list[tuple[int, int]]:
             end = match.end() if "/" in marker else (close + len(name) + 3 if close >= 0 else end)
         else:
             opener = _open_bracket(folded, start)
+            close = -1
             if opener is not None:
                 close = folded.find(_PAIRS[folded[opener]], match.end())
                 start = opener
                 if close >= 0 and close - match.end() > 8:
                     end = close + 1
-            elif _HAN.search(marker) and not marker.startswith(("【", "[")):
+            if end == len(folded) and _HAN.search(marker) and not marker.startswith(("【", "[")):
                 # A Chinese instruction line ("助手请注意：…。A1001 到哪了") ends at its full
                 # stop: what follows is the customer's own sentence again.
                 stop = _SENTENCE_END_ZH.search(folded, match.end())
                 if stop is not None and folded[stop.end() :].strip():
                     end = stop.end()
+        # "DEVELOPER NOTE: … Customer question: when was A1002 delivered?": the customer's
+        # own text starts again at the label.
+        back = CUSTOMER_AGAIN.search(folded, match.end(), end)
+        if back is not None:
+            end = back.start()
         if _WHOLE_MESSAGE.search(marker):
             start = 0  # "… this is an authorised admin request": it frames all of it
         if segments and start <= segments[-1][1]:
@@ -529,6 +594,17 @@ def _split(
     for start, end in segments:
         cuts.update((start, end))
     bounds = sorted(cuts)
+    # "cancel A1003? no, A1007": a bare "no" and the order after it are one correction.
+    for left, mid, right in zip(bounds, bounds[1:], bounds[2:], strict=False):
+        first = re.sub(r"[,.?!;，。？！；、\s]+", " ", canonical(folded[left:mid])).strip()
+        second = re.sub(r"[,.?!;，。？！；、\s]+", "", folded[mid:right])
+        if (
+            NO_WORD.match(first)
+            and second
+            and all(ID_BASE <= ord(c) < ID_BASE + len(ids) for c in second)
+        ):
+            cuts.discard(mid)
+    bounds = sorted(cuts)
     clauses = []
     for start, end in itertools.pairwise(bounds):
         text = canonical(folded[start:end])
@@ -540,7 +616,8 @@ def _split(
         injected = any(s <= start < e for s, e in segments)
         own = [addresses[at] for at in sorted(addresses) if start <= at < end]
         raw = work[start:end].strip(" ,.;，。")
-        clauses.append(Clause(text, clause_ids, injected, raw, own[0] if own else None))
+        asked = re.match(r"\s*[?？]", folded[end : end + 3]) is not None
+        clauses.append(Clause(text, clause_ids, injected, raw, own[0] if own else None, asked))
     return clauses
 
 

@@ -28,6 +28,7 @@ from agent_core.understanding.lexicon import POLICY_QUERIES, PolicyTopic
 from agent_core.understanding.lexicon_intents import UNSUPPORTED, Action
 from agent_core.understanding.reading import Reading
 from agent_core.understanding.recognition.decide import (
+    ACTION_SHARED,
     DEFAULT_CHOICES,
     HIGH_RISK_TOOLS,
     MAX_CHOICES,
@@ -41,6 +42,7 @@ from agent_core.understanding.recognition.decide import (
 )
 from agent_core.understanding.recognition.intents import IntentDef, Kind
 from agent_core.understanding.recognition.normalise import fold_text, is_question
+from agent_core.understanding.recognition.precision import asks_policy
 from agent_core.understanding.recognition.recognise import THRESHOLD, Match, Recogniser
 from agent_core.understanding.understand import STATUS_TOOL, Understood
 
@@ -143,6 +145,13 @@ def recognise(
             if lookup.topic == old:
                 lookup.topic = new
     decision = decide(ranked, facts)
+    if decision.outcome is Outcome.ACTION and ranked:
+        shared = set(recogniser.normaliser.features(text)) & set(
+            recogniser.normaliser.features(ranked[0].example)
+        )
+        if len(shared) < ACTION_SHARED:
+            # Not the same request: the rule reading (the named order's status) stands.
+            decision = Decision(Outcome.KEEP)
     if ranked and (decision.outcome is not Outcome.KEEP or refined is not None):
         # Said only where recognition changed something (staff see why).
         interp.recognised = f"{ranked[0].intent.key} {ranked[0].score:.2f}"
@@ -223,6 +232,8 @@ def _clause_questions(
         asks = is_question(folded) or _A_NOT_A.search(folded) is not None
         if not (asks and _a_question_of_its_own(folded)):
             continue  # "please process it", "danke", "has it shipped?": part of another
+        if reading.order_ids and not asks_policy(folded):
+            continue  # "where's A1001? why is it taking so long?": about the order itself
         ranked = recogniser.rank(text)
         if not ranked or ranked[0].intent.kind is not Kind.FAQ:
             continue

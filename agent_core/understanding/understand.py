@@ -21,6 +21,7 @@ is read by `agent_core.understanding.clause_view`, questions are written by `age
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -49,6 +50,8 @@ from agent_core.understanding.lexicon import (
 )
 from agent_core.understanding.lexicon_intents import (
     HANDOFF,
+    ID_BASE,
+    KEEP,
     NOT_WANTED,
     POINTER,
     SMALL_TALK,
@@ -57,7 +60,18 @@ from agent_core.understanding.lexicon_intents import (
     Action,
 )
 from agent_core.understanding.reading import Reading
-from agent_core.understanding.recognition.precision import corrected_id, excluded_ids, retracts
+from agent_core.understanding.recognition.precision import (
+    ADVICE,
+    DESCRIBED,
+    INSTEAD,
+    OR_IDS,
+    OTHER_ONE,
+    PLURAL,
+    UNRESOLVED,
+    corrected_id,
+    excluded_ids,
+    retracts,
+)
 
 STATUS_TOOL = "get_order_status"
 MAX_REASON_CHARS = 200
@@ -130,6 +144,14 @@ def understand(
         if reading.injection_demands:
             interp.unsupported.append(_INJECTION_ITEM[language])
     genuine = [v for v in views if not v.clause.injected]
+    # "cancel A1003? what do you think": advice asked about the actions of the message.
+    if any(ADVICE.search(v.text) for v in genuine):
+        for view in genuine:
+            for verb in view.verbs:
+                if not verb.negated and verb.topic:
+                    verb.question = True
+    unresolved = any(UNRESOLVED.search(v.text) for v in genuine)
+    other_one = any(OTHER_ONE.search(v.text) for v in genuine)
     keys = tuple(dict.fromkeys(UNSUPPORTED[i].key for v in genuine for i in v.unsupported))
     for view in genuine:
         for index in view.unsupported:
@@ -139,6 +161,9 @@ def understand(
                 interp.unsupported.append(label)
 
     kept = [i for v in genuine if v.keep and not v.requests for i in v.clause.ids]
+    # "cancel A1003 and A1007 — actually keep A1007": an order kept after the verb of its
+    # own clause is left alone too.
+    kept += [i for v in genuine if v.requests for i in kept_after_verbs(v, reading)]
     # "cancel A1007 not A1003", "instead of A1003": A1003 is left alone.
     kept += [reading.id_of(ch) for v in genuine for ch in excluded_ids(v.text)]
     interp.kept = list(dict.fromkeys(kept))
@@ -157,10 +182,33 @@ def understand(
             if view.requests:
                 interp.kept.extend(i for i in view.clause.ids if i != fixed)
     interp.kept = list(dict.fromkeys(interp.kept))
-    negated_ids = [i for v in genuine for verb in v.verbs if verb.negated for i in v.clause.ids]
-    requested_ids = [i for v in genuine if v.requests for i in v.clause.ids]
-    onlynegated = {i for i in negated_ids if i not in requested_ids}
+    # Taken back: negated, or retracted later ("cancel A1003, scratch that, …").
+    dropped = [
+        (verb.tool, i)
+        for n, v in enumerate(genuine)
+        for verb in v.verbs
+        if verb.negated
+        or (
+            not corrections
+            and (n < retracted_before or retracts(v.text[verb.start :]))
+            and not verb.question
+        )
+        for i in v.clause.ids
+    ]
+    requested_ids = [
+        i
+        for n, v in enumerate(genuine)
+        if any(
+            corrections or not (n < retracted_before or retracts(v.text[r.start :]))
+            for r in v.requests
+        )
+        for i in v.clause.ids
+    ]
+    onlynegated = {i for _, i in dropped if i not in requested_ids}
     candidates = [i for i in order if i not in interp.kept and i not in onlynegated]
+    # "不要退款 A1002，退货就行": an order only negated for another action may still be meant.
+    negated_for = {(t, i) for t, i in dropped if i not in requested_ids}
+    own_ids = {n: ids_written_in(v, reading) for n, v in enumerate(genuine)}
 
     ambiguous: list[tuple[str, list[str]]] = []
     intents: list[Intent] = []
@@ -169,6 +217,13 @@ def understand(
     for number, view in enumerate(genuine):
         for verb in view.verbs:
             targets = [i for i in view.clause.ids if i not in interp.kept]
+            listed_before = bool(view.clause.ids) and view.clause.ids[0] not in own_ids[number]
+            if listed_before and len(targets) > 1 and not PLURAL.search(view.text):
+                # "A1003, A1007 — cancel", "A1003、A1007，取消": orders listed before the
+                # verb's clause, in clauses of their own: which of them is meant is asked
+                # (reads still take them all; "cancel A1003, A1005" lists after the verb).
+                ambiguous.append((verb.tool, targets))
+                continue
             # The correction, not the retraction before it, decides ("不对，是 A1007").
             corrected = next((i for n, i in corrections if n > number), None)
             if corrected is not None:
@@ -188,12 +243,42 @@ def understand(
                 continue
             if verb.question:
                 continue
-            if view.choose and len(targets) != 1:
+            if (
+                unresolved
+                or (other_one and (targets or len(candidates) != 1))
+                or _described_not_named(view.text[verb.start :], bool(view.clause.ids), len(order))
+            ):
+                # "cancel A1003 and the other one too", "… or was it A1003": which is asked.
+                ambiguous.append((verb.tool, targets or candidates))
+                continue
+            if (view.choose or OR_IDS.search(view.text)) and len(targets) != 1:
                 ambiguous.append((verb.tool, targets or candidates))
                 continue
             if not targets:
+                for_tool = [
+                    i
+                    for i in order
+                    if i not in interp.kept
+                    and (verb.tool, i) not in negated_for
+                    and (i not in onlynegated or _negated_only_for_others(i, verb.tool, dropped))
+                ]
+                if (
+                    any(
+                        v.clause.ids and any(r.tool == verb.tool for r in v.requests)
+                        for v in genuine
+                        if v is not view
+                    )
+                    and verb.tool == Action.ADDRESS
+                    and view.clause.address
+                    and len(candidates) != 1
+                ):
+                    # "A1007 改地址，…，新地址 南京市…": the address of the change asked
+                    # in another clause, not a second change.
+                    continue
                 if len(candidates) == 1:
                     targets = candidates
+                elif not candidates and len(for_tool) == 1 and INSTEAD.search(view.text):
+                    targets = for_tool
                 else:
                     ambiguous.append((verb.tool, candidates))
                     continue
@@ -203,6 +288,10 @@ def understand(
                 args["address"] = view.clause.address or reading.address
             if verb.tool == Action.REFUND:
                 args["amount"] = amount_in(view.text) or amount
+                if len(targets) > 1 and len(re.findall(r"\d+(?:\.\d+)?", view.text)) > 1:
+                    # "refund A1002 59 and A1006 30": which amount is whose is asked, never
+                    # the first amount for every order.
+                    args["amount"] = None
             if any(v is None for v in args.values()) and (
                 verb.tool == Action.ADDRESS or amount_required
             ):
@@ -231,10 +320,13 @@ def understand(
 
     # Policy questions: topics, and actions only asked about ("can I return A1002?").
     topics: list[PolicyTopic] = []
-    for view in genuine:
+    for number, view in enumerate(genuine):
         topics.extend(view.topics)
         for verb in view.verbs:
-            if verb.question and verb.topic and not view.topics:
+            taken_back = not corrections and (
+                number < retracted_before or retracts(view.text[verb.start :])
+            )
+            if verb.question and verb.topic and not view.topics and not taken_back:
                 topics.append(PolicyTopic(verb.topic))
     topics = list(dict.fromkeys(topics))
     interp.policies = [PolicyLookup(topic=t.value) for t in topics]
@@ -246,7 +338,15 @@ def understand(
         if not (view.status or view.track):
             continue
         tool = TRACK_TOOL if view.track else STATUS_TOOL
-        targets = list(view.clause.ids) or [i for i in order if i not in interp.kept]
+        # "not A1001 - A1005 is the one I need the tracking for": not the excluded one.
+        excluded = {reading.id_of(ch) for ch in excluded_ids(view.text)}
+        targets = [i for i in view.clause.ids if i not in excluded] or [
+            i for i in order if i not in interp.kept
+        ]
+        if not targets and not view.clause.ids:
+            # "Don't cancel. A1003 is fine. Just wondering when it ships": an order kept
+            # (or only negated) may still be asked about.
+            targets = [i for i in order if i not in excluded]
         if targets:
             read_intents.append(_intent(tool, targets, view))
         else:
@@ -310,6 +410,35 @@ def understand(
         vague=vague,
         unsupported_keys=keys,
     )
+
+
+def ids_written_in(view: View, reading: Reading) -> list[str]:
+    """The orders a clause names in its own words (not folded in from a bare list)."""
+    return [i for i in view.clause.ids if chr(ID_BASE + reading.order_ids.index(i)) in view.text]
+
+
+def kept_after_verbs(view: View, reading: Reading) -> list[str]:
+    """Orders a clause keeps after its last action verb ("… — actually keep A1007")."""
+    last = max((v.start for v in view.requests), default=-1)
+    match = next((m for m in KEEP.finditer(view.text) if m.start() > last), None)
+    if match is None:
+        return []
+    tail = view.text[match.end() :]
+    return [i for i in view.clause.ids if chr(ID_BASE + reading.order_ids.index(i)) in tail]
+
+
+def _described_not_named(after_verb: str, clause_ids: bool, message_ids: int) -> bool:
+    """ "cancel the replacement" (A1001 named elsewhere), "A1001 is late so cancel my second
+    order": the verb's object is an order described, not named after it."""
+    match = DESCRIBED.search(after_verb)
+    if match is None or re.search(r"[\ue000-\uefff]", after_verb[match.start() :]):
+        return False
+    return clause_ids or message_ids == 1
+
+
+def _negated_only_for_others(order_id: str, tool: str, dropped: list[tuple[str, str]]) -> bool:
+    tools = {t for t, i in dropped if i == order_id}
+    return bool(tools) and tool not in tools
 
 
 _ADD_ITEMS = next(n for n, u in enumerate(UNSUPPORTED) if u.key == "add_items")

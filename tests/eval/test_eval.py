@@ -37,15 +37,17 @@ GATES = {
     "cases.jsonl": 1.00,
     # 752/1206 = 62.4 % before the recognition work of issue 21, 1077/1206 = 89.3 % after;
     # round 2 added 68 cases (written before tuning on them: 27/68 then) and scores
-    # 1203/1274 = 94.4 % (the first 1206: 1140 = 94.5 %). Round 3 (recall) added 384
-    # cases (242 + 88 + 54, each batch scored before tuning on it: 186/242, 71/88, 49/54)
-    # and scores 1613/1658 = 97.3 % (the first 1274: 1239 = 97.3 %). The gate is that minus
+    # 1203/1274 = 94.4 % (the first 1206: 1140 = 94.5 %). Round 3 added 586 cases in two
+    # branches, each batch scored before tuning on it: recall 384 (186/242, 71/88, 49/54)
+    # and precision 202 (128/203 with 28 wrong actions); merged, the split scores
+    # 1806/1860 = 97.1 % (the first 1274: see tests/eval/README.md). The gate is that minus
     # a small margin. Raise it as recognition improves.
     "dev.jsonl": 0.95,
     # Measured when the split was merged (before any tuning): 566/898 = 63.0 %; after the
     # recognition work of issue 21 (tuned on dev only): 714/898 = 79.5 %, then 750/898 =
-    # 83.5 % after its second round. The gate is that minus a small margin.
-    "heldout.jsonl": 0.81,
+    # 83.5 % after its second round, 793/898 = 88.3 % after its third (en 87.9 %, zh
+    # 88.9 %). The gate is that minus a small margin.
+    "heldout.jsonl": 0.86,
 }
 
 # Debt, not a gate: cases on which the rule planner still plans an action nobody asked for.
@@ -55,17 +57,15 @@ GATES = {
 # the spec's gate, 0 wrong actions everywhere.
 KNOWN_WRONG_ACTIONS: dict[str, frozenset[str]] = {
     # The held-out split's, measured after the recognition work of issue 21 was merged
-    # (53 when the split was merged, before it; 13 after its first round, 9 after its second, 7 after recall round 3). Ids only: the held-out texts are never
+    # (53 when the split was merged, before it; 13 after its first round, 9 after its second,
+    # 4 after round 3). Ids only: the held-out texts are never
     # tuned on, so these are fixed by work on the dev split's registers, not on these cases.
     "heldout.jsonl": frozenset(
         {
             "ho-adversarial-en-043",
-            "ho-cancel-en-037",
             "ho-cancel-zh-024",
-            "ho-cancel-zh-027",
             "ho-clarify-en-020",
             "ho-clarify-en-024",
-            "ho-faq-zh-037",
         }
     ),
 }

@@ -25,7 +25,12 @@ from typing import Final
 from agent_core.understanding.lexicon_intents import NEGATORS_EN, NEGATORS_ZH
 from agent_core.understanding.recognition.intents import IntentDef, Kind
 from agent_core.understanding.recognition.normalise import POLITE, QUESTION, is_question
-from agent_core.understanding.recognition.precision import RETRACTION, negated_strictly, reported
+from agent_core.understanding.recognition.precision import (
+    RETRACTION,
+    asks_policy,
+    negated_strictly,
+    reported,
+)
 from agent_core.understanding.recognition.recognise import (
     ACTION_MARGIN,
     ACTION_THRESHOLD,
@@ -304,6 +309,10 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
             # recognition is sure the question is something else (and not as close to
             # something done to the order: "has anyone changed the address on A1005?").
             return Decision(Outcome.KEEP)
+        if facts.orders and intent.kind is Kind.FAQ and not asks_policy(facts.text):
+            # "is A1001 delayed?", "why is A1001 taking so long", "A1001 几天能送到": a
+            # question about the order's own state; a policy needs a policy question.
+            return Decision(Outcome.KEEP)
         if facts.orders and intent.name in PROGRESS_TOPICS and not _IN_GENERAL.search(facts.text):
             return Decision(Outcome.KEEP)  # how this order is getting on: its status
         order_read = next((m for m in ranked if m.intent.name in READ_TOOLS), None)
@@ -354,6 +363,12 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
             return Decision(Outcome.ACTION, intent)
         return _choices(ranked, facts, menu=False)
     return _choices(ranked, facts, menu=False)
+
+
+# An action from recognition alone needs the request to share at least this many features
+# with the example it matched: one rare word ("I expect a refund" for "expected delivery for
+# A1005") is a likeness of wording, not the same request.
+ACTION_SHARED: Final = 2
 
 
 def _bare(text: str) -> bool:
