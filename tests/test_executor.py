@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
+from agent_core.execution import transitions
 from agent_core.execution.executor import Executor
 from agent_core.execution.policy import Backoff, FailurePolicy
 from agent_core.execution.tools import Tool, ToolContext, ToolRegistry
@@ -17,6 +19,7 @@ from agent_core.models import (
     ErrorType,
     EventKind,
     Language,
+    PlanStep,
     Run,
     RunEvent,
     RunStatus,
@@ -618,3 +621,29 @@ async def test_an_expired_pause_is_committed_and_told_like_any_run_end() -> None
     assert journal.committed[-1].status == "expired"
     assert told == [label for tx in journal.transactions for label in tx]
     assert scripts["cancel_order"].calls == []
+
+
+def test_transitions_assign_fields_as_pydantic_would() -> None:
+    """The transitions write fields past pydantic's `__setattr__` (`transitions._assign`):
+    the same values and the same `model_fields_set`, which holds only while the models
+    neither validate assignment nor are frozen."""
+    for model in (Run, PlanStep):
+        assert not model.model_config.get("validate_assignment")
+        assert not model.model_config.get("frozen")
+    now = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
+    fast = make_run([STATUS, CANCEL])
+    slow = fast.model_copy(deep=True)
+    transitions.start_step(fast, fast.steps[0], now=now)
+    transitions.succeed(fast, fast.steps[0], {"status": "shipped"}, attempt=1, now=now)
+    slow.attempts += 1
+    slow.status = RunStatus.RUNNING
+    slow.steps[0].status = StepStatus.RUNNING
+    slow.steps[0].started_at = now
+    slow.updated_at = now
+    slow.steps[0].status = StepStatus.DONE
+    slow.steps[0].observation = {"status": "shipped"}
+    slow.steps[0].error = None
+    slow.steps[0].finished_at = now
+    assert fast == slow
+    assert fast.model_fields_set == slow.model_fields_set
+    assert fast.steps[0].model_fields_set == slow.steps[0].model_fields_set
