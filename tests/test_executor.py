@@ -16,6 +16,7 @@ from agent_core.execution.executor import Executor
 from agent_core.execution.policy import Backoff, FailurePolicy
 from agent_core.execution.tools import Tool, ToolContext, ToolRegistry
 from agent_core.models import (
+    Decision,
     ErrorType,
     EventKind,
     Language,
@@ -647,3 +648,41 @@ def test_transitions_assign_fields_as_pydantic_would() -> None:
     assert fast == slow
     assert fast.model_fields_set == slow.model_fields_set
     assert fast.steps[0].model_fields_set == slow.steps[0].model_fields_set
+
+
+def test_events_made_without_validation_equal_validated_ones() -> None:
+    """`transitions.event` makes its `RunEvent` without validating (`_new_event`): the same
+    model, dump and `model_fields_set` as `RunEvent(...)` of the same values, for a run-level
+    and a step-level event, every optional field set or not, an int delay included."""
+    now = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
+    run = make_run([STATUS, CANCEL])
+    cases: list[dict[str, Any]] = [
+        {},
+        {"attempt": 2, "error_type": ErrorType.TIMEOUT, "decision": Decision.RETRY},
+        {"delay_s": 2, "message": "slow", "status": "paused"},
+        {"delay_s": 0.25},
+    ]
+    for step in (None, run.steps[0]):
+        for extra in cases:
+            made = transitions.event(run, EventKind.STEP_RETRYING, step, now=now, **extra)
+            status = extra.get("status") or (step or run).status.value
+            checked = RunEvent(
+                kind=EventKind.STEP_RETRYING,
+                run_id=run.id,
+                trace_id=run.trace_id,
+                step_id=step.id if step else None,
+                tool=step.tool if step else None,
+                attempt=extra.get("attempt"),
+                status=status,
+                error_type=extra.get("error_type"),
+                decision=extra.get("decision"),
+                delay_s=extra.get("delay_s"),
+                message=extra.get("message"),
+                at=now,
+            )
+            assert made == checked
+            assert made.model_dump() == checked.model_dump()
+            assert list(vars(made)) == list(vars(checked))
+            assert type(made.delay_s) is type(checked.delay_s)
+            assert made.model_fields_set == checked.model_fields_set == set(RunEvent.model_fields)
+            assert repr(made) == repr(checked)

@@ -76,20 +76,42 @@ def event(
     fields["updated_at"] = now
     run.__pydantic_fields_set__.add("updated_at")
     held = vars(step) if step is not None else None
-    return RunEvent(
-        kind=kind,
-        run_id=fields["id"],
-        trace_id=fields["trace_id"],
-        step_id=held["id"] if held else None,
-        tool=held["tool"] if held else None,
-        attempt=attempt,
-        status=status or (held["status"] if held else fields["status"])._value_,
-        error_type=error_type,
-        decision=decision,
-        delay_s=delay_s,
-        message=message,
-        at=now,
+    return _new_event(
+        {
+            "kind": kind,
+            "run_id": fields["id"],
+            "trace_id": fields["trace_id"],
+            "step_id": held["id"] if held else None,
+            "tool": held["tool"] if held else None,
+            "attempt": attempt,
+            "status": status or (held["status"] if held else fields["status"])._value_,
+            "error_type": error_type,
+            "decision": decision,
+            "delay_s": None if delay_s is None else float(delay_s),
+            "message": message,
+            "at": now,
+        }
     )
+
+
+# Making the event: `RunEvent(...)` validates its twelve fields (~25 k instructions, ten
+# times a standard run), though every value here comes from validated models, the enums
+# and the clock, typed as the fields are. `_new_event` makes the same model as that call
+# would (every field named, so `model_fields_set` is all of them; no extra, no private
+# attributes) without validating: what `model_construct` does, less its Python loop over
+# the fields (which costs more than the validation). `delay_s` is made a float above, as
+# validation would; a test compares the two ways on every kind of event.
+_new_object = object.__new__
+_set_slot = object.__setattr__
+
+
+def _new_event(values: dict[str, Any]) -> RunEvent:
+    made = _new_object(RunEvent)
+    _set_slot(made, "__dict__", values)
+    _set_slot(made, "__pydantic_fields_set__", set(values))
+    _set_slot(made, "__pydantic_extra__", None)
+    _set_slot(made, "__pydantic_private__", None)
+    return made
 
 
 def planned(run: Run, *, now: datetime) -> RunEvent:
