@@ -5,18 +5,22 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
+from agent_core.execution import transitions
 from agent_core.execution.executor import Executor
 from agent_core.execution.policy import Backoff, FailurePolicy
 from agent_core.execution.tools import Tool, ToolContext, ToolRegistry
 from agent_core.models import (
+    Decision,
     ErrorType,
     EventKind,
     Language,
+    PlanStep,
     Run,
     RunEvent,
     RunStatus,
@@ -618,3 +622,67 @@ async def test_an_expired_pause_is_committed_and_told_like_any_run_end() -> None
     assert journal.committed[-1].status == "expired"
     assert told == [label for tx in journal.transactions for label in tx]
     assert scripts["cancel_order"].calls == []
+
+
+def test_transitions_assign_fields_as_pydantic_would() -> None:
+    """The transitions write fields past pydantic's `__setattr__` (`transitions._assign`):
+    the same values and the same `model_fields_set`, which holds only while the models
+    neither validate assignment nor are frozen."""
+    for model in (Run, PlanStep):
+        assert not model.model_config.get("validate_assignment")
+        assert not model.model_config.get("frozen")
+    now = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
+    fast = make_run([STATUS, CANCEL])
+    slow = fast.model_copy(deep=True)
+    transitions.start_step(fast, fast.steps[0], now=now)
+    transitions.succeed(fast, fast.steps[0], {"status": "shipped"}, attempt=1, now=now)
+    slow.attempts += 1
+    slow.status = RunStatus.RUNNING
+    slow.steps[0].status = StepStatus.RUNNING
+    slow.steps[0].started_at = now
+    slow.updated_at = now
+    slow.steps[0].status = StepStatus.DONE
+    slow.steps[0].observation = {"status": "shipped"}
+    slow.steps[0].error = None
+    slow.steps[0].finished_at = now
+    assert fast == slow
+    assert fast.model_fields_set == slow.model_fields_set
+    assert fast.steps[0].model_fields_set == slow.steps[0].model_fields_set
+
+
+def test_events_made_without_validation_equal_validated_ones() -> None:
+    """`transitions.event` makes its `RunEvent` without validating (`_new_event`): the same
+    model, dump and `model_fields_set` as `RunEvent(...)` of the same values, for a run-level
+    and a step-level event, every optional field set or not, an int delay included."""
+    now = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
+    run = make_run([STATUS, CANCEL])
+    cases: list[dict[str, Any]] = [
+        {},
+        {"attempt": 2, "error_type": ErrorType.TIMEOUT, "decision": Decision.RETRY},
+        {"delay_s": 2, "message": "slow", "status": "paused"},
+        {"delay_s": 0.25},
+    ]
+    for step in (None, run.steps[0]):
+        for extra in cases:
+            made = transitions.event(run, EventKind.STEP_RETRYING, step, now=now, **extra)
+            status = extra.get("status") or (step or run).status.value
+            checked = RunEvent(
+                kind=EventKind.STEP_RETRYING,
+                run_id=run.id,
+                trace_id=run.trace_id,
+                step_id=step.id if step else None,
+                tool=step.tool if step else None,
+                attempt=extra.get("attempt"),
+                status=status,
+                error_type=extra.get("error_type"),
+                decision=extra.get("decision"),
+                delay_s=extra.get("delay_s"),
+                message=extra.get("message"),
+                at=now,
+            )
+            assert made == checked
+            assert made.model_dump() == checked.model_dump()
+            assert list(vars(made)) == list(vars(checked))
+            assert type(made.delay_s) is type(checked.delay_s)
+            assert made.model_fields_set == checked.model_fields_set == set(RunEvent.model_fields)
+            assert repr(made) == repr(checked)

@@ -704,6 +704,43 @@ def test_row_dicts_name_exactly_the_table_columns() -> None:
             assert set(names) <= schema
 
 
+def test_nulls_written_as_literals_leave_the_same_rows_as_bound_nulls() -> None:
+    """`NullsInline` writes a row's None values into the SQL as `NULL`: the same rows as
+    binding them, one SQL text per pattern of NULLs, and only the other values bound."""
+    names = ("k", "a", "b", "c")
+    plain = tables.insert("t", names)
+    inline = tables.nulls_inline(plain)
+    rows = [
+        {"k": 1, "a": None, "b": "x", "c": None},
+        {"k": 2, "a": None, "b": None, "c": None},
+        {"k": 3, "a": 1.5, "b": "y", "c": 7},
+        {"k": 4, "a": None, "b": "z", "c": None},
+    ]
+    sql, params = inline.bind(rows[0])
+    assert sql == "INSERT INTO t (k, a, b, c) VALUES (?, NULL, ?, NULL)"
+    assert params == (1, "x")
+    assert inline.bind(rows[1]) == ("INSERT INTO t (k, a, b, c) VALUES (?, NULL, NULL, NULL)", (2,))
+    assert inline.bind(rows[2]) == plain.bind(rows[2])
+    assert inline.bind(rows[3])[0] is sql  # the pattern's SQL is made once
+    update = tables.nulls_inline(tables.update("t", ("a", "b", "c"), ("k",)))
+    assert update.bind({"k": 1, "a": None, "b": "w", "c": None}) == (
+        "UPDATE t SET a = NULL, b = ?, c = NULL WHERE k = ?",
+        ("w", 1),
+    )
+    with sqlite3.connect(":memory:") as bound, sqlite3.connect(":memory:") as literal:
+        for conn, statement in ((bound, plain), (literal, inline)):
+            conn.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, a, b, c)")
+            for row in rows:
+                conn.execute(*statement.bind(row))
+            conn.execute(*update.bind({"k": 3, "a": None, "b": "w", "c": None}))
+        read = "SELECT k, a, typeof(a), b, c, typeof(c) FROM t ORDER BY k"
+        assert bound.execute(read).fetchall() == literal.execute(read).fetchall()
+    with pytest.raises(ValueError):
+        tables.nulls_inline(
+            tables.Statement("UPDATE t SET a = ? WHERE k = ? AND n = '?'", ("a", "k"))
+        )
+
+
 async def test_migration_3_turns_the_bots_prose_notices_into_event_kinds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -44,6 +44,17 @@ ANSWER_CLIPPED_MESSAGE = "answer clipped to fit two Telegram messages"
 Catalog = Mapping[str, ToolSpec]
 
 
+# Assigning fields: `model.name = value` on a pydantic model goes through its Python
+# `__setattr__` (a memoised handler, two Python frames, three hooked attribute reads: ~3 k
+# instructions), and a standard run makes 46 of them here. The transitions a run goes
+# through on every drive write what that handler writes for a plain field, directly: the
+# value into the model's `__dict__`, the name into its `model_fields_set` (`_assign`). No
+# validation either way: `Run` and `PlanStep` do not validate assignment (a test says so).
+def _assign(model: Run | PlanStep, values: dict[str, Any]) -> None:
+    vars(model).update(values)
+    model.__pydantic_fields_set__.update(values)
+
+
 def event(
     run: Run,
     kind: EventKind,
@@ -58,26 +69,49 @@ def event(
     message: str | None = None,
 ) -> RunEvent:
     """The record of a transition that just happened to `run` (and `step`) at `now`."""
-    run.updated_at = now
     # Fields read through `vars()`, enum values as `_value_`: an attribute of a pydantic
     # model costs ~0.4 k instructions (its `__getattr__` hook), `.value` two Python calls;
-    # every transition comes through here.
+    # every transition comes through here. `updated_at` is assigned as `_assign` does.
     fields = vars(run)
+    fields["updated_at"] = now
+    run.__pydantic_fields_set__.add("updated_at")
     held = vars(step) if step is not None else None
-    return RunEvent(
-        kind=kind,
-        run_id=fields["id"],
-        trace_id=fields["trace_id"],
-        step_id=held["id"] if held else None,
-        tool=held["tool"] if held else None,
-        attempt=attempt,
-        status=status or (held["status"] if held else fields["status"])._value_,
-        error_type=error_type,
-        decision=decision,
-        delay_s=delay_s,
-        message=message,
-        at=now,
+    return _new_event(
+        {
+            "kind": kind,
+            "run_id": fields["id"],
+            "trace_id": fields["trace_id"],
+            "step_id": held["id"] if held else None,
+            "tool": held["tool"] if held else None,
+            "attempt": attempt,
+            "status": status or (held["status"] if held else fields["status"])._value_,
+            "error_type": error_type,
+            "decision": decision,
+            "delay_s": None if delay_s is None else float(delay_s),
+            "message": message,
+            "at": now,
+        }
     )
+
+
+# Making the event: `RunEvent(...)` validates its twelve fields (~25 k instructions, ten
+# times a standard run), though every value here comes from validated models, the enums
+# and the clock, typed as the fields are. `_new_event` makes the same model as that call
+# would (every field named, so `model_fields_set` is all of them; no extra, no private
+# attributes) without validating: what `model_construct` does, less its Python loop over
+# the fields (which costs more than the validation). `delay_s` is made a float above, as
+# validation would; a test compares the two ways on every kind of event.
+_new_object = object.__new__
+_set_slot = object.__setattr__
+
+
+def _new_event(values: dict[str, Any]) -> RunEvent:
+    made = _new_object(RunEvent)
+    _set_slot(made, "__dict__", values)
+    _set_slot(made, "__pydantic_fields_set__", set(values))
+    _set_slot(made, "__pydantic_extra__", None)
+    _set_slot(made, "__pydantic_private__", None)
+    return made
 
 
 def planned(run: Run, *, now: datetime) -> RunEvent:
@@ -87,18 +121,16 @@ def planned(run: Run, *, now: datetime) -> RunEvent:
 
 def start_step(run: Run, step: PlanStep, *, now: datetime) -> RunEvent:
     """One attempt of `step` begins; it counts against the run's attempt budget."""
-    run.attempts += 1
-    run.status = RunStatus.RUNNING
-    step.status = StepStatus.RUNNING
-    step.started_at = step.started_at or now
-    return event(run, EventKind.STEP_STARTED, step, now=now, attempt=step.retry_count + 1)
+    held = vars(step)
+    _assign(run, {"attempts": vars(run)["attempts"] + 1, "status": RunStatus.RUNNING})
+    _assign(step, {"status": StepStatus.RUNNING, "started_at": held["started_at"] or now})
+    return event(run, EventKind.STEP_STARTED, step, now=now, attempt=held["retry_count"] + 1)
 
 
 def succeed(run: Run, step: PlanStep, data: Any, *, attempt: int, now: datetime) -> RunEvent:
-    step.status = StepStatus.DONE
-    step.observation = data
-    step.error = None
-    step.finished_at = now
+    _assign(
+        step, {"status": StepStatus.DONE, "observation": data, "error": None, "finished_at": now}
+    )
     return event(run, EventKind.STEP_SUCCEEDED, step, now=now, attempt=attempt)
 
 
@@ -269,9 +301,8 @@ def pause(
     arguments."""
     if error is not None:
         _failed_attempt(step, error)
-    step.status = StepStatus.PAUSED
-    step.pause_reason = reason
-    run.pause = Pause(
+    _assign(step, {"status": StepStatus.PAUSED, "pause_reason": reason})
+    pause = Pause(
         step_id=step.id,
         nonce=nonce,
         tool=step.tool,
@@ -279,8 +310,8 @@ def pause(
         paused_at=now,
         approver=approver,
     )
-    run.status = RunStatus.PAUSED
-    run.answer = compose(run, catalog).text
+    _assign(run, {"pause": pause, "status": RunStatus.PAUSED})
+    _assign(run, {"answer": compose(run, catalog).text})
     return event(
         run,
         EventKind.STEP_PAUSED,
@@ -315,10 +346,9 @@ def apply_decision(
     `run_finished`): nothing was changed, which "cancelled" would not say to staff.
     """
     assert step.approval is not None
-    run.pause = None
-    run.status = RunStatus.RUNNING
+    _assign(run, {"pause": None, "status": RunStatus.RUNNING})
     if step.approval.approved:
-        step.status = StepStatus.PENDING
+        _assign(step, {"status": StepStatus.PENDING})
         return [event(run, EventKind.STEP_APPROVED, step, now=now)]
     step.status = StepStatus.CANCELLED
     step.finished_at = now
@@ -347,11 +377,9 @@ def finish(
 
     An answer clipped to fit two Telegram messages says so on the event (for staff).
     """
-    run.status = status
-    run.pause = None
-    run.finished_at = now
+    _assign(run, {"status": status, "pause": None, "finished_at": now})
     answer = compose(run, catalog)
-    run.answer = answer.text
+    _assign(run, {"answer": answer.text})
     if answer.clipped and message is None:
         message = ANSWER_CLIPPED_MESSAGE
     return event(run, EventKind.RUN_FINISHED, now=now, status=status.value, message=message)

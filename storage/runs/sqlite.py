@@ -85,6 +85,7 @@ from storage.tables import (
     STEP_STATE_COLUMNS,
     columns,
     insert,
+    nulls_inline,
     observed_steps,
     run_from_rows,
     ts,
@@ -95,9 +96,10 @@ from storage.writequeue import WriteQueue
 
 # The run's insert and its status change also write its lease (`storage.leases`): a drive
 # starts and ends with them, so taking and giving back a lease costs no statement.
-_UPSERT_RUN = upsert("runs", RUN_COLUMNS + LEASE_COLUMNS, ("id",))
-_UPSERT_STEP = upsert("steps", STEP_COLUMNS, ("run_id", "id"))
-_UPDATE_RUN = update("runs", RUN_STATE_COLUMNS, ("id",))
+# Their None values are written as `NULL` literals, not bound (`storage.tables.NullsInline`).
+_UPSERT_RUN = nulls_inline(upsert("runs", RUN_COLUMNS + LEASE_COLUMNS, ("id",)))
+_UPSERT_STEP = nulls_inline(upsert("steps", STEP_COLUMNS, ("run_id", "id")))
+_UPDATE_RUN = nulls_inline(update("runs", RUN_STATE_COLUMNS, ("id",)))
 # `status` is in two indexes; SQLite rewrites an index entry whenever an UPDATE assigns one
 # of its columns, changed or not. Most transitions leave the status as it was, so it gets
 # its own statement that only matches (and only touches the indexes) when it changes.
@@ -105,8 +107,8 @@ _UPDATE_RUN_STATUS = (
     "UPDATE runs SET status = :status, lease_owner = :lease_owner, lease_until = :lease_until"
     " WHERE id = :id AND status IS NOT :status"
 )
-_UPDATE_STEP = update("steps", STEP_STATE_COLUMNS, ("run_id", "id"))
-_INSERT_EVENT = insert("events", EVENT_COLUMNS)
+_UPDATE_STEP = nulls_inline(update("steps", STEP_STATE_COLUMNS, ("run_id", "id")))
+_INSERT_EVENT = nulls_inline(insert("events", EVENT_COLUMNS))
 # An event about a run that changes nothing else; trace_id comes from the run's row.
 _APPEND_EVENT = (
     "INSERT INTO events (run_id, trace_id, kind, message, at)"
