@@ -173,14 +173,7 @@ def _clause_cant_do(
     joke", "A1003 到哪了？你们门店几点开门"): the part without an order, recognised on its
     own, is named as unsupported (the offer of a person) and the read stays."""
     interp = understood.interpretation
-    if (
-        understood.refusal is not None
-        or interp.handoff is not None
-        or reading.injections
-        or interp.unsupported
-        or not interp.intents
-        or len(reading.clauses) < 2
-    ):
+    if _settled(understood, reading) or not interp.intents or len(reading.clauses) < 2:
         return understood
     for clause in reading.clauses:
         if clause.ids:
@@ -203,6 +196,18 @@ def _clause_cant_do(
     return understood
 
 
+def _settled(understood: Understood, reading: Reading) -> bool:
+    """Nothing for the parts of a message to add: refused, handed to a person, carrying
+    injected text, or already naming what no tool serves."""
+    interp = understood.interpretation
+    return (
+        understood.refusal is not None
+        or interp.handoff is not None
+        or bool(reading.injections)
+        or bool(interp.unsupported)
+    )
+
+
 def _clause_questions(
     understood: Understood, reading: Reading, recogniser: Recogniser, recognised: bool
 ) -> Understood:
@@ -214,12 +219,7 @@ def _clause_questions(
     came from recognition (`recognised`), the parts' topics replace it: each part is
     closer to what it asks than the message as a whole."""
     interp = understood.interpretation
-    if (
-        understood.refusal is not None
-        or interp.handoff is not None
-        or reading.injections
-        or interp.unsupported
-    ):
+    if _settled(understood, reading):
         return understood
     # As written (a "寄到" in a question is not blanked as a new address here).
     parts = [p for c in reading.clauses if not c.ids for p in _PART_BREAK.split(fold_text(c.raw))]
