@@ -238,7 +238,7 @@ async def test_a_bot_started_on_a_read_only_disk_heals_when_it_is_writable_again
             what="answered once the disk is writable again",
         )
     except BaseException:
-        # Failed once in a full CI run (never alone, never in 12 loaded runs): say what the
+        # Failed once in a full CI run (never alone, nor in ten other full runs): say what the
         # bot logged, what Telegram saw and whether the mount is writable, for the next one.
         print(serve.tail(120))
         print("mount flags:", "ro" if os.statvfs(tmpfs).f_flag & os.ST_RDONLY else "rw")
