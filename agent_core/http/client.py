@@ -151,10 +151,7 @@ def build_request(
         for k, v in args.items()
         if k not in spec.placeholders and v is not None and not k.startswith("_")
     }
-    headers = {"Accept": "application/json"}
-    headers.update({name: value.get_secret_value() for name, value in config.headers.items()})
-    headers["X-Stepwise-User"] = str(ctx.user_id)
-    headers["X-Stepwise-Trace"] = ctx.trace_id
+    headers = shop_headers(config, ctx.user_id, ctx.trace_id)
     if spec.method == "GET":
         params = render_body(spec.query, args) if spec.query is not None else rest
         return client.build_request(
@@ -180,6 +177,16 @@ def build_request(
     )
 
 
+def shop_headers(config: ToolsConfig, user_id: int, trace_id: str) -> dict[str, str]:
+    """What every request to the shop carries: JSON wanted, the `[http]` headers (its
+    credentials), who asks and the trace."""
+    headers = {"Accept": "application/json"}
+    headers.update({name: value.get_secret_value() for name, value in config.headers.items()})
+    headers["X-Stepwise-User"] = str(user_id)
+    headers["X-Stepwise-Trace"] = trace_id
+    return headers
+
+
 def auth_params(config: ToolsConfig) -> dict[str, str]:
     """The `[http] query` parameters every request carries (https only, see `config`)."""
     return {name: value.get_secret_value() for name, value in config.query.items()}
@@ -198,10 +205,7 @@ def build_note(
     assert note is not None
     url = note.url.format_map({name: _encode(args[name]) for name in spec.note_placeholders})
     keyed = {**args, **address_values(spec, args), IDEMPOTENCY_KEY: ctx.idempotency_key}
-    headers = {"Accept": "application/json"}
-    headers.update({name: value.get_secret_value() for name, value in config.headers.items()})
-    headers["X-Stepwise-User"] = str(ctx.user_id)
-    headers["X-Stepwise-Trace"] = ctx.trace_id
+    headers = shop_headers(config, ctx.user_id, ctx.trace_id)
     headers["Idempotency-Key"] = f"{ctx.idempotency_key}:note"
     return client.build_request(
         "POST",
@@ -423,12 +427,7 @@ class _HttpTool:
         self, operation: Operation, values: Mapping[str, Any], ctx: ToolContext, budget_s: float
     ) -> httpx.Request:
         """A GraphQL query of this tool's (its lookup, its reconcile read)."""
-        headers = {"Accept": "application/json"}
-        headers.update(
-            {name: value.get_secret_value() for name, value in self._config.headers.items()}
-        )
-        headers["X-Stepwise-User"] = str(ctx.user_id)
-        headers["X-Stepwise-Trace"] = ctx.trace_id
+        headers = shop_headers(self._config, ctx.user_id, ctx.trace_id)
         body = operation.body({**values, IDEMPOTENCY_KEY: ctx.idempotency_key})
         return self._client.build_request(
             "POST", self._spec.url, json=body, headers=headers, timeout=httpx.Timeout(budget_s)
@@ -524,12 +523,7 @@ class _HttpTool:
         url = read.url.format_map(
             {name: _encode(values[name]) for name in self._spec.reconcile_placeholders}
         )
-        headers = {"Accept": "application/json"}
-        headers.update(
-            {name: value.get_secret_value() for name, value in self._config.headers.items()}
-        )
-        headers["X-Stepwise-User"] = str(ctx.user_id)
-        headers["X-Stepwise-Trace"] = ctx.trace_id
+        headers = shop_headers(self._config, ctx.user_id, ctx.trace_id)
         request = self._client.build_request(
             "GET",
             url,
@@ -653,12 +647,7 @@ class CustomerDirectory:
             return cached
         lookup = self._lookup
         method, params, body = lookup.request_parts(ctx.user_id)
-        headers = {"Accept": "application/json"}
-        headers.update(
-            {name: value.get_secret_value() for name, value in self._config.headers.items()}
-        )
-        headers["X-Stepwise-User"] = str(ctx.user_id)
-        headers["X-Stepwise-Trace"] = ctx.trace_id
+        headers = shop_headers(self._config, ctx.user_id, ctx.trace_id)
         request = self._client.build_request(
             method,
             lookup.url,
@@ -711,12 +700,7 @@ class CustomerDirectory:
         claim = self._lookup.claim
         if claim is None:
             raise ValueError("[customer] declares no claim")
-        headers = {"Accept": "application/json"}
-        headers.update(
-            {name: value.get_secret_value() for name, value in self._config.headers.items()}
-        )
-        headers["X-Stepwise-User"] = str(user_id)
-        headers["X-Stepwise-Trace"] = trace_id
+        headers = shop_headers(self._config, user_id, trace_id)
         request = self._client.build_request(
             "POST",
             claim.url,

@@ -45,8 +45,8 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agent_core.catalog.spec import Texts, placeholders
-from agent_core.http.mapping import compile_path, render_body, search
+from agent_core.catalog.spec import Texts
+from agent_core.http.mapping import compile_path, render_body, search, template_names
 
 # The placeholders a tool's templates may use once `[customer]` is declared, and the
 # internal argument names they stand for (an argument never starts with "_").
@@ -89,7 +89,7 @@ class CustomerClaim(BaseModel):
     @field_validator("body")
     @classmethod
     def _body(cls, value: dict[str, Any]) -> dict[str, Any]:
-        used = _template_names(value)
+        used = template_names(value)
         unknown = sorted(used - {TOKEN, TELEGRAM_USER_ID})
         if unknown:
             raise ValueError(
@@ -103,17 +103,6 @@ class CustomerClaim(BaseModel):
     def body_for(self, user_id: int, token: str) -> Any:
         """The JSON body handing `token` over for `user_id`."""
         return render_body(self.body, {TOKEN: token, TELEGRAM_USER_ID: str(user_id)})
-
-
-def _template_names(value: Any) -> set[str]:
-    """Every placeholder a body template reads (ValueError for a malformed one)."""
-    if isinstance(value, str):
-        return set(placeholders(value))
-    if isinstance(value, dict):
-        return set().union(*(_template_names(v) for v in value.values()))
-    if isinstance(value, list):
-        return set().union(*(_template_names(v) for v in value))
-    return set()
 
 
 class CustomerLookup(BaseModel):

@@ -52,6 +52,7 @@ from agent_core.http.mapping import (
     compile_path,
     render_body,
     search,
+    template_names,
 )
 from agent_core.http.responses import HttpOutcome, clip
 from agent_core.models import ErrorType
@@ -80,17 +81,6 @@ def _check_paths(paths: Mapping[str, str] | None, where: str) -> None:
             compile_path(path)
         except ValueError as exc:
             raise ValueError(f"{where}.{name}: {exc}") from None
-
-
-def _template_names(value: Any) -> set[str]:
-    """The placeholders a variables template uses (see `render_body`)."""
-    if isinstance(value, dict):
-        return {n for item in value.values() for n in _template_names(item)}
-    if isinstance(value, list):
-        return {n for item in value for n in _template_names(item)}
-    if isinstance(value, str):
-        return set(placeholders(value))
-    return set()
 
 
 class Operation(BaseModel):
@@ -134,7 +124,7 @@ class Operation(BaseModel):
         if unknown:
             raise ValueError(f"variables.{unknown[0]}: the query declares no ${unknown[0]}")
         try:
-            _template_names(self.variables)
+            template_names(self.variables)
         except ValueError as exc:
             raise ValueError(f"variables: {exc}") from None
         return self
@@ -147,7 +137,7 @@ class Operation(BaseModel):
 
     def names(self) -> set[str]:
         """Every placeholder the variables and the match use."""
-        used = _template_names(self.variables)
+        used = template_names(self.variables)
         return used | {n for template in self.match.values() for n in placeholders(template)}
 
     def body(self, values: Mapping[str, Any]) -> dict[str, Any]:

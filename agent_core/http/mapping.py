@@ -214,6 +214,18 @@ def _text(value: Any) -> str | None:
     return str(value)
 
 
+def template_names(template: Any) -> set[str]:
+    """The placeholders a body template reads (see `render_body`; ValueError for a
+    malformed one)."""
+    if isinstance(template, dict):
+        return {n for item in template.values() for n in template_names(item)}
+    if isinstance(template, list):
+        return {n for item in template for n in template_names(item)}
+    if isinstance(template, str):
+        return set(placeholders(template))
+    return set()
+
+
 def render_body(template: Any, args: Mapping[str, Any]) -> Any:
     """The request body from its template (see the module docstring)."""
     if isinstance(template, dict):
