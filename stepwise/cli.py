@@ -90,6 +90,11 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--planner", choices=["rule", "model"], default="rule")
     evaluate.add_argument("--json", action="store_true")
     evaluate.add_argument("--strict", action="store_true", help="compare topics too")
+    evaluate.add_argument(
+        "--unseal",
+        action="store_true",
+        help="show the held-out split's missed texts (for its author; never when tuning)",
+    )
 
     tools = sub.add_parser("tools", help="the catalog of tools the agent uses")
     tools_sub = tools.add_subparsers(dest="tools_command")

@@ -5,7 +5,9 @@ Each file is a split (tests/eval/cases.jsonl v1, dev.jsonl and heldout.jsonl v2;
 FILE, every one of those present). Per split it prints the accuracy overall, per intent
 (category), per register and per language (v2), every miss with what was expected and what
 the planner proposed, and the wrong-action count (plans with a high-risk step the customer
-did not ask for), which must be 0; then one summary line per split. `--json`: one file gives
+did not ask for), which must be 0; then one summary line per split. The held-out split is
+sealed: its misses are named by id and register only, so that whoever tunes recognition never
+reads its texts (`--unseal` shows them, for the split's author checking labels). `--json`: one file gives
 its report object (as before), several give {"planner", "wrong_actions", "splits": [...]}.
 Exit code 1 when there is any wrong action in any split, 2 for a bad file.
 """
@@ -67,8 +69,16 @@ async def cmd_eval(settings: Settings, args: argparse.Namespace, planner: Planne
             first = str(exc).splitlines()[0]
             raise EvalError(f"{path}: not a valid case file ({first})") from exc
         strict = bool(getattr(args, "strict", False))
+        unseal = bool(getattr(args, "unseal", False))
         reports.append(
-            await evaluate(planner, cases, name=args.planner, split=path.name, strict=strict)
+            await evaluate(
+                planner,
+                cases,
+                name=args.planner,
+                split=path.name,
+                strict=strict,
+                sealed=False if unseal else None,
+            )
         )
     wrong = sum(r.wrong_action_cases for r in reports)
     if args.json:

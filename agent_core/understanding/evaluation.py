@@ -260,6 +260,9 @@ class Report:
     per_language: dict[str, list[int]] = field(default_factory=dict)
     misses: list[Miss] = field(default_factory=list)
     wrong_action_cases: int = 0
+    # A sealed split (the held-out one) names its misses by id and register only: whoever
+    # tunes recognition reads its aggregates, never its texts or labels.
+    sealed: bool = False
 
     @property
     def accuracy(self) -> float:
@@ -278,18 +281,21 @@ class Report:
             "categories": _tally_json(self.per_category),
             "registers": _tally_json(self.per_register),
             "languages": _tally_json(self.per_language),
-            "misses": [
-                {
-                    "id": m.case.id,
-                    "text": m.case.text,
-                    "register": m.case.style,
-                    "expected": expected_outcome(m.case).describe(),
-                    "got": m.got.describe(),
-                    "wrong_actions": [f"{t}({o})" for t, o in m.wrong],
-                }
-                for m in self.misses
-            ],
+            "sealed": self.sealed,
+            "misses": [self._miss_json(m) for m in self.misses],
         }
+        return out
+
+    def _miss_json(self, miss: Miss) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": miss.case.id, "register": miss.case.style}
+        if not self.sealed:
+            out |= {
+                "text": miss.case.text,
+                "expected": expected_outcome(miss.case).describe(),
+                "got": miss.got.describe(),
+            }
+        # Sealed: the tools only, not the orders the text named.
+        out["wrong_actions"] = [t if self.sealed else f"{t}({o})" for t, o in miss.wrong]
         return out
 
     def lines(self) -> list[str]:
@@ -307,10 +313,13 @@ class Report:
         out.append(f"wrong actions: {self.wrong_action_cases}")
         if self.misses:
             out.append("")
-            out.append("misses:")
+            out.append("misses (sealed: ids only):" if self.sealed else "misses:")
             for miss in self.misses:
                 flag = "  WRONG ACTION" if miss.wrong else ""
                 register = f" [{miss.case.style}]" if miss.case.style else ""
+                if self.sealed:
+                    out.append(f"  {miss.case.id}{register}{flag}")
+                    continue
                 out.append(f"  {miss.case.id}{register}: {miss.case.text!r}{flag}")
                 out.append(f"      expected {expected_outcome(miss.case).describe()}")
                 out.append(f"      got      {miss.got.describe()}")
@@ -335,8 +344,13 @@ async def evaluate(
     catalog: Mapping[str, ToolSpec] = CATALOG,
     split: str = "",
     strict: bool = False,
+    sealed: bool | None = None,
 ) -> Report:
-    report = Report(planner=name, split=split, strict=strict)
+    """Score `planner` on `cases`. A split whose name starts with "heldout" is sealed unless
+    `sealed=False` is passed (the held-out split's author checking labels)."""
+    if sealed is None:
+        sealed = split.startswith("heldout")
+    report = Report(planner=name, split=split, strict=strict, sealed=sealed)
     for case in cases:
         draft = await planner.plan(case.request())
         got = outcome_of(draft)

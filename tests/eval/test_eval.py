@@ -169,3 +169,19 @@ def test_topics_count_in_strict_mode_and_when_the_run_records_them() -> None:
     assert not matches(cant, Outcome("unsupported", [], unsupported_topics=("review",)))
     assert matches(cant, Outcome("unsupported", [], unsupported_topics=("account",)), strict=True)
     assert not matches(_case({"kind": "choices"}), Outcome("clarify", []))
+
+
+def test_the_held_out_split_names_its_misses_by_id_only() -> None:
+    """Whoever tunes reads the held-out split's aggregates, never its texts or labels."""
+    secret = "cancel A1003 please, the secret text"
+    case = _case({"kind": "handoff"}).model_copy(update={"text": secret})
+    for split, sealed in (("heldout.jsonl", True), ("dev.jsonl", False)):
+        report = asyncio.run(evaluate(RuleBasedPlanner(), [case], split=split))
+        assert report.misses and report.sealed is sealed
+        shown = "\n".join(report.lines()) + str(report.to_json())
+        assert (secret in shown) is not sealed
+        assert "x-en-001" in shown
+    unsealed = asyncio.run(
+        evaluate(RuleBasedPlanner(), [case], split="heldout.jsonl", sealed=False)
+    )
+    assert secret in "\n".join(unsealed.lines())
