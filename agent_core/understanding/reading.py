@@ -76,7 +76,9 @@ _ADDRESS_EN = re.compile(
     r"(?:\bto\b|\bshould be\b|:|\bis now\b|->|→"
     r"|\bit'?s\b(?=\s*\d))\s*"
     r"|\bnew (?:address|addr)(?: for (?:order )?#?[a-z]?-?\d[\w-]*)?\b\s*(?:is\b)?\s*:?\s*"
-    r"|\bit should be\b\s*"
+    # "it should be 19 Castle St" names a place; "it should be in there too" (an item
+    # missing from the parcel) does not: a house number must follow in the sentence.
+    r"|\bit should be\b\s*(?=[^.?!;\n]*\d)"
     r"|\bsend (?:it|this|[a-z]-?\d+|\S+) to\s+(?=[^.?!;\n]*\binstead\b)"
     # Issue 21: "A1007 should go to 8 Elm Road", "ship A1003 to my new place: 5 King St",
     # "redirect A1007 to 22 Queen's Road", "deliver A1003 to 3 Lake View instead", "I'll be
