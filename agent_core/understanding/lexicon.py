@@ -265,7 +265,13 @@ RUN_ON_WORDS: frozenset[str] = frozenset(
      "deliver", "take", "takes", "arrive", "package", "parcel", "stuff", "money", "back",
      "want", "need", "now", "asap", "help", "policy", "cost", "costs", "fee", "new", "send",
      "talk", "human", "agent", "person", "this", "that", "yet", "still", "not", "no", "info",
-     "exchange", "invoice", "warranty", "amount", "get", "give", "again"}
+     "exchange", "invoice", "warranty", "amount", "get", "give", "again",
+     # Round 4: the FAQ and can't-do questions run together ("whatpaymentmethodsdoyouaccept",
+     # "deletemyaccount", "talktoarealperson", "howdoiresetmypassword").
+     "payment", "methods", "method", "accept", "pay", "with", "account", "delete", "close",
+     "password", "reset", "speak", "real", "someone", "receipt", "discount", "code", "email",
+     "emails", "unsubscribe", "countries", "which", "courier", "item", "items", "broken",
+     "late", "your", "there", "any"}
 )
 
 # Real words one edit away from a keyword; never "repair" these.

@@ -233,9 +233,27 @@ def split_run_on(word: str) -> str:
             if best[end] is None or len(head) + 1 < len(best[end] or ()):
                 best[end] = [*head, piece]
     pieces = best[len(word)]
+    if pieces is None:
+        pieces = _with_a_name_at_the_end(word, best)
     if pieces is None or len(pieces) < 2 or len(pieces) > _RUN_ON_MAX_WORDS:
         return word
     return " ".join(pieces)
+
+
+# A question run together ends with what it is about, often a word no list has
+# ("doyoushiptocanada", "howlongtoshiptojapan"): at least this many listed words first, and
+# the unlisted rest long enough to be a word of its own.
+_NAMED_TAIL_HEAD: Final = 3
+_NAMED_TAIL_MIN: Final = 4
+
+
+def _with_a_name_at_the_end(word: str, best: list[list[str] | None]) -> list[str] | None:
+    """`word` as listed words and one unlisted word at its end, the longest head first."""
+    for cut in range(len(word) - _NAMED_TAIL_MIN, 0, -1):
+        head = best[cut]
+        if head is not None and len(head) >= _NAMED_TAIL_HEAD:
+            return [*head, word[cut:]]
+    return None
 
 
 _LONG_WORD: Final = re.compile(rf"[a-z]{{{RUN_ON_MIN},}}")
