@@ -79,6 +79,11 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?=\s*(?:$|[,.!;]|at all|any ?more))",
                 rf"{ID_CHARS} (?:won'?t|will not) be (?:necessary|needed)(?!\s+(?:to|for)\b)",
                 rf"(?:won'?t|will not) be needing (?:order )?{ID_CHARS}",
+                # Round 4: "… so I won't be needing it", "I'd rather it didn't get sent"
+                r"(?:won'?t|will not) be needing (?:it|this|that|them)(?![a-z])(?! (?:to|for)\b)",
+                r"(?:rather|prefer(?: that)?) (?:it|this|that|they) (?:didn'?t|did not|wasn'?t|was not"
+                r"|weren'?t|were not) (?:get |be )?(?:sent|shipped|dispatched|delivered)"
+                r"(?=\s*(?:$|[,.!;]|at all|any ?more|after all))",
                 # Round 3: "void A1003", "withdraw order A1003", "back out of A1003"
                 rf"(?:void|withdraw|revoke|undo|get rid of|back out of) (?:the |my |this )?(?:order )?"
                 rf"{ID_CHARS}(?!\s*(?:'s|’s)|\s+[a-z]+ (?:address|item|items))",
@@ -107,7 +112,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
     ActionTerms(
         Action.RETURN,
         Terms(
-            zh=("退货", "退回", "寄回", "退掉", "退了退了", r"不(?:想|打算)留着", r"(?:我要|我想|就要|我得)退(?![款钱费])",
+            zh=("退货", "退回", "寄回", "退掉", "退了退了", r"不(?:想|打算|准备)留(?:着|了|下)", r"(?:我要|我想|就要|我得)退(?![款钱费])",
                 r"(?<=能)退(?![款钱费])",  # "还能退吗", "能退不" (round 2)
                 r"(?<=可以)退(?![款钱费])",  # "可以退吗" (round 3)
                 # "退 A1006", "别退 A1002" (round 2)
@@ -129,7 +134,9 @@ ACTIONS: tuple[ActionTerms, ...] = (
             zh=("退款", "退钱", "退费", "退给我", "钱还给我", "还我钱", r"钱退(?:一下|回来|给我)",
                 r"钱(?:给我|帮我)?退(?:一下|回来|给我|我)?",
                 r"(?:全部|全额|钱)(?:我想|我要|想)?(?:要|拿)回来",
-                r"退(?:我|给我)?\s*\d+(?:\.\d{1,2})?\s*(?:元|块|rmb)"),
+                r"退(?:我|给我)?\s*\d+(?:\.\d{1,2})?\s*(?:元|块|rmb)",
+                # Round 4: "这 45 得还我", "那 30 块还给我" (an amount owed back)
+                r"\d+(?:\.\d{1,2})?\s*(?:元|块|rmb)?\s*(?:得|要|该|请)?(?:还|退)(?:给)?我"),
             en=(r"refund(?! (?:policy|policies|rules?|process|times?|window|status))",
                 "money back", "cash back", r"(?:want|need|like|get|have) (?:\S+ ){0,2}?refunded",
                 # "I'd like the money for it back", "gimme my cash back"
@@ -139,7 +146,9 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"reimburs\w*", r"\d+(?:\.\d{1,2})? refunded",
                 # Round 2: "I'd like all of it back", "I want the 59.00 I paid back"
                 r"(?:want|like|need) (?:all of (?:it|that)|it all|everything) back",
-                r"(?:want|like|need) (?:the|my) [$€£¥]?\d+(?:\.\d{1,2})?(?: \S+){0,5}? back"),
+                r"(?:want|like|need) (?:the|my) [$€£¥]?\d+(?:\.\d{1,2})?(?: \S+){0,5}? back",
+                # Round 4: "gimme my $20 back", "send me the 35 back"
+                r"(?:gimme|give me|send me|pay me) (?:the |my |our )?[$€£¥]?\d+(?:\.\d{1,2})?(?: \S+){0,2}? back"),
         ).compile(),
         topic="refund",
     ),
@@ -373,7 +382,10 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         zh="往订单里加商品", en="adding items to an order"),
     Unsupported(
         "phone",
-        Terms(zh=("电话", "手机号"), en=("phone number", "phone", "mobile number")).compile(),
+        Terms(zh=("电话", "手机号"), en=("phone number", "phone", "mobile number",
+                                        # Round 4: "change my email to sam@…"
+                                        r"(?:change|update|switch) (?:\S+ ){0,2}?e-?mail(?: address)?"
+                                        r" to [a-z0-9._+-]+(?=@)")).compile(),
         zh="修改电话号码", en="changing a phone number"),
     Unsupported(
         "weather", Terms(zh=("天气",), en=("weather",)).compile(), zh="天气", en="the weather"),

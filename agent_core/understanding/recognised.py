@@ -33,6 +33,7 @@ from agent_core.understanding.recognition.decide import (
     HIGH_RISK_TOOLS,
     MAX_CHOICES,
     OTHER,
+    PAIRED,
     REFINES,
     Decision,
     Facts,
@@ -230,15 +231,27 @@ def _clause_questions(
         text = _ID_CHAR.sub(" ", part)
         folded = _LEADING_LINK.sub("", fold_text(text))
         asks = is_question(folded) or _A_NOT_A.search(folded) is not None
-        if not (asks and _a_question_of_its_own(folded)):
-            continue  # "please process it", "danke", "has it shipped?": part of another
+        if not asks:
+            continue  # "please process it", "danke": part of another
         if reading.order_ids and not asks_policy(folded):
             continue  # "where's A1001? why is it taking so long?": about the order itself
         ranked = recogniser.rank(text)
         if not ranked or ranked[0].intent.kind is not Kind.FAQ:
             continue
         top = ranked[0]
-        rival = max((m.score for m in ranked[1:] if m.intent.kind is not Kind.FAQ), default=0.0)
+        if not (_a_question_of_its_own(folded) or _asked_as_written(folded, top)):
+            continue  # "has it shipped?": part of another
+        # A question about doing it is the FAQ's, not its can't-do twin's ("how do I reset
+        # my password" is not "reset my password for me").
+        twin = PAIRED.get(top.intent.name)
+        rival = max(
+            (
+                m.score
+                for m in ranked[1:]
+                if m.intent.kind is not Kind.FAQ and m.intent.name != twin
+            ),
+            default=0.0,
+        )
         if top.score >= CLAUSE_THRESHOLD and top.score - rival >= CLAUSE_MARGIN:
             found.append(top.intent.name)
     if not found:
@@ -263,6 +276,15 @@ def _clause_questions(
         interp.policies.append(PolicyLookup(topic=topic, clause=reading.cleaned[:200]))
         have.append(topic)
     return understood
+
+
+# A three-word part this close to an FAQ example asks it by itself ("is cancelling free").
+WRITTEN_THRESHOLD = 0.9
+
+
+def _asked_as_written(folded: str, top: Match) -> bool:
+    """Three words and all but word for word one of the FAQ's examples."""
+    return len(re.findall(r"[a-z]{2,}", folded)) >= 3 and top.score >= WRITTEN_THRESHOLD
 
 
 def _a_question_of_its_own(folded: str) -> bool:
