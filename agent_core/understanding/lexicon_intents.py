@@ -105,7 +105,9 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"call (?:the whole thing|the whole order|it all) off",
                 # Round 2: "A1003 isn't needed anymore", "please stop it before it ships"
                 r"(?:isn'?t|is not|aren'?t|are not|no longer) (?:needed|necessary)(?!\s+(?:to|for)\b)",
-                rf"stop (?:it|this|that|the order|my order|{ID_CHARS}) (?:before|from)"),
+                rf"stop (?:it|this|that|the order|my order|{ID_CHARS}) (?:before|from)",
+                # Round 4: "please make A1003 go away", "A1003 can go, I found it cheaper"
+                rf"make (?:order )?{ID_CHARS} go away", rf"{ID_CHARS} can go(?=\s*(?:$|[,.!;]))"),
         ).compile(),
         topic="cancellation",
     ),
@@ -403,7 +405,10 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
     # words happen to name ("complain about the delivery guy" is not the shipping policy).
     Unsupported(
         "complaint",
-        Terms(zh=("投诉",), en=("complain", "complaint", "complaints", "complaining")).compile(),
+        Terms(zh=("投诉",), en=("complain", "complaint", "complaints", "complaining",
+                               # Round 4: "the guy who delivered was really rude to me"
+                               r"(?:was|were|is|are|got) (?:\S+ ){0,2}?rude (?:to|with) (?:me|us|my)")
+              ).compile(),
         zh="投诉", en="complaints"),
 )
 

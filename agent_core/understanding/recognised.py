@@ -78,6 +78,7 @@ UNSUPPORTED_TOPICS: Mapping[str, str] = {
     "weather": "other",
     "recommend": "other",
     "review": "review",
+    "complaint": "complaint",
 }
 _CHOICES_QUESTION = {
     Language.ZH: "我不太确定你的意思。你想做下面哪一件事？",

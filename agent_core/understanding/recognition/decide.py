@@ -116,6 +116,10 @@ _WHETHER: Final = re.compile(
 _WONDERS: Final = re.compile(
     r"(?<![a-z])(?:not sure|wonder\w*|don'?t know|no idea|curious)(?![a-z])"
     r"|不知道|不确定|想知道|想问问?"
+    # Round 4: "I only have PayPal, hope that's not a problem", "只有银联卡，行不行"
+    r"|(?<![a-z])(?:hope (?:that|this|it)(?:'?s| is) (?:not a problem|ok|okay|fine|alright)"
+    r"|(?:is|would) (?:that|this|it) (?:be )?(?:ok|okay|fine|a problem|an issue))(?![a-z])"
+    r"|行不行|可不可以用|能不能用"
 )
 # A question about how or where ("how do I get an invoice for A1002?", "A1002 的发票怎么开").
 _HOW: Final = re.compile(r"(?<![a-z])(?:how|where)(?![a-z])|怎么|如何|在哪")
