@@ -357,6 +357,18 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
         if not (top.anchored and top.named):
             # Only words an order read shares ("订单 A1005"): its status read stands.
             return Decision(Outcome.KEEP) if facts.orders else _choices(ranked, facts, menu=False)
+        runner_up = next((m for m in ranked[1:] if m.intent.name != intent.name), None)
+        if (
+            facts.orders
+            and runner_up is not None
+            and runner_up.intent.kind is Kind.CANT_DO
+            and top.score - runner_up.score < ACTION_MARGIN
+        ):
+            # As close to something no tool does ("who changed the address on A1003" is as
+            # near "change my email address" as "change my delivery address"): no action can
+            # be told apart, and the named order's status read stands. (An FAQ this close is
+            # usually the action's own policy: "A1002 把钱还我" still offers the refund.)
+            return Decision(Outcome.KEEP)
         if (
             len(facts.orders) == 1
             and not facts.repaired
