@@ -149,3 +149,43 @@ def test_a_negated_request_is_never_offered_as_a_button() -> None:
     clarify = draft.interpretation.clarify if draft.interpretation else None
     labels = [o.label for o in clarify.options] if clarify else []
     assert "退款" not in labels and "取消订单" not in labels
+
+
+@pytest.mark.parametrize(
+    ("word", "read"),
+    [
+        ("doyoushiptocanada", "do you ship to canada"),  # a name no list has, at the end
+        ("whatpaymentmethodsdoyouaccept", "what payment methods do you accept"),
+        ("deletemyaccount", "delete my account"),
+        ("understanding", "understanding"),  # a real word stays whole
+        ("tomorrow", "tomorrow"),
+    ],
+)
+def test_a_run_on_question_is_read_as_its_words(word: str, read: str) -> None:
+    from agent_core.understanding.recognition.normalise import split_run_on
+
+    assert split_run_on(word) == read
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "how do I reset my password, and can I get invoices for my orders?",
+        "is cancelling free, and how long does the refund take after?",
+    ],
+)
+def test_two_faq_questions_in_one_message_are_two_policy_steps(text: str) -> None:
+    assert [t for t, _ in pairs(plan(text))] == ["search_policy", "search_policy"]
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        # a missing item, not a new address (round 4: it was an address change)
+        ("forgot to put the charger in A1007, it should be in there too", []),
+        ("who changed the address on A1003", []),
+        ("wrong address on A1003, it should be 19 Castle St, Edinburgh", ["change_address"]),
+    ],
+)
+def test_an_address_change_needs_an_address_asked_for(text: str, want: list[str]) -> None:
+    assert [t for t, _ in pairs(plan(text)) if t in HIGH_RISK] == want
