@@ -138,7 +138,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?:全部|全额|钱)(?:我想|我要|想)?(?:要|拿)回来",
                 r"退(?:我|给我)?\s*\d+(?:\.\d{1,2})?\s*(?:元|块|rmb)",
                 # Round 4: "这 45 得还我", "那 30 块还给我" (an amount owed back)
-                r"\d+(?:\.\d{1,2})?\s*(?:元|块|rmb)?\s*(?:得|要|该|请)?(?:还|退)(?:给)?我"),
+                r"(?<![a-z0-9-])\d+(?:\.\d{1,2})?\s*(?:元|块|rmb)?\s*(?:得|要|该|请)?(?:还|退)(?:给)?我"),
             en=(r"refund(?! (?:policy|policies|rules?|process|times?|window|status))",
                 "money back", "cash back", r"(?:want|need|like|get|have) (?:\S+ ){0,2}?refunded",
                 # "I'd like the money for it back", "gimme my cash back"
