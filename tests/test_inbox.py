@@ -4,18 +4,29 @@ SQLite connection that heals when its file vanished or went read-only (item 5)."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import os
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 from pathlib import Path
 
+import aiosqlite
 import pytest
 
 from agent_core.models import EventKind, Language, Run, RunEvent
 from bot.inbox import owner_is_dead
 from bot.polling import may_poll_degraded
-from storage.db import StorageUnavailable, connect, heal, needs_reopening, writable
+from storage.db import (
+    StorageUnavailable,
+    connect,
+    execute_statements,
+    heal,
+    needs_reopening,
+    run_transaction,
+    writable,
+)
 from storage.inbox.sqlite import (
     RUN_ID_FOR_UPDATE,
     Inbox,
@@ -228,6 +239,63 @@ async def test_healing_reopens_every_connection_to_the_file_and_they_keep_workin
     finally:
         await other.close()
         await store.close()
+
+
+def _handles_to(path: Path) -> int:
+    """File descriptors of this process open on `path` itself (not its -wal or -shm)."""
+    fds = Path("/proc/self/fd")
+    count = 0
+    for fd in fds.iterdir():
+        with contextlib.suppress(OSError):  # an fd closed while we look
+            count += os.readlink(fd) == str(path)
+    return count
+
+
+async def _failed_write(conn: aiosqlite.Connection) -> object:
+    """A write that fails while stepping; its exception (kept, as the write asking for a
+    heal keeps it while the heal runs) holds the failed cursor through its traceback."""
+    twice = [("INSERT INTO leases (name, owner, expires_at) VALUES ('x', 'me', 1)", ())]
+    await run_transaction(conn, [partial(execute_statements, twice)])
+    with pytest.raises(sqlite3.IntegrityError) as failed:
+        await run_transaction(conn, [partial(execute_statements, twice)])
+    return failed.value
+
+
+async def _read_stopped_mid_result(conn: aiosqlite.Connection) -> object:
+    """A read whose cursor has its first row and is not closed yet (another coroutine's,
+    between two hops to the database thread)."""
+    cursor = await conn.execute("SELECT name FROM sqlite_master")
+    assert await cursor.fetchone() is not None
+    return cursor
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc/self/fd")
+@pytest.mark.parametrize("leave_statement", [_failed_write, _read_stopped_mid_result])
+async def test_a_heal_closes_the_old_connection_even_with_a_statement_left_on_it(
+    tmp_path: Path, leave_statement: Callable[[aiosqlite.Connection], Awaitable[object]]
+) -> None:
+    """sqlite3's close() leaves a connection open while a statement of it is not finalized
+    (a cursor still alive); that connection keeps the file's shared state, read-only if it
+    was opened so, and every connection the heal opens next is read-only again (the bot
+    that never healed: tests/reliability/test_database_trouble.py). The heal closes such
+    cursors first: afterwards the file is open once, by the new connection."""
+    db = tmp_path / "bot.db"
+    conn = await connect(db)
+    try:
+        left = await leave_statement(conn)
+        assert _handles_to(db) == 1
+        assert await heal(conn)
+        assert _handles_to(db) == 1, "the connection replaced by the heal is still open"
+        await _works(conn)  # and the new one works
+        del left
+    finally:
+        await conn.close()
+
+
+async def _works(conn: aiosqlite.Connection) -> None:
+    row = [("INSERT INTO leases (name, owner, expires_at) VALUES ('y', 'me', 1)", ())]
+    await run_transaction(conn, [partial(execute_statements, row)])
+    assert ("y",) in [tuple(r) for r in await conn.execute_fetchall("SELECT name FROM leases")]
 
 
 async def test_nothing_is_reopened_while_the_file_system_is_read_only(

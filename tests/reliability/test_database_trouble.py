@@ -216,16 +216,6 @@ async def test_read_only_database_says_busy_writes_nothing_and_recovers(
         await serve.stop()
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "known defect, quarantined: in every clean-clone CI run (3 of 3) and in none of 10 "
-        "runs in a working tree, the heal's reopened connections stayed read-only "
-        "('reopening …: attempt to write a readonly database' every second) until a "
-        "restart; never reproduced alone. The failure prints the bot's log; see README "
-        "'storage that heals'."
-    ),
-)
 async def test_a_bot_started_on_a_read_only_disk_heals_when_it_is_writable_again(
     standin: StandIn, tmp_path: Path, tmpfs: Path
 ) -> None:
