@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
+from typing import Final
 
 from agent_core.understanding.lexicon import (
     DELAY_TOPICS,
@@ -322,6 +323,10 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
     return view
 
 
+# The warranty words that ask for a repair, not only say what is wrong with the item.
+REPAIR: Final = re.compile(r"repair|维修|修理")
+
+
 def topics_of(
     view: View, order_context: bool, message_ids: bool, complaint: bool = False
 ) -> tuple[list[PolicyTopic], Mention]:
@@ -333,6 +338,7 @@ def topics_of(
     rules_clause = POLICY_MARKERS.search(residual) is not None
     found: list[tuple[int, PolicyTopic]] = []
     in_passing: set[int] = set()
+    condition: set[int] = set()
     delay = Mention.NONE
     # A complaint's words name no policy by the way ("complain about the delivery guy").
     complaint = complaint or any(UNSUPPORTED[i].key == "complaint" for i in view.unsupported)
@@ -372,10 +378,20 @@ def topics_of(
                     residual = blank(residual, start, end)
                     if pattern is weak and topic is PolicyTopic.SHIPPING:
                         in_passing.add(start)
+                    if (
+                        pattern is weak
+                        and topic is PolicyTopic.WARRANTY
+                        and not REPAIR.search(match.group(0))
+                    ):
+                        condition.add(start)
     # "do I get compensation if my delivery is late?", "发货后还能取消吗": a bare "delivery" /
     # "发货" beside another topic says when, not that shipping is asked about.
     if any(t is not PolicyTopic.SHIPPING for _, t in found):
         found = [f for f in found if f[0] not in in_passing]
+    # "can I get a refund if it's faulty?", "质量问题能退货吗": a bare "faulty" / "坏了" beside
+    # another topic says why, not that the warranty is asked about ("repair" still does).
+    if any(t is not PolicyTopic.WARRANTY for _, t in found):
+        found = [f for f in found if f[0] not in condition]
     found.sort(key=lambda item: item[0])
     names_order = bool(
         view.clause.ids
