@@ -87,6 +87,7 @@ def refined_topic(rule_topics: Sequence[str], ranked: Sequence[Match]) -> tuple[
 
 
 OTHER: Final = "cant_do:other"
+COMPLAINT: Final = "cant_do:complaint"
 # Text this close to "what can you do?" / "I have a question" is offered the choices rather
 # than told "I can't help with that".
 MENU_FLOOR: Final = 0.25
@@ -120,6 +121,11 @@ _WONDERS: Final = re.compile(
     r"|(?<![a-z])(?:hope (?:that|this|it)(?:'?s| is) (?:not a problem|ok|okay|fine|alright)"
     r"|(?:is|would) (?:that|this|it) (?:be )?(?:ok|okay|fine|a problem|an issue))(?![a-z])"
     r"|行不行|可不可以用|能不能用"
+    # A question in a polite frame ("could you tell me how to get a VAT receipt?", "can you
+    # explain whether …", "I'd like to know if …"): an answer is asked for, not a thing done.
+    r"|(?<![a-z])(?:(?:tell|let) me(?: know)?|explain|like to know|want to know|need to know)"
+    r" (?:how|whether|if|what|when|where|which|why)(?![a-z])"
+    r"|请问|告诉我(?:怎么|如何|能不能|可不可以|是否)"
 )
 # A question about how or where ("how do I get an invoice for A1002?", "A1002 的发票怎么开").
 _HOW: Final = re.compile(r"(?<![a-z])(?:how|where)(?![a-z])|怎么|如何|在哪")
@@ -175,6 +181,21 @@ class Decision:
     menu: bool = False  # "what can you do?" rather than "I did not understand"
     no_actions: bool = False  # the text negates: no action is offered, not even a default
     with_reads: bool = False  # FAQ: the orders named also get their status read
+
+
+_TOPIC_FILLER: Final = frozenset({"for", "of", "on", "my", "the", "pls", "plz", "please", "order"})
+
+
+def _bare_topic(text: str) -> bool:
+    """A topic named with an order and nothing else ("invoice A1002", "A1006 warranty?"): a
+    keyword asks what the FAQ says about that order, as "how do I get an invoice for A1002?"
+    does; a request to do it has a verb ("send me the invoice for A1002")."""
+    words = [w for w in re.findall(r"[a-z]+", text) if w not in _TOPIC_FILLER]
+    return (
+        0 < len(words) <= 2
+        and not _DO_REQUEST.search(text)
+        and not re.search(r"[\u4e00-\u9fff]", text)
+    )
 
 
 def guarded(text: str) -> bool:
@@ -235,6 +256,18 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
             and top.score - read >= MISSING_MARGIN
         ):
             return Decision(Outcome(top.intent.kind.value), top.intent)
+        # A statement that asks nothing ("the parcel arrived crushed, awful service", "your
+        # courier threw my parcel over the fence, unacceptable") names the parcel only to
+        # say what went wrong: a complaint (the best match, so closer than any read) is what
+        # it is. A question ("where is my parcel? unacceptable") still asks the read.
+        if (
+            top
+            and top.intent.key == COMPLAINT
+            and not _ASKS.search(facts.text)
+            and not _HOW.search(facts.text)
+            and top.score > read
+        ):
+            return Decision(Outcome.CANT_DO, top.intent)
         return Decision(Outcome.KEEP)
     if not (facts.vague or facts.unsupported or facts.untargeted):
         return Decision(Outcome.KEEP)
@@ -259,7 +292,7 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
             top
             and top.intent.kind is Kind.FAQ
             and (not _DO_REQUEST.search(facts.text) or _WHETHER.search(facts.text))
-            and (not facts.orders or _HOW.search(facts.text))
+            and (not facts.orders or _HOW.search(facts.text) or _bare_topic(facts.text))
             and (asks or _WONDERS.search(facts.text) or len(facts.text.split()) <= 3)
         ):
             return Decision(Outcome.FAQ, top.intent, with_reads=bool(facts.orders))
