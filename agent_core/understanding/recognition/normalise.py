@@ -38,6 +38,16 @@ PHRASES: Final = (
     (re.compile(r"\bopt out\b"), " unsubscribe "),
     # Round 3: promotional mail is the newsletter, not a discount ("too many promo mails")
     (re.compile(r"\bpromo(?:tional)? (?:e-?)?(?:mails?|messages?|texts?)\b"), " marketing mail "),
+    # Round 4 audit: the polite frame of a question ("could you tell me if you accept Maestro",
+    # "can you explain how cancelling works") asks for an answer; its "tell" is not "tell me
+    # a joke" (can't-do), which keeps its words.
+    (
+        re.compile(
+            r"\b(?:(?:tell|let) me(?: know)?|explain)(?= (?:if|whether|how|what|when|where|which"
+            r"|why)\b)"
+        ),
+        " ",
+    ),
 )
 SHORTHAND: Final = {
     "u": "you",
