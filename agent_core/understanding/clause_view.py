@@ -327,6 +327,12 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
 REPAIR: Final = re.compile(r"repair|维修|修理")
 
 
+# Two questions joined inside one clause.
+JOINED: Final = re.compile(
+    r"(?<![a-z])(?:and|also|plus|or)(?![a-z])|还有|另外|以及|顺便|、|和|与|及"
+)
+
+
 def topics_of(
     view: View, order_context: bool, message_ids: bool, complaint: bool = False
 ) -> tuple[list[PolicyTopic], Mention]:
@@ -392,6 +398,11 @@ def topics_of(
     # another topic says why, not that the warranty is asked about ("repair" still does).
     if any(t is not PolicyTopic.WARRANTY for _, t in found):
         found = [f for f in found if f[0] not in condition]
+    # "退货运费谁出", "do you refund the shipping cost when I return something?": what sending
+    # a return back costs is the return policy's question, not shipping's (a clause joining
+    # two questions, "how much is shipping and do you take returns", keeps both).
+    if any(t is PolicyTopic.REFUND for _, t in found) and not JOINED.search(view.text):
+        found = [f for f in found if f[1] is not PolicyTopic.SHIPPING]
     found.sort(key=lambda item: item[0])
     names_order = bool(
         view.clause.ids
