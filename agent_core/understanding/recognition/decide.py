@@ -376,6 +376,18 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
         return Decision(Outcome.WHICH_ORDER, intent)
     if intent.name in HIGH_RISK_TOOLS or intent.kind is Kind.TOOL:
         second = next((m.score for m in ranked[1:] if m.intent.name != intent.name), 0.0)
+        newsletter = next((m for m in ranked if m.intent.name in REQUESTED_FAQ), None)
+        if (
+            not facts.orders
+            and not top.named
+            and newsletter is not None
+            and newsletter.score >= THRESHOLD
+            and newsletter.anchored
+        ):
+            # "I don't want your newsletter anymore": the wording of a cancel ("I don't want
+            # it anymore"), no word naming one, and what is not wanted is the newsletter:
+            # its FAQ (v2 rule 2), never "which order?".
+            return Decision(Outcome.FAQ, newsletter.intent)
         if guarded(facts.text):
             # "has A1003 been cancelled?": the status read of the order named stands.
             return Decision(Outcome.KEEP) if facts.orders else _choices(ranked, facts, menu=False)
