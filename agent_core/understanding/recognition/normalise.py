@@ -44,7 +44,7 @@ PHRASES: Final = (
     (
         re.compile(
             r"\b(?:(?:tell|let) me(?: know)?|explain)(?= (?:if|whether|how|what|when|where|which"
-            r"|why)\b)"
+            r"|why|about)\b)"
         ),
         " ",
     ),
