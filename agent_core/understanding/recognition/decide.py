@@ -191,11 +191,10 @@ def _bare_topic(text: str) -> bool:
     keyword asks what the FAQ says about that order, as "how do I get an invoice for A1002?"
     does; a request to do it has a verb ("send me the invoice for A1002")."""
     words = [w for w in re.findall(r"[a-z]+", text) if w not in _TOPIC_FILLER]
-    return (
-        0 < len(words) <= 2
-        and not _DO_REQUEST.search(text)
-        and not re.search(r"[\u4e00-\u9fff]", text)
-    )
+    han = re.sub(r"订单|的|呢", "", "".join(re.findall(r"[\u4e00-\u9fff]+", text)))
+    if han:  # "A1002 发票", "A1006 的保修": a Chinese topic word or two, nothing else
+        return not words and len(han) <= 4 and not _DO_REQUEST.search(text)
+    return 0 < len(words) <= 2 and not _DO_REQUEST.search(text)
 
 
 def guarded(text: str) -> bool:
