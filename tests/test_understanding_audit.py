@@ -61,3 +61,15 @@ def test_not_wanting_the_newsletter_anymore_is_its_faq_never_a_cancel() -> None:
     got = outcome("I don't want your newsletter anymore")
     assert (got.kind, got.pairs) == ("plan", [("search_policy", None)])
     assert outcome("I don't want it anymore").kind == "clarify"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["A1007: please ship to 4 Park Ave, Oxford", "A1007 pls deliver to 12 Mill Lane instead"],
+)
+def test_an_order_then_please_and_a_street_is_an_address_change(text: str) -> None:
+    assert outcome(text).pairs == [("get_order_status", "A1007"), ("change_address", "A1007")]
+
+
+def test_an_order_then_please_ship_to_a_country_is_no_address_change() -> None:
+    assert ("change_address", "A1007") not in outcome("A1007 please ship to Canada").pairs

@@ -95,7 +95,9 @@ _ADDRESS_EN = re.compile(
     # Round 3: "A1003 should go to my new flat at 12 Mill Lane", "A1003: deliver to 4 Oak
     # St", "can A1003 go to 4 Oak St instead?" (the order before the verb, a number after)
     # — and a street after the number ("at 9 tomorrow" is no address)
-    r"|[a-z]-?\d{3,}:?\s+(?:deliver|ship|send|redirect|reroute|goes|go|be sent|be delivered"
+    # Round 4 audit: "A1007: please ship to 4 Park Ave", "A1007 pls deliver to …".
+    r"|[a-z]-?\d{3,}:?\s+(?:(?:please|pls|plz|kindly)\s+)?(?:deliver|ship|send|redirect|reroute"
+    r"|goes|go|be sent|be delivered"
     rf"|be shipped|delivered|sent|shipped) to\s*{_STREET_AHEAD}"
     r"|\b(?:should go|goes|go|send it|ship it|deliver it|arrive at|come to) (?:to )?my (?:new )?"
     rf"(?:place|home|flat|house|apartment|office|work)(?: at| which is)?\s*[:,]?\s*{_STREET_AHEAD}"
