@@ -73,3 +73,16 @@ def test_an_order_then_please_and_a_street_is_an_address_change(text: str) -> No
 
 def test_an_order_then_please_ship_to_a_country_is_no_address_change() -> None:
     assert ("change_address", "A1007") not in outcome("A1007 please ship to Canada").pairs
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "change the billing address on A1003 to 5 Oak St",
+        "please update the billing address for A1007 to 8 Hill Rd",
+        "can you update my billing address",
+    ],
+)
+def test_a_billing_address_is_never_a_delivery_address_change(text: str) -> None:
+    assert not any(tool == "change_address" for tool, _ in outcome(text).pairs)
+    assert outcome(text).kind != "clarify"  # never "which order?" for it either

@@ -52,7 +52,10 @@ ACTIONS: tuple[ActionTerms, ...] = (
         Terms(
             zh=(r"改[^，,。.;；!?！？]{0,3}地址", r"地址[^，,。.;；!?！？]{0,6}?(?:改|换|写错|错了)",
                 r"(?:修改|更改|更换|改一下)[^，,。.;；!?！？]{0,12}地址", "新地址"),
-            en=(r"(?:change|update|correct|fix|modify|edit)(?: \S+){0,5}? (?:delivery |shipping )?address",
+            # Round 4 audit: a billing or email address is not where the parcel goes.
+            en=(r"(?:change|update|correct|fix|modify|edit)"
+                r"(?![^.,;!?]{0,40}\b(?:billing|e-?mail|invoice) address)"
+                r"(?: \S+){0,5}? (?:delivery |shipping )?address",
                 r"address change", "new address", "wrong address",
                 # Round 2: "can the address on A1003 still be changed?", "change where A1005
                 # is going"

@@ -72,6 +72,8 @@ _STREET_AHEAD = (
 )
 _ADDRESS_EN = re.compile(
     # "the address for A1007 (not A1003!) to …": a bracketed aside is skipped whole.
+    # Round 4 audit: a billing or email address is not where the parcel goes.
+    r"(?<!billing )(?<!e-mail )(?<!email )(?<!invoice )"
     r"(?:\baddress|\badress|\baddres|\baddy|\baddr)\b(?:\([^)\n]{0,30}\)|[^.?!;\n]){0,60}?"
     r"(?:\bto\b|\bshould be\b|:|\bis now\b|->|→"
     r"|\bit'?s\b(?=\s*\d))\s*"
