@@ -21,6 +21,7 @@ is read by `agent_core.understanding.clause_view`, questions are written by `age
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -71,6 +72,7 @@ from agent_core.understanding.recognition.precision import (
     corrected_id,
     excluded_ids,
     retracts,
+    threat_across,
 )
 
 STATUS_TOOL = "get_order_status"
@@ -150,7 +152,16 @@ def understand(
             for verb in view.verbs:
                 if not verb.negated and verb.topic:
                     verb.question = True
+    # "A1003 要是明天还不发货，我就取消": a threat, across the comma; never a request now.
+    for previous, view in itertools.pairwise(genuine):
+        for verb in view.verbs:
+            if threat_across(previous.text, view.text[: verb.start]):
+                verb.negated = True
     unresolved = any(UNRESOLVED.search(v.text) for v in genuine)
+    # "cancel A1003 and A1007... actually just one of them": the choice comes after.
+    chosen_later = [
+        n for n, v in enumerate(genuine) if n > 0 and v.choose and not v.clause.ids and not v.verbs
+    ]
     other_one = any(OTHER_ONE.search(v.text) for v in genuine)
     keys = tuple(dict.fromkeys(UNSUPPORTED[i].key for v in genuine for i in v.unsupported))
     for view in genuine:
@@ -245,13 +256,19 @@ def understand(
                 continue
             if (
                 unresolved
-                or (other_one and (targets or len(candidates) != 1))
+                # … and "the other one" is only the single order left when one was set
+                # apart ("I have A1003. also there's another order, cancel that one").
+                or (other_one and (targets or len(candidates) != 1 or len(order) < 2))
                 or _described_not_named(view.text[verb.start :], bool(view.clause.ids), len(order))
             ):
                 # "cancel A1003 and the other one too", "… or was it A1003": which is asked.
                 ambiguous.append((verb.tool, targets or candidates))
                 continue
-            if (view.choose or OR_IDS.search(view.text)) and len(targets) != 1:
+            if (
+                view.choose
+                or OR_IDS.search(view.text)
+                or (len(targets) > 1 and any(n > number for n in chosen_later))
+            ) and len(targets) != 1:
                 ambiguous.append((verb.tool, targets or candidates))
                 continue
             if not targets:
@@ -424,7 +441,19 @@ def kept_after_verbs(view: View, reading: Reading) -> list[str]:
     if match is None:
         return []
     tail = view.text[match.end() :]
-    return [i for i in view.clause.ids if chr(ID_BASE + reading.order_ids.index(i)) in tail]
+    kept = [i for i in view.clause.ids if chr(ID_BASE + reading.order_ids.index(i)) in tail]
+    # "refund 40 for A1006 - A1002 is fine", "cancel A1003 but A1007 can stay": the order
+    # set apart just before "is fine" is what is fine.
+    subject = _KEPT_SUBJECT.search(view.text[last : match.start()])
+    if subject is not None and _KEEP_PREDICATE.match(match.group(0)):
+        kept.append(reading.id_of(subject.group(1)))
+    return kept
+
+
+_KEPT_SUBJECT = re.compile(
+    r"(?:[,;:\-–—]|(?<![a-z])(?:but|while|whereas))\s*(?:order\s*)?([\ue000-\uefff])\s*$"
+)
+_KEEP_PREDICATE = re.compile(r"(?:is|was|can|stays|stay)(?![a-z])")
 
 
 def _described_not_named(after_verb: str, clause_ids: bool, message_ids: int) -> bool:

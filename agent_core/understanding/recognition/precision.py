@@ -82,7 +82,13 @@ _EN_NEGATED_TAIL: Final = re.compile(
     # "I didn't ask you to cancel A1003!", "I never said cancel", "nobody asked you to"
     r"|(?<![a-z])(?:didn'?t|did not|never|nobody|no one|not once)\s+(?:ever\s+)?(?:ask|asked|request"
     r"|requested|say|said|want|wanted|tell|told|mean|meant)(?:\s+(?:you|u|anyone|anybody|for|that))?"
-    r"(?:\s+to)?\s*$"
+    r"(?:\s+(?:it|them|this|that|my order|the order|\S+ order))?"
+    r"(?:\s+to)?(?:\s+(?:a|an|any|the))?\s*$"
+    # "wasn't going to cancel A1003", "un-cancel A1003", "halt the return for A1002"
+    r"|(?<![a-z])(?:wasn'?t|was not|weren'?t|were not|i'?m not|am not|not) (?:going|gonna|planning"
+    r"|trying|about) to\s*$|(?<![a-z])un-?$"
+    r"|(?<![a-z])(?:halt|stop|pause|block|withdraw|abort|undo|reverse|revoke|void|retract)"
+    r"(?: (?:the|my|this|that|your|any))?\s*$"
 )
 # "cancel neither A1003 nor A1007", "cancel none of my orders", "cancel nothing".
 NEGATED_OBJECT_EN: Final = re.compile(
@@ -90,9 +96,20 @@ NEGATED_OBJECT_EN: Final = re.compile(
 )
 
 
+# "我可没让取消", "我没申请过 A1002 的退款": the customer never asked for it.
+_ZH_NEVER_ASKED: Final = re.compile(
+    r"没有?(?:让|叫|要求|请|同意|授权|说要|说过要|申请过?|要过)(?:你们?|您|过)?"
+    r"(?:\s*[\ue000-\uefff]\s*的)?\s*$"
+)
+
+
 def negated_strictly(before: str) -> bool:
     """Negators the keyword table does not list, checked on the text just before a verb."""
-    return bool(_ZH_NEGATED_TAIL.search(before) or _EN_NEGATED_TAIL.search(before))
+    return bool(
+        _ZH_NEGATED_TAIL.search(before)
+        or _EN_NEGATED_TAIL.search(before)
+        or _ZH_NEVER_ASKED.search(before)
+    )
 
 
 # A question about what happened: status, never the action (and no policy lookup).
@@ -101,6 +118,12 @@ _PAST_EN: Final = re.compile(
     r"|the|a|[\ue000-\uefff])|was (?:it|this|that|my|the|a|an)|were|who)(?![a-z])"
     # A request already made to the shop, reported: "when I asked to cancel A1003 you said
     # ok", "my brother wrote to you to cancel A1003", "I already requested to return A1002".
+    # "I would have cancelled A1003 but…", "I clicked cancel on A1003 by accident", "my
+    # previous message asking to cancel A1003 was a mistake": what was (not) done, asked.
+    r"|(?<![a-z])(?:would|could|should|might)(?: have|'ve)|(?<![a-z])i'?d have(?![a-z])"
+    r"|(?<![a-z])(?:clicked|pressed|tapped|selected|ticked)(?: on)?(?: the)?(?: \w+)? $"
+    r"|(?<![a-z])(?:message|request|email|text|note)s? (?:asking|requesting|saying|about)"
+    r"(?: (?:you|for))?(?: to)?(?: \w+)? $"
     r"|(?<![a-z])(?:asked|requested|wrote|emailed|messaged|called|phoned|rang|contacted|applied)"
     r"(?: (?:to )?(?:you|u|your \w+(?: \w+)?|the shop|support|customer service)(?: guys)?)?"
     r"(?: (?:for|about))? (?:to )?(?:\w+ )?$"
@@ -172,11 +195,19 @@ _STATUS_FRAME: Final = re.compile(
     rf"|(?<![a-z]){_ACTION_WORD_EN} (?:request|application|claim)s? (?:\S+ )?(?:submitted|sent|received"
     r"|approved|accepted|pending|processed|rejected|declined|went|gone|go)(?![a-z])"
     r"|(?<![a-z])return(?:ed|ing)? to (?:the )?sender(?![a-z])|退回(?:给)?(?:发件人|寄件人|卖家)"
+    # "my return for A1002 was rejected", "the refund on A1002 hasn't arrived", "the cancel
+    # button for A1003 doesn't work": the action is the subject, or a thing on a screen.
+    rf"|(?<![a-z])(?:my|the|your|this|that) {_ACTION_WORD_EN}(?: (?:for|of|on|from) (?:order )?\S+)?"
+    r" (?:was|were|is|has|had|got|came|went|didn'?t|did not|hasn'?t|has not|isn'?t|never|still)(?![a-z])"
+    rf"|(?<![a-z]){_ACTION_WORD_EN} (?:button|link|option|page|form|feature|tab|menu)s?(?![a-z])"
     # "I returned A1002 last week, was it received?": done already, by the customer.
     r"|(?<![a-z])(?<!if )(?<!suppose )(?<!supposing )(?<!say )(?:i|we)(?: (?:already|just|have|had"
     r"|'ve|'d))* (?:returned|refunded|cancell?ed"
     r"|exchanged|sent (?:it |them |\S+ )?back)(?![a-z])"
     rf"|{_ACTION_WORD_ZH}(?:的)?(?:申请)?(?:进度|状态|进展|结果|处理情况|处理进度|到哪一步)"
+    # "怎么收到退款通知了", "why did I get a refund email": a message about one, received.
+    rf"|{_ACTION_WORD_ZH}(?:的)?(?:通知|短信|邮件|提醒|消息)"
+    rf"|(?<![a-z]){_ACTION_WORD_EN} (?:e-?mails?|notifications?|messages?|texts?|sms|confirmations?)(?![a-z])"
     rf"|{_ACTION_WORD_ZH}(?:成功|处理好|处理完|办好|完成|好|到账|生效)了?(?:吗|没有|没|么|嘛|\s*[?？])"
     rf"|(?:已经|已)\s*(?:申请了?|办了?|给我)?\s*{_ACTION_WORD_ZH}"
     rf"|{_ACTION_WORD_ZH}的(?:那单|那个订单|订单|那个包裹|包裹|那件)"
@@ -246,6 +277,7 @@ def whether_question(text: str, start: int, end: int | None = None) -> bool:
 # "cancel A1007 not A1003", "… instead of A1003", "取消 A1007 而不是 A1003".
 _EXCLUDED: Final = re.compile(
     r"(?:(?<![a-z])(?:not(?: for)?|instead of|rather than|except(?: for)?|other than|but not"
+    r"|isn'?t|is not|that'?s not|which isn'?t|besides|(?:before|after|prior to|following)"
     r"|and not|apart from|(?:everything|all|anything|every order|all orders|all of them) but"
     r"|neither|nor)"
     r"|(?:而不是|不是|而非|除了)(?:要|去)?(?:退款|退货|取消|退|改|查)?)\s*(?:(?:the |my )?(?:orders?|订单)\s*)?"
@@ -282,6 +314,16 @@ RETRACTION: Final = re.compile(
     r"|不了不了|^不了$|还是别了|^别了$|逗你|骗你的|开个玩笑|(?<![a-z])(?:gotcha|psych|hold off|or maybe not"
     r"|let me think|or actually)(?![a-z])|(?:^|[—–\-,.]\s*)(?:wait|nah|nope|no)\s*$"
     r"|^(?:don'?t|do not|dont)(?: do it)?$|^[啊哦呃嗯]?\s*不\s*$"
+    r"|^why (?:would|should|on earth would) (?:i|we)(?: do that| want that| want to)?$"
+    # Round 4: "nah don't bother", "ok no", "I'll keep it", "取消 A1003 的事先放一放", "哦等下，
+    # 我问下老公再说": taken back, or put off until later (nothing is done now).
+    r"|(?<![a-z])(?:don'?t|do not|dont|no need to) bother(?![a-z])"
+    r"|^(?:ok|okay|ok so|um+|uh+|ah|oh|well|actually|hmm+)[,.]? (?:no|nope|nah|never mind)$"
+    r"|(?<![a-z])(?:i'?ll|i will|i'?m gonna|i'?m going to|let me|we'?ll|i'?d rather|i think i'?ll)"
+    r" (?:just )?keep (?:it|them|the order)(?![a-z])|^(?:ok,? )?keep (?:it|them)(?: then)?$"
+    r"|(?:先|以后|回头|改天|过几天|过两天|晚点|明天|到时候|等等|想想|问问|问下|问一下|商量一?下|考虑一?下)"
+    r"[^，,。.;；!?！？]{0,8}再说|再说吧|先放一?放|放一放|缓一?缓|暂缓|先搁着|再考虑|考虑考虑|先等等"
+    r"|^[哦噢啊呃嗯唉哎诶额]+\s*(?:等下|等会|慢着|且慢)"
 )
 # "cancel A1003, sorry, I mean A1007", "取消 A1003，哦不对，是 A1007": the order is corrected.
 CORRECTION: Final = re.compile(
@@ -416,6 +458,12 @@ HIDDEN: Final = re.compile(
     r"|operator|manager)|i'?m from (?:the )?(?:it|security|engineering|dev) (?:department|team)"
     r"|(?:i am|i'?m) the (?:shop|store) owner|owner of this (?:shop|store)|(?:your )?new rule is"
     r"|policy update\s*:|respond only with|tool call|translate (?:this )?(?:to|into)"
+    # Round 4: "> Note from support team: … cancel A1007", "P.S. to the AI reading this: …"
+    r"|note from (?:the |your )?(?:support|admin|staff|security|dev|engineering|management"
+    r"|customer service|billing|backend|operations|ops)(?: team| department| desk)?"
+    r"|(?:support|admin|staff|billing|backend|operations|ops) team\s*[:：]"
+    r"|to (?:the |any )?(?:ai|bot|assistant|llm|model|agent)s? (?:reading|processing|handling"
+    r"|parsing) (?:this|these)"
     r"|repeat after me|manager override)(?![a-z])"
     r"|为用户|替用户|给用户|为该用户|为客户|给客户|翻译成|请重复|重复一遍|跟我念"
     r"|我是(?:你们的?|贵公司的?|平台的?)?(?:开发人员|开发者|工程师|程序员|技术人员|管理员|店长|老板|运营)"
@@ -585,6 +633,7 @@ HEDGE_EN: Final = re.compile(
 )
 HEDGE_AFTER_EN: Final = re.compile(
     r"(?<![a-z])(?:not sure|or not|or keep|or wait|if you think|good idea|worth it)(?![a-z])"
+    r"|(?<![a-z])(?:maybe|perhaps|possibly)\s*[?.!]*\s*$"
 )
 # "… what do you think?", "help me decide", "你觉得呢", "给点建议": advice is asked.
 ADVICE: Final = re.compile(
@@ -602,7 +651,8 @@ UNRESOLVED: Final = re.compile(
 # "the other one": resolvable only as the single order left ("keep A1001, cancel the other
 # one"), never beside an order the clause names ("cancel A1003 and the other one too").
 OTHER_ONE: Final = re.compile(
-    r"(?<![a-z])(?:the other (?:one|order|ones|orders)|another one)(?![a-z])"
+    r"(?<![a-z])(?:the other (?:one|order|ones|orders)|another one|another order|my other orders?"
+    r"|other order)(?![a-z])"
     r"|另一个|另外一个|另一单|另外那个"
 )
 
@@ -615,6 +665,11 @@ DESCRIBED: Final = re.compile(
     r"|earlier|older|later|next|other|rest|remaining|latest|last|recent|most recent|original)"
     r"(?: (?:one|order|item|parcel|package|purchase)s?)?(?![a-z])"
     r"|(?<![a-z])the one (?:before|after|from)(?![a-z])"
+    # "cancel the order with the red shoes", "cancel the one that hasn't shipped", "return the
+    # wrong size one": described after the verb, not named.
+    r"|(?<![a-z])(?:the|my) (?:order|purchase|parcel|package) (?:with|containing|that has|that had)"
+    r"(?![a-z])|(?<![a-z])the one (?:that|which|with|where|i|you)(?![a-z])"
+    r"|(?<![a-z])the (?!whole |entire |same )(?:[a-z]+ ){1,2}one(?![a-z])"
     r"|补发的|新的那个|第二个|第二单|上一个|上一单|之前那个|剩下的|其余的"
 )
 
@@ -659,6 +714,24 @@ _THREAT_ZH: Final = re.compile(
 
 def threat(before: str) -> bool:
     return bool(_THREAT_EN.search(before) or _THREAT_ZH.search(before))
+
+
+# The same threat across a comma: "A1003 要是明天还不发货，我就取消", "if it's not here by
+# friday, I'll cancel": a condition in the clause before, and the customer's own "I'll" /
+# "我就" before the verb (an imperative — "…，就帮我取消", "…, cancel it" — stays a request).
+_CONDITION_BEFORE: Final = re.compile(
+    r"(?<![a-z])(?:if|unless|in case)(?![a-z])|要是|如果|假如|万一|倘若|再不|还不|的话\s*$"
+)
+_THREAT_CONSEQUENCE: Final = re.compile(
+    r"^\s*(?:then |so )?(?:i'?ll|i will|i'?m going to|i'?m gonna|we'?ll|we will|i shall)"
+    r"(?: just| definitely| have to| be)?(?: \w+)? $"
+    r"|^\s*(?:那|那么|那样)?\s*(?:我就|我可就|我只能|我只好|我肯定|我一定|我会|我就会|我直接)\s*$"
+)
+
+
+def threat_across(previous: str, before: str) -> bool:
+    """Whether the verb after `before` is a threat conditioned on the clause `previous`."""
+    return bool(_CONDITION_BEFORE.search(previous) and _THREAT_CONSEQUENCE.search(before))
 
 
 # "A1003/A1007", "A1003 或 A1007", "A1003 还是 A1007", "1 of my 2 orders": a choice between
