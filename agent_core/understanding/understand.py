@@ -157,6 +157,14 @@ def understand(
         for verb in view.verbs:
             if threat_across(previous.text, view.text[: verb.start]):
                 verb.negated = True
+            # "Your bot told me 'reply CANCEL A1003'. I don't want that": "that" is the
+            # action just reported or asked about, refused — not a new request.
+            if (
+                _REFUSES_THAT.match(view.text, verb.start)
+                and previous.verbs
+                and not previous.requests
+            ):
+                verb.negated = True
     unresolved = any(UNRESOLVED.search(v.text) for v in genuine)
     # "cancel A1003 and A1007... actually just one of them": the choice comes after.
     chosen_later = [
@@ -450,6 +458,7 @@ def kept_after_verbs(view: View, reading: Reading) -> list[str]:
     return kept
 
 
+_REFUSES_THAT = re.compile(r"(?:don'?t|do not|dont) want (?:that|this)(?![a-z])")
 _KEPT_SUBJECT = re.compile(
     r"(?:[,;:\-–—]|(?<![a-z])(?:but|while|whereas))\s*(?:order\s*)?([\ue000-\uefff])\s*$"
 )
