@@ -250,7 +250,8 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
             view.verbs.append(Verb(tool, match.start(), False, False, None))
             view.choose = True
     for match in WISH_FORMS.finditer(residual):
-        if not reported(text[: match.start()]):
+        # "my dad wants A1003 cancelled": the wish's own verb ("wants") names whose it is.
+        if not reported(text[: match.end()]):
             continue
         if match.group("cancel"):
             tool, topic = Action.CANCEL.value, "cancellation"

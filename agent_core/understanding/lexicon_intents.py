@@ -234,6 +234,12 @@ TRACK_CITED = re.compile(
     r"according to (?:the )?(?:courier|carrier|tracking)\w*"
     r"|(?:the )?tracking (?:page|app|site|website|info|information) (?:for \S+ )?"
     r"(?:says|said|shows|showed|states)"
+    # "the courier told me to cancel A1003", "I'm still talking to the courier": the courier
+    # is who speaks, not what is asked for.
+    r"|(?:the |your |a |my )?(?:courier|carrier|driver)(?: \w+){0,3} (?:told|tells|said|says|asked"
+    r"|wants|suggested|recommended|reckons|thinks)(?![a-z])"
+    r"|(?:talking|spoke|speaking|talked|chatting|dealing) (?:to|with) (?:the |a |my )?(?:courier"
+    r"|carrier|driver)"
 )
 
 # Orders the customer says to leave alone ("keep A1001", "A1005 不用动").

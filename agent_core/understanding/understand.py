@@ -411,6 +411,9 @@ def understand(
         # "do NOT cancel A1003" and nothing else: the order it is about gets its status
         # read (the customer is told where it stands; nothing is changed).
         alone = [i for i in onlynegated if i not in interp.kept]
+        if not alone and not any(v.verbs for v in genuine):
+            # "A1003 先别动", "keep A1003": only kept — its status tells it is untouched.
+            alone = list(interp.kept)
         if alone and not reading.injections:
             ordered = [i for i in order if i in alone]
             read_intents.append(Intent(tool=STATUS_TOOL, order_ids=ordered))

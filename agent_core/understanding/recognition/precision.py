@@ -101,6 +101,8 @@ _ZH_NEVER_ASKED: Final = re.compile(
     r"没有?(?:让|叫|要求|请|同意|授权|说要|说过要|申请过?|要过|想|打算|准备)(?:你们?|您|过)?"
     r"(?:\s*[\ue000-\uefff]\s*的)?\s*$"
     r"|(?:不急着|不着急|不急于|先不急着?)\s*$"
+    # "不是取消 A1003，是查 A1003 的物流": not that action, another one.
+    r"|(?<![是])不是(?:要|想|让你|叫你)?\s*$"
 )
 
 
@@ -116,12 +118,15 @@ def negated_strictly(before: str) -> bool:
 # A question about what happened: status, never the action (and no policy lookup).
 _PAST_EN: Final = re.compile(
     r"(?<![a-z])(?:why|did (?:you|they|we|i|someone|somebody)|have you|has (?:it|this|that|my"
-    r"|the|a|[\ue000-\uefff])|was (?:it|this|that|my|the|a|an)|were|who)(?![a-z])"
+    r"|the|a|[\ue000-\uefff])|was (?:it|this|that|my|the|a|an)|were)(?![a-z])"
+    # "who cancelled A1003?" asks; "my friend who ordered B2001 wants …" only says whose.
+    r"|(?:^|(?<=[,.;:!?] )|(?<=and )|(?<=but )|(?<=so ))who(?![a-z])"
     # A request already made to the shop, reported: "when I asked to cancel A1003 you said
     # ok", "my brother wrote to you to cancel A1003", "I already requested to return A1002".
     # "I would have cancelled A1003 but…", "I clicked cancel on A1003 by accident", "my
     # previous message asking to cancel A1003 was a mistake": what was (not) done, asked.
     r"|(?<![a-z])(?:would|could|should|might)(?: have|'ve)|(?<![a-z])i'?d have(?![a-z])"
+    r"|(?<![a-z])(?:was|were) (?:going|gonna|planning|about) to(?: \w+){0,2} $"
     r"|(?<![a-z])(?:clicked|pressed|tapped|selected|ticked)(?: on)?(?: the)?(?: \w+)? $"
     r"|(?<![a-z])(?:message|request|email|text|note)s? (?:asking|requesting|saying|about)"
     r"(?: (?:you|for))?(?: to)?(?: \w+)? $"
@@ -201,7 +206,8 @@ _STATUS_FRAME: Final = re.compile(
     # "my return for A1002 was rejected", "the refund on A1002 hasn't arrived", "the cancel
     # button for A1003 doesn't work": the action is the subject, or a thing on a screen.
     rf"|(?<![a-z])(?:my|the|your|this|that) {_ACTION_WORD_EN}(?: (?:for|of|on|from) (?:order )?\S+)?"
-    r" (?:was|were|is|has|had|got|came|went|didn'?t|did not|hasn'?t|has not|isn'?t|never|still)(?![a-z])"
+    r" (?:was|were|is(?! for| on| about| to)|has|had|got|came|went|didn'?t|did not|hasn'?t|has not"
+    r"|isn'?t|never|still)(?![a-z])"
     rf"|(?<![a-z]){_ACTION_WORD_EN} (?:button|link|option|page|form|feature|tab|menu)s?(?![a-z])"
     # "I returned A1002 last week, was it received?": done already, by the customer.
     r"|(?<![a-z])(?<!if )(?<!suppose )(?<!supposing )(?<!say )(?:i|we)(?: (?:already|just|have|had"
@@ -286,7 +292,8 @@ _EXCLUDED: Final = re.compile(
     r"|isn'?t|is not|that'?s not|which isn'?t|besides|(?:before|after|prior to|following)"
     r"|and not|apart from|(?:everything|all|anything|every order|all orders|all of them) but"
     r"|neither|nor)"
-    r"|(?:而不是|不是|而非|除了)(?:要|去)?(?:退款|退货|取消|退|改|查)?)\s*(?:(?:the |my )?(?:orders?|订单)\s*)?"
+    r"|(?:而不是|(?<!是)不是|而非|除了)(?:要|去)?(?:退款|退货|取消|退|改|查)?(?:给|对|把|帮)?)\s*"
+    r"(?:(?:the |my )?(?:orders?|订单)\s*)?"
     r"(?P<id>[\ue000-\uefff](?:\s*(?:,|and|&|or|nor|和|、|及|跟)\s*[\ue000-\uefff])*)"
 )
 
@@ -371,7 +378,7 @@ _REPORTED: Final = re.compile(
     r"|brother|sister|colleague|coworker|co-worker|boss|son|daughter|partner|roommate|flatmate"
     r"|neighbou?r|kid|kids|child|customer|client|girlfriend|boyfriend|cousin|family)s?"
     r"(?:'s| is| was| has been)?"
-    r"(?: \w+){0,2} (?:wants?|wanted|asked|asks|asking|said|says|saying|told|tells|telling"
+    r"(?: (?!i |i'|me )\S+){0,4} (?:wants?|wanted|asked|asks|asking|said|says|saying|told|tells|telling"
     r"|would like|needs?|plans?|is going|was going|thinks?|suggested|suggests|keeps"
     r"|would rather|'d rather|prefers?|recommended|promised|decided|insists?)(?![a-z])"
     r"|(?<![a-z])(?:the|your) (?:courier|driver|delivery (?:guy|man|person)|seller|agent|support"
@@ -661,7 +668,7 @@ def zh_done(text: str, start: int, end: int) -> bool:
 HEDGE_EN: Final = re.compile(
     r"(?<![a-z])(?:maybe|perhaps|might|probably|possibly|considering|thinking (?:about|of)"
     r"|wondering (?:if|whether|about)|not sure (?:if|whether|about)|should you|shall you"
-    r"|i'?m torn|undecided|(?:was|were) (?:going|gonna|planning|about) to)(?: \w+){0,4} $"
+    r"|i'?m torn|undecided)(?: \w+){0,4} $"
 )
 HEDGE_AFTER_EN: Final = re.compile(
     r"(?<![a-z])(?:not sure|or not|or keep|or wait|if you think|good idea|worth it)(?![a-z])"
