@@ -110,3 +110,23 @@ def test_a_link_keeps_the_order_it_names() -> None:
     assert tools(
         draft("链接 https://shop.example.com/refund?order=A1002 打不开，A1002 签收了没")
     ) == [("get_order_status", "A1002")]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "refund the 2 broken cups from A1002",
+        "A1002 退款，2 个杯子碎了",
+        "refund 59 between A1002 and A1006",
+        "change A1003 address to apartment 5",
+        "A1003 改地址到 3 号楼",
+        "I would have cancelled A1003 but you shipped it",
+        "restore A1003, I didn't want it cancelled",
+    ],
+)
+def test_a_count_a_shared_amount_or_part_of_an_address_is_asked_about(text: str) -> None:
+    assert not {t for t, _ in tools(draft(text))} & HIGH_RISK
+
+
+def test_a_misspelt_currency_is_still_an_amount() -> None:
+    assert ("request_refund", "A1006") in tools(draft("refund 25 dolars for A1006"))

@@ -313,9 +313,12 @@ def understand(
                 args["address"] = view.clause.address or reading.address
             if verb.tool == Action.REFUND:
                 args["amount"] = amount_in(view.text) or amount
-                if len(targets) > 1 and len(re.findall(r"\d+(?:\.\d+)?", view.text)) > 1:
-                    # "refund A1002 59 and A1006 30": which amount is whose is asked, never
-                    # the first amount for every order.
+                if len(targets) > 1 and (
+                    len(re.findall(r"\d+(?:\.\d+)?", view.text)) > 1
+                    or _SHARED_AMOUNT.search(view.text)
+                ):
+                    # "refund A1002 59 and A1006 30", "refund 59 between A1002 and A1006":
+                    # which amount is whose is asked, never the first amount for every order.
                     args["amount"] = None
             if any(v is None for v in args.values()) and (
                 verb.tool == Action.ADDRESS or amount_required
@@ -461,6 +464,10 @@ def kept_after_verbs(view: View, reading: Reading) -> list[str]:
     return kept
 
 
+_SHARED_AMOUNT = re.compile(
+    r"(?<![a-z])(?:between|total|split|together|combined|altogether|in all)(?![a-z])"
+    r"|一共|总共|合计|加起来|平分|共计"
+)
 _REFUSES_THAT = re.compile(r"(?:don'?t|do not|dont) want (?:that|this)(?![a-z])")
 _KEPT_SUBJECT = re.compile(
     r"(?:[,;:\-–—]|(?<![a-z])(?:but|while|whereas))\s*(?:order\s*)?([\ue000-\uefff])\s*$"

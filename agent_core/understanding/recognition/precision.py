@@ -86,7 +86,7 @@ _EN_NEGATED_TAIL: Final = re.compile(
     r"(?:\s+to)?(?:\s+(?:a|an|any|the))?\s*$"
     # "wasn't going to cancel A1003", "un-cancel A1003", "halt the return for A1002"
     r"|(?<![a-z])(?:wasn'?t|was not|weren'?t|were not|i'?m not|am not|not) (?:going|gonna|planning"
-    r"|trying|about) to\s*$|(?<![a-z])un-?$"
+    r"|trying|about) to\s*$|(?<![a-z])un-?$|(?<![a-z])(?:didn'?t|did not)\s*$"
     r"|(?<![a-z])(?:halt|stop|pause|block|withdraw|abort|undo|reverse|revoke|void|retract)"
     r"(?: (?:the|my|this|that|your|any))?\s*$"
 )
@@ -126,6 +126,7 @@ _PAST_EN: Final = re.compile(
     # "I would have cancelled A1003 but…", "I clicked cancel on A1003 by accident", "my
     # previous message asking to cancel A1003 was a mistake": what was (not) done, asked.
     r"|(?<![a-z])(?:would|could|should|might)(?: have|'ve)|(?<![a-z])i'?d have(?![a-z])"
+    r"|(?<![a-z])i (?:would|could|might)\s*$"
     r"|(?<![a-z])(?:was|were) (?:going|gonna|planning|about) to(?: \w+){0,2} $"
     r"|(?<![a-z])(?:clicked|pressed|tapped|selected|ticked)(?: on)?(?: the)?(?: \w+)? $"
     r"|(?<![a-z])(?:message|request|email|text|note)s? (?:asking|requesting|saying|about)"
@@ -789,9 +790,21 @@ _VAGUE_ADDRESS_EN: Final = re.compile(
 _ZH_PLACE: Final = re.compile(r"[省市区县路街道号镇村弄巷栋楼室]")
 
 
+# Only a flat, a building or a number ("apartment 5", "flat 12", "3 号楼"): part of an address,
+# not one to send to; the whole address is asked for.
+_PART_OF_ADDRESS: Final = re.compile(
+    r"^(?:(?:to|my|the|a|an|new)\s+)*(?:apartment|apt\.?|flat|unit|room|suite|building|bldg|floor"
+    r"|house|no\.?|number|#)?\s*\d+[a-z]?\s*$"
+    r"|^\d+\s*(?:号楼|号|楼|栋|幢|单元|室|层)(?:\s*\d+\s*(?:号|室|单元|层))*\s*$",
+    re.IGNORECASE,
+)
+
+
 def vague_address(value: str) -> bool:
     if re.search(r"(?<![a-z0-9])[a-z]-?\d{3,}(?![a-z0-9])", value, re.IGNORECASE):
         return True  # "same as A1007": another order's address, not one written out
+    if _PART_OF_ADDRESS.match(value.strip()):
+        return True
     if re.search(r"\d", value):
         return False
     if re.search(r"[\u4e00-\u9fff]", value):
