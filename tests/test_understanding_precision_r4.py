@@ -130,3 +130,20 @@ def test_a_count_a_shared_amount_or_part_of_an_address_is_asked_about(text: str)
 
 def test_a_misspelt_currency_is_still_an_amount() -> None:
     assert ("request_refund", "A1006") in tools(draft("refund 25 dolars for A1006"))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "cancel A1003 to A1007",
+        "cancel orders A1003-A1007",
+        "cancel A1003/4",
+        "cancel A1003 I think, or A1007",
+        "cancel A1003 if that's the right number",
+        "cancel my order, I think it's A1003",
+        "cancel the order, number starts with A100",
+    ],
+)
+def test_an_unsure_number_or_a_range_is_asked_about(text: str) -> None:
+    d = draft(text)
+    assert d.steps == [] and d.interpretation is not None and d.interpretation.clarify

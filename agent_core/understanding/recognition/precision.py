@@ -686,6 +686,17 @@ ADVICE: Final = re.compile(
 # message does not name, or is unsure of: which one is asked.
 UNRESOLVED: Final = re.compile(
     r"(?<![a-z])(?:or (?:was|is) it|or maybe|not sure which|can'?t remember which)(?![a-z])"
+    # Round 4: the number itself is unsure ("cancel A1003 if that's the right number", "I
+    # think it's A1003", "or whatever the number is", "it starts with A100"), or a range
+    # ("A1003 to A1007", "A1003-5", "A1003/4"), or a second guess ("A1003 I think, or A1007").
+    r"|(?<![a-z])(?:if (?:that|this|it)'?s? (?:is )?the (?:right|correct) (?:number|one|id|order)"
+    r"|or whatever (?:the|its|the order) (?:number|id) is|or something like that"
+    r"|i think (?:it'?s|it is|the number is)|(?:maybe|probably|possibly) [\ue000-\uefff]"
+    r"|not sure (?:if |that )?(?:that'?s|it'?s|this is) the (?:number|one|right)"
+    r"|(?:starts|begins|ends) (?:with|in)|something like)(?![a-z])"
+    r"|[\ue000-\uefff] ?[-–~][\ue000-\uefff]"
+    r"|[\ue000-\uefff]\s*(?:to|through|thru|till|until|到|至)\s*[\ue000-\uefff]"
+    r"|[\ue000-\uefff] ?[/\-–]\d{1,3}(?!\d)|^or\s*(?:maybe\s*)?(?:order\s*)?[\ue000-\uefff]"
     r"|还是[^，。]{0,8}来着|记不清|不记得是"
 )
 # "the other one": resolvable only as the single order left ("keep A1001, cancel the other
