@@ -147,3 +147,28 @@ def test_a_misspelt_currency_is_still_an_amount() -> None:
 def test_an_unsure_number_or_a_range_is_asked_about(text: str) -> None:
     d = draft(text)
     assert d.steps == [] and d.interpretation is not None and d.interpretation.clarify
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A1003 取消还是退货好",
+        "A1003 是取消好还是等着好",
+        "A1003 刚想取消就发货了",
+        "A1003 拍重了，取消掉多的那个",
+        "A1003 cancel or return, which is better?",
+        "cancel A1003 vs wait, thoughts?",
+        "A1002 - return or exchange?",
+        "I'd rather exchange A1002 than return it",
+        "part of me wants to cancel A1003",
+        "honestly I could just cancel A1003 at this point",
+        "A1003 still not shipped, maybe I'll cancel it",
+        "one more day and I'm cancelling A1003",
+        "everyone says cancel A1003 lol",
+        "reddit says to cancel and reorder to get the discount. A1003?",
+        "customer service said they'd cancel A1003, did they?",
+        "last week you agreed to cancel A1003, any news?",
+    ],
+)
+def test_a_choice_an_afterthought_or_what_others_say_is_no_request(text: str) -> None:
+    assert not {t for t, _ in tools(draft(text))} & HIGH_RISK

@@ -87,6 +87,8 @@ _EN_NEGATED_TAIL: Final = re.compile(
     # "wasn't going to cancel A1003", "un-cancel A1003", "halt the return for A1002"
     r"|(?<![a-z])(?:wasn'?t|was not|weren'?t|were not|i'?m not|am not|not) (?:going|gonna|planning"
     r"|trying|about) to\s*$|(?<![a-z])un-?$|(?<![a-z])(?:didn'?t|did not)\s*$"
+    # "I'd rather exchange A1002 than return it"
+    r"|(?<![a-z])(?:than|instead of|rather than)\s*$"
     r"|(?<![a-z])(?:halt|stop|pause|block|withdraw|abort|undo|reverse|revoke|void|retract)"
     r"(?: (?:the|my|this|that|your|any))?\s*$"
 )
@@ -126,7 +128,12 @@ _PAST_EN: Final = re.compile(
     # "I would have cancelled A1003 but…", "I clicked cancel on A1003 by accident", "my
     # previous message asking to cancel A1003 was a mistake": what was (not) done, asked.
     r"|(?<![a-z])(?:would|could|should|might)(?: have|'ve)|(?<![a-z])i'?d have(?![a-z])"
-    r"|(?<![a-z])i (?:would|could|might)\s*$"
+    r"|(?<![a-z])i (?:would|could|might)(?: just| simply| always| easily)?\s*$"
+    # "customer service said they'd cancel A1003, did they?", "last week you agreed to
+    # cancel A1003": what the shop said it would do, asked about.
+    r"|(?<![a-z])(?:you|they|customer service|customer support|support|your (?:team|agent"
+    r"|colleague|staff))(?: guys)? (?:said|promised|agreed|confirmed|offered)(?: (?:that|to|me))?"
+    r"(?: (?:you|they)'?d| (?:you|they) would| (?:you|they)'?ll)?(?: to)?\s*$"
     r"|(?<![a-z])(?:was|were) (?:going|gonna|planning|about) to(?: \w+){0,2} $"
     r"|(?<![a-z])(?:clicked|pressed|tapped|selected|ticked)(?: on)?(?: the)?(?: \w+)? $"
     r"|(?<![a-z])(?:message|request|email|text|note)s? (?:asking|requesting|saying|about)"
@@ -139,6 +146,8 @@ _PAST_ZH_BEFORE: Final = re.compile(
     r"(?:已经|为什么|为啥|怎么就|是不是已经|是否已经?|有没有|谁|本来|原本|是不是)[^，,。.;；!?！？]{0,6}$"
     # "干嘛取消 A1003", "A1003 不是我取消的", "手滑点了取消 A1003": why, who, a click.
     r"|(?:干嘛|干吗|凭什么|怎么能|不是我|不是我们|点了|按了|误点了?|点错了?|手滑)[^，,。.;；!?！？]{0,4}$"
+    # "A1003 刚想取消就发货了": about to, before something happened.
+    r"|(?:刚想|正想|刚要|正要|刚准备|本想|本打算|原想|原打算)[^，,。.;；!?！？]{0,2}$"
     r"|(?:不会是|该不会|难道|莫非)[^，,。.;；!?！？]{0,6}$"
     r"|(?:显示|状态是|状态为|写着|提示|上面写|页面上?说)[^，,。.;；!?！？]{0,4}$"
     r"|被[^，,。.;；!?！？]{0,3}$|^是(?![^，,。.;；!?！？]*(?:要|想|得|需要|打算))[^，,。.;；!?！？]{0,8}$"
@@ -272,9 +281,26 @@ def past_question(text: str, start: int, end: int) -> bool:
     return bool(_PAST_ZH_BEFORE.search(before) or _PAST_ZH_AFTER.search(after))
 
 
+# "A1003 取消还是退货好", "是取消好还是等着好", "取消和退货哪个划算": which is better, asked.
+_WHICH_BETTER_ZH: Final = re.compile(
+    r"还是[^，,。.;；!?！？]{0,8}(?:好|划算|合适|比较好)\s*(?:呢|啊|吗)?\s*$|好还是|哪个(?:好|划算|更好|合适)"
+    r"|哪种(?:好|划算|更好)"
+)
+# "A1003 cancel or return, which is better?", "cancel A1003 vs wait, thoughts?", "A1002 -
+# return or exchange?": a choice between actions, asked about.
+_WHICH_BETTER_EN: Final = re.compile(
+    r"which (?:is|one is|one'?s|would be|'?s|do you think is) (?:better|best|cheaper|smarter"
+    r"|easier|faster|wiser)|(?<![a-z])(?:vs\.?|versus|thoughts\s*\?)"
+    r"|(?<![a-z])(?:cancel|return|refund|exchang|keep|wait)\w* or (?:cancel|return|refund|exchang"
+    r"|keep|wait)\w*\s*$"
+)
+
+
 def whether_question(text: str, start: int, end: int | None = None) -> bool:
     before = text[:start]
     if _WHETHER_EN.search(before) or _WHETHER_ZH.search(before) or hypothetical(before):
+        return True
+    if _WHICH_BETTER_ZH.search(text) or _WHICH_BETTER_EN.search(text):
         return True
     after = text[end:] if end is not None else ""
     return bool(
@@ -391,6 +417,11 @@ _REPORTED: Final = re.compile(
     r"|(?<![a-z])(?:was|were|been|am|'m|got) (?:told|asked|advised|instructed|recommended) to(?![a-z])"
     r"|(?<![a-z])(?:recommend(?:ed|s)?|suggest(?:ed|s)?|advis(?:ed|es)) (?:that )?(?:i|we)(?![a-z])"
     r"|(?<![a-z])(?:apparently|supposedly|i heard|i hear|i read|rumou?r has it)(?![a-z])"
+    # "everyone says cancel A1003", "the reviews say cancel before it ships", "I saw a post
+    # telling customers to cancel A1003"
+    r"|(?<![a-z])(?:everyone|everybody|people|reviews?|reddit|twitter|the internet|online|posts?"
+    r"|forums?|articles?|videos?|comments?)(?: \w+){0,3} (?:says?|said|telling|tells|told|suggests?"
+    r"|recommends?)(?![a-z])|(?<![a-z])telling (?:customers|people|everyone|users|buyers) to(?![a-z])"
     # Mixed: "my mom 想取消 A1003", "my boss 让我退了 A1002"
     r"|(?<![a-z])(?:my|our|a) (?:friend|wife|husband|mom|mum|mother|dad|father|brother|sister|boss"
     r"|colleague|coworker|son|daughter|partner|roommate|flatmate|girlfriend|boyfriend|kid|family)"
@@ -667,9 +698,9 @@ def zh_done(text: str, start: int, end: int) -> bool:
 # "thinking about cancelling", "not sure yet": wondering, not asking for it (status and the
 # policy answer it).
 HEDGE_EN: Final = re.compile(
-    r"(?<![a-z])(?:maybe|perhaps|might|probably|possibly|considering|thinking (?:about|of)"
+    r"(?<![a-z])(?:maybe|perhaps|might|probably|possibly|considering|thinking (?:about|of)|part of me"
     r"|wondering (?:if|whether|about)|not sure (?:if|whether|about)|should you|shall you"
-    r"|i'?m torn|undecided)(?: \w+){0,4} $"
+    r"|i'?m torn|undecided)(?: [\w']+){0,4} $"
 )
 HEDGE_AFTER_EN: Final = re.compile(
     r"(?<![a-z])(?:not sure|or not|or keep|or wait|if you think|good idea|worth it)(?![a-z])"
@@ -722,6 +753,7 @@ DESCRIBED: Final = re.compile(
     r"(?![a-z])|(?<![a-z])the one (?:that|which|with|where|i|you)(?![a-z])"
     r"|(?<![a-z])the (?!whole |entire |same )(?:[a-z]+ ){1,2}one(?![a-z])"
     r"|补发的|新的那个|第二个|第二单|上一个|上一单|之前那个|剩下的|其余的"
+    r"|多的那[个单]|多出来的|重复的那[个单]|后面那[个单]|前面那[个单]|后下的|先下的"
 )
 
 
@@ -754,7 +786,9 @@ ASKED_ADDRESS: Final = re.compile(
 _THREAT_EN: Final = re.compile(
     r"(?<![a-z])(?:(?:if|unless) [^.?!]{0,40}?(?:i'?ll|i will|i'?m going to|i'?m gonna|we'?ll|i shall)"
     r"|or (?:else )?(?:i'?m|i am|i'?ll|i will|we'?re|we'?ll)|about to|this close to|so close to"
-    r"|i swear (?:i'?ll|i will)|ready to|tempted to|on the verge of)(?: just| definitely| have to)?"
+    r"|i swear (?:i'?ll|i will)|ready to|tempted to|on the verge of"
+    r"|(?:one|another|two|three|a few|\d+) more (?:days?|weeks?|hours?) and(?: (?:i'?m|i'?ll|i will|i am))?)"
+    r"(?: just| definitely| have to)?"
     r"(?: \w+)? $"
 )
 _THREAT_ZH: Final = re.compile(
@@ -781,8 +815,17 @@ _THREAT_CONSEQUENCE: Final = re.compile(
 )
 
 
+# "one more day and I'm cancelling A1003" (split at its "and")
+_DEADLINE_BEFORE: Final = re.compile(
+    r"(?<![a-z])(?:one|another|two|three|a few|\d+) more (?:days?|weeks?|hours?|excuses?)\s*$"
+)
+_DEADLINE_CONSEQUENCE: Final = re.compile(r"^\s*and (?:i'?m|i'?ll|i will|i am|we'?re|we'?ll)?\s*$")
+
+
 def threat_across(previous: str, before: str) -> bool:
     """Whether the verb after `before` is a threat conditioned on the clause `previous`."""
+    if _DEADLINE_BEFORE.search(previous) and _DEADLINE_CONSEQUENCE.match(before):
+        return True
     return bool(_CONDITION_BEFORE.search(previous) and _THREAT_CONSEQUENCE.search(before))
 
 
