@@ -27,6 +27,13 @@ _NOT_PLAIN_AFTER = re.compile(
     r"^\s*(?:%|percent|per ?cent|k(?![a-z])|千|万|百分|多)"
     r"|^\s*(?:(?:dollars?|euros?|pounds?|bucks|usd|eur|gbp|元|块|rmb)\s*)?(?:or so|-?ish|左右|上下)"
     r"|^\s*\(?\s*(?:or|或者?|to|~|-)\s*[$€£¥￥]?\d"
+    # A count, not money: "refund the 2 broken cups", "退款，2 个杯子碎了", "3 days late".
+    r"|^\s*(?:个|件|只|双|条|杯|盒|瓶|包|套|台|次|天|周|号|月|年|小时|分钟|位|张|本|把|份|箱|斤|公斤"
+    r"|(?:items?|pieces?|pcs|units?|times?|days?|weeks?|months?|years?|hours?|minutes?|nd|rd|th|st"
+    r"|kg|cm|mm|ml)(?![a-z]))"
+    r"|^\s+(?!(?:for|on|to|from|of|in|as|and|or|because|since|per|plus|dol\w*|eur\w*|pou\w*"
+    r"|buc\w*|cent\w*|yuan|quid|thanks|pls|plz|please|usd|gbp)(?![a-z]))(?:[a-z]+\s+)?[a-z]{3,}s"
+    r"(?![a-z])"
 )
 _NOT_PLAIN_BEFORE = re.compile(
     r"(?:(?<![a-z])(?:about|around|approx\.?|approximately|roughly|nearly|almost|maybe|some|like)"

@@ -251,7 +251,8 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
             view.verbs.append(Verb(tool, match.start(), False, False, None))
             view.choose = True
     for match in WISH_FORMS.finditer(residual):
-        if not reported(text[: match.start()]):
+        # "my dad wants A1003 cancelled": the wish's own verb ("wants") names whose it is.
+        if not reported(text[: match.end()]):
             continue
         if match.group("cancel"):
             tool, topic = Action.CANCEL.value, "cancellation"
@@ -299,11 +300,15 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
             residual = blank(residual, *match.span())
     # "cancel the return on A1002", "取消 A1003 的加急": something on the order is cancelled.
     for verb in view.verbs:
-        if verb.tool != Action.CANCEL.value or verb.negated or not clause.ids:
+        if verb.tool != Action.CANCEL.value or not clause.ids:
             continue
         word = re.match(r"[a-z]+|[\u4e00-\u9fff]{2}|\S+", text[verb.start :])
         end = verb.start + (len(word.group(0)) if word else 0)
-        if CANCEL_OBJECT_AFTER.match(text, end) or CANCEL_OBJECT_BEFORE.search(text[: verb.start]):
+        # "A1002 退货取消": the cancel is negated as "the return is not wanted"; either way
+        # what is withdrawn is the return, so nothing on the order is asked for.
+        if (
+            not verb.negated and CANCEL_OBJECT_AFTER.match(text, end)
+        ) or CANCEL_OBJECT_BEFORE.search(text[: verb.start]):
             for other in view.verbs:
                 other.negated = True
     view.verbs.sort(key=lambda v: v.start)

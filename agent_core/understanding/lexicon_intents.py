@@ -248,6 +248,12 @@ TRACK_CITED = re.compile(
     r"according to (?:the )?(?:courier|carrier|tracking)\w*"
     r"|(?:the )?tracking (?:page|app|site|website|info|information) (?:for \S+ )?"
     r"(?:says|said|shows|showed|states)"
+    # "the courier told me to cancel A1003", "I'm still talking to the courier": the courier
+    # is who speaks, not what is asked for.
+    r"|(?:the |your |a |my )?(?:courier|carrier|driver)(?: \w+){0,3} (?:told|tells|said|says|asked"
+    r"|wants|suggested|recommended|reckons|thinks)(?![a-z])"
+    r"|(?:talking|spoke|speaking|talked|chatting|dealing) (?:to|with) (?:the |a |my )?(?:courier"
+    r"|carrier|driver)"
 )
 
 # Orders the customer says to leave alone ("keep A1001", "A1005 不用动").
@@ -255,7 +261,9 @@ KEEP = Terms(
     zh=("保留", "不用动", "别动", r"(?<!一直)(?<!还是)(?<!怎么)(?<!都)不动", "先留着",
         r"(?<!不想)留着", "不用管", "没问题"),
     en=("keep", "leave", "is fine", "is ok", "is okay", "stays", "can stay", "stay as",
-        "as it is", "no change", "don't touch", "is good"),
+        "as it is", "no change", "don't touch", "is good",
+        # Round 4: "the return is for A1006. A1002 was perfect"
+        "was perfect", "is perfect", "is all good", "was all good"),
 ).compile()
 
 # "one of them", "A or B", "取消一个": the customer has not chosen an order yet.
@@ -265,7 +273,10 @@ CHOOSE = Terms(
         # Round 3: "cancel the cheaper one", "the second one: A1003, A1007", "just one"
         r"the (?:cheaper|cheapest|more expensive|pricier|bigger|biggest|smaller|smallest|older"
         r"|oldest|newer|newest|first|second|third|last|earlier|later|latest)"
-        r" one", "just one", "only one", r"(?:cancel|scrap|ditch|bin|drop|return|refund) one"),
+        r" one", "just one", "only one", r"(?:cancel|scrap|ditch|bin|drop|return|refund) one",
+        # Round 4: "the cheaper of A1003 and A1007"
+        r"the (?:cheaper|cheapest|more expensive|older|newer|bigger|smaller|first|second|last"
+        r"|earlier|later) of"),
 ).compile()
 
 # A request for a person, in any wording.

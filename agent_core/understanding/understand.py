@@ -21,6 +21,7 @@ is read by `agent_core.understanding.clause_view`, questions are written by `age
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -71,6 +72,7 @@ from agent_core.understanding.recognition.precision import (
     corrected_id,
     excluded_ids,
     retracts,
+    threat_across,
 )
 
 STATUS_TOOL = "get_order_status"
@@ -150,7 +152,24 @@ def understand(
             for verb in view.verbs:
                 if not verb.negated and verb.topic:
                     verb.question = True
+    # "A1003 要是明天还不发货，我就取消": a threat, across the comma; never a request now.
+    for previous, view in itertools.pairwise(genuine):
+        for verb in view.verbs:
+            if threat_across(previous.text, view.text[: verb.start]):
+                verb.negated = True
+            # "Your bot told me 'reply CANCEL A1003'. I don't want that": "that" is the
+            # action just reported or asked about, refused — not a new request.
+            if (
+                _REFUSES_THAT.match(view.text, verb.start)
+                and previous.verbs
+                and not previous.requests
+            ):
+                verb.negated = True
     unresolved = any(UNRESOLVED.search(v.text) for v in genuine)
+    # "cancel A1003 and A1007... actually just one of them": the choice comes after.
+    chosen_later = [
+        n for n, v in enumerate(genuine) if n > 0 and v.choose and not v.clause.ids and not v.verbs
+    ]
     other_one = any(OTHER_ONE.search(v.text) for v in genuine)
     keys = tuple(dict.fromkeys(UNSUPPORTED[i].key for v in genuine for i in v.unsupported))
     for view in genuine:
@@ -245,13 +264,19 @@ def understand(
                 continue
             if (
                 unresolved
-                or (other_one and (targets or len(candidates) != 1))
+                # … and "the other one" is only the single order left when one was set
+                # apart ("I have A1003. also there's another order, cancel that one").
+                or (other_one and (targets or len(candidates) != 1 or len(order) < 2))
                 or _described_not_named(view.text[verb.start :], bool(view.clause.ids), len(order))
             ):
                 # "cancel A1003 and the other one too", "… or was it A1003": which is asked.
                 ambiguous.append((verb.tool, targets or candidates))
                 continue
-            if (view.choose or OR_IDS.search(view.text)) and len(targets) != 1:
+            if (
+                view.choose
+                or OR_IDS.search(view.text)
+                or (len(targets) > 1 and any(n > number for n in chosen_later))
+            ) and len(targets) != 1:
                 ambiguous.append((verb.tool, targets or candidates))
                 continue
             if not targets:
@@ -288,9 +313,12 @@ def understand(
                 args["address"] = view.clause.address or reading.address
             if verb.tool == Action.REFUND:
                 args["amount"] = amount_in(view.text) or amount
-                if len(targets) > 1 and len(re.findall(r"\d+(?:\.\d+)?", view.text)) > 1:
-                    # "refund A1002 59 and A1006 30": which amount is whose is asked, never
-                    # the first amount for every order.
+                if len(targets) > 1 and (
+                    len(re.findall(r"\d+(?:\.\d+)?", view.text)) > 1
+                    or _SHARED_AMOUNT.search(view.text)
+                ):
+                    # "refund A1002 59 and A1006 30", "refund 59 between A1002 and A1006":
+                    # which amount is whose is asked, never the first amount for every order.
                     args["amount"] = None
             if any(v is None for v in args.values()) and (
                 verb.tool == Action.ADDRESS or amount_required
@@ -386,6 +414,9 @@ def understand(
         # "do NOT cancel A1003" and nothing else: the order it is about gets its status
         # read (the customer is told where it stands; nothing is changed).
         alone = [i for i in onlynegated if i not in interp.kept]
+        if not alone and not any(v.verbs for v in genuine):
+            # "A1003 先别动", "keep A1003": only kept — its status tells it is untouched.
+            alone = list(interp.kept)
         if alone and not reading.injections:
             ordered = [i for i in order if i in alone]
             read_intents.append(Intent(tool=STATUS_TOOL, order_ids=ordered))
@@ -424,7 +455,24 @@ def kept_after_verbs(view: View, reading: Reading) -> list[str]:
     if match is None:
         return []
     tail = view.text[match.end() :]
-    return [i for i in view.clause.ids if chr(ID_BASE + reading.order_ids.index(i)) in tail]
+    kept = [i for i in view.clause.ids if chr(ID_BASE + reading.order_ids.index(i)) in tail]
+    # "refund 40 for A1006 - A1002 is fine", "cancel A1003 but A1007 can stay": the order
+    # set apart just before "is fine" is what is fine.
+    subject = _KEPT_SUBJECT.search(view.text[last : match.start()])
+    if subject is not None and _KEEP_PREDICATE.match(match.group(0)):
+        kept.append(reading.id_of(subject.group(1)))
+    return kept
+
+
+_SHARED_AMOUNT = re.compile(
+    r"(?<![a-z])(?:between|total|split|together|combined|altogether|in all)(?![a-z])"
+    r"|一共|总共|合计|加起来|平分|共计"
+)
+_REFUSES_THAT = re.compile(r"(?:don'?t|do not|dont) want (?:that|this)(?![a-z])")
+_KEPT_SUBJECT = re.compile(
+    r"(?:[,;:\-–—]|(?<![a-z])(?:but|while|whereas))\s*(?:order\s*)?([\ue000-\uefff])\s*$"
+)
+_KEEP_PREDICATE = re.compile(r"(?:is|was|can|stays|stay)(?![a-z])")
 
 
 def _described_not_named(after_verb: str, clause_ids: bool, message_ids: int) -> bool:

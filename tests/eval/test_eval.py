@@ -40,17 +40,18 @@ GATES = {
     # 1203/1274 = 94.4 % (the first 1206: 1140 = 94.5 %). Round 3 added 586 cases in two
     # branches, each batch scored before tuning on it: recall 384 (186/242, 71/88, 49/54)
     # and precision 202 (128/203 with 28 wrong actions); merged, the split scores
-    # 1806/1860 = 97.1 % (the first 1274: see tests/eval/README.md). Round 4's recall batch
-    # added 181 (152/181 before tuning on it); the split then scored 1984/2041 = 97.2 %.
-    # Round 4's audit added 211 plain/polite/keyword cases (141/148 and 57/63 before tuning
-    # on them); the split then scored 2199/2252 = 97.6 %.
+    # 1806/1860 = 97.1 % (the first 1274: see tests/eval/README.md). Round 4 added 537 cases
+    # in three branches, each batch scored before tuning on it: recall 181 (152/181),
+    # precision 145 (114/145 with 12 wrong actions) and an audit of the plain, polite and
+    # keyword registers 211 (141/148, 57/63); merged, the split scores 2339/2397 = 97.6 %.
     # The gate is that minus a small margin. Raise it as recognition improves.
     "dev.jsonl": 0.95,
     # Measured when the split was merged (before any tuning): 566/898 = 63.0 %; after the
     # recognition work of issue 21 (tuned on dev only): 714/898 = 79.5 %, then 750/898 =
     # 83.5 % after its second round, 793/898 = 88.3 % after its third (en 87.9 %, zh
-    # 88.9 %). The gate is that minus a small margin.
-    "heldout.jsonl": 0.86,
+    # 88.9 %), 799/898 = 89.0 % after its fourth (en 459/520 = 88.3 %, zh 340/378 = 89.9 %).
+    # The gate is that minus a small margin.
+    "heldout.jsonl": 0.87,
 }
 
 # Debt, not a gate: cases on which the rule planner still plans an action nobody asked for.
@@ -61,12 +62,11 @@ GATES = {
 KNOWN_WRONG_ACTIONS: dict[str, frozenset[str]] = {
     # The held-out split's, measured after the recognition work of issue 21 was merged
     # (53 when the split was merged, before it; 13 after its first round, 9 after its second,
-    # 4 after round 3). Ids only: the held-out texts are never
+    # 4 after round 3, 3 after round 4's precision work). Ids only: the held-out texts are never
     # tuned on, so these are fixed by work on the dev split's registers, not on these cases.
     "heldout.jsonl": frozenset(
         {
             "ho-adversarial-en-043",
-            "ho-cancel-zh-024",
             "ho-clarify-en-020",
             "ho-clarify-en-024",
         }
