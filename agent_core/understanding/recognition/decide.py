@@ -394,25 +394,18 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
             if top.score < WHICH_ORDER_THRESHOLD:
                 return _choices(ranked, facts, menu=False)  # "call the police"
             return Decision(Outcome.WHICH_ORDER, intent)
+        # From here an order is named.
+        if not (top.anchored and top.named) or _as_close_to_cant_do(ranked, intent):
+            # Only words an order read shares ("订单 A1005"), or as close to something no
+            # tool does ("who changed the address on A1003" is as near "change my email
+            # address" as "change my delivery address"): no action can be told apart, and
+            # the named order's status read stands. (An FAQ this close is usually the
+            # action's own policy: "A1002 把钱还我" still offers the refund.)
+            return Decision(Outcome.KEEP)
         rival = max(
             (m.score for m in ranked[1:] if m.intent.name in HIGH_RISK_TOOLS - {intent.name}),
             default=0.0,
         )
-        if not (top.anchored and top.named):
-            # Only words an order read shares ("订单 A1005"): its status read stands.
-            return Decision(Outcome.KEEP) if facts.orders else _choices(ranked, facts, menu=False)
-        runner_up = next((m for m in ranked[1:] if m.intent.name != intent.name), None)
-        if (
-            facts.orders
-            and runner_up is not None
-            and runner_up.intent.kind is Kind.CANT_DO
-            and top.score - runner_up.score < ACTION_MARGIN
-        ):
-            # As close to something no tool does ("who changed the address on A1003" is as
-            # near "change my email address" as "change my delivery address"): no action can
-            # be told apart, and the named order's status read stands. (An FAQ this close is
-            # usually the action's own policy: "A1002 把钱还我" still offers the refund.)
-            return Decision(Outcome.KEEP)
         if (
             len(facts.orders) == 1
             and not facts.repaired
@@ -423,6 +416,16 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
             return Decision(Outcome.ACTION, intent)
         return _choices(ranked, facts, menu=False)
     return _choices(ranked, facts, menu=False)
+
+
+def _as_close_to_cant_do(ranked: Sequence[Match], intent: IntentDef) -> bool:
+    """The best other intent is something no tool does, within the action margin."""
+    runner_up = next((m for m in ranked[1:] if m.intent.name != intent.name), None)
+    return (
+        runner_up is not None
+        and runner_up.intent.kind is Kind.CANT_DO
+        and ranked[0].score - runner_up.score < ACTION_MARGIN
+    )
 
 
 # An action from recognition alone needs the request to share at least this many features
