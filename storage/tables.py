@@ -19,7 +19,6 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import lru_cache
 from operator import itemgetter
 from typing import Any, Protocol
 
@@ -261,28 +260,55 @@ _TS_LEN = 27
 
 def ts(value: datetime | None) -> str | None:
     """Fixed-width UTC timestamps, so text order is time order in indexes."""
-    return None if value is None else _ts(value)
+    if value is None:
+        return None
+    known = _RECENT.get(id(value))
+    if known is not None and known[0] is value:
+        return known[1]
+    return _remember(value, _format(value))
 
 
-# `2026-11-30T08:19:00` of the seconds seen lately: `isoformat` costs ~15 k instructions
+# The instants written lately, by identity: a transition's `now` is the run's `updated_at`,
+# the event's `at` and often a step's `started_at` or `finished_at` in the same commit, and
+# a run read back (`parse_ts`) writes its steps' instants again when it ends. An entry
+# holds its datetime, so its `id` is not reused while it is here; cleared when full.
+# (An `lru_cache` keyed by the datetime cost more: hashing an aware datetime, and a miss,
+# most of a run's instants, paid the cache's bookkeeping and an eviction on top.)
+_RECENT: dict[int, tuple[datetime, str]] = {}
+_RECENT_KEPT = 256
+
+
+def _remember(value: datetime, text: str) -> str:
+    if len(_RECENT) >= _RECENT_KEPT:
+        _RECENT.clear()
+    _RECENT[id(value)] = (value, text)
+    return text
+
+
+# `2026-11-30T08:19:00.` of the seconds seen lately, by (days, seconds) since the epoch (a
+# subtraction and two reads, cheaper than six fields): `isoformat` costs ~15 k instructions
 # (`PyUnicode_FromFormat`), and the instants of a run fall within a second or two of each
-# other, so only the microseconds are formatted anew (~5 k). Bounded: cleared when full.
-_SECONDS: dict[tuple[int, int, int, int, int, int], str] = {}
+# other, so only the microseconds are written anew, from two three-digit strings (cheaper
+# than a `06d` format spec). Bounded: cleared when full.
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_SECONDS: dict[tuple[int, int], str] = {}
 _SECONDS_KEPT = 256
+_DIGITS3 = tuple(f"{n:03d}" for n in range(1000))
 
 
-@lru_cache(maxsize=1024)  # a run's rows repeat the same instants (started_at, updated_at…)
-def _ts(value: datetime) -> str:
+def _format(value: datetime) -> str:
     if value.tzinfo is not UTC:
         value = value.astimezone(UTC)
-    key = (value.year, value.month, value.day, value.hour, value.minute, value.second)
+    since = value - _EPOCH
+    key = (since.days, since.seconds)
     second = _SECONDS.get(key)
     if second is None:
         if len(_SECONDS) >= _SECONDS_KEPT:
             _SECONDS.clear()
         # isoformat of a UTC datetime ends in "+00:00"; the stored form ends in "Z".
-        second = _SECONDS[key] = value.isoformat(timespec="seconds")[:19]
-    return f"{second}.{value.microsecond:06d}Z"
+        second = _SECONDS[key] = value.isoformat(timespec="seconds")[:19] + "."
+    micro = value.microsecond
+    return second + _DIGITS3[micro // 1000] + _DIGITS3[micro % 1000] + "Z"
 
 
 def parse_ts(value: str | None) -> datetime | None:
@@ -291,7 +317,10 @@ def parse_ts(value: str | None) -> datetime | None:
         return None
     if len(value) != _TS_LEN or value[10] != "T" or value[26] != "Z":
         raise ValueError(f"not a stored timestamp: {value!r}")
-    return datetime.fromisoformat(value)  # 3.11+ reads the "Z" as UTC
+    parsed = datetime.fromisoformat(value)  # 3.11+ reads the "Z" as UTC
+    if value[4:20:3] == "--T::.":  # exactly what `ts` writes (not "," or " "): remembered
+        _remember(parsed, value)
+    return parsed
 
 
 def required_ts(value: str) -> datetime:
