@@ -779,6 +779,10 @@ ASKED_ADDRESS: Final = re.compile(
 )
 
 
+# "one more day", "2 more weeks": the deadline a threat gives (`_THREAT_EN`, `_DEADLINE_BEFORE`).
+_MORE_TIME: Final = r"(?:one|another|two|three|a few|\d+) more (?:days?|weeks?|hours?"
+
+
 # A threat or a condition not met yet, said about what the customer will do: "if it's not
 # here by friday I'll cancel", "A1001 better arrive tomorrow or I'm returning it", "about to
 # cancel it", "A1005 再不发货我就取消订单", "明天还不到就取消", "我都想退了". Not a request now:
@@ -787,7 +791,7 @@ _THREAT_EN: Final = re.compile(
     r"(?<![a-z])(?:(?:if|unless) [^.?!]{0,40}?(?:i'?ll|i will|i'?m going to|i'?m gonna|we'?ll|i shall)"
     r"|or (?:else )?(?:i'?m|i am|i'?ll|i will|we'?re|we'?ll)|about to|this close to|so close to"
     r"|i swear (?:i'?ll|i will)|ready to|tempted to|on the verge of"
-    r"|(?:one|another|two|three|a few|\d+) more (?:days?|weeks?|hours?) and(?: (?:i'?m|i'?ll|i will|i am))?)"
+    rf"|{_MORE_TIME}) and(?: (?:i'?m|i'?ll|i will|i am))?)"
     r"(?: just| definitely| have to)?"
     r"(?: \w+)? $"
 )
@@ -816,9 +820,7 @@ _THREAT_CONSEQUENCE: Final = re.compile(
 
 
 # "one more day and I'm cancelling A1003" (split at its "and")
-_DEADLINE_BEFORE: Final = re.compile(
-    r"(?<![a-z])(?:one|another|two|three|a few|\d+) more (?:days?|weeks?|hours?|excuses?)\s*$"
-)
+_DEADLINE_BEFORE: Final = re.compile(rf"(?<![a-z]){_MORE_TIME}|excuses?)\s*$")
 _DEADLINE_CONSEQUENCE: Final = re.compile(r"^\s*and (?:i'?m|i'?ll|i will|i am|we'?re|we'?ll)?\s*$")
 
 
