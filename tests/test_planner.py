@@ -484,6 +484,39 @@ def test_arbitrary_input_never_raises(text: str) -> None:
     assert (draft.refusal is None) == bool(draft.steps)
 
 
+def test_a_flooded_clause_only_asks_and_each_phrase_is_weighed_a_bounded_number_of_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Thousands of one action word in a clause: at most MAX_MENTIONS of each are weighed
+    (each against the whole text, so more was quadratic: a minute of CPU for one Telegram
+    message), and past that the clause's actions are only asked about, never done."""
+    from agent_core.understanding import clause_view
+
+    weighed = 0
+    real = clause_view.past_question
+
+    def counting(text: str, start: int, end: int) -> bool:
+        nonlocal weighed
+        weighed += 1
+        return real(text, start, end)
+
+    monkeypatch.setattr(clause_view, "past_question", counting)
+    plan("退货" * 2000)
+    assert 0 < weighed <= clause_view.MAX_MENTIONS * len(clause_view.ACTIONS)
+    for flood in ("取消" * 50 + " A1003", "cancel " * 20 + "A1003"):
+        assert [s[0] for s in summary(plan(flood))] == ["get_order_status", "search_policy"]
+    # A person's emphasis is below the cap and stays a request.
+    assert "cancel_order" in [s[0] for s in summary(plan("cancel cancel CANCEL A1003!!"))]
+
+
+def test_a_run_of_one_symbol_is_cut_and_letters_and_digits_are_not() -> None:
+    from agent_core.understanding.reading import MAX_SYMBOL_RUN, clean
+
+    assert clean("A1003" + "!" * 1000) == "A1003" + "!" * MAX_SYMBOL_RUN
+    assert clean("\n" * 1000 + "where is A1001") == "\n" * MAX_SYMBOL_RUN + "where is A1001"
+    assert clean("9" * 40 + "x" * 40) == "9" * 40 + "x" * 40
+
+
 def test_reads_at_most_max_text_chars_even_after_normalisation() -> None:
     planner = RuleBasedPlanner()
     assert planner.find_order_ids(" " * (MAX_TEXT_CHARS - 6) + " A1001") == ["A1001"]

@@ -10,7 +10,7 @@ the clause they belong to. Keyword tables are data (`agent_core.understanding.le
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import Final
@@ -188,13 +188,39 @@ def is_question(text: str, start: int) -> bool:
     return bool(_HAN.search(text)) and QUESTION_ZH.search(text) is not None
 
 
+# How many mentions of one phrase in one clause are weighed, each against the clause's whole
+# text (its negators, questions and frames can sit anywhere in it). A person writes an action
+# word a few times at most ("cancel cancel CANCEL A1003!!"); thousands of them ("退货" × 2,000 in
+# one 4,096-character message) made each one a scan of the whole text: 60 s of CPU for one
+# message. Past the cap the clause is *flooded* and every action in it is only asked about
+# (the order's status and the policy): reading fewer mentions may never add an action.
+MAX_MENTIONS: Final = 8
+
+
+class _Mentions:
+    """The non-empty matches of a phrase in a clause, at most `MAX_MENTIONS` of them."""
+
+    def __init__(self) -> None:
+        self.flooded = False
+
+    def of(self, pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+        seen = 0
+        for match in pattern.finditer(text):
+            if match.start() == match.end():
+                continue
+            if seen == MAX_MENTIONS:
+                self.flooded = True
+                return
+            seen += 1
+            yield match
+
+
 def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
     view = View(clause, clause.canonical)
     text = residual = clause.canonical
+    mentions = _Mentions()
     for terms in ACTIONS:
-        for match in terms.verbs.finditer(residual):
-            if match.start() == match.end():
-                continue
+        for match in mentions.of(terms.verbs, residual):
             past = past_question(text, match.start(), match.end())
             # Somebody else's wish ("my friend wants to cancel B2001") is read as a question
             # about the action: the order's status and the policy, never the action.
@@ -245,12 +271,12 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
             if not question or past:  # a question stays for the policy topics to find;
                 residual = blank(residual, *match.span())  # what happened asks no policy
     # "A1002 和 A1006 退一个就行", "取消其中一单": an action on one of several, not chosen.
-    for match in CHOOSE_ONE_ZH.finditer(residual):
+    for match in mentions.of(CHOOSE_ONE_ZH, residual):
         tool = Action.CANCEL.value if match.group("cancel") else Action.RETURN.value
         if not any(v.tool == tool for v in view.verbs):
             view.verbs.append(Verb(tool, match.start(), False, False, None))
             view.choose = True
-    for match in WISH_FORMS.finditer(residual):
+    for match in mentions.of(WISH_FORMS, residual):
         # "my dad wants A1003 cancelled": the wish's own verb ("wants") names whose it is.
         if not reported(text[: match.end()]):
             continue
@@ -263,14 +289,14 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
         if not any(v.tool == tool for v in view.verbs):
             view.verbs.append(Verb(tool, match.start(), False, True, topic, True))
     if QUESTION_EN.search(text) and not any(v.tool == Action.ADDRESS for v in view.verbs):
-        for match in ASKED_ADDRESS.finditer(residual):
+        for match in mentions.of(ASKED_ADDRESS, residual):
             if QUESTION_EN.search(text[: match.start()]):
                 view.verbs.append(
                     Verb(Action.ADDRESS.value, match.start(), False, True, "shipping")
                 )
                 break
     # "can A1003 be cancelled?", "is A1003 cancellable?": asked about, never done.
-    for match in ASK_PASSIVE.finditer(residual):
+    for match in mentions.of(ASK_PASSIVE, residual):
         word = match.group("verb") or match.group("able")
         tool, topic = next(v for k, v in PASSIVE_TOOLS.items() if word.startswith(k))
         if not any(v.tool == tool for v in view.verbs):
@@ -290,9 +316,7 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
         )
     declared = False  # a catalog tool serves what the built-in tables call unsupported
     for phrases in custom:
-        for match in phrases.pattern.finditer(residual):
-            if match.start() == match.end():
-                continue
+        for match in mentions.of(phrases.pattern, residual):
             declared = True
             view.verbs.append(
                 Verb(phrases.tool, match.start(), negated(text, match.start()), False, None)
@@ -311,6 +335,9 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
         ) or CANCEL_OBJECT_BEFORE.search(text[: verb.start]):
             for other in view.verbs:
                 other.negated = True
+    if mentions.flooded:
+        for verb in view.verbs:
+            verb.question = True
     view.verbs.sort(key=lambda v: v.start)
     cited = residual  # a statement citing the tracking asks no tracking; a question does
     if "?" not in text and not re.match(r"\W*(?:is|are|has|have|does|did|can|could)\b", text):
@@ -362,12 +389,11 @@ def topics_of(
     only_is_there = view.clause.ids and not POLICY_MARKERS.search(
         re.sub(r"(?<![a-z])(?:is|are) there(?![a-z])", " ", residual)
     )
+    mentions = _Mentions()  # a policy topic read fewer times is still no action
     for topic, strong, weak in TOPIC_PATTERNS:
         for pattern in (strong, weak):
-            for match in list(pattern.finditer(seen)):
+            for match in list(mentions.of(pattern, seen)):
                 start, end = match.span()
-                if start == end:
-                    continue
                 seen = blank(seen, start, end)
                 if topic is PolicyTopic.SHIPPING and residual[end:].lstrip().startswith(
                     ADDRESS_CHAR

@@ -148,7 +148,9 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?:want|like|need) (?:the |my |our )?(?:money|cash)(?: \S+){1,3}? back",
                 r"money (?:returned|repaid)",
                 r"(?:send|give|pay) (?:me |us )?back (?:the |my |our )?(?:[$€£¥]?\d|money|cash)",
-                r"reimburs\w*", r"\d+(?:\.\d{1,2})? refunded",
+                r"reimburs\w*",
+                # from a number's first digit only (from every digit: n² steps on "1" × 4,096)
+                r"(?<![0-9])\d+(?:\.\d{1,2})? refunded",
                 # Round 2: "I'd like all of it back", "I want the 59.00 I paid back"
                 r"(?:want|like|need) (?:all of (?:it|that)|it all|everything) back",
                 r"(?:want|like|need) (?:the|my) [$€£¥]?\d+(?:\.\d{1,2})?(?: \S+){0,5}? back",

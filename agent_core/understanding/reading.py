@@ -171,6 +171,14 @@ _CONFUSABLE = re.compile(r"(?<![0-9A-Za-z])[A-Za-z][0-9A-Za-z]{3,11}(?![0-9A-Za-
 _CONFUSE = str.maketrans({"O": "0", "o": "0", "I": "1", "l": "1", "i": "1", "L": "1"})
 
 
+# A run of one punctuation, space or symbol character is cut to this many: "!!!!" × 1,000 says
+# no more than × 32, and a few patterns that allow a run on both sides of something
+# (`\s*` … `\s*`) take steps quadratic in the run's length (1 s for "\n" × 4,096).
+# Letters and digits are left whole: a 20-digit number must stay 20 digits long.
+MAX_SYMBOL_RUN = 32
+_SYMBOL_RUN = re.compile(rf"([^\w])\1{{{MAX_SYMBOL_RUN},}}")
+
+
 def clean(text: str) -> str:
     """Cap the length, fold full-width forms to ASCII (NFKC) and blank out control characters.
 
@@ -179,10 +187,11 @@ def clean(text: str) -> str:
     """
     # Capped again after NFKC: a few characters expand a lot ("ﷺ" becomes 18).
     text = unicodedata.normalize("NFKC", text[:MAX_TEXT_CHARS])[:MAX_TEXT_CHARS]
-    return "".join(
+    text = "".join(
         ch if ch == "\n" or unicodedata.category(ch) not in ("Cc", "Cf", "Cs") else " "
         for ch in text
     )
+    return _SYMBOL_RUN.sub(lambda run: run.group(1) * MAX_SYMBOL_RUN, text)
 
 
 def fold(text: str) -> str:

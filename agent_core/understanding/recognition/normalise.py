@@ -310,7 +310,8 @@ QUESTION: Final = re.compile(
     r"|是否|能不能|可不可以|哪些|几天"
 )
 POLITE: Final = re.compile(
-    r"^\W*(?:hi|hello|hey|please|pls|plz)?\W*(?:can|could|would|will|cn) (?:you|u|ya)\b"
+    # (one `\W*` each side of the greeting: two in a row took n² steps on "????…")
+    r"^\W*(?:(?:hi|hello|hey|please|pls|plz)\W*)?(?:can|could|would|will|cn) (?:you|u|ya)\b"
     r"|^\W*(?:please|pls|plz|kindly)\b"
 )
 QUESTION_FEATURE: Final = "?q"
