@@ -669,8 +669,11 @@ def _split(
 
 # Chinese with no punctuation: "A1002退货A1005到哪了" is two requests, each order before
 # its own words; "A1001 和 A1005 到哪了" is one (a list of orders), as is "取消 A1007 不是 A1003".
+# Round 5: the words may end in an amount ("A1002 退款 20 元 A1001 到哪了"): the refund is
+# A1002's alone, so a two-character word anywhere between the orders is enough.
 _BETWEEN_IDS: Final = re.compile(
-    r"[\ue000-\uefff]([^\ue000-\uefff，,。.;；!?！？\n]*?[\u4e00-\u9fff]{2}\s*)(?=[\ue000-\uefff])"
+    r"[\ue000-\uefff]([^\ue000-\uefff，,。.;；!?！？\n]*?[\u4e00-\u9fff]{2}"
+    r"[^\ue000-\uefff，,。.;；!?！？\n]*?)(?=[\ue000-\uefff])"
 )
 _LIST_END: Final = re.compile(r"(?:和|跟|与|及|或|或者|还是|同|、|以及|是|不是|而非|而不是|比)\s*$")
 

@@ -1,0 +1,140 @@
+"""Round 5, Chinese recall (issue 21): the registers the blind Chinese cases showed missing —
+traditional characters, input-method slips, colloquial and indirect wishes, mixed English —
+each a general rule, tested in wordings the eval cases lack (never their text)."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_core.understanding.evaluation import Outcome, outcome_of
+from agent_core.understanding.planner import PlanRequest, RuleBasedPlanner
+
+
+def outcome(text: str, last_order_id: str | None = None) -> Outcome:
+    return outcome_of(RuleBasedPlanner().draft(PlanRequest(text=text, last_order_id=last_order_id)))
+
+
+def status_then(order: str, tool: str) -> list[tuple[str, str | None]]:
+    return [("get_order_status", order), (tool, order)]
+
+
+# --- traditional characters -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "pairs"),
+    [
+        # 軌 was not folded, so "物流軌跡" missed the tracking words
+        ("麻煩把 A1001 的軌跡發我", [("track_parcel", "A1001")]),
+        ("A1003 顏色選錯了，幫我取消", status_then("A1003", "cancel_order")),
+        ("A1006 壞了，我要退貨", status_then("A1006", "request_return")),
+    ],
+)
+def test_traditional_characters_read_as_simplified(
+    text: str, pairs: list[tuple[str, str | None]]
+) -> None:
+    got = outcome(text)
+    assert (got.kind, got.pairs) == ("plan", pairs)
+
+
+# --- input-method slips -----------------------------------------------------------------
+
+
+def test_homophone_slips_of_courier_and_invoice() -> None:
+    assert outcome("A1005 快滴单号多少").pairs == [("track_parcel", "A1005")]
+    got = outcome("可以开发飘吗")
+    assert (got.kind, got.pairs) == ("plan", [("search_policy", None)])
+
+
+# --- tracking: a number to track by -----------------------------------------------------
+
+
+def test_a_bare_tracking_number_is_the_parcel_but_the_order_number_is_not() -> None:
+    assert outcome("A1001 的单号给我一个，我自己查").pairs == [("track_parcel", "A1001")]
+    # the order's own number, stated: a plain status read
+    assert outcome("我的订单号是 A1005，到哪了").pairs == [("get_order_status", "A1005")]
+
+
+# --- cancel: "don't send it" said of this order -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A1007 朋友送了我一个，那单也别寄了",
+        "A1003 还没发货的话就不用发了",
+        "A1007 下错了，这单帮我撤掉吧",
+    ],
+)
+def test_not_sending_this_order_is_a_cancel(text: str) -> None:
+    order = "A1007" if "A1007" in text else "A1003"
+    assert outcome(text).pairs == status_then(order, "cancel_order")
+
+
+def test_not_sending_something_else_cancels_nothing() -> None:
+    # the invoice is not the order; "撤了" must end the clause to be a cancel
+    assert ("cancel_order", "A1003") not in outcome("A1003 的发票不用发了").pairs
+    assert ("cancel_order", "A1003") not in outcome("A1003 帮我撤了退款申请").pairs
+
+
+# --- return: keeping it is useless -----------------------------------------------------
+
+
+def test_keeping_it_is_useless_is_not_keeping_it() -> None:
+    got = outcome("A1002 留着都没啥用，帮我寄回去")
+    assert got.pairs == status_then("A1002", "request_return")
+    # kept, as before
+    assert ("request_return", "A1002") not in outcome("A1002 先留着吧").pairs
+
+
+def test_a_wrong_size_beside_a_return_is_the_reason_not_a_retraction() -> None:
+    assert outcome("A1006 要退货，颜色不对").pairs == status_then("A1006", "request_return")
+    # "哦不对" on its own still corrects the order
+    got = outcome("退 A1002，哦不对，是 A1006")
+    assert got.pairs == status_then("A1006", "request_return")
+
+
+def test_an_exclamation_about_the_item_is_not_a_question() -> None:
+    got = outcome("A1006 什么烂货 退了")
+    assert got.pairs == status_then("A1006", "request_return")
+
+
+# --- refund: money sent back --------------------------------------------------------------
+
+
+def test_money_sent_back_is_a_refund_asked_for() -> None:
+    # no amount: the planner asks how much (v2 rule 5)
+    assert outcome("A1006 坏的，钱给我转回来").kind == "clarify"
+    got = outcome("A1002 钱返给我 25 元")
+    assert got.pairs == status_then("A1002", "request_refund")
+
+
+# --- handoff ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["客服小哥哥在吗", "有没有客服在，我有事"])
+def test_asking_whether_a_person_is_there_is_a_handoff(text: str) -> None:
+    assert outcome(text).kind == "handoff"
+
+
+# --- can't do -----------------------------------------------------------------------------
+
+
+def test_pai_is_buying() -> None:
+    got = outcome("帮我拍下同款")
+    assert got.kind == "unsupported"
+    assert got.pairs == []
+
+
+# --- run-on Chinese: an amount before the next order ----------------------------------------
+
+
+def test_an_amount_ends_the_refund_before_the_next_order() -> None:
+    got = outcome("A1002退款35元A1005发货没")
+    assert got.pairs == [*status_then("A1002", "request_refund"), ("get_order_status", "A1005")]
+    # a list of orders still shares its verb
+    two = outcome("A1003 和 A1007 都取消")
+    assert two.pairs == [
+        *status_then("A1003", "cancel_order"),
+        *status_then("A1007", "cancel_order"),
+    ]
