@@ -138,3 +138,48 @@ def test_an_amount_ends_the_refund_before_the_next_order() -> None:
         *status_then("A1003", "cancel_order"),
         *status_then("A1007", "cancel_order"),
     ]
+
+
+# --- FAQ: whether the shop does it, asked beside an order -------------------------------
+
+
+@pytest.mark.parametrize("text", ["A1005 发货了吗？另外可以开发票不", "A1002 能不能开个发票"])
+def test_a_chinese_whether_question_beside_an_order_is_the_faq(text: str) -> None:
+    got = outcome(text)
+    order = "A1005" if "A1005" in text else "A1002"
+    assert (got.kind, got.pairs) == ("plan", [("get_order_status", order), ("search_policy", None)])
+
+
+def test_asking_the_invoice_done_stays_unsupported() -> None:
+    assert outcome("A1002 帮我开发票").kind == "unsupported"
+
+
+# --- address, mixed with English ----------------------------------------------------------
+
+
+def test_an_english_verb_on_the_address_with_the_new_one() -> None:
+    got = outcome("A1007 的 address 麻烦 change 一下，新的是 成都市锦江区春熙路 8 号")
+    assert got.pairs == status_then("A1007", "change_address")
+    # an English sentence about an address is not a Chinese address change
+    assert ("change_address", "A1003") not in outcome("my address changed, where is A1003").pairs
+
+
+# --- change items asked of the bot --------------------------------------------------------
+
+
+def test_asking_the_bot_to_change_an_item_is_cant_do() -> None:
+    got = outcome("A1007 帮我把尺码换成 XL")
+    assert (got.kind, got.pairs) == ("unsupported", [])
+    # a question about it is the exchange FAQ with the order's status
+    assert outcome("A1002 颜色能换吗").pairs == [
+        ("get_order_status", "A1002"),
+        ("search_policy", None),
+    ]
+
+
+# --- a joiner opening a clause ------------------------------------------------------------
+
+
+def test_a_joiner_opening_the_clause_keeps_the_return_shipping_one_question() -> None:
+    got = outcome("A1001 到哪了，还有退货邮费谁付")
+    assert got.pairs == [("get_order_status", "A1001"), ("search_policy", None)]

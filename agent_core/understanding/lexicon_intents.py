@@ -51,7 +51,10 @@ ACTIONS: tuple[ActionTerms, ...] = (
         Action.ADDRESS,
         Terms(
             zh=(r"改[^，,。.;；!?！？]{0,3}地址", r"地址[^，,。.;；!?！？]{0,6}?(?:改|换|写错|错了)",
-                r"(?:修改|更改|更换|改一下)[^，,。.;；!?！？]{0,12}地址", "新地址"),
+                r"(?:修改|更改|更换|改一下)[^，,。.;；!?！？]{0,12}地址", "新地址",
+                # Round 5, mixed: "A1003 的 address 要 update 成 …", "地址 change 一下"
+                r"(?:地址|address)\s*(?:要|得|需要|帮我|麻烦)\s*(?:update|change|modify)"
+                r"|地址\s*(?:update|change|modify)"),
             # Round 4 audit: a billing or email address is not where the parcel goes.
             en=(r"(?:change|update|correct|fix|modify|edit)"
                 r"(?![^.,;!?]{0,40}\b(?:billing|e-?mail|invoice) address)"

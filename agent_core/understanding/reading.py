@@ -114,7 +114,9 @@ _ADDRESS_ZH = re.compile(
 _ADDRESS_ZH_PLACE = re.compile(
     r"(?:应该是|应是|[，,]\s*是|送到|新家在|搬到|住到|换成|更新为|更改为|改送|改一下|改下"
     # Round 4: "A1007改地址南京市鼓楼区中山路5号" (the address right after, no 到/成)
-    r"|改(?:收货|寄送|送货)?地址)\s*"
+    r"|改(?:收货|寄送|送货)?地址"
+    # Round 5, mixed: "address 要 update 成 北京市…", "新的是 上海市…"
+    r"|(?:update|change|modify)\s*(?:成|为|到)|新的是)\s*"
 )
 # What follows a marker looks like a Chinese street address ("杭州市西湖区文三路 5 号"): the
 # marker needs no "地址" nearby ("A1003 该成 杭州市…", with the IME slip 该成 for 改成).
