@@ -183,3 +183,60 @@ def test_asking_the_bot_to_change_an_item_is_cant_do() -> None:
 def test_a_joiner_opening_the_clause_keeps_the_return_shipping_one_question() -> None:
     got = outcome("A1001 到哪了，还有退货邮费谁付")
     assert got.pairs == [("get_order_status", "A1001"), ("search_policy", None)]
+
+
+# --- batch 2 ------------------------------------------------------------------------------
+
+
+def test_more_homophone_slips_and_dialect() -> None:
+    assert outcome("帮我看下 A1001 的物流轨记").pairs == [("track_parcel", "A1001")]
+    assert outcome("运废谁出").kind == "plan"
+    # 俺 is 我
+    assert outcome("A1002 俺要退货").pairs == status_then("A1002", "request_return")
+
+
+def test_the_question_frame_does_not_make_a_question_the_menu() -> None:
+    got = outcome("想问一下能不能寄到新西兰")
+    assert (got.kind, got.pairs) == ("plan", [("search_policy", None)])
+    # the frame alone is still asking what the bot can do
+    assert outcome("想问一下").kind == "choices"
+
+
+def test_the_couriers_phone_is_the_parcel_not_an_account_change() -> None:
+    assert outcome("A1001 快递小哥的电话给我一下").pairs == [("track_parcel", "A1001")]
+    assert outcome("帮我把手机号换一下").kind == "unsupported"
+
+
+def test_dont_send_it_to_me_cancels_but_not_mail() -> None:
+    assert outcome("A1007 用不到了，不用给我寄了").pairs == status_then("A1007", "cancel_order")
+    assert ("cancel_order", "A1003") not in outcome("A1003 的通知别给我发了").pairs
+
+
+def test_not_keeping_it_is_a_return() -> None:
+    assert outcome("A1006 质量太差，不留了").pairs == status_then("A1006", "request_return")
+
+
+def test_sent_to_a_named_place_then_the_street_is_the_new_address() -> None:
+    got = outcome("A1003 改送到单位：杭州市上城区解放路 18 号")
+    assert got.pairs == status_then("A1003", "change_address")
+    assert outcome("A1005 送到家了吗").pairs == [("get_order_status", "A1005")]
+
+
+def test_no_longer_living_at_the_address_asks_for_the_new_one() -> None:
+    assert outcome("A1003 那边的地址我早就不住了").kind == "clarify"
+
+
+def test_switching_to_cash_on_delivery_is_cant_do_asking_about_it_the_faq() -> None:
+    assert outcome("A1003 能帮我换成货到付款吗").kind == "unsupported"
+    got = outcome("你们这能货到付款吗")
+    assert (got.kind, got.pairs) == ("plan", [("search_policy", None)])
+
+
+@pytest.mark.parametrize("text", ["派个人来跟我说", "请你们主管来处理"])
+def test_sending_for_a_person_is_a_handoff(text: str) -> None:
+    assert outcome(text).kind == "handoff"
+
+
+def test_creating_an_account_for_the_customer_is_cant_do() -> None:
+    got = outcome("给我注册个账户吧")
+    assert (got.kind, got.pairs) == ("unsupported", [])

@@ -154,7 +154,11 @@ TOPICS: tuple[TopicTerms, ...] = (
             en=("exchange", "exchanges", "exchanging"),
         ),
         weak=Terms(
-            zh=("换一个", "换个", "更换", "换一下"),
+            # Round 5: not a phone number, password, mailbox, address, payment method, card or
+            # name changed ("把手机号换一下" is an account change, no exchange)
+            zh=tuple(
+                rf"(?<![号码箱址式卡名])(?<![号码箱址式卡名]\s){w}" for w in ("换一个", "换个", "更换", "换一下")
+            ),
             en=("swap", "replace", "replacement"),
         ),
     ),

@@ -54,7 +54,9 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?:修改|更改|更换|改一下)[^，,。.;；!?！？]{0,12}地址", "新地址",
                 # Round 5, mixed: "A1003 的 address 要 update 成 …", "地址 change 一下"
                 r"(?:地址|address)\s*(?:要|得|需要|帮我|麻烦)\s*(?:update|change|modify)"
-                r"|地址\s*(?:update|change|modify)"),
+                r"|地址\s*(?:update|change|modify)",
+                # Round 5: "那个地址我已经不住了" — the address is no longer where they live
+                r"地址[^，,。.;；!?！？]{0,6}不住(?:那|那儿|那里|了)"),
             # Round 4 audit: a billing or email address is not where the parcel goes.
             en=(r"(?:change|update|correct|fix|modify|edit)"
                 r"(?![^.,;!?]{0,40}\b(?:billing|e-?mail|invoice) address)"
@@ -79,6 +81,9 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?:给我|帮我)撤(?:了|掉)(?:吧|呗|啊)?(?=\s*$)",
                 # "A1007 用不上了，别寄了": not sent any more is not wanted any more
                 r"(?:别|不用|不要)(?:再)?(?:寄|发货)了",
+                # Round 5: "现在用不着了，别给我发了" (not mail, ads or the invoice)
+                r"(?<!邮件)(?<!短信)(?<!广告)(?<!推送)(?<!消息)(?<!通知)(?<!发票)(?<!票)"
+                r"(?:别|不用|不要)(?:再)?给我(?:寄|发)了",
                 # Round 3: "A1003 不想买了", "A1003 作废", "把 A1003 撤了", "关闭订单"
                 "不想买(?=了)", "作废", "关闭订单", rf"{ID_CHARS}\s*(?:撤(?=了)|撤回)",
                 rf"把\s*{ID_CHARS}\s*撤"),
@@ -124,7 +129,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
     ActionTerms(
         Action.RETURN,
         Terms(
-            zh=("退货", "退回", "寄回", "退掉", "退了退了", r"不(?:想|打算|准备)留(?:着|了|下)", r"(?:我要|我想|就要|我得)退(?![款钱费])",
+            zh=("退货", "退回", "寄回", "退掉", "退了退了", r"不(?:想|打算|准备)?留(?:着|了|下)(?!言)", r"(?:我要|我想|就要|我得)退(?![款钱费])",
                 r"(?<=能)退(?![款钱费])",  # "还能退吗", "能退不" (round 2)
                 r"(?<=可以)退(?![款钱费])",  # "可以退吗" (round 3)
                 # "退 A1006", "别退 A1002" (round 2)
@@ -234,7 +239,9 @@ TRACK = Terms(
         # Round 3: which carrier, which depot
         "哪个快递", "什么快递", "快递公司", "物流公司", "中转", "网点", "分拣", "转运中心",
         "哪个站", "哪一站", "追踪", "跟踪", "哪家物流", "什么物流", "哪个物流", "运单编号",
-        "快递编号", "派件员", "快递员是谁", r"物流[^，,。.;；!?！？]{0,4}详细",
+        "快递编号", "派件员", "快递员是谁",
+        # Round 5: "快递员电话多少" — who carries it, to reach them
+        r"(?:快递员|快递小哥|派送员|配送员|送货员)(?:的)?(?:电话|手机|联系方式)", r"物流[^，,。.;；!?！？]{0,4}详细",
         "顺丰", "中通", "圆通", "韵达", "申通", "京东物流", "邮政"),
     en=("where exactly", "exactly where", "carrier", "carriers", "courier", "scan", "scans",
         "scanned", "tracking history", "tracking events", "tracking details", "which city",
@@ -299,7 +306,10 @@ HANDOFF = Terms(
         r"(?:给我|跟我|和我)回(?:个)?电话", "售后人员", "活人", r"找[^，,。.;；!?！？]{0,4}工作人员",
         r"找(?:你们|一下)?(?:的)?(?:老板|负责人|领导)",
         # Round 5: "有没有客服小姐姐在", "有客服在吗", "客服妹子呢"
-        r"客服(?:小姐姐|小哥哥|妹子|美女|帅哥|mm)", r"有(?:没有)?(?:客服|真人)在"),
+        r"客服(?:小姐姐|小哥哥|妹子|美女|帅哥|mm)", r"有(?:没有)?(?:客服|真人)在",
+        # "让个人来回我", "叫你们领导出来"
+        r"(?:让|叫|派|换)(?:个|一个)(?:人|真人|客服)(?:来|过来|跟我|和我|回)",
+        r"(?:叫|让|请)你们(?:的)?(?:领导|负责人|老板|主管|经理)"),
     en=("real person", "real human", "a human", "human please", "human agent", "live agent",
         "live person", "live chat", "agent please", r"(?:speak|talk|chat) (?:to|with) (?:a |an |"
         r"your |some )?(?:person|human|agent|someone|somebody|representative|operator|staff"
@@ -367,7 +377,9 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
     Unsupported(
         "payment",
         Terms(zh=("付款方式", "支付方式", r"用[^，,。.;；!?！？]{0,6}(?:付款|支付|付钱)", "比特币",
-                  "支付宝", "微信支付", "信用卡"),
+                  "支付宝", "微信支付", "信用卡",
+                  # Round 5: switching an order to cash on delivery ("帮我改成货到付款")
+                  r"(?:改成|换成|改为|换为|改用)货到付款"),
               en=(r"pay (?:\S+ ){0,5}?with", "payment method", "payment methods", "payment option",
                   "pay by", "bitcoin", "crypto", "paypal", "credit card",
                   r"(?:change|switch|swap) (?:the |my )?card", r"split (?:\S+ ){0,2}?payment")
@@ -412,7 +424,8 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         zh="往订单里加商品", en="adding items to an order"),
     Unsupported(
         "phone",
-        Terms(zh=("电话", "手机号"), en=("phone number", "phone", "mobile number",
+        Terms(zh=(r"(?<!快递员)(?<!快递员的)(?<!小哥)(?<!小哥的)(?<!派送员)(?<!配送员)(?<!送货员)电话(?!多少)",
+                  "手机号"), en=("phone number", "phone", "mobile number",
                                         # Round 4: "change my email to sam@…"
                                         r"(?:change|update|switch) (?:\S+ ){0,2}?e-?mail(?: address)?"
                                         r" to [a-z0-9._+-]+(?=@)")).compile(),
@@ -483,6 +496,9 @@ ZH_TYPOS: Mapping[str, str] = {
     "发获": "发货", "订但": "订单", "地扯": "地址", "地址该": "地址改", "该地址": "改地址",
     # Round 5: homophone slips of 快递 (kuaidi) and 发票 (fapiao)
     "快第": "快递", "快滴": "快递", "发漂": "发票", "发飘": "发票",
+    "轨记": "轨迹", "单浩": "单号", "运废": "运费", "申情": "申请", "保休": "保修",
+    # Northern dialect: 俺 is 我 ("俺要退", "俺不要了")
+    "俺": "我",
 }
 
 # Fallback step goals for tools the catalog does not describe (a catalog goal wins).

@@ -112,11 +112,13 @@ _ADDRESS_ZH = re.compile(
 # Round 3: markers that say a new place only when a street address follows them ("地址写错了，
 # 应该是 杭州市…", "送到 上海市…", "新家在 …", "收货地址换成 …"); never "应该是对的".
 _ADDRESS_ZH_PLACE = re.compile(
-    r"(?:应该是|应是|[，,]\s*是|送到|新家在|搬到|住到|换成|更新为|更改为|改送|改一下|改下"
+    r"(?:应该是|应是|[，,]\s*是|新家在|搬到|住到|换成|更新为|更改为|改送|改一下|改下"
     # Round 4: "A1007改地址南京市鼓楼区中山路5号" (the address right after, no 到/成)
     r"|改(?:收货|寄送|送货)?地址"
     # Round 5, mixed: "address 要 update 成 北京市…", "新的是 上海市…"
-    r"|(?:update|change|modify)\s*(?:成|为|到)|新的是)\s*"
+    r"|(?:update|change|modify)\s*(?:成|为|到)|新的是"
+    # "送到公司：深圳市…", "寄到我老家去吧：长沙市…" (where, then the street)
+    r"|(?:送到|寄到)(?:我)?(?:的)?(?:公司|单位|家里?|老家|学校|宿舍|新家|办公室)?(?:去)?(?:吧)?\s*[:：]?)\s*"
 )
 # What follows a marker looks like a Chinese street address ("杭州市西湖区文三路 5 号"): the
 # marker needs no "地址" nearby ("A1003 该成 杭州市…", with the IME slip 该成 for 改成).

@@ -117,7 +117,9 @@ _WHETHER: Final = re.compile(
 # 开发票", "能开发票不"): whether the shop does it is the FAQ's, with the order's status read.
 # Only Chinese here: an English "will you send me the invoice for A1002" stays a request (v1).
 _WHETHER_ZH: Final = re.compile(
-    r"是否|能不能|可不可以|有没有|(?:能|可以)[^，,。.;；!?！？]{0,8}(?:吗|么|嘛|不)\W*$"
+    # "能帮我…吗" asks the bot to do it (as "能帮我取消吗"), not whether the shop does
+    r"是否|(?:能不能|可不可以|(?:能|可以)(?=[^，,。.;；!?！？]{0,8}(?:吗|么|嘛|不)\W*$))"
+    r"(?!帮我|给我|替我|帮忙)|有没有"
 )
 # A question put as a statement ("I'm not sure how I'd pay you", "不知道能不能用").
 _WONDERS: Final = re.compile(
