@@ -240,3 +240,35 @@ def test_sending_for_a_person_is_a_handoff(text: str) -> None:
 def test_creating_an_account_for_the_customer_is_cant_do() -> None:
     got = outcome("给我注册个账户吧")
     assert (got.kind, got.pairs) == ("unsupported", [])
+
+
+# --- batch 3 ------------------------------------------------------------------------------
+
+
+def test_which_logistics_asked_colloquially_is_tracking() -> None:
+    assert outcome("A1001 是走的哪家").pairs == [("track_parcel", "A1001")]
+    assert outcome("A1005 的物流详请发我").pairs == [("track_parcel", "A1005")]
+
+
+def test_no_longer_needed_already_is_a_cancel() -> None:
+    assert outcome("A1007 我都不需要了").pairs == status_then("A1007", "cancel_order")
+
+
+def test_without_an_invoice_is_a_condition_not_an_invoice_request() -> None:
+    got = outcome("没发票的话还能换货吗")
+    assert (got.kind, got.pairs) == ("plan", [("search_policy", None)])
+
+
+def test_changing_the_account_email_in_mixed_chinese_is_an_account_request() -> None:
+    got = outcome("帮我把 email 换一下")
+    assert (got.kind, got.pairs) == ("unsupported", [])
+
+
+@pytest.mark.parametrize("text", ["想和真人聊聊", "不想跟机器人说了", "听不懂我说啥，换个人吧"])
+def test_asking_away_from_the_bot_is_a_handoff(text: str) -> None:
+    assert outcome(text).kind == "handoff"
+
+
+def test_a_second_question_run_on_after_a_cancel_keeps_the_cancel() -> None:
+    got = outcome("A1003不想要了帮我取消还想问退款多久到账")
+    assert got.pairs == [*status_then("A1003", "cancel_order"), ("search_policy", None)]

@@ -154,10 +154,10 @@ TOPICS: tuple[TopicTerms, ...] = (
             en=("exchange", "exchanges", "exchanging"),
         ),
         weak=Terms(
-            # Round 5: not a phone number, password, mailbox, address, payment method, card or
-            # name changed ("把手机号换一下" is an account change, no exchange)
+            # Round 5: not a phone number, password, mailbox, address, payment method, card,
+            # name or an English word ("把手机号换一下", "email 换一下": an account change)
             zh=tuple(
-                rf"(?<![号码箱址式卡名])(?<![号码箱址式卡名]\s){w}" for w in ("换一个", "换个", "更换", "换一下")
+                rf"(?<![号码箱址式卡名a-z])(?<![号码箱址式卡名a-z]\s){w}" for w in ("换一个", "换个", "更换", "换一下")
             ),
             en=("swap", "replace", "replacement"),
         ),
@@ -193,7 +193,7 @@ POLICY_MARKERS = Terms(
 # Where one question ends and the next begins ("A1001 到哪了？另外退货政策是什么"; "then"
 # like "然后": "… to 5 Main St then cancel A1002" is two requests on two orders).
 CLAUSE_BREAK = re.compile(
-    r"[，。？！；,.?!;\n]|另外|还有|顺便|然后|以及|(?<![a-z])(?:also|btw|by the way|plus"
+    r"[，。？！；,.?!;\n]|另外|还有|顺便|然后|以及|再问一?下|还想问|(?<![a-z])(?:also|btw|by the way|plus"
     r"|additionally|then)(?![a-z])"
 )
 

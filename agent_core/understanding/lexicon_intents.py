@@ -74,7 +74,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
         Terms(
             zh=("取消", "撤销", "撤单", r"不要(?=了|啦|喽)", r"不(?:太|怎么)?想要(?=了|啦)", "不买(?=了)",
                 r"撤了(?:吧|呗)", "撤掉", "退订", "取销", "退单", "砍了",
-                rf"(?:{ID_CHARS}|订单|这单)\s*(?:我)?(?:不需要了|别发了|不用发了)",
+                rf"(?:{ID_CHARS}|订单|这单)\s*(?:我)?(?:已经|都|也)?(?:不需要了|别发了|不用发了)",
                 # Round 5: "这单就不用发了", "那单也别寄了", "还没发的话就别发了", "这单给我撤了"
                 r"(?:这单|那单|这个订单|这笔订单)\s*(?:我)?(?:就|也)?(?:不用|别|不要|不必)(?:再)?(?:发|寄)了",
                 r"(?:还没|没)(?:发|发货|寄出)的话\s*(?:就)?(?:别|不用|不要|不必)(?:再)?(?:发|寄)了",
@@ -241,7 +241,8 @@ TRACK = Terms(
         "哪个站", "哪一站", "追踪", "跟踪", "哪家物流", "什么物流", "哪个物流", "运单编号",
         "快递编号", "派件员", "快递员是谁",
         # Round 5: "快递员电话多少" — who carries it, to reach them
-        r"(?:快递员|快递小哥|派送员|配送员|送货员)(?:的)?(?:电话|手机|联系方式)", r"物流[^，,。.;；!?！？]{0,4}详细",
+        r"(?:快递员|快递小哥|派送员|配送员|送货员)(?:的)?(?:电话|手机|联系方式)",
+        "啥物流", "啥快递", r"走的(?:什么|啥|哪家|哪个)", r"物流[^，,。.;；!?！？]{0,4}详细",
         "顺丰", "中通", "圆通", "韵达", "申通", "京东物流", "邮政"),
     en=("where exactly", "exactly where", "carrier", "carriers", "courier", "scan", "scans",
         "scanned", "tracking history", "tracking events", "tracking details", "which city",
@@ -309,7 +310,10 @@ HANDOFF = Terms(
         r"客服(?:小姐姐|小哥哥|妹子|美女|帅哥|mm)", r"有(?:没有)?(?:客服|真人)在",
         # "让个人来回我", "叫你们领导出来"
         r"(?:让|叫|派|换)(?:个|一个)(?:人|真人|客服)(?:来|过来|跟我|和我|回)",
-        r"(?:叫|让|请)你们(?:的)?(?:领导|负责人|老板|主管|经理)"),
+        r"(?:叫|让|请)你们(?:的)?(?:领导|负责人|老板|主管|经理)",
+        # "我要跟人说话不要机器人", "听不懂人话，换人"
+        r"(?:跟|和)(?:个)?(?:真)?人(?:说话|聊|沟通|对话)", r"不(?:要|想跟|想和)机器人",
+        r"换(?:个)?(?:真)?人(?:来|吧|啊)?(?=\s*$|[，,。!！?？])"),
     en=("real person", "real human", "a human", "human please", "human agent", "live agent",
         "live person", "live chat", "agent please", r"(?:speak|talk|chat) (?:to|with) (?:a |an |"
         r"your |some )?(?:person|human|agent|someone|somebody|representative|operator|staff"
@@ -387,7 +391,8 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         zh="更改付款方式", en="changing how an order is paid"),
     Unsupported(
         "invoice",
-        Terms(zh=("发票", "开票", "收据"), en=("invoice", "invoices", "vat", "receipt", "fapiao")
+        # "没有发票能退货吗": without one is a condition of another question (round 5)
+        Terms(zh=(r"(?<!没有)(?<!没)发票", "开票", "收据"), en=("invoice", "invoices", "vat", "receipt", "fapiao")
               ).compile(),
         zh="开发票", en="invoices"),
     Unsupported(
@@ -425,7 +430,9 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
     Unsupported(
         "phone",
         Terms(zh=(r"(?<!快递员)(?<!快递员的)(?<!小哥)(?<!小哥的)(?<!派送员)(?<!配送员)(?<!送货员)电话(?!多少)",
-                  "手机号"), en=("phone number", "phone", "mobile number",
+                  "手机号",
+                  # Round 5: "帮我把账号的 email 改一下", "邮箱换一下"
+                  r"(?:邮箱|e-?mail)(?:地址)?[^，,。.;；!?！？]{0,3}(?:改|换|更新)"), en=("phone number", "phone", "mobile number",
                                         # Round 4: "change my email to sam@…"
                                         r"(?:change|update|switch) (?:\S+ ){0,2}?e-?mail(?: address)?"
                                         r" to [a-z0-9._+-]+(?=@)")).compile(),
@@ -496,7 +503,7 @@ ZH_TYPOS: Mapping[str, str] = {
     "发获": "发货", "订但": "订单", "地扯": "地址", "地址该": "地址改", "该地址": "改地址",
     # Round 5: homophone slips of 快递 (kuaidi) and 发票 (fapiao)
     "快第": "快递", "快滴": "快递", "发漂": "发票", "发飘": "发票",
-    "轨记": "轨迹", "单浩": "单号", "运废": "运费", "申情": "申请", "保休": "保修",
+    "轨记": "轨迹", "单浩": "单号", "运废": "运费", "申情": "申请", "保休": "保修", "详请": "详情",
     # Northern dialect: 俺 is 我 ("俺要退", "俺不要了")
     "俺": "我",
 }
