@@ -272,3 +272,18 @@ def test_asking_away_from_the_bot_is_a_handoff(text: str) -> None:
 def test_a_second_question_run_on_after_a_cancel_keeps_the_cancel() -> None:
     got = outcome("A1003不想要了帮我取消还想问退款多久到账")
     assert got.pairs == [*status_then("A1003", "cancel_order"), ("search_policy", None)]
+
+
+# --- probes after batch 3 -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["一般你们用什么快递发货", "能指定快递公司吗"])
+def test_which_carrier_the_shop_uses_in_general_is_the_shipping_faq(text: str) -> None:
+    got = outcome(text)
+    assert (got.kind, got.pairs) == ("plan", [("search_policy", None)])
+    # an order named: its parcel's carrier
+    assert outcome("A1005 发的哪家快递").pairs == [("track_parcel", "A1005")]
+
+
+def test_changing_ones_own_phone_number_stays_an_account_request() -> None:
+    assert outcome("帮我改一下电话号码").kind == "unsupported"
