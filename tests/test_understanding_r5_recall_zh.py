@@ -287,3 +287,23 @@ def test_which_carrier_the_shop_uses_in_general_is_the_shipping_faq(text: str) -
 
 def test_changing_ones_own_phone_number_stays_an_account_request() -> None:
     assert outcome("帮我改一下电话号码").kind == "unsupported"
+
+
+def test_ba_belongs_to_the_order_after_it_in_run_on_chinese() -> None:
+    got = outcome("先看看A1005到哪了再帮我把A1007取消")
+    assert got.pairs == [("get_order_status", "A1005"), *status_then("A1007", "cancel_order")]
+
+
+def test_whether_it_can_be_exchanged_is_the_exchange_faq() -> None:
+    got = outcome("A1006 用了两天就坏，可以换不")
+    assert got.pairs == [("get_order_status", "A1006"), ("search_policy", None)]
+
+
+def test_whether_the_invoice_was_issued_is_the_faq_with_the_status() -> None:
+    got = outcome("A1006 发票开了没")
+    assert (got.kind, got.pairs) == (
+        "plan",
+        [("get_order_status", "A1006"), ("search_policy", None)],
+    )
+    # a past action on the order stays a status read only (v2 rule 8)
+    assert outcome("A1003 取消了没").pairs == [("get_order_status", "A1003")]

@@ -150,7 +150,9 @@ TOPICS: tuple[TopicTerms, ...] = (
     TopicTerms(
         PolicyTopic.EXCHANGE,
         strong=Terms(
-            zh=("换货", "调换", "换尺码", "换码", "换颜色", "换个尺码"),
+            zh=("换货", "调换", "换尺码", "换码", "换颜色", "换个尺码",
+                # Round 5: "坏了能换吗", "可以换不" — whether it can be exchanged
+                r"(?:能|可以|能不能|可不可以)换(?:吗|么|嘛|不)?(?=\s*$|[，,。?？!！])"),
             en=("exchange", "exchanges", "exchanging"),
         ),
         weak=Terms(

@@ -682,13 +682,19 @@ _BETWEEN_IDS: Final = re.compile(
 _LIST_END: Final = re.compile(r"(?:和|跟|与|及|或|或者|还是|同|、|以及|是|不是|而非|而不是|比)\s*$")
 
 
+# "…再把 A1003 取消了": 把 belongs to the order after it (round 5), so the cut comes before it.
+_NEXT_ORDERS: Final = re.compile(r"(?:帮我|给我|替我)?(?:把|将)\s*$")
+
+
 def _topic_breaks(folded: str) -> list[int]:
     """Where a new order starts a new request in unpunctuated Chinese."""
-    return [
-        m.end()
-        for m in _BETWEEN_IDS.finditer(folded)
-        if not _LIST_END.search(m.group(1)) and "是" not in m.group(1)
-    ]
+    cuts = []
+    for m in _BETWEEN_IDS.finditer(folded):
+        if _LIST_END.search(m.group(1)) or "是" in m.group(1):
+            continue
+        lead = _NEXT_ORDERS.search(m.group(1))
+        cuts.append(m.end() - (len(lead.group(0)) if lead else 0))
+    return cuts
 
 
 _LONG_WORD: Final = re.compile(r"[a-z]{8,}")

@@ -120,6 +120,8 @@ _WHETHER_ZH: Final = re.compile(
     # "能帮我…吗" asks the bot to do it (as "能帮我取消吗"), not whether the shop does
     r"是否|(?:能不能|可不可以|(?:能|可以)(?=[^，,。.;；!?！？]{0,8}(?:吗|么|嘛|不)\W*$))"
     r"(?!帮我|给我|替我|帮忙)|有没有"
+    # "A1006 的发票开了吗": whether it was done, the FAQ's answer beside the order's status
+    r"|了(?:吗|么|没|没有)\W*$"
 )
 # A question put as a statement ("I'm not sure how I'd pay you", "不知道能不能用").
 _WONDERS: Final = re.compile(
