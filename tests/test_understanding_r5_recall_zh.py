@@ -307,3 +307,10 @@ def test_whether_the_invoice_was_issued_is_the_faq_with_the_status() -> None:
     )
     # a past action on the order stays a status read only (v2 rule 8)
     assert outcome("A1003 取消了没").pairs == [("get_order_status", "A1003")]
+
+
+def test_the_bare_verb_ending_the_message_is_a_return() -> None:
+    assert outcome("A1006 太次了 退吧").pairs == status_then("A1006", "request_return")
+    # asked, or negated: no return
+    assert ("request_return", "A1006") not in outcome("A1006 退?").pairs
+    assert ("request_return", "A1006") not in outcome("A1006 不退").pairs

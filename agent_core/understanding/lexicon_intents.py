@@ -134,7 +134,9 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?<=可以)退(?![款钱费])",  # "可以退吗" (round 3)
                 # "退 A1006", "别退 A1002" (round 2)
                 rf"(?:(?<![\u4e00-\u9fff])|(?<=别)|(?<=不要)|(?<=先别))退\s*(?={ID_CHARS})",
-                r"退了(?![吗么没嘛]|\s*[?？])"),
+                r"退了(?![吗么没嘛]|\s*[?？])",
+                # Round 5: "A1002 东西不行 退" — the bare verb on its own, ending the message
+                r"(?<![\u4e00-\u9fff])退(?:吧|掉吧)?(?=\s*[!！。]?\s*$)"),
             en=(r"return(?! (?:policy|policies|window|label|rules?|process|period|shipping|fees?"
                 r"|conditions))",
                 r"(?:send|ship|post|mail) (?:\S+ )?back(?!\s+(?:the |my |our )?(?:[$€£¥]|\d|money|cash))"
