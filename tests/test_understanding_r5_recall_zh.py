@@ -309,8 +309,11 @@ def test_whether_the_invoice_was_issued_is_the_faq_with_the_status() -> None:
     assert outcome("A1003 取消了没").pairs == [("get_order_status", "A1003")]
 
 
-def test_the_bare_verb_ending_the_message_is_a_return() -> None:
-    assert outcome("A1006 太次了 退吧").pairs == status_then("A1006", "request_return")
-    # asked, or negated: no return
-    assert ("request_return", "A1006") not in outcome("A1006 退?").pairs
-    assert ("request_return", "A1006") not in outcome("A1006 不退").pairs
+def test_a_complaint_naming_the_courier_stays_a_status_read() -> None:
+    assert outcome("A1001 走的什么破快递 这么慢").pairs == [("get_order_status", "A1001")]
+    assert outcome("A1001 走的什么快递呀").pairs == [("track_parcel", "A1001")]
+
+
+def test_how_to_delete_the_account_is_the_account_faq() -> None:
+    got = outcome("如何删除我的账号")
+    assert (got.kind, got.pairs) == ("plan", [("search_policy", None)])

@@ -134,9 +134,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?<=可以)退(?![款钱费])",  # "可以退吗" (round 3)
                 # "退 A1006", "别退 A1002" (round 2)
                 rf"(?:(?<![\u4e00-\u9fff])|(?<=别)|(?<=不要)|(?<=先别))退\s*(?={ID_CHARS})",
-                r"退了(?![吗么没嘛]|\s*[?？])",
-                # Round 5: "A1002 东西不行 退" — the bare verb on its own, ending the message
-                r"(?<![\u4e00-\u9fff])退(?:吧|掉吧)?(?=\s*[!！。]?\s*$)"),
+                r"退了(?![吗么没嘛]|\s*[?？])"),
             en=(r"return(?! (?:policy|policies|window|label|rules?|process|period|shipping|fees?"
                 r"|conditions))",
                 r"(?:send|ship|post|mail) (?:\S+ )?back(?!\s+(?:the |my |our )?(?:[$€£¥]|\d|money|cash))"
@@ -244,7 +242,8 @@ TRACK = Terms(
         "快递编号", "派件员", "快递员是谁",
         # Round 5: "快递员电话多少" — who carries it, to reach them
         r"(?:快递员|快递小哥|派送员|配送员|送货员)(?:的)?(?:电话|手机|联系方式)",
-        "啥物流", "啥快递", r"走的(?:什么|啥|哪家|哪个)", r"物流[^，,。.;；!?！？]{0,4}详细",
+        # "走的啥物流啊" asks which; "走的什么破快递这么慢" complains (a status read)
+        r"(?:走的)?(?:啥|什么|哪家|哪个)(?:物流|快递)(?=[啊呀呢吗嘛?？]*\s*$)", r"物流[^，,。.;；!?！？]{0,4}详细",
         "顺丰", "中通", "圆通", "韵达", "申通", "京东物流", "邮政"),
     en=("where exactly", "exactly where", "carrier", "carriers", "courier", "scan", "scans",
         "scanned", "tracking history", "tracking events", "tracking details", "which city",
