@@ -317,3 +317,23 @@ def test_a_complaint_naming_the_courier_stays_a_status_read() -> None:
 def test_how_to_delete_the_account_is_the_account_faq() -> None:
     got = outcome("如何删除我的账号")
     assert (got.kind, got.pairs) == ("plan", [("search_policy", None)])
+
+
+# --- batch 4 ------------------------------------------------------------------------------
+
+
+def test_who_the_courier_is_is_tracking() -> None:
+    assert outcome("A1005 配送员是哪位").pairs == [("track_parcel", "A1005")]
+
+
+def test_a_new_phone_number_is_no_exchange() -> None:
+    got = outcome("帮我换个电话号码")
+    assert (got.kind, got.pairs) == ("unsupported", [])
+
+
+def test_calling_for_someone_in_charge_is_a_handoff() -> None:
+    assert outcome("找个能做主的人来").kind == "handoff"
+
+
+def test_an_amount_without_unit_said_to_the_bot_is_a_refund() -> None:
+    assert outcome("A1002 退给我 18 就行").pairs == status_then("A1002", "request_refund")

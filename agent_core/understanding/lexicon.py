@@ -159,7 +159,7 @@ TOPICS: tuple[TopicTerms, ...] = (
             # Round 5: not a phone number, password, mailbox, address, payment method, card,
             # name or an English word ("把手机号换一下", "email 换一下": an account change)
             zh=tuple(
-                rf"(?<![号码箱址式卡名a-z])(?<![号码箱址式卡名a-z]\s){w}" for w in ("换一个", "换个", "更换", "换一下")
+                rf"(?<![号码箱址式卡名a-z])(?<![号码箱址式卡名a-z]\s){w}(?!\s*(?:手机|电话|密码|邮箱|账号|账户|地址|银行卡|卡|付款|支付))" for w in ("换一个", "换个", "更换", "换一下")
             ),
             en=("swap", "replace", "replacement"),
         ),

@@ -154,6 +154,8 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 # Round 5: "把钱给我打回来", "钱转回我卡里", "钱返给我"
                 r"钱\s*(?:给我|帮我)?(?:打|转|汇|返)(?:回来|回|给我)",
                 r"退(?:我|给我)?\s*\d+(?:\.\d{1,2})?\s*(?:元|块|rmb)",
+                # Round 5: "退我 35 吧" (the amount with no unit, said to the bot)
+                r"退(?:我|给我)\s*\d+(?:\.\d{1,2})?(?=\s*(?:吧|呗|啊|就行|就好|$))",
                 # Round 4: "这 45 得还我", "那 30 块还给我" (an amount owed back)
                 r"(?<![a-z0-9-])\d+(?:\.\d{1,2})?\s*(?:元|块|rmb)?\s*(?:得|要|该|请)?(?:还|退)(?:给)?我"),
             en=(r"refund(?! (?:policy|policies|rules?|process|times?|window|status))",
@@ -242,6 +244,7 @@ TRACK = Terms(
         "快递编号", "派件员", "快递员是谁",
         # Round 5: "快递员电话多少" — who carries it, to reach them
         r"(?:快递员|快递小哥|派送员|配送员|送货员)(?:的)?(?:电话|手机|联系方式)",
+        r"(?:快递小哥|派送员|配送员|送货员)(?:是谁|是哪位)",
         # "走的啥物流啊" asks which; "走的什么破快递这么慢" complains (a status read)
         r"(?:走的)?(?:啥|什么|哪家|哪个)(?:物流|快递)(?=[啊呀呢吗嘛?？]*\s*$)", r"物流[^，,。.;；!?！？]{0,4}详细",
         "顺丰", "中通", "圆通", "韵达", "申通", "京东物流", "邮政"),
@@ -314,7 +317,8 @@ HANDOFF = Terms(
         r"(?:叫|让|请)你们(?:的)?(?:领导|负责人|老板|主管|经理)",
         # "我要跟人说话不要机器人", "听不懂人话，换人"
         r"(?:跟|和)(?:个)?(?:真)?人(?:说话|聊|沟通|对话)", r"不(?:要|想跟|想和)机器人",
-        r"换(?:个)?(?:真)?人(?:来|吧|啊)?(?=\s*$|[，,。!！?？])"),
+        r"换(?:个)?(?:真)?人(?:来|吧|啊)?(?=\s*$|[，,。!！?？])",
+        r"(?:叫|让|找|派)(?:个|一个)(?:懂行|懂的|管事|负责|能做主|说了算)的(?:人)?"),
     en=("real person", "real human", "a human", "human please", "human agent", "live agent",
         "live person", "live chat", "agent please", r"(?:speak|talk|chat) (?:to|with) (?:a |an |"
         r"your |some )?(?:person|human|agent|someone|somebody|representative|operator|staff"
