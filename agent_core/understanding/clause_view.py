@@ -363,6 +363,9 @@ REPAIR: Final = re.compile(r"repair|维修|修理")
 JOINED: Final = re.compile(
     r"(?<![a-z])(?:and|also|plus|or)(?![a-z])|还有|另外|以及|顺便|、|和|与|及"
 )
+JOINED_AT_START: Final = re.compile(
+    r"^\W*(?:(?:and|also|plus|btw)(?![a-z])|还有|另外|以及|顺便(?:问一?下)?)\W*"
+)
 
 
 def topics_of(
@@ -432,7 +435,10 @@ def topics_of(
     # "退货运费谁出", "do you refund the shipping cost when I return something?": what sending
     # a return back costs is the return policy's question, not shipping's (a clause joining
     # two questions, "how much is shipping and do you take returns", keeps both).
-    if any(t is PolicyTopic.REFUND for _, t in found) and not JOINED.search(view.text):
+    # A joiner that opens the clause ("另外退货运费谁出") joins it to the one before, not two
+    # questions inside it (round 5).
+    inside = JOINED_AT_START.sub("", view.text)
+    if any(t is PolicyTopic.REFUND for _, t in found) and not JOINED.search(inside):
         found = [f for f in found if f[1] is not PolicyTopic.SHIPPING]
     found.sort(key=lambda item: item[0])
     names_order = bool(

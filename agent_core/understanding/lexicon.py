@@ -150,11 +150,17 @@ TOPICS: tuple[TopicTerms, ...] = (
     TopicTerms(
         PolicyTopic.EXCHANGE,
         strong=Terms(
-            zh=("换货", "调换", "换尺码", "换码", "换颜色", "换个尺码"),
+            zh=("换货", "调换", "换尺码", "换码", "换颜色", "换个尺码",
+                # Round 5: "坏了能换吗", "可以换不" — whether it can be exchanged
+                r"(?:能|可以|能不能|可不可以)换(?:吗|么|嘛|不)?(?=\s*$|[，,。?？!！])"),
             en=("exchange", "exchanges", "exchanging"),
         ),
         weak=Terms(
-            zh=("换一个", "换个", "更换", "换一下"),
+            # Round 5: not a phone number, password, mailbox, address, payment method, card,
+            # name or an English word ("把手机号换一下", "email 换一下": an account change)
+            zh=tuple(
+                rf"(?<![号码箱址式卡名a-z])(?<![号码箱址式卡名a-z]\s){w}(?!\s*(?:手机|电话|密码|邮箱|账号|账户|地址|银行卡|卡|付款|支付))" for w in ("换一个", "换个", "更换", "换一下")
+            ),
             en=("swap", "replace", "replacement"),
         ),
     ),
@@ -189,7 +195,7 @@ POLICY_MARKERS = Terms(
 # Where one question ends and the next begins ("A1001 到哪了？另外退货政策是什么"; "then"
 # like "然后": "… to 5 Main St then cancel A1002" is two requests on two orders).
 CLAUSE_BREAK = re.compile(
-    r"[，。？！；,.?!;\n]|另外|还有|顺便|然后|以及|(?<![a-z])(?:also|btw|by the way|plus"
+    r"[，。？！；,.?!;\n]|另外|还有|顺便|然后|以及|再问一?下|还想问|(?<![a-z])(?:also|btw|by the way|plus"
     r"|additionally|then)(?![a-z])"
 )
 
@@ -281,11 +287,24 @@ NOT_TYPOS = frozenset(
 )
 
 # Enough traditional characters to read order questions from zh-TW / zh-HK customers.
+# Round 5 (Chinese recall): the everyday ones of shopping and chat (軌跡, 顏色, 帳號, 週, 塊,
+# 壞, 評價, 親): a zh-TW customer writes every word this way, and a keyword table written in
+# simplified characters misses a message by one character left unfolded.
 TRADITIONAL = str.maketrans(
-    "訂單貨運費換補償遲後關於麼這個還沒達嗎幫詢請規則賠誤銷號遞郵發場問題況讓給買寄從時間務態蹤跡為樣說應該"
-    "錢轉裡現體謝煩編區義們講話戶統動著點處機聯繫電碼選擇確認續無須歷記錄顯經過簽臺灣東實際額錯寫雜開張優價賣裏條閱聽論",
-    "订单货运费换补偿迟后关于么这个还没达吗帮询请规则赔误销号递邮发场问题况让给买寄从时间务态踪迹为样说应该"
-    "钱转里现体谢烦编区义们讲话户统动着点处机联系电码选择确认续无须历记录显经过签台湾东实际额错写杂开张优价卖里条阅听论",
+    "訂單貨運費換補償遲後關於麼這個還沒達嗎幫詢請規則賠誤銷號遞郵發場問題況讓給買寄從時間務態蹤跡為樣說應"
+    "該錢轉裡現體謝煩編區義們講話戶統動著點處機聯繫電碼選擇確認續無須歷記錄顯經過簽臺灣東實際額錯寫雜開張"
+    "優價賣裏條閱聽論軌來會對與種見覺長車書幣專業網頁圖據輸櫃倉庫裝壞損質檢驗罰稅帳賬註刪變帶線訊範歸準備"
+    "邊離鐘週幾萬億塊圓諮詳細惡爛難絡員評積紀報銀寶貝親愛狀趕緊調舊顏黃綠藍紅貴氣溫薦試壓斷齊兩雙國亞韓蘭"
+    "華門樓層園廣橋島陽興龍寧蘇廈漢當辦頭擔負責盡預計約項總結劃紙證營稱貼錶鏈鍵燈鍋壺腦筆襪褲屬鐵殼啟閉贈"
+    "獎勵團購搶語視頻鏡讀資護綁鎖凍冊設隱權決麗撥擊舉釋隨盤廳歡淨嚴隊標衛廠產鬧憤惱縮慮維爲係將夠滿減賺贏"
+    "輛遠進鄰傳聲響陸擺劑釘歲",
+    "订单货运费换补偿迟后关于么这个还没达吗帮询请规则赔误销号递邮发场问题况让给买寄从时间务态踪迹为样说应"
+    "该钱转里现体谢烦编区义们讲话户统动着点处机联系电码选择确认续无须历记录显经过签台湾东实际额错写杂开张"
+    "优价卖里条阅听论轨来会对与种见觉长车书币专业网页图据输柜仓库装坏损质检验罚税账账注删变带线讯范归准备"
+    "边离钟周几万亿块圆咨详细恶烂难络员评积纪报银宝贝亲爱状赶紧调旧颜黄绿蓝红贵气温荐试压断齐两双国亚韩兰"
+    "华门楼层园广桥岛阳兴龙宁苏厦汉当办头担负责尽预计约项总结划纸证营称贴表链键灯锅壶脑笔袜裤属铁壳启闭赠"
+    "奖励团购抢语视频镜读资护绑锁冻册设隐权决丽拨击举释随盘厅欢净严队标卫厂产闹愤恼缩虑维为系将够满减赚赢"
+    "辆远进邻传声响陆摆剂钉岁",
 )
 
 # fmt: on

@@ -51,7 +51,12 @@ ACTIONS: tuple[ActionTerms, ...] = (
         Action.ADDRESS,
         Terms(
             zh=(r"改[^，,。.;；!?！？]{0,3}地址", r"地址[^，,。.;；!?！？]{0,6}?(?:改|换|写错|错了)",
-                r"(?:修改|更改|更换|改一下)[^，,。.;；!?！？]{0,12}地址", "新地址"),
+                r"(?:修改|更改|更换|改一下)[^，,。.;；!?！？]{0,12}地址", "新地址",
+                # Round 5, mixed: "A1003 的 address 要 update 成 …", "地址 change 一下"
+                r"(?:地址|address)\s*(?:要|得|需要|帮我|麻烦)\s*(?:update|change|modify)"
+                r"|地址\s*(?:update|change|modify)",
+                # Round 5: "那个地址我已经不住了" — the address is no longer where they live
+                r"地址[^，,。.;；!?！？]{0,6}不住(?:那|那儿|那里|了)"),
             # Round 4 audit: a billing or email address is not where the parcel goes.
             en=(r"(?:change|update|correct|fix|modify|edit)"
                 r"(?![^.,;!?]{0,40}\b(?:billing|e-?mail|invoice) address)"
@@ -69,9 +74,16 @@ ACTIONS: tuple[ActionTerms, ...] = (
         Terms(
             zh=("取消", "撤销", "撤单", r"不要(?=了|啦|喽)", r"不(?:太|怎么)?想要(?=了|啦)", "不买(?=了)",
                 r"撤了(?:吧|呗)", "撤掉", "退订", "取销", "退单", "砍了",
-                rf"(?:{ID_CHARS}|订单|这单)\s*(?:我)?(?:不需要了|别发了|不用发了)",
+                rf"(?:{ID_CHARS}|订单|这单)\s*(?:我)?(?:已经|都|也)?(?:不需要了|别发了|不用发了)",
+                # Round 5: "这单就不用发了", "那单也别寄了", "还没发的话就别发了", "这单给我撤了"
+                r"(?:这单|那单|这个订单|这笔订单)\s*(?:我)?(?:就|也)?(?:不用|别|不要|不必)(?:再)?(?:发|寄)了",
+                r"(?:还没|没)(?:发|发货|寄出)的话\s*(?:就)?(?:别|不用|不要|不必)(?:再)?(?:发|寄)了",
+                r"(?:给我|帮我)撤(?:了|掉)(?:吧|呗|啊)?(?=\s*$)",
                 # "A1007 用不上了，别寄了": not sent any more is not wanted any more
                 r"(?:别|不用|不要)(?:再)?(?:寄|发货)了",
+                # Round 5: "现在用不着了，别给我发了" (not mail, ads or the invoice)
+                r"(?<!邮件)(?<!短信)(?<!广告)(?<!推送)(?<!消息)(?<!通知)(?<!发票)(?<!票)"
+                r"(?:别|不用|不要)(?:再)?给我(?:寄|发)了",
                 # Round 3: "A1003 不想买了", "A1003 作废", "把 A1003 撤了", "关闭订单"
                 "不想买(?=了)", "作废", "关闭订单", rf"{ID_CHARS}\s*(?:撤(?=了)|撤回)",
                 rf"把\s*{ID_CHARS}\s*撤"),
@@ -117,7 +129,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
     ActionTerms(
         Action.RETURN,
         Terms(
-            zh=("退货", "退回", "寄回", "退掉", "退了退了", r"不(?:想|打算|准备)留(?:着|了|下)", r"(?:我要|我想|就要|我得)退(?![款钱费])",
+            zh=("退货", "退回", "寄回", "退掉", "退了退了", r"不(?:想|打算|准备)?留(?:着|了|下)(?!言)", r"(?:我要|我想|就要|我得)退(?![款钱费])",
                 r"(?<=能)退(?![款钱费])",  # "还能退吗", "能退不" (round 2)
                 r"(?<=可以)退(?![款钱费])",  # "可以退吗" (round 3)
                 # "退 A1006", "别退 A1002" (round 2)
@@ -139,7 +151,11 @@ ACTIONS: tuple[ActionTerms, ...] = (
             zh=("退款", "退钱", "退费", "退给我", "钱还给我", "还我钱", r"钱退(?:一下|回来|给我)",
                 r"钱(?:给我|帮我)?退(?:一下|回来|给我|我)?",
                 r"(?:全部|全额|钱)(?:我想|我要|想)?(?:要|拿)回来",
+                # Round 5: "把钱给我打回来", "钱转回我卡里", "钱返给我"
+                r"钱\s*(?:给我|帮我)?(?:打|转|汇|返)(?:回来|回|给我)",
                 r"退(?:我|给我)?\s*\d+(?:\.\d{1,2})?\s*(?:元|块|rmb)",
+                # Round 5: "退我 35 吧" (the amount with no unit, said to the bot)
+                r"退(?:我|给我)\s*\d+(?:\.\d{1,2})?(?=\s*(?:吧|呗|啊|就行|就好|$))",
                 # Round 4: "这 45 得还我", "那 30 块还给我" (an amount owed back)
                 r"(?<![a-z0-9-])\d+(?:\.\d{1,2})?\s*(?:元|块|rmb)?\s*(?:得|要|该|请)?(?:还|退)(?:给)?我"),
             en=(r"refund(?! (?:policy|policies|rules?|process|times?|window|status))",
@@ -221,10 +237,18 @@ TRACK = Terms(
     zh=("物流轨迹", "轨迹", "详细物流", "物流详情", "物流记录", "详细的物流", "具体到哪", "具体在哪",
         "哪个城市", "派送记录", "配送记录", "哪家快递", "扫描", "快递详细", "详细信息",
         "快递单号", "运单号", "物流单号", "每一站", "怎么显示", "追踪记录", "跟踪记录",
+        # Round 5: "得有个单号", "单号发我" — a number to track by; not the order's own
+        # number ("订单号是 A1001")
+        r"(?<!订)(?<!订\s)单号(?!\s*(?:是|为|:|：)?\s*[\ue000-\uefff])",
         # Round 3: which carrier, which depot
         "哪个快递", "什么快递", "快递公司", "物流公司", "中转", "网点", "分拣", "转运中心",
         "哪个站", "哪一站", "追踪", "跟踪", "哪家物流", "什么物流", "哪个物流", "运单编号",
-        "快递编号", "派件员", "快递员是谁", r"物流[^，,。.;；!?！？]{0,4}详细",
+        "快递编号", "派件员", "快递员是谁",
+        # Round 5: "快递员电话多少" — who carries it, to reach them
+        r"(?:快递员|快递小哥|派送员|配送员|送货员)(?:的)?(?:电话|手机|联系方式)",
+        r"(?:快递小哥|派送员|配送员|送货员)(?:是谁|是哪位)",
+        # "走的啥物流啊" asks which; "走的什么破快递这么慢" complains (a status read)
+        r"(?:走的)?(?:啥|什么|哪家|哪个)(?:物流|快递)(?=[啊呀呢吗嘛?？]*\s*$)", r"物流[^，,。.;；!?！？]{0,4}详细",
         "顺丰", "中通", "圆通", "韵达", "申通", "京东物流", "邮政"),
     en=("where exactly", "exactly where", "carrier", "carriers", "courier", "scan", "scans",
         "scanned", "tracking history", "tracking events", "tracking details", "which city",
@@ -261,7 +285,7 @@ TRACK_CITED = re.compile(
 # Orders the customer says to leave alone ("keep A1001", "A1005 不用动").
 KEEP = Terms(
     zh=("保留", "不用动", "别动", r"(?<!一直)(?<!还是)(?<!怎么)(?<!都)不动", "先留着",
-        r"(?<!不想)留着", "不用管", "没问题"),
+        r"(?<!不想)留着(?!\s*(?:也|都)?(?:没|没啥|没什么)用)", "不用管", "没问题"),
     en=("keep", "leave", "is fine", "is ok", "is okay", "stays", "can stay", "stay as",
         "as it is", "no change", "don't touch", "is good",
         # Round 4: "the return is for A1006. A1002 was perfect"
@@ -287,7 +311,16 @@ HANDOFF = Terms(
         "找个人", "真正的客服", "客服人员", "经理", "主管", "叫个人来", "找你们领导",
         # Round 3: "请让客服给我回个电话", "联系售后人员", "来个活人"
         r"(?:给我|跟我|和我)回(?:个)?电话", "售后人员", "活人", r"找[^，,。.;；!?！？]{0,4}工作人员",
-        r"找(?:你们|一下)?(?:的)?(?:老板|负责人|领导)"),
+        r"找(?:你们|一下)?(?:的)?(?:老板|负责人|领导)",
+        # Round 5: "有没有客服小姐姐在", "有客服在吗", "客服妹子呢"
+        r"客服(?:小姐姐|小哥哥|妹子|美女|帅哥|mm)", r"有(?:没有)?(?:客服|真人)在",
+        # "让个人来回我", "叫你们领导出来"
+        r"(?:让|叫|派|换)(?:个|一个)(?:人|真人|客服)(?:来|过来|跟我|和我|回)",
+        r"(?:叫|让|请)你们(?:的)?(?:领导|负责人|老板|主管|经理)",
+        # "我要跟人说话不要机器人", "听不懂人话，换人"
+        r"(?:跟|和)(?:个)?(?:真)?人(?:说话|聊|沟通|对话)", r"不(?:要|想跟|想和)机器人",
+        r"换(?:个)?(?:真)?人(?:来|吧|啊)?(?=\s*$|[，,。!！?？])",
+        r"(?:叫|让|找|派)(?:个|一个)(?:懂行|懂的|管事|负责|能做主|说了算)的(?:人)?"),
     en=("real person", "real human", "a human", "human please", "human agent", "live agent",
         "live person", "live chat", "agent please", r"(?:speak|talk|chat) (?:to|with) (?:a |an |"
         r"your |some )?(?:person|human|agent|someone|somebody|representative|operator|staff"
@@ -355,7 +388,9 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
     Unsupported(
         "payment",
         Terms(zh=("付款方式", "支付方式", r"用[^，,。.;；!?！？]{0,6}(?:付款|支付|付钱)", "比特币",
-                  "支付宝", "微信支付", "信用卡"),
+                  "支付宝", "微信支付", "信用卡",
+                  # Round 5: switching an order to cash on delivery ("帮我改成货到付款")
+                  r"(?:改成|换成|改为|换为|改用)货到付款"),
               en=(r"pay (?:\S+ ){0,5}?with", "payment method", "payment methods", "payment option",
                   "pay by", "bitcoin", "crypto", "paypal", "credit card",
                   r"(?:change|switch|swap) (?:the |my )?card", r"split (?:\S+ ){0,2}?payment")
@@ -363,7 +398,8 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         zh="更改付款方式", en="changing how an order is paid"),
     Unsupported(
         "invoice",
-        Terms(zh=("发票", "开票", "收据"), en=("invoice", "invoices", "vat", "receipt", "fapiao")
+        # "没有发票能退货吗": without one is a condition of another question (round 5)
+        Terms(zh=(r"(?<!没有)(?<!没)发票", "开票", "收据"), en=("invoice", "invoices", "vat", "receipt", "fapiao")
               ).compile(),
         zh="开发票", en="invoices"),
     Unsupported(
@@ -400,7 +436,10 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         zh="往订单里加商品", en="adding items to an order"),
     Unsupported(
         "phone",
-        Terms(zh=("电话", "手机号"), en=("phone number", "phone", "mobile number",
+        Terms(zh=(r"(?<!快递员)(?<!快递员的)(?<!小哥)(?<!小哥的)(?<!派送员)(?<!配送员)(?<!送货员)电话(?!多少)",
+                  "手机号",
+                  # Round 5: "帮我把账号的 email 改一下", "邮箱换一下"
+                  r"(?:邮箱|e-?mail)(?:地址)?[^，,。.;；!?！？]{0,3}(?:改|换|更新)"), en=("phone number", "phone", "mobile number",
                                         # Round 4: "change my email to sam@…"
                                         r"(?:change|update|switch) (?:\S+ ){0,2}?e-?mail(?: address)?"
                                         r" to [a-z0-9._+-]+(?=@)")).compile(),
@@ -469,6 +508,11 @@ ZH_TYPOS: Mapping[str, str] = {
     # Round 3: more input-method slips (same length as the repair)
     "取笑订单": "取消订单", "取晓": "取消", "去消": "取消", "推货": "退货", "包油": "包邮", "快递单好": "快递单号",
     "发获": "发货", "订但": "订单", "地扯": "地址", "地址该": "地址改", "该地址": "改地址",
+    # Round 5: homophone slips of 快递 (kuaidi) and 发票 (fapiao)
+    "快第": "快递", "快滴": "快递", "发漂": "发票", "发飘": "发票",
+    "轨记": "轨迹", "单浩": "单号", "运废": "运费", "申情": "申请", "保休": "保修", "详请": "详情",
+    # Northern dialect: 俺 is 我 ("俺要退", "俺不要了")
+    "俺": "我",
 }
 
 # Fallback step goals for tools the catalog does not describe (a catalog goal wins).

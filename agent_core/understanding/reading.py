@@ -112,9 +112,13 @@ _ADDRESS_ZH = re.compile(
 # Round 3: markers that say a new place only when a street address follows them ("地址写错了，
 # 应该是 杭州市…", "送到 上海市…", "新家在 …", "收货地址换成 …"); never "应该是对的".
 _ADDRESS_ZH_PLACE = re.compile(
-    r"(?:应该是|应是|[，,]\s*是|送到|新家在|搬到|住到|换成|更新为|更改为|改送|改一下|改下"
+    r"(?:应该是|应是|[，,]\s*是|新家在|搬到|住到|换成|更新为|更改为|改送|改一下|改下"
     # Round 4: "A1007改地址南京市鼓楼区中山路5号" (the address right after, no 到/成)
-    r"|改(?:收货|寄送|送货)?地址)\s*"
+    r"|改(?:收货|寄送|送货)?地址"
+    # Round 5, mixed: "address 要 update 成 北京市…", "新的是 上海市…"
+    r"|(?:update|change|modify)\s*(?:成|为|到)|新的是"
+    # "送到公司：深圳市…", "寄到我老家去吧：长沙市…" (where, then the street)
+    r"|(?:送到|寄到)(?:我)?(?:的)?(?:公司|单位|家里?|老家|学校|宿舍|新家|办公室)?(?:去)?(?:吧)?\s*[:：]?)\s*"
 )
 # What follows a marker looks like a Chinese street address ("杭州市西湖区文三路 5 号"): the
 # marker needs no "地址" nearby ("A1003 该成 杭州市…", with the IME slip 该成 for 改成).
@@ -678,19 +682,28 @@ def _split(
 
 # Chinese with no punctuation: "A1002退货A1005到哪了" is two requests, each order before
 # its own words; "A1001 和 A1005 到哪了" is one (a list of orders), as is "取消 A1007 不是 A1003".
+# Round 5: the words may end in an amount ("A1002 退款 20 元 A1001 到哪了"): the refund is
+# A1002's alone, so a two-character word anywhere between the orders is enough.
 _BETWEEN_IDS: Final = re.compile(
-    r"[\ue000-\uefff]([^\ue000-\uefff，,。.;；!?！？\n]*?[\u4e00-\u9fff]{2}\s*)(?=[\ue000-\uefff])"
+    r"[\ue000-\uefff]([^\ue000-\uefff，,。.;；!?！？\n]*?[\u4e00-\u9fff]{2}"
+    r"[^\ue000-\uefff，,。.;；!?！？\n]*?)(?=[\ue000-\uefff])"
 )
 _LIST_END: Final = re.compile(r"(?:和|跟|与|及|或|或者|还是|同|、|以及|是|不是|而非|而不是|比)\s*$")
 
 
+# "…再把 A1003 取消了": 把 belongs to the order after it (round 5), so the cut comes before it.
+_NEXT_ORDERS: Final = re.compile(r"(?:帮我|给我|替我)?(?:把|将)\s*$")
+
+
 def _topic_breaks(folded: str) -> list[int]:
     """Where a new order starts a new request in unpunctuated Chinese."""
-    return [
-        m.end()
-        for m in _BETWEEN_IDS.finditer(folded)
-        if not _LIST_END.search(m.group(1)) and "是" not in m.group(1)
-    ]
+    cuts = []
+    for m in _BETWEEN_IDS.finditer(folded):
+        if _LIST_END.search(m.group(1)) or "是" in m.group(1):
+            continue
+        lead = _NEXT_ORDERS.search(m.group(1))
+        cuts.append(m.end() - (len(lead.group(0)) if lead else 0))
+    return cuts
 
 
 _LONG_WORD: Final = re.compile(r"[a-z]{8,}")

@@ -113,6 +113,16 @@ _DO_REQUEST: Final = re.compile(
 _WHETHER: Final = re.compile(
     r"^\W*(?:do|does|will|would) (?:you|your shop|they)(?![a-z])|是否|能不能|可不可以|吗\W*$"
 )
+# Round 5: the same asked in Chinese beside an order ("A1001 到哪了，能开发票吗", "A1002 能不能
+# 开发票", "能开发票不"): whether the shop does it is the FAQ's, with the order's status read.
+# Only Chinese here: an English "will you send me the invoice for A1002" stays a request (v1).
+_WHETHER_ZH: Final = re.compile(
+    # "能帮我…吗" asks the bot to do it (as "能帮我取消吗"), not whether the shop does
+    r"是否|(?:能不能|可不可以|(?:能|可以)(?=[^，,。.;；!?！？]{0,8}(?:吗|么|嘛|不)\W*$))"
+    r"(?!帮我|给我|替我|帮忙)|有没有"
+    # "A1006 的发票开了吗": whether it was done, the FAQ's answer beside the order's status
+    r"|了(?:吗|么|没|没有)\W*$"
+)
 # A question put as a statement ("I'm not sure how I'd pay you", "不知道能不能用").
 _WONDERS: Final = re.compile(
     r"(?<![a-z])(?:not sure|wonder\w*|don'?t know|no idea|curious)(?![a-z])"
@@ -291,7 +301,12 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
             top
             and top.intent.kind is Kind.FAQ
             and (not _DO_REQUEST.search(facts.text) or _WHETHER.search(facts.text))
-            and (not facts.orders or _HOW.search(facts.text) or _bare_topic(facts.text))
+            and (
+                not facts.orders
+                or _HOW.search(facts.text)
+                or _WHETHER_ZH.search(facts.text)
+                or _bare_topic(facts.text)
+            )
             and (asks or _WONDERS.search(facts.text) or len(facts.text.split()) <= 3)
         ):
             return Decision(Outcome.FAQ, top.intent, with_reads=bool(facts.orders))

@@ -355,7 +355,10 @@ RETRACTION: Final = re.compile(
     r"|^(?:hmm+,? )?(?:no|nope|nah|wait|oh no|no way|hell no|never|absolutely not|no no|of course"
     r" not|certainly not)$|^(?:no way|hell no|absolutely not)(?![a-z])"
     r"|(?<!不是)(?<!没)(?<!没有)(?:开玩笑|说着玩)|改主意|当我没说|不用了|算了|先不用了|我再想想|等等|等一下"
-    r"|^等下|^等会|^慢着|^且慢|不对|还是不|作废|不算数|不作数"
+    r"|^等下|^等会|^慢着|^且慢|还是不|作废|不算数|不作数"
+    # "不对" takes back only on its own ("哦不对，…"); "尺码不对", "颜色不对" say what is wrong
+    # with the item (round 5)
+    r"|(?<![\u4e00-\u9fff])不对|(?<=[哦噢啊呃嗯唉哎诶额呀])不对"
     # Round 3 probes: "取消 A1003。。。不了不了", "还是别了", "逗你的", "骗你的", "开个玩笑",
     # "ha, gotcha", "psych", "hold off", "or maybe not", "— wait, don't", "— nah".
     r"|不了不了|^不了$|还是别了|^别了$|逗你|骗你的|开个玩笑|(?<![a-z])(?:gotcha|psych|hold off|or maybe not"
@@ -660,8 +663,9 @@ LEFT_ALONE_ZH: Final = re.compile(
 # 吗", "A1002 退货的地址是哪里", "A1003 取消之后钱退到哪里", "A1003 取消？" — a question
 # (a question mark, 吗/呢, or a question word) with no request marker before the verb.
 _ZH_ASKS: Final = re.compile(
-    r"[吗么嘛呢]\s*$|哪|谁|什么|为什么|为啥|多久|几天|会不会|需不需要|要不要|是不是|有没有|多少|咋"
-)
+    r"[吗么嘛呢]\s*$|哪|谁|什么(?!破|鬼|垃圾|烂)|为什么|为啥|多久|几天|会不会|需不需要|要不要|是不是"
+    r"|有没有|多少|咋"
+)  # "什么破玩意，退了": an exclamation about the item, not a question (round 5)
 _ZH_REQUEST: Final = re.compile(
     r"帮我|帮忙|给我|替我|请|麻烦|我要|我想|想要|要求|申请|把|我得|必须|赶紧|快点|快|马上|立刻|立即"
     r"|直接|现在就|就给|得给|我不要了|不要了|不想要了"
