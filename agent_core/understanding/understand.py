@@ -68,6 +68,8 @@ from agent_core.understanding.recognition.precision import (
     OR_IDS,
     OTHER_ONE,
     PLURAL,
+    SECOND_AMOUNT,
+    SOMEONES_OWN,
     UNRESOLVED,
     corrected_id,
     excluded_ids,
@@ -313,6 +315,14 @@ def understand(
                 args["address"] = view.clause.address or reading.address
             if verb.tool == Action.REFUND:
                 args["amount"] = amount_in(view.text) or amount
+                if (
+                    amount_in(view.text) is not None
+                    and number + 1 < len(genuine)
+                    and SECOND_AMOUNT.match(genuine[number + 1].text)
+                ):
+                    # "refund A1002 20 and 30": a second amount in a clause of its own (split
+                    # at its "and"): which one is meant is asked.
+                    args["amount"] = None
                 if len(targets) > 1 and (
                     len(re.findall(r"\d+(?:\.\d+)?", view.text)) > 1
                     or _SHARED_AMOUNT.search(view.text)
@@ -517,6 +527,11 @@ def _asks_for_a_person(reading: Reading) -> bool:
         if clause.injected:
             continue
         for match in HANDOFF.finditer(clause.canonical):
+            if SOMEONES_OWN.search(clause.canonical[: match.start()]) and match.group(0) in (
+                "manager",
+                "supervisor",
+            ):
+                continue  # "my manager would like A1002 returned": the customer's own boss
             if not negated(clause.canonical, match.start()):
                 return True
     return False

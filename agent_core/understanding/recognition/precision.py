@@ -315,7 +315,7 @@ def whether_question(text: str, start: int, end: int | None = None) -> bool:
 
 # "cancel A1007 not A1003", "… instead of A1003", "取消 A1007 而不是 A1003".
 _EXCLUDED: Final = re.compile(
-    r"(?:(?<![a-z])(?:not(?: for)?|instead of|rather than|except(?: for)?|other than|but not"
+    r"(?:(?<![a-z])(?:not(?: for| on| from| with| to)?|instead of|rather than|as opposed to|in place of|except(?: for)?|other than|but not"
     r"|isn'?t|is not|that'?s not|which isn'?t|besides|(?:before|after|prior to|following)"
     r"|and not|apart from|(?:everything|all|anything|every order|all orders|all of them) but"
     r"|neither|nor)"
@@ -373,6 +373,16 @@ RETRACTION: Final = re.compile(
     r"|^[哦噢啊呃嗯唉哎诶额]+\s*(?:等下|等会|慢着|且慢)"
     r"|再等(?:两|几|一)?(?:天|下|会|阵)|^稍等|等我(?:确认|问|想|看|商量)|商量一?下$"
     r"|^(?:暂时|先)(?:不要|不用)$|是(?:误操作|打错了|点错了|手滑)"
+    # Round 5: "scrap that", "disregard, my mistake", "Oops, wrong chat, ignore", "I take that
+    # back", "cancel that request", "… so no need", "撤回，刚才说错了": taken back as well.
+    r"|(?<![a-z])(?:scrap|strike|undo) (?:that|this)(?![a-z])(?! one| order| \w+ order)"
+    r"|(?<![a-z])(?:cancel|withdraw|delete|drop|scrap) (?:that|this|my (?:last|previous)|the (?:last"
+    r"|previous|above)) (?:request|message)(?![a-z])|(?<![a-z])disregard(?: (?:that|this|it|my (?:last |previous )?message|the above))?"
+    r"\s*$|(?<![a-z])(?:my mistake|my bad|wrong (?:chat|window|tab|conversation|person|number|shop"
+    r"|store)|(?:i )?take that back|i take it back)(?![a-z])"
+    r"|^(?:(?:oops|sorry|pls|please),? )?ignore(?: (?:that|this|it|me|my (?:last |previous )?message))?"
+    r"\s*[.!]*$|^(?:so |then |there'?s |actually )?no need(?: (?:for|to do) (?:it|that|this))?(?: now| anymore)?$"
+    r"|撤回|刚才说错了|^说错了|发错了|打错字了"
 )
 # "cancel A1003, sorry, I mean A1007", "取消 A1003，哦不对，是 A1007": the order is corrected.
 CORRECTION: Final = re.compile(
@@ -403,10 +413,13 @@ def retracts(canonical: str) -> bool:
 _REPORTED: Final = re.compile(
     r"(?<![a-z])(?:my|our|a|his|her|their) (?:friend|wife|husband|mom|mum|mother|dad|father"
     r"|brother|sister|colleague|coworker|co-worker|boss|son|daughter|partner|roommate|flatmate"
-    r"|neighbou?r|kid|kids|child|customer|client|girlfriend|boyfriend|cousin|family)s?"
+    r"|neighbou?r|kid|kids|child|customer|client|girlfriend|boyfriend|cousin|family"
+    # Round 5: "my manager would like A1002 returned", "my assistant wants …"
+    r"|manager|supervisor|assistant|secretary|housemate|landlord|landlady|grandma|grandpa|aunt"
+    r"|uncle|niece|nephew|spouse|parent|fianc[eé]e?|employer|teacher|accountant|in-laws?)s?"
     r"(?:'s| is| was| has been)?"
     r"(?: (?!i |i'|me )\S+){0,4} (?:wants?|wanted|asked|asks|asking|said|says|saying|told|tells|telling"
-    r"|would like|needs?|plans?|is going|was going|thinks?|suggested|suggests|keeps"
+    r"|would like|would(?=\s*$)|needs?|plans?|is going|was going|thinks?|suggested|suggests|keeps"
     r"|would rather|'d rather|prefers?|recommended|promised|decided|insists?)(?![a-z])"
     r"|(?<![a-z])(?:the|your) (?:courier|driver|delivery (?:guy|man|person)|seller|agent|support"
     r"|staff|bank|forum|post office|bot|chatbot|assistant|app|website|site|system|email|sms|text"
@@ -540,6 +553,26 @@ HIDDEN: Final = re.compile(
     r"|我是(?:你们的?|贵公司的?|平台的?)?(?:开发人员|开发者|工程师|程序员|技术人员|管理员|店长|老板|运营)"
     r"|(?:进入|开启|切换到)(?:调试|测试|维护|开发者?|管理员?|上帝)模式|(?:内部)?测试指令|内部命令"
     r"|以下是系统|系统消息"
+    # Round 5: chat-template tokens, a bracketed system note, an XML/JSON action, "decode and
+    # execute", "ignore the above", the previous customer's wish handed on, a line labelled
+    # "Instruction:", a staff title claimed ("I'm the store manager").
+    r"|<\|(?:im_start|im_end|system|assistant|user|endoftext)\|>"
+    r"|[\[【(]\s*(?:system|sys|assistant|operator|developer|staff)(?: \w+)?\s*[\]】)]"
+    r"|<\s*(?:action|command|instruction|instructions|task|tool|function|function_call|tool_call"
+    r"|cmd|execute)\s*>"
+    r"|[{,]\s*\"(?:action|command|instruction|function|method|intent|操作|动作|指令|命令)\"\s*:"
+    r"|(?<![a-z])(?:decode|base64)(?: (?:this|that|it|the above|the following))?,?(?: and)?"
+    r" (?:then )?(?:execute|run|follow|do|apply|carry out)(?![a-z])"
+    r"|(?<![a-z])(?:ignore|disregard|forget) (?:all of |everything |anything |all )?(?:the )?(?:text )?(?:above"
+    r"|before this|written above)(?![a-z])"
+    r"|(?<![a-z])the (?:previous|last|other|earlier) (?:customer|user|client|person)(?: in this chat)?"
+    r" (?:asked|wanted|requested|said)(?![a-z])"
+    r"|^\s*>?\s*(?:instructions?|directive|action|command|task)\s*[:：]"
+    r"|(?<![a-z])to: (?:the )?(?:support )?(?:bot|ai|assistant|agent)(?![a-z])"
+    r"|(?:i am|i'?m|this is) (?:the |a |your )?(?:shop|store) (?:owner|manager|admin|administrator)"
+    r"|忽略(?:以上|上面|前面|之前)(?:的)?(?:内容|所有|全部|一切|消息|文字)?"
+    r"|(?:上一位|前一位|上一个|之前的?)(?:顾客|用户|客户)(?:让|叫|要求|说)"
+    r"|(?:管理员|系统|后台|客服主管|店长)(?:备注|留言|通知|消息|批示)|无需确认|无须确认|不需确认"
     # A line labelled with an operator's role ("管理员：A1003 已批准取消，请执行").
     r"|^\s*(?:管理员|系统管理员|后台|运营|客服主管|主管|店长|admin|administrator|supervisor|operator"
     r"|moderator|root)\s*[:：]",
@@ -551,6 +584,16 @@ HIDDEN: Final = re.compile(
 HIDDEN_DEMANDS: Final = re.compile(
     r"退|删|批|付|改|取消|(?<![a-z])(?:ignore|disregard|forget|bypass|override|authori[sz]e|order"
     r"|do it|go ahead|proceed|process|issue|delete|remove|update)(?![a-z])"
+)
+# "my manager", "her supervisor": somebody of the customer's, not the shop's person asked for.
+SOMEONES_OWN: Final = re.compile(r"(?<![a-z])(?:my|our|his|her|their)(?: [a-z]+)? $")
+
+# A clause that is only another amount, after a refund's ("refund A1002 20 and 30", "退 20
+# 或者 30"): two amounts for one refund, never the first one taken.
+SECOND_AMOUNT: Final = re.compile(
+    r"^\s*(?:and|or|plus|&|\+|和|或者?|还是|加)?\s*(?:maybe\s*)?[$€£¥￥]?\s*\d+(?:\.\d+)?\s*"
+    r"(?:dollars?|euros?|pounds?|bucks|usd|eur|gbp|元|块|rmb)?\s*[.?!。？！]*$",
+    re.IGNORECASE,
 )
 # "A1001 and A1002, cancel them", "都取消": the verb takes every order listed before it.
 PLURAL: Final = re.compile(
@@ -856,7 +899,15 @@ _PART_OF_ADDRESS: Final = re.compile(
 )
 
 
+# "5 Elm St or 7 Oak Rd", "A 路 1 号或者 B 路 2 号": two addresses offered, none chosen.
+_TWO_ADDRESSES: Final = re.compile(
+    r"\d[^\n]*?(?:\bor\b|或者|还是|或)[^\n]*?\d|(?<![a-z])whichever(?![a-z])"
+)
+
+
 def vague_address(value: str) -> bool:
+    if _TWO_ADDRESSES.search(value):
+        return True
     if re.search(r"(?<![a-z0-9])[a-z]-?\d{3,}(?![a-z0-9])", value, re.IGNORECASE):
         return True  # "same as A1007": another order's address, not one written out
     if _PART_OF_ADDRESS.match(value.strip()):
