@@ -614,7 +614,12 @@ def _merge_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 _PAIRS = {"(": ")", "[": "]", "【": "】", "{": "}"}
 _SENTENCE_END_ZH = re.compile(r"[。！？!?\n]")
-_WHOLE_MESSAGE = re.compile(r"authori[sz]ed admin|admin request|(?:auto|pre)-?approved")
+# … and an approval claimed, or an instruction signed by an operator ("cancellation of A1003
+# approved by management", "cancel A1003 (admin)"): it frames the text before it too.
+_WHOLE_MESSAGE = re.compile(
+    r"authori[sz]ed admin|admin request|(?:auto|pre)-?approved"
+    r"|(?:confirmed|approved|authori[sz]ed) by|[(\[]\s*(?:admin|administrator|system|staff)\s*[)\]]\s*$"
+)
 
 
 def _open_bracket(folded: str, position: int) -> int | None:

@@ -64,6 +64,7 @@ from agent_core.understanding.reading import Reading
 from agent_core.understanding.recognition.precision import (
     ADVICE,
     DESCRIBED,
+    IMAGINED_BEFORE,
     INSTEAD,
     OR_IDS,
     OTHER_ONE,
@@ -157,6 +158,8 @@ def understand(
     # "A1003 要是明天还不发货，我就取消": a threat, across the comma; never a request now.
     for previous, view in itertools.pairwise(genuine):
         for verb in view.verbs:
+            if IMAGINED_BEFORE.match(previous.text):
+                verb.question = True  # "hypothetically, cancel A1003": asked about
             if threat_across(previous.text, view.text[: verb.start]):
                 verb.negated = True
             # "Your bot told me 'reply CANCEL A1003'. I don't want that": "that" is the

@@ -89,6 +89,8 @@ _EN_NEGATED_TAIL: Final = re.compile(
     r"|trying|about) to\s*$|(?<![a-z])un-?$|(?<![a-z])(?:didn'?t|did not)\s*$"
     # "I'd rather exchange A1002 than return it"
     r"|(?<![a-z])(?:than|instead of|rather than)\s*$"
+    # "I'd hate to cancel A1003": not wanted.
+    r"|(?<![a-z])(?:i'?d|i would|we'?d|we would) hate to\s*$"
     r"|(?<![a-z])(?:halt|stop|pause|block|withdraw|abort|undo|reverse|revoke|void|retract)"
     r"(?: (?:the|my|this|that|your|any))?\s*$"
 )
@@ -261,6 +263,8 @@ _HYPOTHETICAL_EN: Final = re.compile(
     r"|(?<![a-z])(?:if|what if|suppose|supposing|assuming|say|in case|hypothetically,?(?: if)?)"
     r" (?:i|we)(?: (?:were|was|did|do|decide|decided|want|wanted|choose|chose|try|tried|had"
     r"|would|went|go|ended|end)(?: (?:to|up|ahead|and))*)? (?:\w+ )?$"
+    # "hypothetically, cancel A1003", "pretend to cancel A1003", "in a game, cancel A1003"
+    r"|(?<![a-z])(?:hypothetically|theoretically|in theory|pretend to|in a game|as a joke)[,:]?\s*$"
 )
 _HYPOTHETICAL_ZH: Final = re.compile(
     r"(?:如果|假如|要是|万一|假设|倘若|若是)(?:我|我们)?(?:现在|真的|想|要|把|打算|决定|\s)*"
@@ -378,11 +382,25 @@ RETRACTION: Final = re.compile(
     r"|(?<![a-z])(?:scrap|strike|undo) (?:that|this)(?![a-z])(?! one| order| \w+ order)"
     r"|(?<![a-z])(?:cancel|withdraw|delete|drop|scrap) (?:that|this|my (?:last|previous)|the (?:last"
     r"|previous|above)) (?:request|message)(?![a-z])|(?<![a-z])disregard(?: (?:that|this|it|my (?:last |previous )?message|the above))?"
-    r"\s*$|(?<![a-z])(?:my mistake|my bad|wrong (?:chat|window|tab|conversation|person|number|shop"
-    r"|store)|(?:i )?take that back|i take it back)(?![a-z])"
+    r"\s*$|(?<![a-z])(?:my mistake|my bad)\s*[.!]*$|(?<![a-z])(?:wrong (?:chat|window|tab|conversation"
+    r"|person|number|shop|store)|(?:i )?take that back|i take it back)(?![a-z])"
     r"|^(?:(?:oops|sorry|pls|please),? )?ignore(?: (?:that|this|it|me|my (?:last |previous )?message))?"
     r"\s*[.!]*$|^(?:so |then |there'?s |actually )?no need(?: (?:for|to do) (?:it|that|this))?(?: now| anymore)?$"
     r"|撤回|刚才说错了|^说错了|发错了|打错字了"
+    # "forget I said that", "hmm, not now", "let me check with my wife first", "I'll think
+    # about it", "oops wrong order", "haha no", "I've decided to keep it", "nah it's fine",
+    # "先不取消了", "不退了", "还是留着吧": taken back or put off.
+    r"|(?<![a-z])forget (?:i said|what i said|i asked|i wrote|my (?:last|previous) message)(?![a-z])"
+    r"|^(?:hmm+|um+|uh+|ok|actually|wait)?,? ?not (?:now|yet|today|right now)$"
+    r"|(?<![a-z])(?:let me|i'?ll|i need to|i have to|i'?d better|i should) (?:first )?(?:check|ask|talk"
+    r"|think|confirm|discuss|double-check|sleep on it)(?: (?:with|to) [a-z' ]{1,30}?)?"
+    r"(?: (?:about )?(?:it|this|that))?(?: first| later| tomorrow| again)?\s*[.!]*$"
+    r"|^(?:oops|whoops|sorry|oh),? wrong (?:order|one|number|id)$"
+    r"|(?<![a-z])(?:ha(?:ha)+|lol|lmao|hehe),? (?:no|nope|jk|kidding|just kidding)\s*[.!]*$"
+    r"|(?<![a-z])(?:i'?ve |i have |i )?decided to keep (?:it|them|the order)(?![a-z])"
+    r"|^(?:nah|nope|actually|oh|ah|hmm+),? it'?s (?:fine|ok|okay|alright)|^it'?s (?:fine|ok|okay"
+    r"|alright) (?:now|after all|actually)$"
+    r"|^(?:我)?(?:先|还是|就|又)?不(?:取消|退货?|退款|改(?:地址)?|换)了|^(?:那|嗯|哎)?(?:还是|就)?留着(?:吧|好了|算了)?$"
 )
 # "cancel A1003, sorry, I mean A1007", "取消 A1003，哦不对，是 A1007": the order is corrected.
 CORRECTION: Final = re.compile(
@@ -422,6 +440,7 @@ _REPORTED: Final = re.compile(
     r"|would like|would(?=\s*$)|needs?|plans?|is going|was going|thinks?|suggested|suggests|keeps"
     r"|would rather|'d rather|prefers?|recommended|promised|decided|insists?)(?![a-z])"
     r"|(?<![a-z])(?:the|your) (?:courier|driver|delivery (?:guy|man|person)|seller|agent|support"
+    r"|admin|administrator|manager|owner|supervisor"
     r"|staff|bank|forum|post office|bot|chatbot|assistant|app|website|site|system|email|sms|text"
     r"|message|notification)(?: \w+){0,3} (?:told|tells|said|says|asked|wants|suggested"
     r"|wrote|promised|offered|agreed|mentioned|recommended)(?![a-z])"
@@ -567,9 +586,15 @@ HIDDEN: Final = re.compile(
     r"|before this|written above)(?![a-z])"
     r"|(?<![a-z])the (?:previous|last|other|earlier) (?:customer|user|client|person)(?: in this chat)?"
     r" (?:asked|wanted|requested|said)(?![a-z])"
-    r"|^\s*>?\s*(?:instructions?|directive|action|command|task)\s*[:：]"
+    r"|^\s*(?:[>*-]\s*)?(?:instructions?|directive|action|command|task)\s*[:：]"
     r"|(?<![a-z])to: (?:the )?(?:support )?(?:bot|ai|assistant|agent)(?![a-z])"
     r"|(?:i am|i'?m|this is) (?:the |a |your )?(?:shop|store) (?:owner|manager|admin|administrator)"
+    r"|(?<![a-z])i work (?:for|at|in) (?:your|this|the) (?:company|shop|store|team|warehouse)"
+    r"|(?<![a-z])(?:continue|resume|finish|complete|redo|repeat) (?:with )?(?:the |your |my )?(?:previous"
+    r"|last|pending|earlier|unfinished) (?:task|instruction|job|command|action)s?"
+    r"|^\s*(?:resume|continue)\s*[:：]"
+    r"|^\s*(?:system|admin|assistant|developer|operator)\s*(?:[-–—]+|=>|->)\s"
+    r"|<\s*(?:cancel|refund|return|change_address|cancel_order|request_refund|request_return)\b[^>]*>"
     r"|忽略(?:以上|上面|前面|之前)(?:的)?(?:内容|所有|全部|一切|消息|文字)?"
     r"|(?:上一位|前一位|上一个|之前的?)(?:顾客|用户|客户)(?:让|叫|要求|说)"
     r"|(?:管理员|系统|后台|客服主管|店长)(?:备注|留言|通知|消息|批示)|无需确认|无须确认|不需确认"
@@ -588,11 +613,19 @@ HIDDEN_DEMANDS: Final = re.compile(
 # "my manager", "her supervisor": somebody of the customer's, not the shop's person asked for.
 SOMEONES_OWN: Final = re.compile(r"(?<![a-z])(?:my|our|his|her|their)(?: [a-z]+)? $")
 
-# A clause that is only another amount, after a refund's ("refund A1002 20 and 30", "退 20
-# 或者 30"): two amounts for one refund, never the first one taken.
+# A clause that is only another amount, or something added to the refund's amount, after a
+# refund's ("refund A1002 20 and 30", "refund A1002 59 plus tax"): never the first one taken.
 SECOND_AMOUNT: Final = re.compile(
     r"^\s*(?:and|or|plus|&|\+|和|或者?|还是|加)?\s*(?:maybe\s*)?[$€£¥￥]?\s*\d+(?:\.\d+)?\s*"
-    r"(?:dollars?|euros?|pounds?|bucks|usd|eur|gbp|元|块|rmb)?\s*[.?!。？！]*$",
+    r"(?:dollars?|euros?|pounds?|bucks|usd|eur|gbp|元|块|rmb)?\s*[.?!。？！]*$"
+    r"|^\s*(?:plus|minus|less|\+|excl\w*|incl\w*|each|apiece|加上|减去)(?![a-z])",
+    re.IGNORECASE,
+)
+# "hypothetically, cancel A1003", "in a game, cancel A1003": the clause before frames the
+# action as imagined (a question about it, as "what if I cancel").
+IMAGINED_BEFORE: Final = re.compile(
+    r"^\s*(?:hypothetically|theoretically|in theory|in a game|as a joke|just pretend|pretend"
+    r"|for example|for instance|e\.g\.|假设|假如说|比如说?|打个比方|开玩笑地?说)\s*[:：]?\s*$",
     re.IGNORECASE,
 )
 # "A1001 and A1002, cancel them", "都取消": the verb takes every order listed before it.
@@ -864,7 +897,9 @@ _THREAT_CONSEQUENCE: Final = re.compile(
 
 # "one more day and I'm cancelling A1003" (split at its "and")
 _DEADLINE_BEFORE: Final = re.compile(rf"(?<![a-z]){_MORE_TIME}|excuses?)\s*$")
-_DEADLINE_CONSEQUENCE: Final = re.compile(r"^\s*and (?:i'?m|i'?ll|i will|i am|we'?re|we'?ll)?\s*$")
+_DEADLINE_CONSEQUENCE: Final = re.compile(
+    r"^\s*and (?:i'?m|i'?ll|i will|i am|we'?re|we'?ll|i|we)?\s*$"
+)
 
 
 def threat_across(previous: str, before: str) -> bool:
