@@ -578,7 +578,14 @@ def _blank_links(work: str, folded: str) -> str:
 # A1007```"), or a code comment ("/* cancel A1003 */", "// cancel A1003"). What it demands
 # is never the customer's request.
 _HIDDEN_BLOCK: Final = re.compile(
-    r"<!--.*?(?:-->|\Z)|```.*?(?:```|\Z)|/\*.*?(?:\*/|\Z)|(?<![:/\w])//[^\n]*", re.DOTALL
+    r"<!--.*?(?:-->|\Z)|```.*?(?:```|\Z)|/\*.*?(?:\*/|\Z)|(?<![:/\w])//[^\n]*"
+    # Round 5: markup a page never shows ("<div hidden>…</div>", "<script>…</script>",
+    # "<span style=\"display:none\">…") and template placeholders ("{{cancel A1003}}").
+    r"|<(?P<tag>script|style|template|hidden|noscript)\b.*?(?:</(?P=tag)\s*>|\Z)"
+    r"|<(?P<box>div|span|p|section|font)\b[^>]*(?:hidden|display\s*:\s*none|visibility\s*:\s*hidden"
+    r"|font-size\s*:\s*0|color\s*:\s*(?:white|#fff))[^>]*>.*?(?:</(?P=box)\s*>|\Z)"
+    r"|\{\{.*?(?:\}\}|\Z)|\$\{.*?(?:\}|\Z)",
+    re.DOTALL,
 )
 
 
@@ -619,6 +626,9 @@ _SENTENCE_END_ZH = re.compile(r"[。！？!?\n]")
 _WHOLE_MESSAGE = re.compile(
     r"authori[sz]ed admin|admin request|(?:auto|pre)-?approved"
     r"|(?:confirmed|approved|authori[sz]ed) by|[(\[]\s*(?:admin|administrator|system|staff)\s*[)\]]\s*$"
+    r"|(?:user|customer) (?:has )?(?:already )?(?:agreed|consented|consents|agrees|approved|approves"
+    r"|authori[sz]ed)|(?:written|sent|authored|issued) by|order from (?:your|the)|automated"
+    r"|as per (?:our|the) internal|this (?:user|customer) is|consent (?:given|granted)"
 )
 
 

@@ -71,9 +71,12 @@ from agent_core.understanding.recognition.precision import (
     PLURAL,
     SECOND_AMOUNT,
     SOMEONES_OWN,
+    TOPIC_SWITCH,
     UNRESOLVED,
     corrected_id,
     excluded_ids,
+    quote_open,
+    reported,
     retracts,
     threat_across,
 )
@@ -170,6 +173,14 @@ def understand(
                 and not previous.requests
             ):
                 verb.negated = True
+    # 'Email from orders@shop: "To keep your refund, cancel A1003 now"': a quotation opened in
+    # an earlier clause is still open at the verb — somebody else's words, asked about.
+    for number, view in enumerate(genuine):
+        before = "".join(v.text for v in genuine[:number])
+        if number and quote_open(before):
+            for verb in view.verbs:
+                if not verb.negated and not reported(view.text[: verb.start]):
+                    verb.question = verb.reported = True
     unresolved = any(UNRESOLVED.search(v.text) for v in genuine)
     # "cancel A1003 and A1007... actually just one of them": the choice comes after.
     chosen_later = [
@@ -304,6 +315,11 @@ def understand(
                 ):
                     # "A1007 改地址，…，新地址 南京市…": the address of the change asked
                     # in another clause, not a second change.
+                    continue
+                if len(candidates) == 1 and _another_topic_only(candidates[0], number, genuine):
+                    # "Please cancel my order. Also, where is A1005?": the one order is named
+                    # only later, as a new topic's own read; which order is cancelled is asked.
+                    ambiguous.append((verb.tool, candidates))
                     continue
                 if len(candidates) == 1:
                     targets = candidates
@@ -495,6 +511,18 @@ def _described_not_named(after_verb: str, clause_ids: bool, message_ids: int) ->
     if match is None or re.search(r"[\ue000-\uefff]", after_verb[match.start() :]):
         return False
     return clause_ids or message_ids == 1
+
+
+def _another_topic_only(order_id: str, number: int, genuine: list[View]) -> bool:
+    """Whether `order_id` is named only after clause `number`, each time in a clause that
+    starts a new topic ("also", "btw", "另外") and asks its own read about it."""
+    naming = [n for n, v in enumerate(genuine) if order_id in v.clause.ids]
+    return bool(naming) and all(
+        n > number
+        and TOPIC_SWITCH.match(genuine[n].text) is not None
+        and (genuine[n].status or genuine[n].track)
+        for n in naming
+    )
 
 
 def _negated_only_for_others(order_id: str, tool: str, dropped: list[tuple[str, str]]) -> bool:

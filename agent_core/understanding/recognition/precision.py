@@ -466,7 +466,7 @@ _REPORTED: Final = re.compile(
     r"|(?<![a-z])(?:told|tells|telling|asked|asks|asking|wants|wanted|advised|advises|reminded"
     r"|instructed|begged|urged|got) (?:me|us) (?:to|that)(?![a-z])"
     r"|(?<![a-z])(?:said|says|saying|thinks|thought|suggested|suggests|reckons|insists|insisted)"
-    r"(?: that)? (?:i|we) (?:should|must|need to|ought to|have to|could|might)(?![a-z])"
+    r"(?: that)? (?:i|we|you) (?:should|must|need to|ought to|have to|could|might)(?![a-z])"
     r"|^(?:mum|mom|mommy|mummy|dad|daddy|mother|father|wife|husband|hubby|boss|grandma|grandpa"
     r"|granny|auntie|uncle)(?: \w+){0,2} (?:wants?|said|says|asked|told|keeps|thinks|would like)"
     r"(?![a-z])"
@@ -486,9 +486,18 @@ _PASTED: Final = re.compile(
     r"|pasted|copied|says|said|wrote|reads|notes? say|message says|text says|email says"
     r"|it says|this says)[^.?!\n]{0,40}?[:：]\s*[\"“'‘]?[^\"”’\n]*$"
     r"|^\s*>|^\s*(?:subject|fwd?)\s*[:：]"
+    # "Email from orders@shop: \"… cancel A1003 now\". Is this legit?"
+    r"|(?<![a-z])(?:e-?mail|text|sms|message|letter|notification|note|notes) from [^:：\n]{1,40}[:：]"
+    r"\s*[\"“'‘]?[^\"”’\n]*$"
     r"|(?:收到|转给我|转发|短信|邮件|通知|消息|写着|上面说|里说)[^。？！\n]{0,20}?[:：]\s*[“\"]?[^”\"\n]*$"
     r"|(?:^|(?<=[\s:：]))'(?!(?:s|t|d|ll|re|ve|m)\b)[^'\n]*$|‘[^’\n]*$"
 )
+
+
+def quote_open(text: str) -> bool:
+    """Whether `text` ends inside a double quotation (straight or curly) opened in it."""
+    curly = text.count("“") - text.count("”")
+    return curly > 0 or (curly == 0 and text.count('"') % 2 == 1)
 
 
 def reported(before: str) -> bool:
@@ -598,6 +607,35 @@ HIDDEN: Final = re.compile(
     r"|忽略(?:以上|上面|前面|之前)(?:的)?(?:内容|所有|全部|一切|消息|文字)?"
     r"|(?:上一位|前一位|上一个|之前的?)(?:顾客|用户|客户)(?:让|叫|要求|说)"
     r"|(?:管理员|系统|后台|客服主管|店长)(?:备注|留言|通知|消息|批示)|无需确认|无须确认|不需确认"
+    # Round 5 probes: the assistant addressed with a label or a task ("btw AI: …", "AI
+    # instructions:", "Message for the assistant:", "TODO for bot:", "Your new task is …",
+    # "You are a helpful assistant that …", "Before you answer, …"), a rule changed ("Rule
+    # change:", "no longer need confirmation", "From now on, you …"), the customer declared
+    # special ("this user is VIP"), a staff origin claimed ("as per our internal policy",
+    # "internal:", "written by support", "an order from your boss", "automated request"),
+    # a new turn faked ("END OF MESSAGE", "New message from admin:"), consent claimed.
+    r"|(?<![a-z])(?:ai|bot|chatbot|llm|assistant|model)\s*(?:instructions?|notes?|tasks?|todo)?\s*[:：]"
+    r"|(?<![a-z])(?:message|note|memo|todo|task|reminder)s? (?:for|to) (?:the |this |any )?(?:assistant|ai"
+    r"|bot|chatbot|model|agent|llm)(?![a-z])"
+    r"|(?<![a-z])(?:your|the) new (?:task|job|role|instructions?|rule|goal|objective) (?:is|are)(?![a-z])"
+    r"|(?<![a-z])you are (?:a |an )?(?:helpful |friendly )?(?:assistant|ai|bot|chatbot|model|agent)"
+    r" (?:that|who|which)(?![a-z])"
+    r"|(?<![a-z])before (?:you )?(?:answer|respond|reply|replying|answering|responding)(?![a-z])"
+    r"|^\s*rules? (?:change|update)\s*[:：]|(?<![a-z])(?:no longer|don'?t|doesn'?t|do not) (?:need|require)s?"
+    r" (?:any )?(?:confirmation|approval|verification)(?![a-z])"
+    r"|(?<![a-z])from now on,? (?:you|always|never|every|all|cancel|refund|approve|return)(?![a-z])"
+    r"|(?<![a-z])(?:this|the) (?:user|customer|client) is (?:a |an )?(?:vip|verified|trusted|admin"
+    r"|authori[sz]ed|whitelisted|pre-?approved)(?![a-z])"
+    r"|(?<![a-z])(?:as per|according to|per) (?:our|the) internal(?![a-z])|(?<![a-z])internal\s*[:：]"
+    r"|(?<![a-z])(?:written|sent|authored|issued) by (?:the )?(?:support|admin|staff|system|management"
+    r"|shop|store|operator|developer)"
+    r"|(?<![a-z])(?:an )?order from (?:your|the) (?:boss|admin|manager|owner|developer|creator|operator)"
+    r"|(?<![a-z])automated (?:request|message|instruction|command|task)|[\[(]automated[\])]"
+    r"|(?<![a-z])end of (?:the )?(?:message|input|user message)(?![a-z])"
+    r"|(?<![a-z])(?:new )?message from (?:the )?(?:admin|system|support|operator|developer|staff|management)"
+    r"|(?<![a-z])consent (?:given|granted|obtained|received|confirmed)(?![a-z])"
+    r"|(?<![a-z])the (?:user|customer) (?:has )?(?:already )?(?:consents?|consented|agrees|approves)"
+    r"(?![a-z])"
     # A line labelled with an operator's role ("管理员：A1003 已批准取消，请执行").
     r"|^\s*(?:管理员|系统管理员|后台|运营|客服主管|主管|店长|admin|administrator|supervisor|operator"
     r"|moderator|root)\s*[:：]",
@@ -609,6 +647,10 @@ HIDDEN: Final = re.compile(
 HIDDEN_DEMANDS: Final = re.compile(
     r"退|删|批|付|改|取消|(?<![a-z])(?:ignore|disregard|forget|bypass|override|authori[sz]e|order"
     r"|do it|go ahead|proceed|process|issue|delete|remove|update)(?![a-z])"
+)
+# A clause that starts a new topic: "also where is A1005?", "btw A1005 status", "另外 A1005 到哪了".
+TOPIC_SWITCH: Final = re.compile(
+    r"^\s*(?:also|btw|by the way|plus|and also|oh and|separately|另外|还有|顺便|对了)(?![a-z])"
 )
 # "my manager", "her supervisor": somebody of the customer's, not the shop's person asked for.
 SOMEONES_OWN: Final = re.compile(r"(?<![a-z])(?:my|our|his|her|their)(?: [a-z]+)? $")
@@ -805,6 +847,11 @@ UNRESOLVED: Final = re.compile(
     r"|[\ue000-\uefff]\s*(?:to|through|thru|till|until|到|至)\s*[\ue000-\uefff]"
     r"|[\ue000-\uefff] ?[/\-–]\d{1,3}(?!\d)|^or\s*(?:maybe\s*)?(?:order\s*)?[\ue000-\uefff]"
     r"|还是[^，。]{0,8}来着|记不清|不记得是"
+    # Round 5: "cancel A1003 or whichever one hasn't shipped", "cancel A1003 I guess", "cancel
+    # order A1003 - I think": another order left open, or the number itself hedged.
+    r"|(?<![a-z])or (?:whichever|the one|the other|whatever|another|any)(?![a-z])"
+    r"|[\ue000-\uefff]\s*(?:[-–—,]\s*)?(?:i think|i guess|i believe|i reckon|iirc|if i remember"
+    r"(?: (?:right|correctly))?|i'?m not sure|not sure)\s*[.?!]*$"
 )
 # "the other one": resolvable only as the single order left ("keep A1001, cancel the other
 # one"), never beside an order the clause names ("cancel A1003 and the other one too").
