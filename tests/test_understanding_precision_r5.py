@@ -224,3 +224,31 @@ def test_a_staff_row_hides_only_its_row() -> None:
 def test_the_shops_manager_is_still_a_handoff(text: str) -> None:
     d = draft(text)
     assert d.interpretation is not None and d.interpretation.handoff is not None
+
+
+@pytest.mark.parametrize(
+    ("text", "order"),
+    [
+        ("your colleague said A1005 would ship today", "A1005"),
+        ("a human told me A1001 was lost", "A1001"),
+        ("your staff member said A1001 is delayed", "A1001"),
+        ("the manager told me A1005 ships tomorrow", "A1005"),
+        ("I talked to customer service yesterday about A1005, they said it's on its way", "A1005"),
+        ("客服说 A1005 今天发货", "A1005"),
+        ("人工客服说 A1006 可以退", "A1006"),
+    ],
+)
+def test_a_person_talked_about_is_no_handoff(text: str, order: str) -> None:
+    d = draft(text)
+    assert d.interpretation is not None and d.interpretation.handoff is None
+    assert ("get_order_status", order) in tools(d)
+    assert not {t for t, _ in tools(d)} & HIGH_RISK
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["我想跟客服人员说话", "别机器人了，找个客服跟我说", "a human please, the bot told me nothing"],
+)
+def test_asking_for_a_person_is_still_a_handoff(text: str) -> None:
+    d = draft(text)
+    assert d.interpretation is not None and d.interpretation.handoff is not None

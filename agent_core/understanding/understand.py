@@ -69,8 +69,10 @@ from agent_core.understanding.recognition.precision import (
     OR_IDS,
     OTHER_ONE,
     PLURAL,
+    REPORTS_AFTER,
     SECOND_AMOUNT,
     SOMEONES_OWN,
+    SPOKE_BEFORE,
     TOPIC_SWITCH,
     UNRESOLVED,
     corrected_id,
@@ -563,6 +565,10 @@ def _asks_for_a_person(reading: Reading) -> bool:
                 "supervisor",
             ):
                 continue  # "my manager would like A1002 returned": the customer's own boss
+            if SPOKE_BEFORE.search(clause.canonical[: match.start()]) or REPORTS_AFTER.match(
+                clause.canonical[match.end() :]
+            ):
+                continue  # "your colleague said A1003 would ship", "I spoke to a person who …"
             if not negated(clause.canonical, match.start()):
                 return True
     return False

@@ -652,6 +652,40 @@ HIDDEN_DEMANDS: Final = re.compile(
 TOPIC_SWITCH: Final = re.compile(
     r"^\s*(?:also|btw|by the way|plus|and also|oh and|separately|另外|还有|顺便|对了)(?![a-z])"
 )
+# A person of the shop who is the subject of a report ("your colleague said A1003 would ship
+# today", "the manager told me …", "客服说 A1003 今天发货"), or one already spoken to ("I
+# spoke to a person on the phone who said …"): what they said is reported, no person is asked.
+REPORTS_AFTER: Final = re.compile(
+    r"^\s*(?:(?:member|agent|rep|representative|person|staff|team|guy|lady|woman|man|people|folks)\s+)?"
+    r"(?:(?:on the phone|yesterday|earlier|last week|before|today|there)\s+)?(?:who\s+|that\s+)?"
+    r"(?:already\s+|also\s+)?(?:said|says|told|tells|promised|promises|confirmed|mentioned|wrote|agreed"
+    r"|assured|claimed|explained|replied|answered|informed|offered|suggested|advised)(?![a-z])"
+    r"|^\s*(?:客服|人员|小姐姐|小哥|那边|之前|昨天|刚才|上次)?(?:也|已经|明明|都)?(?:说(?!话)|告诉|讲(?!话)|答应|承诺|表示|回复"
+    r"|回答|确认|保证|通知)"
+)
+SPOKE_BEFORE: Final = re.compile(
+    r"(?<![a-z])(?:spoke|talked|chatted|called|phoned|rang|emailed|contacted|was speaking|was talking"
+    r"|have spoken|have talked|'ve spoken|'ve talked)(?: (?:to|with))?(?: \w+){0,2}\s*$"
+    r"|(?:上次|之前|昨天|刚才)\s*$"
+)
+
+# People of the shop a report may be about (the handoff table's nouns, for recognition).
+_SHOP_PERSON: Final = re.compile(
+    r"(?<![a-z])(?:colleague|agent|human|person|staff(?: member)?|customer service|support"
+    r"|representative|rep|manager|supervisor|operator|somebody|someone)s?(?![a-z])"
+    r"|人工客服|客服|人工|工作人员|经理|主管|售后"
+)
+
+
+def person_reported(text: str) -> bool:
+    """Whether a person of the shop is only talked about — what they said, or that they were
+    spoken to already ("a human told me A1001 was lost", "客服说 A1003 今天发货")."""
+    return any(
+        REPORTS_AFTER.match(text[m.end() :]) or SPOKE_BEFORE.search(text[: m.start()])
+        for m in _SHOP_PERSON.finditer(text)
+    )
+
+
 # "my manager", "her supervisor": somebody of the customer's, not the shop's person asked for.
 SOMEONES_OWN: Final = re.compile(r"(?<![a-z])(?:my|our|his|her|their)(?: [a-z]+)? $")
 
