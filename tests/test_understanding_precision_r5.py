@@ -127,6 +127,15 @@ def asks(d: PlanDraft) -> bool:
         "return order A1006 - I think",
         "Please cancel my order. Also where is A1005?",
         "帮我取消订单，另外 A1005 到哪了",
+        # probes: a request withdrawn by name, denied, or only framed
+        "refund 20 for A1006. Cancel the refund, I found the item.",
+        "A1006 退款 20 元。撤销这个请求",
+        "I want to cancel A1005. No I don't.",
+        "cancel A1005 is not what I want",
+        "A1005 取消掉，嗯……先留着吧",
+        "退 A1006，不是",
+        "I no longer want to cancel A1005",
+        "I don't want to return A1006",
     ],
 )
 def test_no_action_is_planned(text: str) -> None:
@@ -189,6 +198,19 @@ def test_no_action_is_planned(text: str) -> None:
                 ("get_order_status", "A1005"),
                 ("cancel_order", "A1005"),
             ],
+        ),
+        # another request instead, or only the order corrected
+        (
+            "Cancel A1005. Sorry, I meant return A1006.",
+            [("get_order_status", "A1006"), ("request_return", "A1006")],
+        ),
+        (
+            "cancel A1003 and A1007. Actually only A1007.",
+            [("get_order_status", "A1007"), ("cancel_order", "A1007")],
+        ),
+        (
+            "I no longer need A1005, cancel it",
+            [("get_order_status", "A1005"), ("cancel_order", "A1005")],
         ),
         # a customer's own table is the customer's request
         (

@@ -51,6 +51,7 @@ from agent_core.understanding.recognition.precision import (
     CANCEL_OBJECT_AFTER,
     CANCEL_OBJECT_BEFORE,
     CHOOSE_ONE_ZH,
+    FRAME_ONLY,
     GENERAL,
     HEDGE_AFTER_EN,
     HEDGE_EN,
@@ -244,6 +245,14 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
             )
             if not question or past:  # a question stays for the policy topics to find;
                 residual = blank(residual, *match.span())  # what happened asks no policy
+    # "I no longer want to cancel A1003": "no longer want" only frames the verb after it.
+    view.verbs = [
+        v
+        for v in view.verbs
+        if not any(
+            w.start > v.start and FRAME_ONLY.match(text[v.start : w.start]) for w in view.verbs
+        )
+    ]
     # "A1002 和 A1006 退一个就行", "取消其中一单": an action on one of several, not chosen.
     for match in CHOOSE_ONE_ZH.finditer(residual):
         tool = Action.CANCEL.value if match.group("cancel") else Action.RETURN.value

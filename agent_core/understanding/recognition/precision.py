@@ -89,6 +89,8 @@ _EN_NEGATED_TAIL: Final = re.compile(
     r"|trying|about) to\s*$|(?<![a-z])un-?$|(?<![a-z])(?:didn'?t|did not)\s*$"
     # "I'd rather exchange A1002 than return it"
     r"|(?<![a-z])(?:than|instead of|rather than)\s*$"
+    # "I no longer want to cancel A1003"
+    r"|(?<![a-z])(?:no longer|not any ?more)(?: (?:want|wish|need|plan|intend)s? to)?\s*$"
     # "I'd hate to cancel A1003": not wanted.
     r"|(?<![a-z])(?:i'?d|i would|we'?d|we would) hate to\s*$"
     r"|(?<![a-z])(?:halt|stop|pause|block|withdraw|abort|undo|reverse|revoke|void|retract)"
@@ -400,7 +402,14 @@ RETRACTION: Final = re.compile(
     r"|(?<![a-z])(?:i'?ve |i have |i )?decided to keep (?:it|them|the order)(?![a-z])"
     r"|^(?:nah|nope|actually|oh|ah|hmm+),? it'?s (?:fine|ok|okay|alright)|^it'?s (?:fine|ok|okay"
     r"|alright) (?:now|after all|actually)$"
-    r"|^(?:我)?(?:先|还是|就|又)?不(?:取消|退货?|退款|改(?:地址)?|换)了|^(?:那|嗯|哎)?(?:还是|就)?留着(?:吧|好了|算了)?$"
+    r"|^(?:我)?(?:先|还是|就|又)?不(?:取消|退货?|退款|改(?:地址)?|换)了"
+    r"|^[那嗯哦呃哎唉…\.。\s]*(?:还是|就|先)?留着(?:吧|好了|算了)?$"
+    # "Cancel the refund, I found the item", "撤销这个请求": the request just made withdrawn;
+    # "Sorry, I meant return A1002": another request instead; "No I don't"; "不是".
+    r"|(?<![a-z])(?:cancel|withdraw|drop|scrap|undo|forget) (?:the|that|this|my) (?:refund|return"
+    r"|address change|cancellation|request)(?![a-z])|撤销(?:这个|刚才的?|上面的?)?(?:请求|申请|操作)"
+    r"|(?<![a-z])i meant (?:to )?(?!order\b)(?=[a-z])"
+    r"|^(?:no|nope|nah),? i (?:don'?t|do not)(?: want (?:to|that|it))?$|^(?:不是|不是的)$"
 )
 # "cancel A1003, sorry, I mean A1007", "取消 A1003，哦不对，是 A1007": the order is corrected.
 CORRECTION: Final = re.compile(
@@ -409,8 +418,8 @@ CORRECTION: Final = re.compile(
     r"|(?:不对|我是说|我说的是|说错了)[^\ue000-\uefff，,。]{0,4}(?P<zid>[\ue000-\uefff])"
     r"|^(?:是|应该是)\s*(?P<sid>[\ue000-\uefff])\s*$"
     # "… no wait, only A1005", "只取消 A1005" after a retraction, "no, A1007": the one meant.
-    r"|^(?:(?:no|nope|nah|sorry|oops|不对)[,，]?\s*(?:only|just|只|只要|只是)?"
-    r"|(?:only|just|只|只要|只是))\s*(?:order\s*)?"
+    r"|^(?:(?:no|nope|nah|sorry|oops|actually|不对)[,，]?\s*(?:only|just|只|只要|只是)?"
+    r"|(?:actually,?\s*)?(?:only|just|只|只要|只是))\s*(?:order\s*)?"
     r"(?P<oid>[\ue000-\uefff])\s*(?:please|pls|就行|就好|就可以)?$"
 )
 
@@ -528,10 +537,26 @@ _NEGATED_AFTER: Final = re.compile(
 )
 
 
+# "no longer want to …", "don't want to …": a frame for the verb after it, not a verb itself.
+FRAME_ONLY: Final = re.compile(
+    r"^(?:no longer|not any ?more|don'?t|do not|dont) (?:want|need|wish) to\s+$"
+)
+
+# "cancel A1003 is not what I want": the request named, then denied.
+_DENIED_AFTER_EN: Final = re.compile(
+    r"^\s*(?:[\ue000-\uefff]\s*)?(?:is|was)(?: not|n'?t) what (?:i|we) (?:want|wanted|need|asked"
+    r"|meant|said)(?![a-z])"
+)
+
+
 def negated_after(after: str, before: str = "") -> bool:
     """The verb is taken back right after it ("退货不需要了"), or is itself the "not wanted"
     of an action named just before ("退款不要了")."""
-    return _NEGATED_AFTER.search(after) is not None or bool(_ACTION_NOUN_BEFORE.search(before))
+    return (
+        _NEGATED_AFTER.search(after) is not None
+        or _DENIED_AFTER_EN.search(after) is not None
+        or bool(_ACTION_NOUN_BEFORE.search(before))
+    )
 
 
 # Text posing as the operator, the system or another turn of the dialogue that the keyword
