@@ -274,3 +274,33 @@ def test_a_person_talked_about_is_no_handoff(text: str, order: str) -> None:
 def test_asking_for_a_person_is_still_a_handoff(text: str) -> None:
     d = draft(text)
     assert d.interpretation is not None and d.interpretation.handoff is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "my wife cancelled it yesterday, right?",
+        "我老公已经取消了，对吧",
+        "customer service said they'd cancel it",
+        "did it get cancelled?",
+    ],
+)
+def test_what_was_done_with_only_the_chats_order_is_its_status(text: str) -> None:
+    assert tools(draft(text, last="A1005")) == [("get_order_status", "A1005")]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("my son cancelled A1005 by accident", [("get_order_status", "A1005")]),
+        ("my flatmate already returned A1006, did it arrive?", [("get_order_status", "A1006")]),
+        ("get A1005 cancelled please", [("get_order_status", "A1005"), ("cancel_order", "A1005")]),
+    ],
+)
+def test_done_by_somebody_else_is_status_only(text: str, expected: list[tuple[str, str]]) -> None:
+    assert tools(draft(text)) == expected
+
+
+def test_an_action_with_only_the_chats_order_is_still_asked_about() -> None:
+    d = draft("cancel it", last="A1005")
+    assert asks(d)

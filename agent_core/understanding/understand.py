@@ -80,6 +80,7 @@ from agent_core.understanding.recognition.precision import (
     quote_open,
     reported,
     retracts,
+    status_frames,
     threat_across,
 )
 
@@ -412,6 +413,14 @@ def understand(
             wants_context = True
             read_intents.append(_intent(tool, [], view))
     pointer = any(POINTER.search(v.clause.canonical) for v in genuine)
+    # "my wife cancelled it yesterday, right?", "我老公已经取消了，对吧": what was done, asked
+    # with no order named — a read of the chat's order (as "where is it now?"), no action.
+    done_asked = any(
+        verb.question and verb.topic is None and not verb.negated
+        for view in genuine
+        for verb in view.verbs
+    ) or (pointer and any(status_frames(v.text) for v in genuine))
+    wants_context = wants_context or (done_asked and not topics and not intents)
     if (
         not order
         and context_order_id

@@ -205,6 +205,7 @@ _STATUS_FRAME: Final = re.compile(
     rf"(?<![a-z]){_ACTION_WORD_EN}(?:'s)? (?:request )?(?:status|progress|update)(?![a-z])"
     rf"|(?<![a-z])(?:status|progress|update|updates|news) (?:on|of|for|about|re) (?:the |my |your |a |this "
     rf"|that )?(?:\w+ )?{_ACTION_WORD_EN}(?![a-z])"
+    r"|(?<![a-z])did (?:it|they|this|that|\S+) (?:already )?get (?:cancell?ed|returned|refunded)(?![a-z])"
     rf"|(?<![a-z])(?:has|was|were|is|are|got|been)(?: \S+){{0,3}}? (?:already |been |being "
     r"|now |finally )*(?:refunded|returned|cancell?ed|exchanged|reimbursed)"
     r"(?: (?:or|and|nor) (?:refunded|returned|cancell?ed|exchanged|reimbursed))?(?![a-z])"
@@ -227,6 +228,11 @@ _STATUS_FRAME: Final = re.compile(
     r"|(?<![a-z])(?<!if )(?<!suppose )(?<!supposing )(?<!say )(?:i|we)(?: (?:already|just|have|had"
     r"|'ve|'d))* (?:returned|refunded|cancell?ed"
     r"|exchanged|sent (?:it |them |\S+ )?back)(?![a-z])"
+    # "my wife cancelled it yesterday", "my son already returned A1002": done by somebody else.
+    r"|(?<![a-z])(?:my|our|his|her) (?:wife|husband|partner|son|daughter|mum|mom|mother|dad|father"
+    r"|brother|sister|friend|flatmate|roommate|kid|boss|colleague|assistant|family)"
+    r"(?: (?:already|just|has|had|have|'s|apparently|accidentally))* (?:cancell?ed|returned|refunded"
+    r"|sent (?:it |them |\S+ )?back)(?![a-z])"
     rf"|{_ACTION_WORD_ZH}(?:的)?(?:申请)?(?:进度|状态|进展|结果|处理情况|处理进度|到哪一步)"
     # "怎么收到退款通知了", "why did I get a refund email": a message about one, received.
     rf"|{_ACTION_WORD_ZH}(?:的)?(?:通知|短信|邮件|提醒|消息)"
