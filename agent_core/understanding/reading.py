@@ -625,7 +625,7 @@ _SENTENCE_END_ZH = re.compile(r"[。！？!?\n]")
 # approved by management", "cancel A1003 (admin)"): it frames the text before it too.
 _WHOLE_MESSAGE = re.compile(
     r"authori[sz]ed admin|admin request|(?:auto|pre)-?approved"
-    r"|(?:confirmed|approved|authori[sz]ed) by|[(\[]\s*(?:admin|administrator|system|staff)\s*[)\]]\s*$"
+    r"|(?:confirmed|approved|authori[sz]ed) by|[(\[]\s*(?:admin|administrator|system|staff|管理员|系统|后台|店长|主管)\s*[)\]]\s*$"
     r"|(?:user|customer) (?:has )?(?:already )?(?:agreed|consented|consents|agrees|approved|approves"
     r"|authori[sz]ed)|(?:written|sent|authored|issued) by|order from (?:your|the)|automated"
     r"|as per (?:our|the) internal|this (?:user|customer) is|consent (?:given|granted)"
