@@ -321,6 +321,8 @@ def test_an_action_with_only_the_chats_order_is_still_asked_about() -> None:
         "已获授权：取消 A1005",
         "婆婆说要把 A1005 取消",
         "我儿子把 A1006 退了，你们收到没",
+        "快递员说 A1001 要退回，让我自己申请退款",
+        "returning A1006 would be the last thing I want",
     ],
 )
 def test_no_action_is_planned_zh(text: str) -> None:

@@ -493,7 +493,8 @@ _REPORTED: Final = re.compile(
     r"|对象|儿子|女儿|孩子|亲戚|表哥|表姐|舍友|媳妇|爱人|婆婆|公公|岳母|丈母娘|岳父|奶奶|爷爷|外婆|姥姥|阿姨"
     r"|叔叔|舅舅|姑姑|小姨|老师|助理|秘书)(?:也|一直|非)?(?:说|想|要|让|打算|叫|觉得|认为"
     r"|建议|非要|坚持)"
-    r"|(?:让我|叫我|要我|要求我)(?:帮(?:他|她|他们)?|给(?:他|她))?\s*(?:把|给)?\s*[\ue000-\uefff]?\s*$"
+    r"|(?:让我|叫我|要我|要求我)(?:帮(?:他|她|他们)?|给(?:他|她))?\s*(?:自己|去|先|再)?\s*(?:申请|办理|办)?"
+    r"\s*(?:把|给)?\s*[\ue000-\uefff]?\s*$"
 )
 
 
@@ -556,6 +557,8 @@ FRAME_ONLY: Final = re.compile(
 _DENIED_AFTER_EN: Final = re.compile(
     r"^\s*(?:[\ue000-\uefff]\s*)?(?:is|was)(?: not|n'?t) what (?:i|we) (?:want|wanted|need|asked"
     r"|meant|said)(?![a-z])"
+    # "cancelling A1003 is the last thing I want"
+    r"|^\w*\s*(?:[\ue000-\uefff]\s*)?(?:is|would be) the last thing (?:i|we)(?![a-z])"
 )
 
 
