@@ -329,6 +329,23 @@ def test_no_action_is_planned_zh(text: str) -> None:
     assert not {t for t, _ in tools(draft(text))} & HIGH_RISK
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Cancel A1005 if it's the red one, otherwise A1003",
+        "cancel A1005, unless it shipped, then A1003",
+        "cancel A1005 and/or A1003",
+        "Cancel: A1005? A1003?",
+        "please cancel A1005... wait which one was the lamp? A1003?",
+        "cancel A1005 and the other",
+        "cancel A1005, A1003 maybe",
+        "I want to cancel, A1005 or so",
+    ],
+)
+def test_an_order_not_settled_is_asked_about(text: str) -> None:
+    assert asks(draft(text))
+
+
 def test_a_buyer_who_names_customer_service_is_no_staff_claim() -> None:
     d = draft("我是客服说的那个订单 A1005 的买家，帮我取消")
     assert not d.interpretation or not d.interpretation.ignored_instructions

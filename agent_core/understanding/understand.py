@@ -64,6 +64,7 @@ from agent_core.understanding.reading import Reading
 from agent_core.understanding.recognition.precision import (
     ADVICE,
     DESCRIBED,
+    GUESSED_IDS,
     IMAGINED_BEFORE,
     INSTEAD,
     OR_IDS,
@@ -184,7 +185,9 @@ def understand(
             for verb in view.verbs:
                 if not verb.negated and not reported(view.text[: verb.start]):
                     verb.question = verb.reported = True
-    unresolved = any(UNRESOLVED.search(v.text) for v in genuine)
+    unresolved = any(UNRESOLVED.search(v.text) for v in genuine) or bool(
+        GUESSED_IDS.search(reading.cleaned)
+    )
     # "cancel A1003 and A1007... actually just one of them": the choice comes after.
     chosen_later = [
         n for n, v in enumerate(genuine) if n > 0 and v.choose and not v.clause.ids and not v.verbs

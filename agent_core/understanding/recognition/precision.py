@@ -932,13 +932,24 @@ UNRESOLVED: Final = re.compile(
     # Round 5: "cancel A1003 or whichever one hasn't shipped", "cancel A1003 I guess", "cancel
     # order A1003 - I think": another order left open, or the number itself hedged.
     r"|(?<![a-z])or (?:whichever|the one|the other|whatever|another|any)(?![a-z])"
+    # "Cancel A1003 if it's the blue shoes, otherwise A1005", "…, then A1005", "which one was
+    # the shoes?", "A1005 maybe", "A1003 or so": the order depends on something, or is a guess.
+    r"|(?<![a-z])(?:otherwise|or else|else)\s*,?\s*(?:order\s*)?[\ue000-\uefff]"
+    r"|^(?:then|otherwise|if not|if so|and ?/ ?or)\s*(?:order\s*)?[\ue000-\uefff]\s*$"
+    r"|(?<![a-z])which one (?:was|is|had|has|did)(?![a-z])"
+    r"|[\ue000-\uefff]\s*(?:maybe|perhaps|possibly|probably|or so)(?![a-z])"
     r"|[\ue000-\uefff]\s*(?:[-–—,]\s*)?(?:i think|i guess|i believe|i reckon|iirc|if i remember"
     r"(?: (?:right|correctly))?|i'?m not sure|not sure)\s*[.?!]*$"
 )
+# "Cancel: A1003? A1005?": each order written as a guess (the message as written, ids raw).
+GUESSED_IDS: Final = re.compile(
+    r"(?<![0-9A-Za-z])[A-Za-z]\d{3,10}\s*\?+\s*(?:or\s*)?[A-Za-z]\d{3,10}\s*\?"
+)
+
 # "the other one": resolvable only as the single order left ("keep A1001, cancel the other
 # one"), never beside an order the clause names ("cancel A1003 and the other one too").
 OTHER_ONE: Final = re.compile(
-    r"(?<![a-z])(?:the other (?:one|order|ones|orders)|another one|another order|my other orders?"
+    r"(?<![a-z])(?:the other (?:one|order|ones|orders)|the other\s*[.!?]*$|another one|another order|my other orders?"
     r"|other order)(?![a-z])"
     r"|另一个|另外一个|另一单|另外那个"
 )
@@ -1041,7 +1052,7 @@ def threat_across(previous: str, before: str) -> bool:
 # "A1003/A1007", "A1003 或 A1007", "A1003 还是 A1007", "1 of my 2 orders": a choice between
 # orders, not yet made.
 OR_IDS: Final = re.compile(
-    r"[\ue000-\uefff]\s*(?:/|或|还是|or|either)\s*[\ue000-\uefff]|(?<![\w.])1 of(?![a-z])"
+    r"[\ue000-\uefff]\s*(?:/|或|还是|or|either|and ?/ ?or)\s*[\ue000-\uefff]|(?<![\w.])1 of(?![a-z])"
 )
 
 # A new address that only points at one ("my work address", "the one on my account", "same
