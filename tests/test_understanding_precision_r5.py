@@ -349,3 +349,24 @@ def test_an_order_not_settled_is_asked_about(text: str) -> None:
 def test_a_buyer_who_names_customer_service_is_no_staff_claim() -> None:
     d = draft("我是客服说的那个订单 A1005 的买家，帮我取消")
     assert not d.interpretation or not d.interpretation.ignored_instructions
+
+
+@pytest.mark.parametrize(
+    "text", ["A1006 退一半的钱", "A1006 退五十块", "A1006 退 20 或者 30", "A1006 退全款"]
+)
+def test_a_chinese_refund_with_no_plain_amount_asks_how_much(text: str) -> None:
+    assert asks(draft(text))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("A1006 能退一半吗", [("get_order_status", "A1006"), ("search_policy", None)]),
+        ("A1006 不用退一半", [("get_order_status", "A1006")]),
+        ("A1006 退 20 元", [("get_order_status", "A1006"), ("request_refund", "A1006")]),
+    ],
+)
+def test_a_chinese_refund_question_negation_or_amount_is_read_as_before(
+    text: str, expected: list[tuple[str, str | None]]
+) -> None:
+    assert tools(draft(text)) == expected

@@ -60,6 +60,7 @@ from agent_core.understanding.recognition.precision import (
     ORDER_ETA,
     PASSIVE_TOOLS,
     WISH_FORMS,
+    ZH_VAGUE_REFUND,
     about_an_item,
     done_after,
     negated_after,
@@ -271,6 +272,20 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
             tool, topic = Action.REFUND.value, "refund"
         if not any(v.tool == tool for v in view.verbs):
             view.verbs.append(Verb(tool, match.start(), False, True, topic, True))
+    for match in ZH_VAGUE_REFUND.finditer(residual):
+        if not any(v.tool == Action.REFUND for v in view.verbs):
+            asked = is_question(text, match.start()) or zh_asks(
+                text, match.start(), match.end(), clause.asked
+            )
+            view.verbs.append(
+                Verb(
+                    Action.REFUND.value,
+                    match.start(),
+                    negated(text, match.start()),
+                    asked,
+                    "refund",
+                )
+            )
     if QUESTION_EN.search(text) and not any(v.tool == Action.ADDRESS for v in view.verbs):
         for match in ASKED_ADDRESS.finditer(residual):
             if QUESTION_EN.search(text[: match.start()]):

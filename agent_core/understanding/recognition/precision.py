@@ -989,6 +989,12 @@ WISH_FORMS: Final = re.compile(
     r"(?P<refund2>)"
     r"|(?:可以|能|要|想|打算)(?P<zret>退)(?![款钱费])"
 )
+# "A1002 退一半的钱", "退五十块", "退 59 或者 60": a refund asked with no plain amount (half, the
+# full price, a worded number, two numbers). Read only to ask how much, never to act.
+ZH_VAGUE_REFUND: Final = re.compile(
+    r"退(?:我|给我)?\s*(?:一半|半价|全款|全额|一部分|部分|差价|[一二两三四五六七八九十百千万]+\s*(?:块|元|块钱)"
+    r"|\d+(?:\.\d+)?\s*(?:或者?|还是|到|~|-)\s*\d+)"
+)
 # "how would I go about changing the address on A1003?": asked, in a form the table lacks.
 ASKED_ADDRESS: Final = re.compile(
     r"(?<![a-z])(?:chang|updat|correct|modif|edit|fix)\w* (?:\S+ ){0,3}?(?:delivery |shipping )?address"
