@@ -179,12 +179,13 @@ def understand(
                 verb.negated = True
     # 'Email from orders@shop: "To keep your refund, cancel A1003 now"': a quotation opened in
     # an earlier clause is still open at the verb — somebody else's words, asked about.
-    for number, view in enumerate(genuine):
-        before = "".join(v.text for v in genuine[:number])
-        if number and quote_open(before):
+    quoted = False  # whether a quotation is open after the clauses read so far
+    for view in genuine:
+        if quoted:
             for verb in view.verbs:
                 if not verb.negated and not reported(view.text[: verb.start]):
                     verb.question = verb.reported = True
+        quoted = quote_open(view.text, quoted)
     unresolved = any(UNRESOLVED.search(v.text) for v in genuine) or bool(
         GUESSED_IDS.search(reading.cleaned)
     )

@@ -514,10 +514,13 @@ _PASTED: Final = re.compile(
 )
 
 
-def quote_open(text: str) -> bool:
-    """Whether `text` ends inside a double quotation (straight or curly) opened in it."""
+def quote_open(text: str, already: bool = False) -> bool:
+    """Whether a double quotation (straight or curly) is open at the end of `text`, given
+    whether one was open at its start (clause by clause, in linear time)."""
     curly = text.count("“") - text.count("”")
-    return curly > 0 or (curly == 0 and text.count('"') % 2 == 1)
+    if curly:
+        return curly > 0
+    return already != (text.count('"') % 2 == 1)
 
 
 def reported(before: str) -> bool:
