@@ -27,6 +27,12 @@ _NOT_PLAIN_AFTER = re.compile(
     r"^\s*(?:%|percent|per ?cent|k(?![a-z])|千|万|百分|多)"
     r"|^\s*(?:(?:dollars?|euros?|pounds?|bucks|usd|eur|gbp|元|块|rmb)\s*)?(?:or so|-?ish|左右|上下)"
     r"|^\s*\(?\s*(?:or|或者?|to|~|-)\s*[$€£¥￥]?\d"
+    # Round 5: two amounts joined ("refund A1002 20 and 30", "退 20 加 30"): which one is asked.
+    r"|^\s*(?:and|&|plus|\+|,|，|和|加|再)\s*[$€£¥￥]?\d"
+    # … or one amount with something added, taken off or multiplied ("59 + shipping", "59
+    # plus tax", "30 each", "2x 30"): not a plain amount.
+    r"|^\s*(?:\+|plus|minus|less|excl\w*|incl\w*|each|apiece|per\b|a piece|x\s*\d|x(?![a-z])|times"
+    r"|\*|每个|每件|加上|减去|乘)"
     # A count, not money: "refund the 2 broken cups", "退款，2 个杯子碎了", "3 days late".
     r"|^\s*(?:个|件|只|双|条|杯|盒|瓶|包|套|台|次|天|周|号|月|年|小时|分钟|位|张|本|把|份|箱|斤|公斤"
     r"|(?:items?|pieces?|pcs|units?|times?|days?|weeks?|months?|years?|hours?|minutes?|nd|rd|th|st"

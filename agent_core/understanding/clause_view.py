@@ -51,6 +51,7 @@ from agent_core.understanding.recognition.precision import (
     CANCEL_OBJECT_AFTER,
     CANCEL_OBJECT_BEFORE,
     CHOOSE_ONE_ZH,
+    FRAME_ONLY,
     GENERAL,
     HEDGE_AFTER_EN,
     HEDGE_EN,
@@ -59,6 +60,7 @@ from agent_core.understanding.recognition.precision import (
     ORDER_ETA,
     PASSIVE_TOOLS,
     WISH_FORMS,
+    ZH_VAGUE_REFUND,
     about_an_item,
     done_after,
     negated_after,
@@ -270,6 +272,14 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
             )
             if not question or past:  # a question stays for the policy topics to find;
                 residual = blank(residual, *match.span())  # what happened asks no policy
+    # "I no longer want to cancel A1003": "no longer want" only frames the verb after it.
+    view.verbs = [
+        v
+        for v in view.verbs
+        if not any(
+            w.start > v.start and FRAME_ONLY.match(text[v.start : w.start]) for w in view.verbs
+        )
+    ]
     # "A1002 和 A1006 退一个就行", "取消其中一单": an action on one of several, not chosen.
     for match in mentions.of(CHOOSE_ONE_ZH, residual):
         tool = Action.CANCEL.value if match.group("cancel") else Action.RETURN.value
@@ -288,6 +298,20 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
             tool, topic = Action.REFUND.value, "refund"
         if not any(v.tool == tool for v in view.verbs):
             view.verbs.append(Verb(tool, match.start(), False, True, topic, True))
+    for match in ZH_VAGUE_REFUND.finditer(residual):
+        if not any(v.tool == Action.REFUND for v in view.verbs):
+            asked = is_question(text, match.start()) or zh_asks(
+                text, match.start(), match.end(), clause.asked
+            )
+            view.verbs.append(
+                Verb(
+                    Action.REFUND.value,
+                    match.start(),
+                    negated(text, match.start()),
+                    asked,
+                    "refund",
+                )
+            )
     if QUESTION_EN.search(text) and not any(v.tool == Action.ADDRESS for v in view.verbs):
         for match in mentions.of(ASKED_ADDRESS, residual):
             if QUESTION_EN.search(text[: match.start()]):

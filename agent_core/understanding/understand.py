@@ -25,6 +25,7 @@ import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from agent_core.interpretation import (
     Handoff,
@@ -64,14 +65,24 @@ from agent_core.understanding.reading import Reading
 from agent_core.understanding.recognition.precision import (
     ADVICE,
     DESCRIBED,
+    GUESSED_IDS,
+    IMAGINED_BEFORE,
     INSTEAD,
     OR_IDS,
     OTHER_ONE,
     PLURAL,
+    REPORTS_AFTER,
+    SECOND_AMOUNT,
+    SOMEONES_OWN,
+    SPOKE_BEFORE,
+    TOPIC_SWITCH,
     UNRESOLVED,
     corrected_id,
     excluded_ids,
+    quote_open,
+    reported,
     retracts,
+    status_frames,
     threat_across,
 )
 
@@ -155,6 +166,8 @@ def understand(
     # "A1003 要是明天还不发货，我就取消": a threat, across the comma; never a request now.
     for previous, view in itertools.pairwise(genuine):
         for verb in view.verbs:
+            if IMAGINED_BEFORE.match(previous.text):
+                verb.question = True  # "hypothetically, cancel A1003": asked about
             if threat_across(previous.text, view.text[: verb.start]):
                 verb.negated = True
             # "Your bot told me 'reply CANCEL A1003'. I don't want that": "that" is the
@@ -165,7 +178,18 @@ def understand(
                 and not previous.requests
             ):
                 verb.negated = True
-    unresolved = any(UNRESOLVED.search(v.text) for v in genuine)
+    # 'Email from orders@shop: "To keep your refund, cancel A1003 now"': a quotation opened in
+    # an earlier clause is still open at the verb — somebody else's words, asked about.
+    quoted = False  # whether a quotation is open after the clauses read so far
+    for view in genuine:
+        if quoted:
+            for verb in view.verbs:
+                if not verb.negated and not reported(view.text[: verb.start]):
+                    verb.question = verb.reported = True
+        quoted = quote_open(view.text, quoted)
+    unresolved = any(UNRESOLVED.search(v.text) for v in genuine) or bool(
+        GUESSED_IDS.search(reading.cleaned)
+    )
     # "cancel A1003 and A1007... actually just one of them": the choice comes after.
     chosen_later = [
         n for n, v in enumerate(genuine) if n > 0 and v.choose and not v.clause.ids and not v.verbs
@@ -300,6 +324,11 @@ def understand(
                     # "A1007 改地址，…，新地址 南京市…": the address of the change asked
                     # in another clause, not a second change.
                     continue
+                if len(candidates) == 1 and _another_topic_only(candidates[0], number, genuine):
+                    # "Please cancel my order. Also, where is A1005?": the one order is named
+                    # only later, as a new topic's own read; which order is cancelled is asked.
+                    ambiguous.append((verb.tool, candidates))
+                    continue
                 if len(candidates) == 1:
                     targets = candidates
                 elif not candidates and len(for_tool) == 1 and INSTEAD.search(view.text):
@@ -313,6 +342,14 @@ def understand(
                 args["address"] = view.clause.address or reading.address
             if verb.tool == Action.REFUND:
                 args["amount"] = amount_in(view.text) or amount
+                if (
+                    amount_in(view.text) is not None
+                    and number + 1 < len(genuine)
+                    and SECOND_AMOUNT.match(genuine[number + 1].text)
+                ):
+                    # "refund A1002 20 and 30": a second amount in a clause of its own (split
+                    # at its "and"): which one is meant is asked.
+                    args["amount"] = None
                 if len(targets) > 1 and (
                     len(re.findall(r"\d+(?:\.\d+)?", view.text)) > 1
                     or _SHARED_AMOUNT.search(view.text)
@@ -381,6 +418,14 @@ def understand(
             wants_context = True
             read_intents.append(_intent(tool, [], view))
     pointer = any(POINTER.search(v.clause.canonical) for v in genuine)
+    # "my wife cancelled it yesterday, right?", "我老公已经取消了，对吧": what was done, asked
+    # with no order named — a read of the chat's order (as "where is it now?"), no action.
+    done_asked = any(
+        verb.question and verb.topic is None and not verb.negated
+        for view in genuine
+        for verb in view.verbs
+    ) or (pointer and any(status_frames(v.text) for v in genuine))
+    wants_context = wants_context or (done_asked and not topics and not intents)
     if (
         not order
         and context_order_id
@@ -484,6 +529,18 @@ def _described_not_named(after_verb: str, clause_ids: bool, message_ids: int) ->
     return clause_ids or message_ids == 1
 
 
+def _another_topic_only(order_id: str, number: int, genuine: list[View]) -> bool:
+    """Whether `order_id` is named only after clause `number`, each time in a clause that
+    starts a new topic ("also", "btw", "另外") and asks its own read about it."""
+    naming = [n for n, v in enumerate(genuine) if order_id in v.clause.ids]
+    return bool(naming) and all(
+        n > number
+        and TOPIC_SWITCH.match(genuine[n].text) is not None
+        and (genuine[n].status or genuine[n].track)
+        for n in naming
+    )
+
+
 def _negated_only_for_others(order_id: str, tool: str, dropped: list[tuple[str, str]]) -> bool:
     tools = {t for t, i in dropped if i == order_id}
     return bool(tools) and tool not in tools
@@ -512,11 +569,27 @@ def _intent(
     )
 
 
+_WITH_ZH: Final = re.compile(r"[跟和同与找]")
+
+
 def _asks_for_a_person(reading: Reading) -> bool:
     for clause in reading.clauses:
         if clause.injected:
             continue
         for match in HANDOFF.finditer(clause.canonical):
+            if SOMEONES_OWN.search(clause.canonical[: match.start()]) and match.group(0) in (
+                "manager",
+                "supervisor",
+            ):
+                continue  # "my manager would like A1002 returned": the customer's own boss
+            # "跟/和 X 说" is speaking *with* X ("不想跟机器人说了"), not what X said.
+            with_them = _WITH_ZH.search(
+                clause.canonical[max(0, match.start() - 2) : match.start()] + match.group(0)
+            )
+            if SPOKE_BEFORE.search(clause.canonical[: match.start()]) or (
+                REPORTS_AFTER.match(clause.canonical[match.end() :]) and not with_them
+            ):
+                continue  # "your colleague said A1003 would ship", "I spoke to a person who …"
             if not negated(clause.canonical, match.start()):
                 return True
     return False

@@ -29,6 +29,7 @@ from agent_core.understanding.recognition.precision import (
     RETRACTION,
     asks_policy,
     negated_strictly,
+    person_reported,
     reported,
 )
 from agent_core.understanding.recognition.recognise import (
@@ -346,6 +347,9 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
     if intent.kind is Kind.MENU:
         return Decision(Outcome.KEEP) if facts.orders else _choices(ranked, facts, menu=True)
     if intent.kind is Kind.HANDOFF:
+        if person_reported(facts.text):
+            # "a human told me A1001 was lost": a person talked about, none asked for.
+            return Decision(Outcome.KEEP) if facts.orders else _choices(ranked, facts, menu=False)
         if guarded(facts.text) and not asks:
             return _choices(ranked, facts, menu=False)
         return Decision(Outcome.HANDOFF, intent)
