@@ -117,6 +117,8 @@ TOPICS: tuple[TopicTerms, ...] = (
                 r"cancell?ations?",
                 # "whether A1003 can still be cancelled" (round 3)
                 r"(?:can|could|may) (?:\S+ ){0,3}?be cancell?ed",
+                # Round 5: "up to when can an order still be called off?"
+                r"(?:can|could|may) (?:\S+ ){0,3}?be called off",
             ),
         ),
         # "How do I cancel an order?" is a question about the rules unless an order is named.
@@ -253,6 +255,8 @@ FUZZY_VOCABULARY: tuple[str, ...] = (
     # Round 3: the inflected forms, so a slip inside them is one edit too ("cancdling",
     # "returing")
     "cancelling", "cancelled", "returning", "refunded", "refunding",
+    # Round 5: "wich carier is delivering A1001"
+    "carrier", "courier",
 )
 # Words customers run together with no space ("cancelorder", "whereismyorder",
 # "howlongdoesshippingtake"): a long unknown word made only of these is read as them.

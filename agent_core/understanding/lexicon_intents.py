@@ -60,7 +60,9 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 # Round 2: "can the address on A1003 still be changed?", "change where A1005
                 # is going"
                 r"address(?: \S+){0,5}? (?:be |get |been )?(?:changed|updated|corrected|modified)",
-                r"change where (?:\S+ ){0,3}?(?:is going|goes|is being sent|is headed|ships)"),
+                r"change where (?:\S+ ){0,3}?(?:is going|goes|is being sent|is headed|ships"
+                # Round 5: "change where A1007 gets delivered / is sent"
+                r"|(?:gets|is|will be) (?:delivered|sent|shipped)|arrives)"),
         ).compile(),
         topic="shipping",
     ),
@@ -110,7 +112,17 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?:isn'?t|is not|aren'?t|are not|no longer) (?:needed|necessary)(?!\s+(?:to|for)\b)",
                 rf"stop (?:it|this|that|the order|my order|{ID_CHARS}) (?:before|from)",
                 # Round 4: "please make A1003 go away", "A1003 can go, I found it cheaper"
-                rf"make (?:order )?{ID_CHARS} go away", rf"{ID_CHARS} can go(?=\s*(?:$|[,.!;]))"),
+                rf"make (?:order )?{ID_CHARS} go away", rf"{ID_CHARS} can go(?=\s*(?:$|[,.!;]))",
+                # Round 5: "I really dont need it anymore", "please stop the order", "it
+                # doesn't need to be sent", "there's no point in A1003 coming"
+                r"(?:don'?t|do not) need (?:it|this|that|them|the order)"
+                r" (?:anymore|any more|no more|after all)",
+                r"stop (?:the|my|this|that) order(?=\s*(?:$|[,.!;]|please|pls|plz|now|asap|right now))",
+                r"(?:doesn'?t|does not|don'?t|do not) need to be (?:sent|shipped|delivered|dispatched)"
+                r"(?=\s*(?:$|[,.!;]|any ?more|after all|at all))",
+                rf"no point (?:in )?(?:it|this|that|them|the order|the parcel|the package|{ID_CHARS})"
+                r" (?:coming|arriving|being (?:sent|shipped|delivered)|getting (?:sent|shipped|delivered))",
+                rf"no point (?:in )?(?:sending|shipping|delivering) (?:it|this|that|them|the order|{ID_CHARS})"),
         ).compile(),
         topic="cancellation",
     ),
@@ -129,6 +141,10 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?!\s+to (?:me|us)\b)",
                 r"(?:sending|taking|take) (?:it|this|them|these) back",
                 r"(?:it'?s|it is|they'?re|they are) going back", rf"{ID_CHARS} (?:is|'s) going back(?! and forth| to (?:the )?(?:depot|warehouse|hub|sender))", "not keeping", "returning",
+                # Round 5: "it'll have to go back", "A1006 can go back where it came from"
+                rf"(?:it|this|they|these|{ID_CHARS})(?:'ll| will)? (?:has|have|needs?) to go back"
+                r"(?! and forth| to (?:the )?(?:depot|warehouse|hub|sender))",
+                rf"{ID_CHARS} can go back(?! and forth| to (?:the )?(?:depot|warehouse|hub|sender))",
                 r"(?:want|need|like|get|have) (?!(?:my |the |our |your )?money)(?:\S+ ){0,2}?returned"),
         ).compile(),
         topic="refund",
@@ -151,7 +167,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"reimburs\w*", r"\d+(?:\.\d{1,2})? refunded",
                 # Round 2: "I'd like all of it back", "I want the 59.00 I paid back"
                 r"(?:want|like|need) (?:all of (?:it|that)|it all|everything) back",
-                r"(?:want|like|need) (?:the|my) [$€£¥]?\d+(?:\.\d{1,2})?(?: \S+){0,5}? back",
+                r"(?:want|like|need) (?:the|my|those|these|that|our) [$€£¥]?\d+(?:\.\d{1,2})?(?: \S+){0,5}? back",
                 # Round 4: "gimme my $20 back", "send me the 35 back"
                 r"(?:gimme|give me|send me|pay me) (?:the |my |our )?[$€£¥]?\d+(?:\.\d{1,2})?(?: \S+){0,2}? back"),
         ).compile(),
@@ -394,7 +410,14 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
                   rf"(?:quantity|qty|number of items)(?: \S+){{0,3}}? (?:on|in|of|for) (?:my |the "
                   rf"|order )*(?:order|{ID_CHARS})",
                   r"(?:size|colou?r) instead of (?:the )?\S+",
-                  r"(?:large|small|medium|bigger|smaller) (?:size |one )?instead of")).compile(),
+                  r"(?:large|small|medium|bigger|smaller) (?:size |one )?instead of",
+                  # Round 5: "I picked medium in A1003 but I really need the large"
+                  r"(?:picked|ordered|chose|selected|bought|got) (?:the |a )?(?:size )?(?:small|medium"
+                  r"|large|xs|xl|xxl)(?: \S+){0,4}? but (?:i )?(?:really |actually )?(?:need|want|wanted"
+                  r"|meant) (?:the |a )?(?:size )?(?:small|medium|large|xs|xl|xxl|bigger|smaller)",
+                  # … and its second half on its own ("but" ends a clause)
+                  r"(?:really|actually) (?:need|want|wanted|meant) (?:the |a )(?:size )?(?:small|medium"
+                  r"|large|xs|xl|xxl|bigger|smaller)(?: one| size)?(?![a-z])")).compile(),
         zh="往订单里加商品", en="adding items to an order"),
     Unsupported(
         "phone",
@@ -409,7 +432,10 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
     Unsupported(
         "review",
         Terms(zh=("差评", "好评", "写评价", "写评论", "删评价", "改评价"),
-              en=(r"(?:leave|write|post|give|edit|delete|remove) (?:\S+ ){0,2}?(?:review|rating)",)
+              en=(r"(?:leave|write|post|give|edit|delete|remove) (?:\S+ ){0,2}?(?:review|rating)",
+                  # Round 5: "where can I rate the stuff I bought?", "review my purchase"
+                  r"(?:rate|review) (?:the |my |what i |your )?(?:stuff|items?|products?|purchases?"
+                  r"|things?|orders?|goods)(?![a-z])")
               ).compile(),
         zh="评价", en="reviews"),
     Unsupported(
@@ -421,7 +447,11 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         "complaint",
         Terms(zh=("投诉",), en=("complain", "complaint", "complaints", "complaining",
                                # Round 4: "the guy who delivered was really rude to me"
-                               r"(?:was|were|is|are|got) (?:\S+ ){0,2}?rude (?:to|with) (?:me|us|my)")
+                               r"(?:was|were|is|are|got) (?:\S+ ){0,2}?rude (?:to|with) (?:me|us|my)",
+                               # Round 5: "worst customer service I've ever had", "terrible
+                               # service", "shocking experience": a verdict, not a request
+                               r"(?:worst|terrible|awful|horrible|appalling|shocking|pathetic"
+                               r"|disgraceful|dreadful|lousy|abysmal) (?:\S+ ){0,2}?(?:service|experience)")
               ).compile(),
         zh="投诉", en="complaints"),
 )
@@ -438,7 +468,10 @@ AMOUNT = re.compile(
     rf"{_AMOUNT_START}(?P<a>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}\s*(?:元|块|rmb|cny|usd|eur|gbp"
     r"|dollars?|euros?|pounds?|bucks)(?![a-z])"
     rf"|[$€£¥￥]\s*(?P<b>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}"
-    rf"|(?:refund|reimburs\w*|退款|退给我|退我|退|(?<![a-z])amount:?)\s*(?:of\s*|the\s*|{ID_CHARS}\s*)?"
+    rf"|(?:refund|reimburs\w*|退款|退给我|退我|退|(?<![a-z])amount:?)\s*(?:of\s*|the\s*|{ID_CHARS}\s*"
+    # Round 5: "refund me 20 for A1002" (an amount right before "for", "on", "back" or the
+    # end; "refund me 2 of the cups" is a count)
+    r"|(?:me|us)\s+(?=\d+(?:\.\d{1,2})?\s*(?:$|[,.!;]|(?:for|on|back)(?![a-z]))))?"
     rf"(?P<c>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}"
     rf"|{_AMOUNT_START}(?P<d>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}\s*(?:refunded|back)(?![a-z])"
     # "I paid 59 for A1002", "the 59.00 I paid", "付了 59": what was paid, written plainly

@@ -86,7 +86,9 @@ _ADDRESS_EN = re.compile(
     # "redirect A1007 to 22 Queen's Road", "deliver A1003 to 3 Lake View instead", "I'll be
     # at 6 Harbour View": only with a street number right after (never "ship to Canada").
     r"|(?:\bshould go to|\b(?:ship|redirect|deliver|send|reroute) (?:it|this|[a-z]-?\d+) to"
-    r"(?: my (?:new )?(?:place|home|flat|office|house|apartment)(?: at| which is)?\s*:?)?"
+    r"(?: my (?:new )?(?:place|home|flat|office|house|apartment|work|workplace)"
+    # Round 5: "ship A1007 to my work instead pls: 5 Dock Street"
+    r"(?: instead)?(?: (?:please|pls|plz))?(?: at| which is)?\s*:?)?"
     r"|\bi'?ll be at|\bgo to my home instead"
     r"(?: which is)?)\s*(?=\d)"
     # Round 2: "it has to go to 5 Mill Lane", "A1003 should really be going to 8 Elm
@@ -104,6 +106,13 @@ _ADDRESS_EN = re.compile(
     r"|\b(?:should go|goes|go|send it|ship it|deliver it|arrive at|come to) (?:to )?my (?:new )?"
     rf"(?:place|home|flat|house|apartment|office|work)(?: at| which is)?\s*[:,]?\s*{_STREET_AHEAD}"
     rf"|\breach(?:es)? me at\s*{_STREET_AHEAD}"
+    # Round 5: "I've moved to 22 Baker Road, Leeds, so A1003 needs to follow me there" — only
+    # when the message sends the order after the customer ("I moved to 5 Oak St last year.
+    # where is A1005?" says where they live, not where A1005 should go)
+    r"|\b(?:i'?ve|i have|we'?ve|we have|i|we|i'?m|we'?re) (?:just |recently )?(?:moved|moving"
+    rf"|relocated) to\s*{_STREET_AHEAD}"
+    r"(?=[^\n]{0,120}\b(?:follow(?:s)? (?:me|us)|(?:come|go|be sent|be delivered|be shipped|get sent"
+    r"|get delivered|arrive|deliver it|ship it|send it|redirect it) (?:there|here)))"
 )
 _ADDRESS_ZH = re.compile(
     r"(?:改成(?!功)|改为|改到|地址是|地址为|新地址\s*[:：]?|地址\s*[:：])\s*|寄到\s*"
@@ -124,7 +133,8 @@ _LOOKS_LIKE_ZH_ADDRESS = re.compile(
 # Zh markers that name a new destination by themselves (no "地址" needed nearby).
 _ADDRESS_ZH_SELF = ("寄到", "改寄", "改送到", "改地址", "改收货地址")
 _ADDRESS_END_EN = re.compile(
-    r"[.?!;\n]|\s+(?:(?:and|but|also|then|plus)\s+)+(?=(?:cancel|return|refund|check|where|track|"
+    # Round 5: ", so A1003 needs to follow me there" is what the address is for
+    r"[.?!;\n]|,\s*(?:so|which means)\b|\s+(?:(?:and|but|also|then|plus)\s+)+(?=(?:cancel|return|refund|check|where|track|"
     r"please|also|what|how|can|could|tell|change|update|modify)\b)"
 )
 _ADDRESS_END_ZH = re.compile(r"[,，。;；!?！？\n]")

@@ -1,0 +1,154 @@
+"""Recall, round 5 of issue 21 (English): paraphrases (not the eval cases) of the forms the
+round's blind cases missed — indirect cancels and returns ("no point in it coming", "it'll
+have to go back"), a refund of "those 40", an address after "I've moved to …" or "to my work
+instead", a person recognised only on a word naming one, complaints about the service, a
+stated need the FAQ answers, and how long things take in general."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_core.understanding.planner import PlanDraft, PlanRequest, RuleBasedPlanner
+
+HIGH_RISK = {"cancel_order", "request_return", "request_refund", "change_address"}
+PLANNER = RuleBasedPlanner()
+
+
+def draft(text: str, last: str | None = None) -> PlanDraft:
+    return PLANNER.draft(PlanRequest(text=text, last_order_id=last))
+
+
+def tools(d: PlanDraft) -> list[tuple[str, str | None]]:
+    return [(s.tool, s.args.get("order_id")) for s in d.steps]
+
+
+def topics(d: PlanDraft) -> list[str]:
+    return [str(s.args.get("query")) for s in d.steps if s.tool == "search_policy"]
+
+
+def actions(d: PlanDraft) -> list[tuple[str, str | None]]:
+    return [t for t in tools(d) if t[0] in HIGH_RISK]
+
+
+@pytest.mark.parametrize(
+    ("text", "tool", "order"),
+    [
+        # not wanted, said indirectly
+        ("I'm away all summer so there's no point in A1007 arriving", "cancel_order", "A1007"),
+        ("no point sending A1003, I'll be abroad", "cancel_order", "A1003"),
+        ("the party got cancelled so A1007 doesn't need to be sent", "cancel_order", "A1007"),
+        ("A1003: honestly I don't need it anymore", "cancel_order", "A1003"),
+        ("about A1007, please stop the order", "cancel_order", "A1007"),
+        # going back
+        ("A1006 is the wrong shade, it'll have to go back", "request_return", "A1006"),
+        ("A1002 has to go back, the seams are split", "request_return", "A1002"),
+        ("A1006 can go back, I never use it", "request_return", "A1006"),
+        # an amount owed back
+        ("I paid 25 for A1002 and it's broken, I want those 25 back", "request_refund", "A1002"),
+        ("refund me 12.50 for A1006", "request_refund", "A1006"),
+    ],
+)
+def test_indirect_requests_are_the_action(text: str, tool: str, order: str) -> None:
+    d = draft(text)
+    assert actions(d) == [(tool, order)], tools(d)
+    assert tools(d)[0] == ("get_order_status", order)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A1003 has to go back to the depot first, the courier said",  # the parcel, not a return
+        "refund me 2 of the cups in A1002",  # a count, not an amount: asked
+        "I moved to 5 Oak St last year. where is A1005?",  # where they live, not a change
+        "don't stop the order A1003",
+    ],
+)
+def test_no_action_from_the_new_forms_where_none_is_asked(text: str) -> None:
+    d = draft(text)
+    assert actions(d) == [], tools(d)
+
+
+@pytest.mark.parametrize(
+    ("text", "order"),
+    [
+        ("we've just moved to 8 Pine Road, York, so A1003 has to follow us there", "A1003"),
+        ("I moved to 14 Harbour View, Hull, so A1007 should be sent there", "A1007"),
+        ("send A1003 to my workplace instead: 2 Mill Lane, Leeds", "A1003"),
+        ("please ship A1007 to my work pls: 9 Dock Road, Bristol", "A1007"),
+    ],
+)
+def test_a_new_address_said_as_a_move_or_a_workplace(text: str, order: str) -> None:
+    d = draft(text)
+    assert actions(d) == [("change_address", order)], tools(d)
+    assert d.steps[-1].args.get("address")
+
+
+def test_change_where_it_gets_delivered_is_a_question_about_the_address() -> None:
+    d = draft("can I still change where A1003 is delivered?")
+    assert tools(d) == [("get_order_status", "A1003"), ("search_policy", None)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I ordered the small in A1007 but I actually wanted a medium",
+        "I really need the large one, not this size",
+        "honestly the whole experience was shocking",
+    ],
+)
+def test_a_person_is_not_recognised_without_a_word_for_one(text: str) -> None:
+    assert draft(text).refusal != "handoff"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["talk to somone pls", "lemme talk to ur boss", "can I speak to someone from your staff"],
+)
+def test_a_person_is_still_recognised_by_a_word_for_one(text: str) -> None:
+    assert draft(text).refusal == "handoff"
+
+
+@pytest.mark.parametrize(
+    ("text", "topic"),
+    [
+        ("the most terrible service I have ever seen", "complaint"),
+        ("appalling customer experience from start to finish", "complaint"),
+        ("how do I rate the products I bought?", "review"),
+        ("I want to review my purchase", "review"),
+        ("I chose size medium but I really need a large", "change_items"),
+    ],
+)
+def test_cant_do_topics(text: str, topic: str) -> None:
+    d = draft(text)
+    assert d.refusal == "unsupported", tools(d)
+    assert d.interpretation is not None
+    assert topic in d.interpretation.unsupported_topics
+
+
+@pytest.mark.parametrize(
+    ("text", "query"),
+    [
+        ("until when can orders be called off?", "cancellation"),
+        ("we need an invoice for the accounts team", "invoices"),
+        ("how long does it usually take for orders to arrive?", "delivery"),
+    ],
+)
+def test_faq_questions(text: str, query: str) -> None:
+    d = draft(text)
+    assert d.steps, d.refusal
+    assert all(s.tool == "search_policy" for s in d.steps), tools(d)
+    assert any(query in q for q in topics(d)), topics(d)
+
+
+def test_a_request_to_send_an_invoice_stays_unsupported() -> None:
+    # v1's unsupported-en-003: a request to do it, not a stated need
+    assert draft("please send me an invoice").refusal == "unsupported"
+
+
+def test_how_long_my_order_takes_is_still_about_my_order() -> None:
+    assert draft("how long does it take for my stuff to arrive?").refusal == "missing_order_id"
+
+
+@pytest.mark.parametrize("word", ["carier", "courrier", "curier"])
+def test_courier_misspelt_is_tracking(word: str) -> None:
+    assert tools(draft(f"which {word} has A1005")) == [("track_parcel", "A1005")]
