@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from agent_core.understanding.evaluation import outcome_of
 from agent_core.understanding.planner import PlanDraft, PlanRequest, RuleBasedPlanner
 
 HIGH_RISK = {"cancel_order", "request_return", "request_refund", "change_address"}
@@ -152,3 +153,68 @@ def test_how_long_my_order_takes_is_still_about_my_order() -> None:
 @pytest.mark.parametrize("word", ["carier", "courrier", "curier"])
 def test_courier_misspelt_is_tracking(word: str) -> None:
     assert tools(draft(f"which {word} has A1005")) == [("track_parcel", "A1005")]
+
+
+# Batch 2 (ids from 360)
+
+
+@pytest.mark.parametrize(
+    ("text", "tool", "order"),
+    [
+        ("A1002 isn't for me, I want to give it back", "request_return", "A1002"),
+        ("please take A1006 back, it squeaks", "request_return", "A1006"),
+        ("could I get 25 dollars back on A1002? it arrived dented", "request_refund", "A1002"),
+        ("I want $8 back for A1006", "request_refund", "A1006"),
+        (
+            "A1002 cost me 40 pounds for nothing, I want that money returned",
+            "request_refund",
+            "A1002",
+        ),
+    ],
+)
+def test_batch2_requests_are_the_action(text: str, tool: str, order: str) -> None:
+    d = draft(text)
+    assert actions(d) == [(tool, order)], tools(d)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A1002: I'd like those funds returned",  # money back: a refund, no amount: asked
+        "give me back my money for A1002",  # a refund without an amount, never a return
+        "don't give A1006 back yet, I'm still deciding",
+    ],
+)
+def test_money_returned_is_never_a_return(text: str) -> None:
+    assert ("request_return", "A1002") not in tools(draft(text))
+    assert ("request_return", "A1006") not in tools(draft(text))
+
+
+@pytest.mark.parametrize(
+    ("text", "topic"),
+    [
+        ("I'd like to pay for A1003 via bank transfer", "payment_change"),
+        ("change payment on A1007", "payment_change"),
+        ("could you change the colour before it ships", "change_items"),
+        ("change the quantity of mugs in A1007 to 3", "change_items"),
+    ],
+)
+def test_batch2_cant_do_topics(text: str, topic: str) -> None:
+    d = draft(text)
+    assert outcome_of(d).kind == "unsupported", tools(d)
+    assert d.interpretation is not None
+    assert topic in d.interpretation.unsupported_topics
+
+
+@pytest.mark.parametrize(
+    ("text", "query"),
+    [
+        ("do you deliver parcels to Iceland?", "ship"),
+        ("can I have a reciept please", "invoice"),
+        ("wat is ur return policy", "refund"),
+    ],
+)
+def test_batch2_faq_questions(text: str, query: str) -> None:
+    d = draft(text)
+    assert d.steps and all(s.tool == "search_policy" for s in d.steps), tools(d)
+    assert any(query in q for q in topics(d)), topics(d)

@@ -170,6 +170,8 @@ TOPICS: tuple[TopicTerms, ...] = (
                 r"|methods|charges?|areas?|zones?)",
                 "free shipping", "postage", "freight", "international shipping",
                 "ship internationally", "do you ship", "ship to",
+                # Round 5: "do you send orders to Switzerland?"
+                r"do you (?:send|deliver|post|mail) (?:\S+ ){0,2}?to",
             ),
         ),
         weak=Terms(
@@ -244,7 +246,7 @@ TYPOS: dict[str, str] = {
     "orde": "order", "trak": "track", "trakc": "track", "tarck": "track", "wher": "where",
     "whre": "where", "wehre": "where", "plocy": "policy", "stauts": "status",
     "sttaus": "status", "cancelation": "cancellation", "refnud": "refund", "pls": "please",
-    "nvm": "nevermind", "waht": "what", "mony": "money", "ordedr": "order", "oreder": "order",
+    "nvm": "nevermind", "waht": "what", "wat": "what", "sned": "send", "mony": "money", "ordedr": "order", "oreder": "order",
 }
 # Keywords worth repairing by one edit (insert, delete, substitute, swap neighbours).
 FUZZY_VOCABULARY: tuple[str, ...] = (

@@ -145,7 +145,11 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 rf"(?:it|this|they|these|{ID_CHARS})(?:'ll| will)? (?:has|have|needs?) to go back"
                 r"(?! and forth| to (?:the )?(?:depot|warehouse|hub|sender))",
                 rf"{ID_CHARS} can go back(?! and forth| to (?:the )?(?:depot|warehouse|hub|sender))",
-                r"(?:want|need|like|get|have) (?!(?:my |the |our |your )?money)(?:\S+ ){0,2}?returned"),
+                r"(?:want|need|like|get|have) (?!(?:my |the |our |your |that |this |those |all (?:of )?(?:my |the )?)?"
+                r"(?:money|cash|funds?|payment)\b)(?:\S+ ){0,2}?returned",
+                # Round 5: "I'd like to give it back", "take A1006 back"
+                rf"give (?:it|this|them|these|{ID_CHARS}) back(?! to (?:me|us)\b)",
+                rf"take (?:{ID_CHARS}|it|this|them|these) back(?! to (?:me|us)\b)"),
         ).compile(),
         topic="refund",
     ),
@@ -159,6 +163,9 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 # Round 4: "这 45 得还我", "那 30 块还给我" (an amount owed back)
                 r"(?<![a-z0-9-])\d+(?:\.\d{1,2})?\s*(?:元|块|rmb)?\s*(?:得|要|该|请)?(?:还|退)(?:给)?我"),
             en=(r"refund(?! (?:policy|policies|rules?|process|times?|window|status))",
+                # Round 5: "can I get 15 bucks back on A1006"
+                r"(?:get|want|need|like|have) (?:the |my )?[$€£¥]?\d+(?:\.\d{1,2})?"
+                r"(?: (?:dollars?|euros?|pounds?|bucks|usd|eur|gbp))? back(?![a-z])",
                 "money back", "cash back", r"(?:want|need|like|get|have) (?:\S+ ){0,2}?refunded",
                 # "I'd like the money for it back", "gimme my cash back"
                 r"(?:want|like|need) (?:the |my |our )?(?:money|cash)(?: \S+){1,3}? back",
@@ -372,7 +379,11 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
                   "支付宝", "微信支付", "信用卡"),
               en=(r"pay (?:\S+ ){0,5}?with", "payment method", "payment methods", "payment option",
                   "pay by", "bitcoin", "crypto", "paypal", "credit card",
-                  r"(?:change|switch|swap) (?:the |my )?card", r"split (?:\S+ ){0,2}?payment")
+                  r"(?:change|switch|swap) (?:the |my )?card", r"split (?:\S+ ){0,2}?payment",
+                  # Round 5: "pay for A1007 by bank transfer", "change payment A1003"
+                  r"pay (?:for )?(?:\S+ ){0,3}?(?:by|via|using) (?:bank transfer|card|credit|debit|cash"
+                  r"|cheque|check|wire|transfer|apple pay|google pay|klarna)", "bank transfer",
+                  r"(?:change|switch|update) (?:the |my )?payment(?! (?:methods?|options?) (?:do|are|can)\b)")
               ).compile(),
         zh="更改付款方式", en="changing how an order is paid"),
     Unsupported(
@@ -411,6 +422,12 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
                   rf"|order )*(?:order|{ID_CHARS})",
                   r"(?:size|colou?r) instead of (?:the )?\S+",
                   r"(?:large|small|medium|bigger|smaller) (?:size |one )?instead of",
+                  # Round 5: "change the size of the shirt in A1003 to L", "can you change the
+                  # colour before it ships" (asked of the bot, not "can I …": the exchange FAQ)
+                  rf"change (?:the )?(?:size|colou?r|quantity) (?:of )?(?:\S+ ){{0,4}}?(?:in|on|of) (?:my "
+                  rf"|the |this |order )*(?:order|{ID_CHARS})",
+                  r"(?:can|could|would) you (?:please |pls )?(?:change|switch|swap) (?:the )?(?:colou?r|size)"
+                  r"(?![a-z])",
                   # Round 5: "I picked medium in A1003 but I really need the large"
                   r"(?:picked|ordered|chose|selected|bought|got) (?:the |a )?(?:size )?(?:small|medium"
                   r"|large|xs|xl|xxl)(?: \S+){0,4}? but (?:i )?(?:really |actually )?(?:need|want|wanted"
