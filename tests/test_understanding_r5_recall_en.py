@@ -218,3 +218,37 @@ def test_batch2_faq_questions(text: str, query: str) -> None:
     d = draft(text)
     assert d.steps and all(s.tool == "search_policy" for s in d.steps), tools(d)
     assert any(query in q for q in topics(d)), topics(d)
+
+
+def test_a_whether_question_after_a_read_is_the_faq_with_the_read() -> None:
+    d = draft("where is A1007, and do you accept apple pay")
+    assert tools(d) == [("get_order_status", "A1007"), ("search_policy", None)]
+    assert any("pay" in q for q in topics(d)), topics(d)
+
+
+def test_a_second_question_after_a_topic_about_an_order_is_added() -> None:
+    d = draft("is A1006 covered by the guarantee, and how long do refunds take?")
+    assert tools(d)[0] == ("get_order_status", "A1006")
+    assert len(topics(d)) == 2, topics(d)
+    assert "warranty" in topics(d)[0]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Could you change the size of the jacket in A1007 to XL?",
+        "can you switch the mug in A1007 to the blue one",
+        "change the lamp in A1003 for the bigger model",
+    ],
+)
+def test_a_change_inside_a_named_order_is_change_items(text: str) -> None:
+    d = draft(text)
+    assert outcome_of(d).kind == "unsupported", tools(d)
+    assert d.interpretation is not None
+    assert d.interpretation.unsupported_topics == ["change_items"]
+    assert actions(d) == []
+
+
+def test_the_address_in_an_order_is_still_an_address_change() -> None:
+    d = draft("change the address in A1003 to 5 Oak St, Leeds")
+    assert actions(d) == [("change_address", "A1003")], tools(d)

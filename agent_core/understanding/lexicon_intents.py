@@ -428,6 +428,10 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
                   rf"|the |this |order )*(?:order|{ID_CHARS})",
                   r"(?:can|could|would) you (?:please |pls )?(?:change|switch|swap) (?:the )?(?:colou?r|size)"
                   r"(?![a-z])",
+                  # "switch the mug in A1007 to the blue one" (an item inside the order)
+                  r"(?:switch|change) (?!(?:the |my |a )?(?:delivery |shipping |billing )?(?:address|payment"
+                  rf"|card))(?:the |my |a )?(?:\S+ ){{1,3}}?(?:in|from) (?:my |the |this |order )*(?:order|{ID_CHARS}) (?:to|for)"
+                  r"(?![a-z])",
                   # Round 5: "I picked medium in A1003 but I really need the large"
                   r"(?:picked|ordered|chose|selected|bought|got) (?:the |a )?(?:size )?(?:small|medium"
                   r"|large|xs|xl|xxl)(?: \S+){0,4}? but (?:i )?(?:really |actually )?(?:need|want|wanted"

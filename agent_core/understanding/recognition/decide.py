@@ -104,6 +104,7 @@ WHICH_ORDER_THRESHOLD: Final = 0.75
 # Another action this close means recognition cannot tell which change was asked for.
 RIVAL_MARGIN: Final = 0.2
 RETOPIC_THRESHOLD: Final = 0.3
+PLACE_ORDER_MARGIN: Final = 0.15
 # A request to DO something ("change the card", "帮我开发票"), not a question about it.
 _DO_REQUEST: Final = re.compile(
     r"(?<![a-z])(?:change|switch|swap|apply|give|add|remove|delete|send|issue|make|charge"
@@ -112,6 +113,12 @@ _DO_REQUEST: Final = re.compile(
 # Asking whether the shop does it ("do you send invoices?", "能开发票吗"), not asking it done.
 _WHETHER: Final = re.compile(
     r"^\W*(?:do|does|will|would) (?:you|your shop|they)(?![a-z])|是否|能不能|可不可以|吗\W*$"
+)
+# Round 5: the same, asked after a read of an order ("where's A1005, also do you take
+# paypal?"): the FAQ's answer, with the order's status.
+_WHETHER_AFTER: Final = re.compile(
+    r"[,.;!?]\s*(?:(?:also|and|btw|plus|oh|but)\s+)?(?:do|does|will|would) (?:you|your shop|they)"
+    r" (?:take|accept|support|allow|offer|ship|deliver|send)(?![a-z])"
 )
 # A question put as a statement ("I'm not sure how I'd pay you", "不知道能不能用").
 _WONDERS: Final = re.compile(
@@ -307,8 +314,18 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
             top
             and top.intent.kind is Kind.FAQ
             and (not _DO_REQUEST.search(facts.text) or _WHETHER.search(facts.text))
-            and (not facts.orders or _HOW.search(facts.text) or _bare_topic(facts.text))
-            and (asks or _WONDERS.search(facts.text) or len(facts.text.split()) <= 3)
+            and (
+                not facts.orders
+                or _HOW.search(facts.text)
+                or _bare_topic(facts.text)
+                or _WHETHER_AFTER.search(facts.text)
+            )
+            and (
+                asks
+                or _WONDERS.search(facts.text)
+                or len(facts.text.split()) <= 3
+                or _WHETHER_AFTER.search(facts.text)
+            )
         ):
             return Decision(Outcome.FAQ, top.intent, with_reads=bool(facts.orders))
         if (
@@ -336,6 +353,13 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
             # A topic nothing here can do but the FAQ answers ("your promotional mails
             # are filling up my inbox"): its answer, asked or not (v2 rule 2).
             return Decision(Outcome.FAQ, faq.intent, with_reads=bool(facts.orders))
+        if cant_do is not None and facts.orders and cant_do.intent.name == "place_order":
+            # Round 5: with one of the customer's orders named, a change is to that order
+            # ("change the size of the shirt in A1003 to L" is close to "order me a shirt in
+            # size L" too): the change of items, when it is nearly as close.
+            change = next((m for m in ranked if m.intent.name == "change_items"), None)
+            if change is not None and cant_do.score - change.score <= PLACE_ORDER_MARGIN:
+                cant_do = change
         if cant_do is not None and cant_do.score >= RETOPIC_THRESHOLD:
             # The rule reading names it and keeps its reads; recognition names its topic
             # ("your phone number" is not an account change).
