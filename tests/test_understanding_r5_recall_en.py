@@ -252,3 +252,48 @@ def test_a_change_inside_a_named_order_is_change_items(text: str) -> None:
 def test_the_address_in_an_order_is_still_an_address_change() -> None:
     d = draft("change the address in A1003 to 5 Oak St, Leeds")
     assert actions(d) == [("change_address", "A1003")], tools(d)
+
+
+@pytest.mark.parametrize(
+    ("text", "tool", "order"),
+    [
+        ("I'm not going to need A1003 anymore", "cancel_order", "A1003"),
+        ("nuke A1007", "cancel_order", "A1007"),
+        ("I expect my 35 dollars back for A1002", "request_refund", "A1002"),
+    ],
+)
+def test_batch3_probes_are_the_action(text: str, tool: str, order: str) -> None:
+    assert actions(draft(text)) == [(tool, order)], tools(draft(text))
+
+
+@pytest.mark.parametrize(
+    ("text", "topic"),
+    [
+        ("please change my name on the account to Sam Lee", "account"),
+        ("update my username to sunnyday", "account"),
+        ("charge A1007 to my mastercard instead", "payment_change"),
+    ],
+)
+def test_batch3_cant_do_topics(text: str, topic: str) -> None:
+    d = draft(text)
+    assert outcome_of(d).kind == "unsupported", tools(d)
+    assert d.interpretation is not None
+    assert topic in d.interpretation.unsupported_topics
+
+
+@pytest.mark.parametrize(
+    ("text", "query"),
+    [
+        ("do you take visa?", "payment"),
+        ("pls sign me up to the newsletter", "newsletter"),
+    ],
+)
+def test_batch3_faq(text: str, query: str) -> None:
+    d = draft(text)
+    assert d.steps and all(s.tool == "search_policy" for s in d.steps), tools(d)
+    assert any(query in q for q in topics(d)), topics(d)
+
+
+@pytest.mark.parametrize("text", ["is A1003 even real lol", "I really need it by Friday"])
+def test_real_alone_asks_for_no_person(text: str) -> None:
+    assert draft(text).refusal != "handoff"

@@ -79,7 +79,8 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 rf"把\s*{ID_CHARS}\s*撤"),
             en=("cancel", "call off", "no longer want", r"don'?t want (?:it|this|that|the order)",
                 # "I don't want A1003 anymore", "A1007 won't be necessary after all"
-                rf"(?:don'?t|do not) (?:want|need) (?:order )?{ID_CHARS} (?:anymore|any more|no more|after all)",
+                rf"(?:don'?t|do not|not going to|won'?t|will not) (?:want|need) (?:order )?{ID_CHARS}"
+                r" (?:anymore|any more|no more|after all)",
                 r"(?:rather|prefer to) not (?:have|get|receive) (?:it|this|that|the order|[\ue000-\uefff])"
                 r"(?=\s*(?:$|[,.!;]|at all|any ?more))",
                 rf"{ID_CHARS} (?:won'?t|will not) be (?:necessary|needed)(?!\s+(?:to|for)\b)",
@@ -106,7 +107,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?! (?:rules?|polic|fees?|terms|conditions|charges?))",
                 rf"cancell?ation (?:of )?(?:my )?(?:order )?{ID_CHARS}\s*(?:please|pls|plz)",
                 rf"{ID_CHARS}\s*cancell?ation\s*(?:please|pls|plz)", rf"^cancell?ation (?:of )?{ID_CHARS}$",
-                rf"(?:scrap|ditch|bin|nix|axe) (?:the |my |this )?(?:order )?{ID_CHARS}",
+                rf"(?:scrap|ditch|bin|nix|axe|kill|nuke|trash) (?:the |my |this )?(?:order )?{ID_CHARS}",
                 r"call (?:the whole thing|the whole order|it all) off",
                 # Round 2: "A1003 isn't needed anymore", "please stop it before it ships"
                 r"(?:isn'?t|is not|aren'?t|are not|no longer) (?:needed|necessary)(?!\s+(?:to|for)\b)",
@@ -174,7 +175,8 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"reimburs\w*", r"\d+(?:\.\d{1,2})? refunded",
                 # Round 2: "I'd like all of it back", "I want the 59.00 I paid back"
                 r"(?:want|like|need) (?:all of (?:it|that)|it all|everything) back",
-                r"(?:want|like|need) (?:the|my|those|these|that|our) [$€£¥]?\d+(?:\.\d{1,2})?(?: \S+){0,5}? back",
+                r"(?:want|like|need|demand|expect) (?:the|my|those|these|that|our) [$€£¥]?\d+(?:\.\d{1,2})?"
+                r"(?: \S+){0,5}? back",
                 # Round 4: "gimme my $20 back", "send me the 35 back"
                 r"(?:gimme|give me|send me|pay me) (?:the |my |our )?[$€£¥]?\d+(?:\.\d{1,2})?(?: \S+){0,2}? back"),
         ).compile(),
@@ -383,6 +385,8 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
                   # Round 5: "pay for A1007 by bank transfer", "change payment A1003"
                   r"pay (?:for )?(?:\S+ ){0,3}?(?:by|via|using) (?:bank transfer|card|credit|debit|cash"
                   r"|cheque|check|wire|transfer|apple pay|google pay|klarna)", "bank transfer",
+                  r"charge (?:\S+ ){0,3}?to (?:my|a|the|another|my other) (?:\S+ )?(?:card|visa|amex"
+                  r"|mastercard|paypal)(?![a-z])",
                   r"(?:change|switch|update) (?:the |my )?payment(?! (?:methods?|options?) (?:do|are|can)\b)")
               ).compile(),
         zh="更改付款方式", en="changing how an order is paid"),
@@ -445,7 +449,12 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         Terms(zh=("电话", "手机号"), en=("phone number", "phone", "mobile number",
                                         # Round 4: "change my email to sam@…"
                                         r"(?:change|update|switch) (?:\S+ ){0,2}?e-?mail(?: address)?"
-                                        r" to [a-z0-9._+-]+(?=@)")).compile(),
+                                        r" to [a-z0-9._+-]+(?=@)",
+                                        # Round 5: "change my name on the account"
+                                        r"(?:change|update|correct|edit) (?:my |the )?(?:user ?name"
+                                        r"|account name|name) (?:on|in|of|for) (?:my |the )?account",
+                                        r"(?:change|update|correct|edit) my (?:user ?name|account name)"
+                                        r"(?![a-z])")).compile(),
         zh="修改电话号码", en="changing a phone number"),
     Unsupported(
         "weather", Terms(zh=("天气",), en=("weather",)).compile(), zh="天气", en="the weather"),

@@ -140,7 +140,7 @@ _WONDERS: Final = re.compile(
 _PERSON: Final = re.compile(
     r"(?<![a-z])(?:persons?|people|humans?|(?:some|som|sum|any)(?:one|1|body|bdy|ne)|agents?|staff"
     r"|operators?|representatives?|reps?|managers?|supervisors?|boss|team|colleagues?"
-    r"|employees?|workers?|works|customer service|support|call|phone|ring|real|live|bot"
+    r"|employees?|workers?|works|customer service|support|call|phone|ring|bot"
     r"|chatbot|machine|robot)(?![a-z])|人|客服|工作人员|电话|主管|经理|售后|领导|老板"
 )
 # Round 5: how long something takes, asked about things in general ("how many days does it

@@ -172,6 +172,11 @@ SYNONYMS: Final = {
     "voucher": "discount",
     "promo": "discount",
     "colour": "color",
+    # Round 5: card brands are cards ("u take amex?")
+    "amex": "card",
+    "visa": "card",
+    "mastercard": "card",
+    "maestro": "card",
 }
 IRREGULAR: Final = {
     "sent": "send",
