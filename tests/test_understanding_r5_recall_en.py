@@ -297,3 +297,19 @@ def test_batch3_faq(text: str, query: str) -> None:
 @pytest.mark.parametrize("text", ["is A1003 even real lol", "I really need it by Friday"])
 def test_real_alone_asks_for_no_person(text: str) -> None:
     assert draft(text).refusal != "handoff"
+
+
+@pytest.mark.parametrize(
+    ("text", "topic"),
+    [
+        ("I want to purchase another blender", "place_order"),
+        ("order the red scarf in size S for me", "place_order"),
+        ("buy the white sneakers in size 9 for me", "place_order"),
+        ("can you add socks to my order", "change_items"),
+    ],
+)
+def test_buying_with_no_order_named_is_a_new_order(text: str, topic: str) -> None:
+    d = draft(text)
+    assert outcome_of(d).kind == "unsupported", tools(d)
+    assert d.interpretation is not None
+    assert d.interpretation.unsupported_topics == [topic]

@@ -263,8 +263,34 @@ def _paired(ranked: Sequence[Match], text: str) -> list[Match]:
     return [twin, *(m for m in ranked if m is not twin)]
 
 
+# Round 5: buying something, with no order of the customer's named and no word that changes
+# one ("I'd like to order a second kettle", "buy me the blue lamp"), is a new order, though
+# "a second …" or "blue" is closer to an example of changing an order's items.
+_BUYS: Final = re.compile(
+    r"(?<![a-z])(?:buy|order|purchase|reorder|get me|i'?ll take|wanna get)(?![a-z])"
+    r"(?! (?:status|number|id|history|details?)\b)"
+)
+_CHANGES_ITEMS: Final = re.compile(
+    r"(?<![a-z])(?:add|remove|swap|switch|change|replace|take (?:\S+ ){0,3}?(?:out|off)|drop|instead"
+    r"|in my order|to my order|from my order|on my order)(?![a-z])"
+)
+NEW_ORDER_MARGIN: Final = 0.3
+
+
+def _new_order(ranked: Sequence[Match], facts: Facts) -> list[Match]:
+    """The ranking with a new order first when the text buys and changes nothing."""
+    if len(ranked) < 2 or facts.orders or ranked[0].intent.name != "change_items":
+        return list(ranked)
+    if not _BUYS.search(facts.text) or _CHANGES_ITEMS.search(facts.text):
+        return list(ranked)
+    new = next((m for m in ranked if m.intent.name == "place_order"), None)
+    if new is None or not new.anchored or ranked[0].score - new.score > NEW_ORDER_MARGIN:
+        return list(ranked)
+    return [new, *(m for m in ranked if m is not new)]
+
+
 def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
-    ranked = _paired(ranked, facts.text)
+    ranked = _new_order(_paired(ranked, facts.text), facts)
     top = ranked[0] if ranked and ranked[0].score >= THRESHOLD else None
     asks = is_question(facts.text)
     if facts.missing:
