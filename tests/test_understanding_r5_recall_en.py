@@ -313,3 +313,39 @@ def test_buying_with_no_order_named_is_a_new_order(text: str, topic: str) -> Non
     assert outcome_of(d).kind == "unsupported", tools(d)
     assert d.interpretation is not None
     assert d.interpretation.unsupported_topics == [topic]
+
+
+@pytest.mark.parametrize(
+    ("text", "order"),
+    [
+        ("A1002 doesn't fit anyone here, so it's coming back to you", "A1002"),
+        ("A1006 is going right back", "A1006"),
+        ("I'll bring A1002 back to the shop on Monday", "A1002"),
+    ],
+)
+def test_batch3_returns(text: str, order: str) -> None:
+    assert actions(draft(text)) == [("request_return", order)], tools(draft(text))
+
+
+def test_bringing_money_back_is_no_return() -> None:
+    assert ("request_return", "A1002") not in tools(draft("bring back my money for A1002"))
+
+
+@pytest.mark.parametrize(
+    ("text", "query"),
+    [
+        ("can I bring things back if they don't fit?", "refund"),
+        ("how do I stop all this spam from you", "newsletter"),
+        ("need an invoice for my accountant", "invoice"),
+    ],
+)
+def test_batch3_more_faq(text: str, query: str) -> None:
+    d = draft(text)
+    assert d.steps and all(s.tool == "search_policy" for s in d.steps), tools(d)
+    assert any(query in q for q in topics(d)), topics(d)
+
+
+def test_whats_going_on_with_it_reads_the_chats_order() -> None:
+    assert tools(draft("so what's going on with it?", last="A1001")) == [
+        ("get_order_status", "A1001")
+    ]

@@ -215,6 +215,8 @@ STATUS_WEAK = Terms(
     zh=("查", "看", "怎么样了", "情况", "呢", "催", "快点", "什么时候", "啥时候", "多久"),
     en=("where", "whereabouts", "status", "check", "update", "updates", "progress", "look up",
         "lookup", "find", "what about", "any news", "how is", "what happened", "ships", "ship",
+        # Round 5: "what's going on with it"
+        "going on with",
         "when"),
 ).compile()
 CANCEL = Terms(

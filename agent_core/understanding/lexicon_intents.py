@@ -142,6 +142,12 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?!\s+to (?:me|us)\b)",
                 r"(?:sending|taking|take) (?:it|this|them|these) back",
                 r"(?:it'?s|it is|they'?re|they are) going back", rf"{ID_CHARS} (?:is|'s) going back(?! and forth| to (?:the )?(?:depot|warehouse|hub|sender))", "not keeping", "returning",
+                # Round 5: "it's coming back to you", "A1006 is going straight back", "can I bring
+                # stuff back"
+                r"(?:it'?s|it is|they'?re|they are) (?:coming|going) (?:straight |right )?back to you",
+                rf"{ID_CHARS} (?:is|'s) (?:going|coming) (?:straight|right) back(?! and forth| to (?:the )?"
+                r"(?:depot|warehouse|hub|sender))",
+                r"bring (?:\S+ )?back(?! to (?:me|us|life)\b)(?!\s+(?:the |my |our )?(?:[$€£¥]|\d|money|cash))",
                 # Round 5: "it'll have to go back", "A1006 can go back where it came from"
                 rf"(?:it|this|they|these|{ID_CHARS})(?:'ll| will)? (?:has|have|needs?) to go back"
                 r"(?! and forth| to (?:the )?(?:depot|warehouse|hub|sender))",

@@ -150,7 +150,9 @@ _HOW_LONG_IN_GENERAL: Final = re.compile(
     r" days|business days)) (?:does|do|will|would|is) (?:it|things|stuff|an order|orders|a parcel"
     r"|parcels|delivery|shipping)(?: usually| normally| generally| typically)? take"
 )
-_NEEDS: Final = re.compile(r"(?<![a-z])(?:i|we) (?:need|require)(?![a-z])|我(?:需要|要一张)")
+_NEEDS: Final = re.compile(
+    r"(?<![a-z])(?:i|we) (?:need|require)(?![a-z])|^\W*need(?![a-z])|我(?:需要|要一张)"
+)
 _HOW: Final = re.compile(r"(?<![a-z])(?:how|where)(?![a-z])|怎么|如何|在哪")
 _FILLER_WORDS: Final = frozenset({"hi", "hello", "hey", "the", "and", "lol", "ok", "okay"})
 

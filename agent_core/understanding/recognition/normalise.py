@@ -172,7 +172,8 @@ SYNONYMS: Final = {
     "voucher": "discount",
     "promo": "discount",
     "colour": "color",
-    # Round 5: card brands are cards ("u take amex?")
+    # Round 5: spam is the mail ("how do i stop ur spam"); card brands are cards ("u take amex?")
+    "spam": "mail",
     "amex": "card",
     "visa": "card",
     "mastercard": "card",
