@@ -349,3 +349,24 @@ def test_whats_going_on_with_it_reads_the_chats_order() -> None:
     assert tools(draft("so what's going on with it?", last="A1001")) == [
         ("get_order_status", "A1001")
     ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "i have A1003 and A1007 pls cancel it",
+        "about A1003 and A1007 i want to return it",
+        "A1003 A1007 refund this one 20",
+    ],
+)
+def test_one_of_several_orders_named_before_it_is_asked(text: str) -> None:
+    d = draft(text)
+    assert actions(d) == [], tools(d)
+    assert d.refusal == "needs_clarification"
+
+
+@pytest.mark.parametrize(
+    "text", ["A1003 and A1007 cancel them", "A1003 and A1007 please cancel both"]
+)
+def test_several_orders_with_a_plural_object_are_all_meant(text: str) -> None:
+    assert actions(draft(text)) == [("cancel_order", "A1003"), ("cancel_order", "A1007")]
