@@ -370,3 +370,36 @@ def test_one_of_several_orders_named_before_it_is_asked(text: str) -> None:
 )
 def test_several_orders_with_a_plural_object_are_all_meant(text: str) -> None:
     assert actions(draft(text)) == [("cancel_order", "A1003"), ("cancel_order", "A1007")]
+
+
+@pytest.mark.parametrize(
+    ("text", "order"),
+    [
+        ("A1007 - get rid of it", "A1007"),
+        ("A1003 is not needed now", "A1003"),
+        ("found A1007 cheaper in town, pls stop it", "A1007"),
+    ],
+)
+def test_batch3_cancels(text: str, order: str) -> None:
+    assert actions(draft(text)) == [("cancel_order", order)], tools(draft(text))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # the tracking cited in a complaint is no request for it
+        (
+            "got the shipping email for A1005 but the tracking still hasn't updated, what's up",
+            [("get_order_status", "A1005")],
+        ),
+        ("is A1001 at the local depot yet?", [("track_parcel", "A1001")]),
+        ("remove item A1007", []),
+        ("change size A1003", []),
+    ],
+)
+def test_batch3_reads(text: str, expected: list[tuple[str, str | None]]) -> None:
+    assert tools(draft(text)) == expected
+
+
+def test_a_question_about_getting_rid_of_it_does_nothing() -> None:
+    assert actions(draft("A1002 arrived broken, how do I get rid of it")) == []

@@ -123,7 +123,13 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?=\s*(?:$|[,.!;]|any ?more|after all|at all))",
                 rf"no point (?:in )?(?:it|this|that|them|the order|the parcel|the package|{ID_CHARS})"
                 r" (?:coming|arriving|being (?:sent|shipped|delivered)|getting (?:sent|shipped|delivered))",
-                rf"no point (?:in )?(?:sending|shipping|delivering) (?:it|this|that|them|the order|{ID_CHARS})"),
+                rf"no point (?:in )?(?:sending|shipping|delivering) (?:it|this|that|them|the order|{ID_CHARS})",
+                # "A1003 get rid of it", "A1007 not needed any more", "… so please stop it"
+                # (each at the end of its clause)
+                r"(?:get rid of|scrap|ditch|bin|nix|axe|kill) (?:it|this one|that one)"
+                r"(?=\s*(?:$|[,.!;]|please|pls|plz))",
+                rf"{ID_CHARS} (?:is )?not (?:needed|necessary)(?!\s+(?:to|for)\b)",
+                r"(?:please|pls|plz) stop (?:it|this|that)(?=\s*(?:$|[,.!;]))"),
         ).compile(),
         topic="cancellation",
     ),
@@ -269,6 +275,8 @@ TRACK = Terms(
         "which hub", "what hub", "which depot", "sorting centre", "sorting center",
         "last seen", "handed over to", "trace", "tracing", r"who(?:'s| is) delivering",
         "checkpoint", "checkpoints",
+        # Round 5: "has A1001 reached the local depot"
+        "depot", "distribution centre", "distribution center", "sorting facility",
         # carriers by name: "is A1001 with DHL?", "A1005 走的顺丰吗" ask which courier
         "dhl", "ups", "fedex", "usps", "royal mail", "dpd", "hermes", "evri", "gls", "ems"),
 ).compile()
@@ -281,6 +289,10 @@ TRACK_CITED = re.compile(
     r"(?:says|said|shows|showed|states)"
     # "the courier told me to cancel A1003", "I'm still talking to the courier": the courier
     # is who speaks, not what is asked for.
+    # Round 5: "tracking hasn't moved since", "tracking still shows nothing": a complaint
+    r"|tracking (?:still )?(?:hasn'?t|hasnt|has not|isn'?t|isnt|is not|didn'?t|doesn'?t|won'?t)"
+    r" (?:moved|updated|changed|worked|working|shown|showing|show)"
+    r"|tracking (?:still )?(?:says|shows|showed|said)"
     r"|(?:the |your |a |my )?(?:courier|carrier|driver)(?: \w+){0,3} (?:told|tells|said|says|asked"
     r"|wants|suggested|recommended|reckons|thinks)(?![a-z])"
     r"|(?:talking|spoke|speaking|talked|chatting|dealing) (?:to|with) (?:the |a |my )?(?:courier"
@@ -438,6 +450,9 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
                   rf"|the |this |order )*(?:order|{ID_CHARS})",
                   r"(?:can|could|would) you (?:please |pls )?(?:change|switch|swap) (?:the )?(?:colou?r|size)"
                   r"(?![a-z])",
+                  # keywords: "remove item A1007", "change size A1003"
+                  r"(?:remove|add|change|swap) (?:an? |the )?(?:item|items|size|colou?r|quantity|qty)"
+                  rf"(?: (?:on|in|from|of|for|to))? (?:order )?{ID_CHARS}",
                   # "switch the mug in A1007 to the blue one" (an item inside the order)
                   r"(?:switch|change) (?!(?:the |my |a )?(?:delivery |shipping |billing )?(?:address|payment"
                   rf"|card))(?:the |my |a )?(?:\S+ ){{1,3}}?(?:in|from) (?:my |the |this |order )*(?:order|{ID_CHARS}) (?:to|for)"
