@@ -403,3 +403,22 @@ def test_batch3_reads(text: str, expected: list[tuple[str, str | None]]) -> None
 
 def test_a_question_about_getting_rid_of_it_does_nothing() -> None:
     assert actions(draft("A1002 arrived broken, how do I get rid of it")) == []
+
+
+def test_id_like_an_amount_back_is_a_refund_of_it() -> None:
+    d = draft("i'd like 20 euros back for A1006")
+    assert actions(d) == [("request_refund", "A1006")], tools(d)
+    assert d.steps[-1].args.get("amount") in ("20", 20, 20.0)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "refund like 20 for A1006",  # "like" as "about": asked
+        "I'd like about 20 back for A1006",
+        "you charged me 89 for A1002 and it's broken, give it back",  # the money, not a return
+    ],
+)
+def test_no_return_and_no_guessed_amount(text: str) -> None:
+    d = draft(text)
+    assert actions(d) == [], tools(d)

@@ -248,7 +248,7 @@ TYPOS: dict[str, str] = {
     "orde": "order", "trak": "track", "trakc": "track", "tarck": "track", "wher": "where",
     "whre": "where", "wehre": "where", "plocy": "policy", "stauts": "status",
     "sttaus": "status", "cancelation": "cancellation", "refnud": "refund", "pls": "please",
-    "nvm": "nevermind", "waht": "what", "wat": "what", "sned": "send", "mony": "money", "ordedr": "order", "oreder": "order",
+    "nvm": "nevermind", "waht": "what", "wat": "what", "wats": "whats", "wot": "what", "wots": "whats", "sned": "send", "mony": "money", "ordedr": "order", "oreder": "order",
 }
 # Keywords worth repairing by one edit (insert, delete, substitute, swap neighbours).
 FUZZY_VOCABULARY: tuple[str, ...] = (

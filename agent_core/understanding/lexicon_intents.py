@@ -161,7 +161,9 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?:want|need|like|get|have) (?!(?:my |the |our |your |that |this |those |all (?:of )?(?:my |the )?)?"
                 r"(?:money|cash|funds?|payment)\b)(?:\S+ ){0,2}?returned",
                 # Round 5: "I'd like to give it back", "take A1006 back"
-                rf"give (?:it|this|them|these|{ID_CHARS}) back(?! to (?:me|us)\b)",
+                # (the customer gives it: "give it back" said to the shop asks for the money)
+                rf"(?:to|i'?ll|i will|i'?m going to|gonna) give (?:it|this|them|these|{ID_CHARS}) back"
+                r"(?! to (?:me|us)\b)",
                 rf"take (?:{ID_CHARS}|it|this|them|these) back(?! to (?:me|us)\b)"),
         ).compile(),
         topic="refund",
