@@ -422,3 +422,19 @@ def test_id_like_an_amount_back_is_a_refund_of_it() -> None:
 def test_no_return_and_no_guessed_amount(text: str) -> None:
     d = draft(text)
     assert actions(d) == [], tools(d)
+
+
+@pytest.mark.parametrize(
+    ("text", "order"),
+    [
+        ("A1002 is too tight, I'm sending it your way", "A1002"),
+        ("I'm posting A1006 back on Friday", "A1006"),
+        ("we'll be mailing A1002 back this week", "A1002"),
+    ],
+)
+def test_returns_said_of_oneself(text: str, order: str) -> None:
+    assert actions(draft(text)) == [("request_return", order)], tools(draft(text))
+
+
+def test_a_question_about_posting_it_back_is_no_return() -> None:
+    assert actions(draft("is posting back A1002 free?")) == []

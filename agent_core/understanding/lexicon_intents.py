@@ -148,6 +148,12 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?!\s+to (?:me|us)\b)",
                 r"(?:sending|taking|take) (?:it|this|them|these) back",
                 r"(?:it'?s|it is|they'?re|they are) going back", rf"{ID_CHARS} (?:is|'s) going back(?! and forth| to (?:the )?(?:depot|warehouse|hub|sender))", "not keeping", "returning",
+                # Round 5: "I'm posting A1002 back tomorrow" (said of oneself: "is posting A1002
+                # back free?" asks), "I'm sending it your way"
+                r"(?:i'?m|i am|we'?re|we are|i'?ll|i will|we'?ll|we will) (?:be )?(?:sending|posting|mailing"
+                rf"|shipping|send|post|mail|ship) (?:it|this|them|these|{ID_CHARS}) back",
+                rf"(?:send|sending|post|posting|mail|mailing|ship|shipping) (?:it|this|them|these|{ID_CHARS})"
+                r" (?:back )?your way",
                 # Round 5: "it's coming back to you", "A1006 is going straight back", "can I bring
                 # stuff back"
                 r"(?:it'?s|it is|they'?re|they are) (?:coming|going) (?:straight |right )?back to you",
