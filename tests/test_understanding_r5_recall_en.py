@@ -438,3 +438,28 @@ def test_returns_said_of_oneself(text: str, order: str) -> None:
 
 def test_a_question_about_posting_it_back_is_no_return() -> None:
     assert actions(draft("is posting back A1002 free?")) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["could I get a callback?", "I want my issue escalated", "can I get somebody on the phone"],
+)
+def test_batch3_handoff(text: str) -> None:
+    assert draft(text).refusal == "handoff"
+
+
+@pytest.mark.parametrize(
+    ("text", "order"),
+    [
+        ("my new address is 9 Oak St, York - please update A1007", "A1007"),
+        ("A1003 pls ship to my office instead: 4 Bank Road, Leeds", "A1003"),
+        ("send A1007 to my mum's house: 12 Rose Lane, Bath", "A1007"),
+        ("wrong address on A1003, the correct one is 7 Dale Road, Hull", "A1003"),
+    ],
+)
+def test_batch3_addresses(text: str, order: str) -> None:
+    d = draft(text)
+    assert actions(d) == [("change_address", order)], tools(d)
+    assert tools(d) == [("get_order_status", order), ("change_address", order)]
+    address = d.steps[-1].args.get("address")
+    assert isinstance(address, str) and order not in address.upper(), address

@@ -169,7 +169,8 @@ TOPICS: tuple[TopicTerms, ...] = (
                 r"(?:shipping|delivery) (?:policy|policies|costs?|fees?|rates?|times?|options"
                 r"|methods|charges?|areas?|zones?)",
                 "free shipping", "postage", "freight", "international shipping",
-                "ship internationally", "do you ship", "ship to",
+                # (not "ship A1003 to my office: 4 Bank Road", a new address: U+F8FF marks it)
+                "ship internationally", "do you ship", r"ship to(?![^.?!;\n]{0,40}\uf8ff)",
                 # Round 5: "do you send orders to Switzerland?"
                 r"do you (?:send|deliver|post|mail) (?:\S+ ){0,2}?to",
             ),

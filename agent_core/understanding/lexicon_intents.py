@@ -347,6 +347,9 @@ HANDOFF = Terms(
         # service is the worst"); asking to reach it, a manager or a colleague is a handoff.
         r"(?:to|with|reach|contact|call|get) (?:your |the )?customer service",
         "customer service please", "manager", "supervisor", "escalate", "escalation",
+        # Round 5: "I'd like a callback", "I want this escalated", "someone on the phone"
+        "callback", "call me back", "escalated",
+        r"(?:someone|somebody|a person|a human|an agent) on the (?:phone|line)",
         r"member of (?:your |the )?(?:staff|team)", r"connect me (?:with|to)",
         r"(?:a |your )colleague", "somebody from your team", "someone from your team"),
 ).compile()

@@ -76,7 +76,8 @@ _ADDRESS_EN = re.compile(
     r"(?<!billing )(?<!e-mail )(?<!email )(?<!invoice )"
     r"(?:\baddress|\badress|\baddres|\baddy|\baddr)\b(?:\([^)\n]{0,30}\)|[^.?!;\n]){0,60}?"
     r"(?:\bto\b|\bshould be\b|:|\bis now\b|->|→"
-    r"|\bit'?s\b(?=\s*\d))\s*"
+    # Round 5: "wrong address for A1007, the right one is 2 Mill Way"
+    r"|\bit'?s\b(?=\s*\d)|\b(?:right|correct|new|proper) one is\b(?=\s*\d))\s*"
     r"|\bnew (?:address|addr)(?: for (?:order )?#?[a-z]?-?\d[\w-]*)?\b\s*(?:is\b)?\s*:?\s*"
     # "it should be 19 Castle St" names a place; "it should be in there too" (an item
     # missing from the parcel) does not: a house number must follow in the sentence.
@@ -86,7 +87,9 @@ _ADDRESS_EN = re.compile(
     # "redirect A1007 to 22 Queen's Road", "deliver A1003 to 3 Lake View instead", "I'll be
     # at 6 Harbour View": only with a street number right after (never "ship to Canada").
     r"|(?:\bshould go to|\b(?:ship|redirect|deliver|send|reroute) (?:it|this|[a-z]-?\d+) to"
-    r"(?: my (?:new )?(?:place|home|flat|office|house|apartment|work|workplace)"
+    r"(?: my (?:new )?(?:place|home|flat|office|house|apartment|work|workplace"
+    r"|(?:sister|brother|mum|mom|mother|dad|father|parents|friend|neighbou?r|partner|son|daughter)"
+    r"(?:'s|s'|s)(?: (?:place|house|flat|home))?)"
     # Round 5: "ship A1007 to my work instead pls: 5 Dock Street"
     r"(?: instead)?(?: (?:please|pls|plz))?(?: at| which is)?\s*:?)?"
     r"|\bi'?ll be at|\bgo to my home instead"
@@ -103,8 +106,12 @@ _ADDRESS_EN = re.compile(
     r"|[a-z]-?\d{3,}:?\s+(?:(?:please|pls|plz|kindly)\s+)?(?:deliver|ship|send|redirect|reroute"
     r"|goes|go|be sent|be delivered"
     rf"|be shipped|delivered|sent|shipped) to\s*{_STREET_AHEAD}"
-    r"|\b(?:should go|goes|go|send it|ship it|deliver it|arrive at|come to) (?:to )?my (?:new )?"
-    rf"(?:place|home|flat|house|apartment|office|work)(?: at| which is)?\s*[:,]?\s*{_STREET_AHEAD}"
+    r"|\b(?:should go|goes|go|send it|ship it|deliver it|deliver|ship|send|arrive at|come to) (?:to )?"
+    r"(?:my (?:new )?(?:place|home|flat|house|apartment|office|work|workplace)"
+    # Round 5: "… to my sister's: 3 Park Lane", "deliver to my office instead: 10 King St"
+    r"|my (?:sister|brother|mum|mom|mother|dad|father|parents|friend|neighbou?r|partner|son"
+    r"|daughter|gran|grandma|grandmother)(?:'s|s'|s)(?: (?:place|house|flat|home))?)"
+    rf"(?: instead)?(?: (?:please|pls|plz))?(?: at| which is)?\s*[:,]?\s*{_STREET_AHEAD}"
     rf"|\breach(?:es)? me at\s*{_STREET_AHEAD}"
     # Round 5: "I've moved to 22 Baker Road, Leeds, so A1003 needs to follow me there" — only
     # when the message sends the order after the customer ("I moved to 5 Oak St last year.
@@ -134,7 +141,7 @@ _LOOKS_LIKE_ZH_ADDRESS = re.compile(
 _ADDRESS_ZH_SELF = ("寄到", "改寄", "改送到", "改地址", "改收货地址")
 _ADDRESS_END_EN = re.compile(
     # Round 5: ", so A1003 needs to follow me there" is what the address is for
-    r"[.?!;\n]|,\s*(?:so|which means)\b|\s+(?:(?:and|but|also|then|plus)\s+)+(?=(?:cancel|return|refund|check|where|track|"
+    r"[.?!;\n]|,\s*(?:so|which means)\b|\s+[-–—]\s+|\s+(?:(?:and|but|also|then|plus)\s+)+(?=(?:cancel|return|refund|check|where|track|"
     r"please|also|what|how|can|could|tell|change|update|modify)\b)"
 )
 _ADDRESS_END_ZH = re.compile(r"[,，。;；!?！？\n]")
