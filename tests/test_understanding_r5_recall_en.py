@@ -463,3 +463,18 @@ def test_batch3_addresses(text: str, order: str) -> None:
     assert tools(d) == [("get_order_status", order), ("change_address", order)]
     address = d.steps[-1].args.get("address")
     assert isinstance(address, str) and order not in address.upper(), address
+
+
+@pytest.mark.parametrize(
+    ("text", "order"),
+    [("A1003 must be cancelled asap", "A1003"), ("A1007 needs cancelling please", "A1007")],
+)
+def test_batch3_passive_cancels(text: str, order: str) -> None:
+    assert actions(draft(text)) == [("cancel_order", order)], tools(draft(text))
+
+
+@pytest.mark.parametrize(
+    "text", ["A1003 should be cancelled by now, right?", "should A1003 be cancelled?"]
+)
+def test_a_passive_cancel_asked_about_does_nothing(text: str) -> None:
+    assert actions(draft(text)) == [], tools(draft(text))

@@ -126,6 +126,10 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 rf"no point (?:in )?(?:sending|shipping|delivering) (?:it|this|that|them|the order|{ID_CHARS})",
                 # "A1003 get rid of it", "A1007 not needed any more", "… so please stop it"
                 # (each at the end of its clause)
+                # "A1003 should be cancelled", "A1007 needs cancelling"
+                rf"{ID_CHARS} (?:should|must|needs? to|has to|have to) be cancell?ed"
+                r"(?=\s*(?:$|[,.!;]|please|pls|plz|asap|now|today|immediately))",
+                rf"{ID_CHARS} needs? cancell?ing(?=\s*(?:$|[,.!;]|please|pls|plz|asap|now|today))",
                 r"(?:get rid of|scrap|ditch|bin|nix|axe|kill) (?:it|this one|that one)"
                 r"(?=\s*(?:$|[,.!;]|please|pls|plz))",
                 rf"{ID_CHARS} (?:is )?not (?:needed|necessary)(?!\s+(?:to|for)\b)",
