@@ -478,3 +478,14 @@ def test_batch3_passive_cancels(text: str, order: str) -> None:
 )
 def test_a_passive_cancel_asked_about_does_nothing(text: str) -> None:
     assert actions(draft(text)) == [], tools(draft(text))
+
+
+def test_deliver_misspelt_is_still_the_delivery_question() -> None:
+    d = draft("do you delivr to spain")
+    assert d.steps and all(s.tool == "search_policy" for s in d.steps), tools(d)
+
+
+def test_ad_for_add_an_item() -> None:
+    d = draft("ad a lamp to A1007")
+    assert outcome_of(d).kind == "unsupported", tools(d)
+    assert actions(d) == []

@@ -249,7 +249,7 @@ TYPOS: dict[str, str] = {
     "orde": "order", "trak": "track", "trakc": "track", "tarck": "track", "wher": "where",
     "whre": "where", "wehre": "where", "plocy": "policy", "stauts": "status",
     "sttaus": "status", "cancelation": "cancellation", "refnud": "refund", "pls": "please",
-    "nvm": "nevermind", "waht": "what", "wat": "what", "wats": "whats", "wot": "what", "wots": "whats", "sned": "send", "mony": "money", "ordedr": "order", "oreder": "order",
+    "nvm": "nevermind", "waht": "what", "ad": "add", "wat": "what", "wats": "whats", "wot": "what", "wots": "whats", "sned": "send", "mony": "money", "ordedr": "order", "oreder": "order",
 }
 # Keywords worth repairing by one edit (insert, delete, substitute, swap neighbours).
 FUZZY_VOCABULARY: tuple[str, ...] = (
@@ -260,8 +260,8 @@ FUZZY_VOCABULARY: tuple[str, ...] = (
     # Round 3: the inflected forms, so a slip inside them is one edit too ("cancdling",
     # "returing")
     "cancelling", "cancelled", "returning", "refunded", "refunding",
-    # Round 5: "wich carier is delivering A1001"
-    "carrier", "courier",
+    # Round 5: "wich carier is delivering A1001", "do you delivr to france"
+    "carrier", "courier", "deliver",
 )
 # Words customers run together with no space ("cancelorder", "whereismyorder",
 # "howlongdoesshippingtake"): a long unknown word made only of these is read as them.
