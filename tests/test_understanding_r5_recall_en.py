@@ -489,3 +489,36 @@ def test_ad_for_add_an_item() -> None:
     d = draft("ad a lamp to A1007")
     assert outcome_of(d).kind == "unsupported", tools(d)
     assert actions(d) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "tool", "order"),
+    [
+        ("honestly I no longer have any use for A1007", "cancel_order", "A1007"),
+        ("she moved out, so there's no reason to ship it", "cancel_order", None),
+        ("I'd rather A1003 never left your warehouse", "cancel_order", "A1003"),
+        ("I'd like to hand A1002 back", "request_return", "A1002"),
+        ("A1006 is the wrong colour, so back it goes", "request_return", "A1006"),
+    ],
+)
+def test_batch3_indirect(text: str, tool: str, order: str | None) -> None:
+    d = draft(text)
+    if order is None:  # no order named: which one is asked
+        assert d.refusal == "needs_clarification" and actions(d) == [], tools(d)
+    else:
+        assert actions(d) == [(tool, order)], tools(d)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A1003 was ordered by mistake. did you cancel it?",
+        "there's no reason to send A1003 yet, I'm away till june",
+    ],
+)
+def test_batch3_no_cancel_asked(text: str) -> None:
+    assert actions(draft(text)) == [], tools(draft(text))
+
+
+def test_which_van_is_tracking() -> None:
+    assert tools(draft("which van is A1005 on?")) == [("track_parcel", "A1005")]

@@ -126,6 +126,13 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 rf"no point (?:in )?(?:sending|shipping|delivering) (?:it|this|that|them|the order|{ID_CHARS})",
                 # "A1003 get rid of it", "A1007 not needed any more", "… so please stop it"
                 # (each at the end of its clause)
+                # "I no longer have any use for A1003", "there's no reason to send it", "I'd
+                # rather A1007 never left the warehouse"
+                rf"no longer have (?:any )?(?:use|need) for (?:it|this|that|them|the order|{ID_CHARS})",
+                rf"no reason to (?:send|ship|deliver|dispatch) (?:it|this|that|them|the order|{ID_CHARS})"
+                r"(?=\s*(?:$|[,.!;]|any ?more|at all|now))",
+                rf"rather (?:it|this|that|{ID_CHARS}) (?:never|didn'?t|did not) (?:left|leave|ship|shipped"
+                r"|got sent|get sent)",
                 # "A1003 should be cancelled", "A1007 needs cancelling"
                 rf"{ID_CHARS} (?:should|must|needs? to|has to|have to) be cancell?ed"
                 r"(?=\s*(?:$|[,.!;]|please|pls|plz|asap|now|today|immediately))",
@@ -152,6 +159,9 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?!\s+to (?:me|us)\b)",
                 r"(?:sending|taking|take) (?:it|this|them|these) back",
                 r"(?:it'?s|it is|they'?re|they are) going back", rf"{ID_CHARS} (?:is|'s) going back(?! and forth| to (?:the )?(?:depot|warehouse|hub|sender))", "not keeping", "returning",
+                # Round 5: "I'd prefer to hand A1006 back", "… so back it goes"
+                rf"hand (?:it|this|them|these|{ID_CHARS}) back(?! to (?:me|us)\b)",
+                r"back (?:it|they|this) goes?(?![a-z])",
                 # Round 5: "I'm posting A1002 back tomorrow" (said of oneself: "is posting A1002
                 # back free?" asks), "I'm sending it your way"
                 r"(?:i'?m|i am|we'?re|we are|i'?ll|i will|we'?ll|we will) (?:be )?(?:sending|posting|mailing"
@@ -287,7 +297,8 @@ TRACK = Terms(
         "which hub", "what hub", "which depot", "sorting centre", "sorting center",
         "last seen", "handed over to", "trace", "tracing", r"who(?:'s| is) delivering",
         "checkpoint", "checkpoints",
-        # Round 5: "has A1001 reached the local depot"
+        # Round 5: "has A1001 reached the local depot", "which van is A1005 on"
+        "which van", "what van", "which truck", "what truck",
         "depot", "distribution centre", "distribution center", "sorting facility",
         # carriers by name: "is A1001 with DHL?", "A1005 走的顺丰吗" ask which courier
         "dhl", "ups", "fedex", "usps", "royal mail", "dpd", "hermes", "evri", "gls", "ems"),
