@@ -522,3 +522,26 @@ def test_batch3_no_cancel_asked(text: str) -> None:
 
 def test_which_van_is_tracking() -> None:
     assert tools(draft("which van is A1005 on?")) == [("track_parcel", "A1005")]
+
+
+@pytest.mark.parametrize(
+    ("text", "topic"),
+    [
+        ("honestly the worst company ever", "complaint"),
+        ("bung another cable in A1003", "change_items"),
+        ("chuck a spare battery in with A1007", "change_items"),
+        ("kill my account", "account"),
+        ("my card expired so switch it to my new card", "payment_change"),
+    ],
+)
+def test_batch3_colloquial_cant_do(text: str, topic: str) -> None:
+    d = draft(text)
+    assert outcome_of(d).kind == "unsupported", tools(d)
+    assert d.interpretation is not None
+    assert topic in d.interpretation.unsupported_topics
+    assert actions(d) == []
+
+
+def test_a_question_about_deleting_the_account_is_still_the_faq() -> None:
+    d = draft("how do I delete my account?")
+    assert d.steps and all(s.tool == "search_policy" for s in d.steps), tools(d)

@@ -429,6 +429,8 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
                   # Round 5: "pay for A1007 by bank transfer", "change payment A1003"
                   r"pay (?:for )?(?:\S+ ){0,3}?(?:by|via|using) (?:bank transfer|card|credit|debit|cash"
                   r"|cheque|check|wire|transfer|apple pay|google pay|klarna)", "bank transfer",
+                  r"(?:change|switch|swap|update) (?:\S+ ){0,2}?to (?:the |my |a )?(?:new|other|different"
+                  r"|another) card",
                   r"charge (?:\S+ ){0,3}?to (?:my|a|the|another|my other) (?:\S+ )?(?:card|visa|amex"
                   r"|mastercard|paypal)(?![a-z])",
                   r"(?:change|switch|update) (?:the |my )?payment(?! (?:methods?|options?) (?:do|are|can)\b)")
@@ -476,6 +478,9 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
                   rf"|the |this |order )*(?:order|{ID_CHARS})",
                   r"(?:can|could|would) you (?:please |pls )?(?:change|switch|swap) (?:the )?(?:colou?r|size)"
                   r"(?![a-z])",
+                  # "bung another mug in A1007", "chuck a charger in with A1003"
+                  r"(?:bung|chuck|stick|pop|throw|put) (?:a |an |another |one more |an extra )(?:\S+ ){0,2}?"
+                  rf"in(?:to| with)? (?:my |the |this |order )*(?:order|{ID_CHARS})",
                   # keywords: "remove item A1007", "change size A1003"
                   r"(?:remove|add|change|swap) (?:an? |the )?(?:item|items|size|colou?r|quantity|qty)"
                   rf"(?: (?:on|in|from|of|for|to))? (?:order )?{ID_CHARS}",
@@ -497,6 +502,9 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
                                         # Round 4: "change my email to sam@…"
                                         r"(?:change|update|switch) (?:\S+ ){0,2}?e-?mail(?: address)?"
                                         r" to [a-z0-9._+-]+(?=@)",
+                                        # Round 5: "kill my account" (a question about deleting
+                                        # it is the account FAQ's, by recognition)
+                                        r"(?:kill|wipe|erase) (?:my |the )?(?:account|profile)(?![a-z])",
                                         # Round 5: "change my name on the account"
                                         r"(?:change|update|correct|edit) (?:my |the )?(?:user ?name"
                                         r"|account name|name) (?:on|in|of|for) (?:my |the )?account",
@@ -528,7 +536,8 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
                                # Round 5: "worst customer service I've ever had", "terrible
                                # service", "shocking experience": a verdict, not a request
                                r"(?:worst|terrible|awful|horrible|appalling|shocking|pathetic"
-                               r"|disgraceful|dreadful|lousy|abysmal) (?:\S+ ){0,2}?(?:service|experience)")
+                               r"|disgraceful|dreadful|lousy|abysmal) (?:\S+ ){0,2}?(?:service|experience"
+                               r"|shop|store|company)")
               ).compile(),
         zh="投诉", en="complaints"),
 )
