@@ -545,3 +545,16 @@ def test_batch3_colloquial_cant_do(text: str, topic: str) -> None:
 def test_a_question_about_deleting_the_account_is_still_the_faq() -> None:
     d = draft("how do I delete my account?")
     assert d.steps and all(s.tool == "search_policy" for s in d.steps), tools(d)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I want to follow the journey of A1001",
+        "which route is A1001 taking",
+        "what's the last known location of A1001?",
+        "A1001 trk no pls",
+    ],
+)
+def test_batch3_tracking(text: str) -> None:
+    assert tools(draft(text)) == [("track_parcel", "A1001")]

@@ -297,6 +297,10 @@ TRACK = Terms(
         "which hub", "what hub", "which depot", "sorting centre", "sorting center",
         "last seen", "handed over to", "trace", "tracing", r"who(?:'s| is) delivering",
         "checkpoint", "checkpoints",
+        # Round 5: "follow A1005's journey", "the route A1001 has taken", "every place it has
+        # been", "last location", "trk no"
+        "journey", r"(?:the|its|which) route", "every place", r"everywhere (?:it|they)(?:'s| has| have)",
+        "last location", "last known location", "current location", "trk", "trk no",
         # Round 5: "has A1001 reached the local depot", "which van is A1005 on"
         "which van", "what van", "which truck", "what truck",
         "depot", "distribution centre", "distribution center", "sorting facility",
