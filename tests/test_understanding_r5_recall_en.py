@@ -558,3 +558,25 @@ def test_a_question_about_deleting_the_account_is_still_the_faq() -> None:
 )
 def test_batch3_tracking(text: str) -> None:
     assert tools(draft(text)) == [("track_parcel", "A1001")]
+
+
+@pytest.mark.parametrize(
+    ("text", "order"),
+    [
+        ("I'm not at the old flat now, A1007 should come to 6 Mill Lane, Leeds", "A1007"),
+        ("we moved - A1003 to 14 Queen Street, Bath please", "A1003"),
+        ("please take A1007 to my office at 2 Dock Road, Hull", "A1007"),
+        ("my details are old, I now live at 7 Park Road, York - A1003", "A1003"),
+        ("for A1007 use 9 Hill Road, Derby instead of the one on file", "A1007"),
+    ],
+)
+def test_batch3_new_addresses(text: str, order: str) -> None:
+    d = draft(text)
+    assert actions(d) == [("change_address", order)], tools(d)
+
+
+@pytest.mark.parametrize(
+    "text", ["A1003 to 5 Oak St? is that where it's going?", "I live at 5 Oak St, where is A1003"]
+)
+def test_an_address_asked_about_or_stated_changes_nothing(text: str) -> None:
+    assert actions(draft(text)) == [], tools(draft(text))

@@ -86,18 +86,18 @@ _ADDRESS_EN = re.compile(
     # Issue 21: "A1007 should go to 8 Elm Road", "ship A1003 to my new place: 5 King St",
     # "redirect A1007 to 22 Queen's Road", "deliver A1003 to 3 Lake View instead", "I'll be
     # at 6 Harbour View": only with a street number right after (never "ship to Canada").
-    r"|(?:\bshould go to|\b(?:ship|redirect|deliver|send|reroute) (?:it|this|[a-z]-?\d+) to"
+    r"|(?:\bshould go to|\b(?:ship|redirect|deliver|send|reroute|bring|take|drop) (?:it|this|[a-z]-?\d+) to"
     r"(?: my (?:new )?(?:place|home|flat|office|house|apartment|work|workplace"
     r"|(?:sister|brother|mum|mom|mother|dad|father|parents|friend|neighbou?r|partner|son|daughter)"
     r"(?:'s|s'|s)(?: (?:place|house|flat|home))?)"
     # Round 5: "ship A1007 to my work instead pls: 5 Dock Street"
     r"(?: instead)?(?: (?:please|pls|plz))?(?: at| which is)?\s*:?)?"
-    r"|\bi'?ll be at|\bgo to my home instead"
+    r"|\bi'?ll be (?:staying |living )?at|\bgo to my home instead"
     r"(?: which is)?)\s*(?=\d)"
     # Round 2: "it has to go to 5 Mill Lane", "A1003 should really be going to 8 Elm
     # Close", "needs to be sent to 21 …", "A1007 -> 18 Victoria St" (a street number next).
     r"|\b(?:should|needs? to|has to|have to|must)\s+(?:really\s+|now\s+)?(?:be\s+)?"
-    r"(?:go|going|sent|delivered|shipped|redirected)\s+to\s*(?=\d)"
+    r"(?:go|going|come|coming|sent|delivered|shipped|redirected)\s+to\s*(?=\d)"
     r"|[a-z]-?\d{3,}\s*(?:->|→|=>)\s*(?=\d)"
     # Round 3: "A1003 should go to my new flat at 12 Mill Lane", "A1003: deliver to 4 Oak
     # St", "can A1003 go to 4 Oak St instead?" (the order before the verb, a number after)
@@ -113,6 +113,11 @@ _ADDRESS_EN = re.compile(
     r"|daughter|gran|grandma|grandmother)(?:'s|s'|s)(?: (?:place|house|flat|home))?)"
     rf"(?: instead)?(?: (?:please|pls|plz))?(?: at| which is)?\s*[:,]?\s*{_STREET_AHEAD}"
     rf"|\breach(?:es)? me at\s*{_STREET_AHEAD}"
+    # Round 5: "- A1007 to 22 Kings Road, Brighton please", "I now live at 4 Oak Lane", "use 3
+    # Elm Road instead of the address on file"
+    rf"|[a-z]-?\d{{3,}}\s+(?:(?:please|pls|plz)\s+)?to\s*{_STREET_AHEAD}(?![^.!;\n]*\?)"
+    rf"|\b(?:i|we) now live at\s*{_STREET_AHEAD}"
+    rf"|\buse\s*{_STREET_AHEAD}(?=[^.?!;\n]{{0,60}}\binstead\b)"
     # Round 5: "I've moved to 22 Baker Road, Leeds, so A1003 needs to follow me there" — only
     # when the message sends the order after the customer ("I moved to 5 Oak St last year.
     # where is A1005?" says where they live, not where A1005 should go)
