@@ -580,3 +580,7 @@ def test_batch3_new_addresses(text: str, order: str) -> None:
 )
 def test_an_address_asked_about_or_stated_changes_nothing(text: str) -> None:
     assert actions(draft(text)) == [], tools(draft(text))
+
+
+def test_an_order_to_a_street_is_no_billing_address_change() -> None:
+    assert actions(draft("please change the billing address on A1007 to 8 Hill St")) == []

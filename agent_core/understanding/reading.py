@@ -115,7 +115,10 @@ _ADDRESS_EN = re.compile(
     rf"|\breach(?:es)? me at\s*{_STREET_AHEAD}"
     # Round 5: "- A1007 to 22 Kings Road, Brighton please", "I now live at 4 Oak Lane", "use 3
     # Elm Road instead of the address on file"
-    rf"|[a-z]-?\d{{3,}}\s+(?:(?:please|pls|plz)\s+)?to\s*{_STREET_AHEAD}(?![^.!;\n]*\?)"
+    # (the order opening the message or a part after a dash, colon or comma: "change the
+    # billing address on A1003 to 5 Oak St" is not one)
+    rf"|(?:^|(?<=[-–—:,])\s*|(?<=[-–—:,]\s))[a-z]-?\d{{3,}}\s+(?:(?:please|pls|plz)\s+)?to\s*"
+    rf"{_STREET_AHEAD}(?![^.!;\n]*\?)"
     rf"|\b(?:i|we) now live at\s*{_STREET_AHEAD}"
     rf"|\buse\s*{_STREET_AHEAD}(?=[^.?!;\n]{{0,60}}\binstead\b)"
     # Round 5: "I've moved to 22 Baker Road, Leeds, so A1003 needs to follow me there" — only
