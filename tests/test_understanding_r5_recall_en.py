@@ -584,3 +584,19 @@ def test_an_address_asked_about_or_stated_changes_nothing(text: str) -> None:
 
 def test_an_order_to_a_street_is_no_billing_address_change() -> None:
     assert actions(draft("please change the billing address on A1007 to 8 Hill St")) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["status of A1005 plus how do I get an invoice", "where is A1005 also how can I get a receipt"],
+)
+def test_a_how_question_after_a_read_without_a_question_mark(text: str) -> None:
+    d = draft(text)
+    assert tools(d) == [("get_order_status", "A1005"), ("search_policy", None)], d.refusal
+    assert any("invoice" in q for q in topics(d)), topics(d)
+
+
+def test_v1_can_i_get_an_invoice_after_a_read_stays_unsupported() -> None:
+    # cases.jsonl unsupported-en-007, gated at 100 %
+    d = draft("where is A1001? and can I get a VAT invoice for it")
+    assert outcome_of(d).kind == "unsupported"

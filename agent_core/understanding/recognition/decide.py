@@ -119,8 +119,11 @@ _WHETHER: Final = re.compile(
 # Round 5: the same, asked after a read of an order ("where's A1005, also do you take
 # paypal?"): the FAQ's answer, with the order's status.
 _WHETHER_AFTER: Final = re.compile(
-    r"[,.;!?]\s*(?:(?:also|and|btw|plus|oh|but)\s+)?(?:do|does|will|would) (?:you|your shop|they)"
+    r"(?:[,.;!?]\s*(?:(?:also|and|btw|plus|oh|but)\s+)?|\s(?:also|plus|btw)\s+)"
+    r"(?:(?:do|does|will|would) (?:you|your shop|they)"
     r" (?:take|accept|support|allow|offer|ship|deliver|send)(?![a-z])"
+    # "status of A1003 plus how do I get an invoice" (asked with no question mark)
+    r"|how (?:do|can|would|should) (?:i|we)(?![a-z])|where can (?:i|we)(?![a-z]))"
 )
 # A question put as a statement ("I'm not sure how I'd pay you", "不知道能不能用").
 _WONDERS: Final = re.compile(
