@@ -42,7 +42,9 @@ _NOT_PLAIN_AFTER = re.compile(
     r"(?![a-z])"
 )
 _NOT_PLAIN_BEFORE = re.compile(
-    r"(?:(?<![a-z])(?:about|around|approx\.?|approximately|roughly|nearly|almost|maybe|some|like)"
+    # ("I'd like 20 euros back" asks for 20: "like" after "I'd" / "would" is a wish)
+    r"(?:(?<![a-z])(?:about|around|approx\.?|approximately|roughly|nearly|almost|maybe|some"
+    r"|(?<!['’]d )(?<!would )like)"
     r"|~|≈|约|大概|大约|差不多|估计)\s*[$€£¥￥]?\s*$"
 )
 

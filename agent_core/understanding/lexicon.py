@@ -117,6 +117,8 @@ TOPICS: tuple[TopicTerms, ...] = (
                 r"cancell?ations?",
                 # "whether A1003 can still be cancelled" (round 3)
                 r"(?:can|could|may) (?:\S+ ){0,3}?be cancell?ed",
+                # Round 5: "up to when can an order still be called off?"
+                r"(?:can|could|may) (?:\S+ ){0,3}?be called off",
             ),
         ),
         # "How do I cancel an order?" is a question about the rules unless an order is named.
@@ -173,7 +175,10 @@ TOPICS: tuple[TopicTerms, ...] = (
                 r"(?:shipping|delivery) (?:policy|policies|costs?|fees?|rates?|times?|options"
                 r"|methods|charges?|areas?|zones?)",
                 "free shipping", "postage", "freight", "international shipping",
-                "ship internationally", "do you ship", "ship to",
+                # (not "ship A1003 to my office: 4 Bank Road", a new address: U+F8FF marks it)
+                "ship internationally", "do you ship", r"ship to(?![^.?!;\n]{0,40}\uf8ff)",
+                # Round 5: "do you send orders to Switzerland?"
+                r"do you (?:send|deliver|post|mail) (?:\S+ ){0,2}?to",
             ),
         ),
         weak=Terms(
@@ -217,6 +222,8 @@ STATUS_WEAK = Terms(
     zh=("查", "看", "怎么样了", "情况", "呢", "催", "快点", "什么时候", "啥时候", "多久"),
     en=("where", "whereabouts", "status", "check", "update", "updates", "progress", "look up",
         "lookup", "find", "what about", "any news", "how is", "what happened", "ships", "ship",
+        # Round 5: "what's going on with it"
+        "going on with",
         "when"),
 ).compile()
 CANCEL = Terms(
@@ -248,7 +255,7 @@ TYPOS: dict[str, str] = {
     "orde": "order", "trak": "track", "trakc": "track", "tarck": "track", "wher": "where",
     "whre": "where", "wehre": "where", "plocy": "policy", "stauts": "status",
     "sttaus": "status", "cancelation": "cancellation", "refnud": "refund", "pls": "please",
-    "nvm": "nevermind", "waht": "what", "mony": "money", "ordedr": "order", "oreder": "order",
+    "nvm": "nevermind", "waht": "what", "ad": "add", "wat": "what", "wats": "whats", "wot": "what", "wots": "whats", "sned": "send", "mony": "money", "ordedr": "order", "oreder": "order",
 }
 # Keywords worth repairing by one edit (insert, delete, substitute, swap neighbours).
 FUZZY_VOCABULARY: tuple[str, ...] = (
@@ -259,6 +266,8 @@ FUZZY_VOCABULARY: tuple[str, ...] = (
     # Round 3: the inflected forms, so a slip inside them is one edit too ("cancdling",
     # "returing")
     "cancelling", "cancelled", "returning", "refunded", "refunding",
+    # Round 5: "wich carier is delivering A1001", "do you delivr to france"
+    "carrier", "courier", "deliver",
 )
 # Words customers run together with no space ("cancelorder", "whereismyorder",
 # "howlongdoesshippingtake"): a long unknown word made only of these is read as them.

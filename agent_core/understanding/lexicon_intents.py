@@ -65,7 +65,9 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 # Round 2: "can the address on A1003 still be changed?", "change where A1005
                 # is going"
                 r"address(?: \S+){0,5}? (?:be |get |been )?(?:changed|updated|corrected|modified)",
-                r"change where (?:\S+ ){0,3}?(?:is going|goes|is being sent|is headed|ships)"),
+                r"change where (?:\S+ ){0,3}?(?:is going|goes|is being sent|is headed|ships"
+                # Round 5: "change where A1007 gets delivered / is sent"
+                r"|(?:gets|is|will be) (?:delivered|sent|shipped)|arrives)"),
         ).compile(),
         topic="shipping",
     ),
@@ -89,7 +91,8 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 rf"把\s*{ID_CHARS}\s*撤"),
             en=("cancel", "call off", "no longer want", r"don'?t want (?:it|this|that|the order)",
                 # "I don't want A1003 anymore", "A1007 won't be necessary after all"
-                rf"(?:don'?t|do not) (?:want|need) (?:order )?{ID_CHARS} (?:anymore|any more|no more|after all)",
+                rf"(?:don'?t|do not|not going to|won'?t|will not) (?:want|need) (?:order )?{ID_CHARS}"
+                r" (?:anymore|any more|no more|after all)",
                 r"(?:rather|prefer to) not (?:have|get|receive) (?:it|this|that|the order|[\ue000-\uefff])"
                 r"(?=\s*(?:$|[,.!;]|at all|any ?more))",
                 rf"{ID_CHARS} (?:won'?t|will not) be (?:necessary|needed)(?!\s+(?:to|for)\b)",
@@ -116,13 +119,40 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?! (?:rules?|polic|fees?|terms|conditions|charges?))",
                 rf"cancell?ation (?:of )?(?:my )?(?:order )?{ID_CHARS}\s*(?:please|pls|plz)",
                 rf"{ID_CHARS}\s*cancell?ation\s*(?:please|pls|plz)", rf"^cancell?ation (?:of )?{ID_CHARS}$",
-                rf"(?:scrap|ditch|bin|nix|axe) (?:the |my |this )?(?:order )?{ID_CHARS}",
+                rf"(?:scrap|ditch|bin|nix|axe|kill|nuke|trash) (?:the |my |this )?(?:order )?{ID_CHARS}",
                 r"call (?:the whole thing|the whole order|it all) off",
                 # Round 2: "A1003 isn't needed anymore", "please stop it before it ships"
                 r"(?:isn'?t|is not|aren'?t|are not|no longer) (?:needed|necessary)(?!\s+(?:to|for)\b)",
                 rf"stop (?:it|this|that|the order|my order|{ID_CHARS}) (?:before|from)",
                 # Round 4: "please make A1003 go away", "A1003 can go, I found it cheaper"
-                rf"make (?:order )?{ID_CHARS} go away", rf"{ID_CHARS} can go(?=\s*(?:$|[,.!;]))"),
+                rf"make (?:order )?{ID_CHARS} go away", rf"{ID_CHARS} can go(?=\s*(?:$|[,.!;]))",
+                # Round 5: "I really dont need it anymore", "please stop the order", "it
+                # doesn't need to be sent", "there's no point in A1003 coming"
+                r"(?:don'?t|do not) need (?:it|this|that|them|the order)"
+                r" (?:anymore|any more|no more|after all)",
+                r"stop (?:the|my|this|that) order(?=\s*(?:$|[,.!;]|please|pls|plz|now|asap|right now))",
+                r"(?:doesn'?t|does not|don'?t|do not) need to be (?:sent|shipped|delivered|dispatched)"
+                r"(?=\s*(?:$|[,.!;]|any ?more|after all|at all))",
+                rf"no point (?:in )?(?:it|this|that|them|the order|the parcel|the package|{ID_CHARS})"
+                r" (?:coming|arriving|being (?:sent|shipped|delivered)|getting (?:sent|shipped|delivered))",
+                rf"no point (?:in )?(?:sending|shipping|delivering) (?:it|this|that|them|the order|{ID_CHARS})",
+                # "A1003 get rid of it", "A1007 not needed any more", "… so please stop it"
+                # (each at the end of its clause)
+                # "I no longer have any use for A1003", "there's no reason to send it", "I'd
+                # rather A1007 never left the warehouse"
+                rf"no longer have (?:any )?(?:use|need) for (?:it|this|that|them|the order|{ID_CHARS})",
+                rf"no reason to (?:send|ship|deliver|dispatch) (?:it|this|that|them|the order|{ID_CHARS})"
+                r"(?=\s*(?:$|[,.!;]|any ?more|at all|now))",
+                rf"rather (?:it|this|that|{ID_CHARS}) (?:never|didn'?t|did not) (?:left|leave|ship|shipped"
+                r"|got sent|get sent)",
+                # "A1003 should be cancelled", "A1007 needs cancelling"
+                rf"{ID_CHARS} (?:should|must|needs? to|has to|have to) be cancell?ed"
+                r"(?=\s*(?:$|[,.!;]|please|pls|plz|asap|now|today|immediately))",
+                rf"{ID_CHARS} needs? cancell?ing(?=\s*(?:$|[,.!;]|please|pls|plz|asap|now|today))",
+                r"(?:get rid of|scrap|ditch|bin|nix|axe|kill) (?:it|this one|that one)"
+                r"(?=\s*(?:$|[,.!;]|please|pls|plz))",
+                rf"{ID_CHARS} (?:is )?not (?:needed|necessary)(?!\s+(?:to|for)\b)",
+                r"(?:please|pls|plz) stop (?:it|this|that)(?=\s*(?:$|[,.!;]))"),
         ).compile(),
         topic="cancellation",
     ),
@@ -141,7 +171,32 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?!\s+to (?:me|us)\b)",
                 r"(?:sending|taking|take) (?:it|this|them|these) back",
                 r"(?:it'?s|it is|they'?re|they are) going back", rf"{ID_CHARS} (?:is|'s) going back(?! and forth| to (?:the )?(?:depot|warehouse|hub|sender))", "not keeping", "returning",
-                r"(?:want|need|like|get|have) (?!(?:my |the |our |your )?money)(?:\S+ ){0,2}?returned"),
+                # Round 5: "I'd prefer to hand A1006 back", "… so back it goes"
+                rf"hand (?:it|this|them|these|{ID_CHARS}) back(?! to (?:me|us)\b)",
+                r"back (?:it|they|this) goes?(?![a-z])",
+                # Round 5: "I'm posting A1002 back tomorrow" (said of oneself: "is posting A1002
+                # back free?" asks), "I'm sending it your way"
+                r"(?:i'?m|i am|we'?re|we are|i'?ll|i will|we'?ll|we will) (?:be )?(?:sending|posting|mailing"
+                rf"|shipping|send|post|mail|ship) (?:it|this|them|these|{ID_CHARS}) back",
+                rf"(?:send|sending|post|posting|mail|mailing|ship|shipping) (?:it|this|them|these|{ID_CHARS})"
+                r" (?:back )?your way",
+                # Round 5: "it's coming back to you", "A1006 is going straight back", "can I bring
+                # stuff back"
+                r"(?:it'?s|it is|they'?re|they are) (?:coming|going) (?:straight |right )?back to you",
+                rf"{ID_CHARS} (?:is|'s) (?:going|coming) (?:straight|right) back(?! and forth| to (?:the )?"
+                r"(?:depot|warehouse|hub|sender))",
+                r"bring (?:\S+ )?back(?! to (?:me|us|life)\b)(?!\s+(?:the |my |our )?(?:[$€£¥]|\d|money|cash))",
+                # Round 5: "it'll have to go back", "A1006 can go back where it came from"
+                rf"(?:it|this|they|these|{ID_CHARS})(?:'ll| will)? (?:has|have|needs?) to go back"
+                r"(?! and forth| to (?:the )?(?:depot|warehouse|hub|sender))",
+                rf"{ID_CHARS} can go back(?! and forth| to (?:the )?(?:depot|warehouse|hub|sender))",
+                r"(?:want|need|like|get|have) (?!(?:my |the |our |your |that |this |those |all (?:of )?(?:my |the )?)?"
+                r"(?:money|cash|funds?|payment)\b)(?:\S+ ){0,2}?returned",
+                # Round 5: "I'd like to give it back", "take A1006 back"
+                # (the customer gives it: "give it back" said to the shop asks for the money)
+                rf"(?:to|i'?ll|i will|i'?m going to|gonna) give (?:it|this|them|these|{ID_CHARS}) back"
+                r"(?! to (?:me|us)\b)",
+                rf"take (?:{ID_CHARS}|it|this|them|these) back(?! to (?:me|us)\b)"),
         ).compile(),
         topic="refund",
     ),
@@ -159,6 +214,9 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 # Round 4: "这 45 得还我", "那 30 块还给我" (an amount owed back)
                 r"(?<![a-z0-9-])\d+(?:\.\d{1,2})?\s*(?:元|块|rmb)?\s*(?:得|要|该|请)?(?:还|退)(?:给)?我"),
             en=(r"refund(?! (?:policy|policies|rules?|process|times?|window|status))",
+                # Round 5: "can I get 15 bucks back on A1006"
+                r"(?:get|want|need|like|have) (?:the |my )?[$€£¥]?\d+(?:\.\d{1,2})?"
+                r"(?: (?:dollars?|euros?|pounds?|bucks|usd|eur|gbp))? back(?![a-z])",
                 "money back", "cash back", r"(?:want|need|like|get|have) (?:\S+ ){0,2}?refunded",
                 # "I'd like the money for it back", "gimme my cash back"
                 r"(?:want|like|need) (?:the |my |our )?(?:money|cash)(?: \S+){1,3}? back",
@@ -169,7 +227,8 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?<![0-9])\d+(?:\.\d{1,2})? refunded",
                 # Round 2: "I'd like all of it back", "I want the 59.00 I paid back"
                 r"(?:want|like|need) (?:all of (?:it|that)|it all|everything) back",
-                r"(?:want|like|need) (?:the|my) [$€£¥]?\d+(?:\.\d{1,2})?(?: \S+){0,5}? back",
+                r"(?:want|like|need|demand|expect) (?:the|my|those|these|that|our) [$€£¥]?\d+(?:\.\d{1,2})?"
+                r"(?: \S+){0,5}? back",
                 # Round 4: "gimme my $20 back", "send me the 35 back"
                 r"(?:gimme|give me|send me|pay me) (?:the |my |our )?[$€£¥]?\d+(?:\.\d{1,2})?(?: \S+){0,2}? back"),
         ).compile(),
@@ -264,6 +323,13 @@ TRACK = Terms(
         "which hub", "what hub", "which depot", "sorting centre", "sorting center",
         "last seen", "handed over to", "trace", "tracing", r"who(?:'s| is) delivering",
         "checkpoint", "checkpoints",
+        # Round 5: "follow A1005's journey", "the route A1001 has taken", "every place it has
+        # been", "last location", "trk no"
+        "journey", r"(?:the|its|which) route", "every place", r"everywhere (?:it|they)(?:'s| has| have)",
+        "last location", "last known location", "current location", "trk", "trk no",
+        # Round 5: "has A1001 reached the local depot", "which van is A1005 on"
+        "which van", "what van", "which truck", "what truck",
+        "depot", "distribution centre", "distribution center", "sorting facility",
         # carriers by name: "is A1001 with DHL?", "A1005 走的顺丰吗" ask which courier
         "dhl", "ups", "fedex", "usps", "royal mail", "dpd", "hermes", "evri", "gls", "ems"),
 ).compile()
@@ -276,6 +342,10 @@ TRACK_CITED = re.compile(
     r"(?:says|said|shows|showed|states)"
     # "the courier told me to cancel A1003", "I'm still talking to the courier": the courier
     # is who speaks, not what is asked for.
+    # Round 5: "tracking hasn't moved since", "tracking still shows nothing": a complaint
+    r"|tracking (?:still )?(?:hasn'?t|hasnt|has not|isn'?t|isnt|is not|didn'?t|doesn'?t|won'?t)"
+    r" (?:moved|updated|changed|worked|working|shown|showing|show)"
+    r"|tracking (?:still )?(?:says|shows|showed|said)"
     r"|(?:the |your |a |my )?(?:courier|carrier|driver)(?: \w+){0,3} (?:told|tells|said|says|asked"
     r"|wants|suggested|recommended|reckons|thinks)(?![a-z])"
     r"|(?:talking|spoke|speaking|talked|chatting|dealing) (?:to|with) (?:the |a |my )?(?:courier"
@@ -331,6 +401,9 @@ HANDOFF = Terms(
         # service is the worst"); asking to reach it, a manager or a colleague is a handoff.
         r"(?:to|with|reach|contact|call|get) (?:your |the )?customer service",
         "customer service please", "manager", "supervisor", "escalate", "escalation",
+        # Round 5: "I'd like a callback", "I want this escalated", "someone on the phone"
+        "callback", "call me back", "escalated",
+        r"(?:someone|somebody|a person|a human|an agent) on the (?:phone|line)",
         r"member of (?:your |the )?(?:staff|team)", r"connect me (?:with|to)",
         r"(?:a |your )colleague", "somebody from your team", "someone from your team"),
 ).compile()
@@ -393,7 +466,15 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
                   r"(?:改成|换成|改为|换为|改用)货到付款"),
               en=(r"pay (?:\S+ ){0,5}?with", "payment method", "payment methods", "payment option",
                   "pay by", "bitcoin", "crypto", "paypal", "credit card",
-                  r"(?:change|switch|swap) (?:the |my )?card", r"split (?:\S+ ){0,2}?payment")
+                  r"(?:change|switch|swap) (?:the |my )?card", r"split (?:\S+ ){0,2}?payment",
+                  # Round 5: "pay for A1007 by bank transfer", "change payment A1003"
+                  r"pay (?:for )?(?:\S+ ){0,3}?(?:by|via|using) (?:bank transfer|card|credit|debit|cash"
+                  r"|cheque|check|wire|transfer|apple pay|google pay|klarna)", "bank transfer",
+                  r"(?:change|switch|swap|update) (?:\S+ ){0,2}?to (?:the |my |a )?(?:new|other|different"
+                  r"|another) card",
+                  r"charge (?:\S+ ){0,3}?to (?:my|a|the|another|my other) (?:\S+ )?(?:card|visa|amex"
+                  r"|mastercard|paypal)(?![a-z])",
+                  r"(?:change|switch|update) (?:the |my )?payment(?! (?:methods?|options?) (?:do|are|can)\b)")
               ).compile(),
         zh="更改付款方式", en="changing how an order is paid"),
     Unsupported(
@@ -432,7 +513,30 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
                   rf"(?:quantity|qty|number of items)(?: \S+){{0,3}}? (?:on|in|of|for) (?:my |the "
                   rf"|order )*(?:order|{ID_CHARS})",
                   r"(?:size|colou?r) instead of (?:the )?\S+",
-                  r"(?:large|small|medium|bigger|smaller) (?:size |one )?instead of")).compile(),
+                  r"(?:large|small|medium|bigger|smaller) (?:size |one )?instead of",
+                  # Round 5: "change the size of the shirt in A1003 to L", "can you change the
+                  # colour before it ships" (asked of the bot, not "can I …": the exchange FAQ)
+                  rf"change (?:the )?(?:size|colou?r|quantity) (?:of )?(?:\S+ ){{0,4}}?(?:in|on|of) (?:my "
+                  rf"|the |this |order )*(?:order|{ID_CHARS})",
+                  r"(?:can|could|would) you (?:please |pls )?(?:change|switch|swap) (?:the )?(?:colou?r|size)"
+                  r"(?![a-z])",
+                  # "bung another mug in A1007", "chuck a charger in with A1003"
+                  r"(?:bung|chuck|stick|pop|throw|put) (?:a |an |another |one more |an extra )(?:\S+ ){0,2}?"
+                  rf"in(?:to| with)? (?:my |the |this |order )*(?:order|{ID_CHARS})",
+                  # keywords: "remove item A1007", "change size A1003"
+                  r"(?:remove|add|change|swap) (?:an? |the )?(?:item|items|size|colou?r|quantity|qty)"
+                  rf"(?: (?:on|in|from|of|for|to))? (?:order )?{ID_CHARS}",
+                  # "switch the mug in A1007 to the blue one" (an item inside the order)
+                  r"(?:switch|change) (?!(?:the |my |a )?(?:delivery |shipping |billing )?(?:address|payment"
+                  rf"|card))(?:the |my |a )?(?:\S+ ){{1,3}}?(?:in|from) (?:my |the |this |order )*(?:order|{ID_CHARS}) (?:to|for)"
+                  r"(?![a-z])",
+                  # Round 5: "I picked medium in A1003 but I really need the large"
+                  r"(?:picked|ordered|chose|selected|bought|got) (?:the |a )?(?:size )?(?:small|medium"
+                  r"|large|xs|xl|xxl)(?: \S+){0,4}? but (?:i )?(?:really |actually )?(?:need|want|wanted"
+                  r"|meant) (?:the |a )?(?:size )?(?:small|medium|large|xs|xl|xxl|bigger|smaller)",
+                  # … and its second half on its own ("but" ends a clause)
+                  r"(?:really|actually) (?:need|want|wanted|meant) (?:the |a )(?:size )?(?:small|medium"
+                  r"|large|xs|xl|xxl|bigger|smaller)(?: one| size)?(?![a-z])")).compile(),
         zh="往订单里加商品", en="adding items to an order"),
     Unsupported(
         "phone",
@@ -442,7 +546,15 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
                   r"(?:邮箱|e-?mail)(?:地址)?[^，,。.;；!?！？]{0,3}(?:改|换|更新)"), en=("phone number", "phone", "mobile number",
                                         # Round 4: "change my email to sam@…"
                                         r"(?:change|update|switch) (?:\S+ ){0,2}?e-?mail(?: address)?"
-                                        r" to [a-z0-9._+-]+(?=@)")).compile(),
+                                        r" to [a-z0-9._+-]+(?=@)",
+                                        # Round 5: "kill my account" (a question about deleting
+                                        # it is the account FAQ's, by recognition)
+                                        r"(?:kill|wipe|erase) (?:my |the )?(?:account|profile)(?![a-z])",
+                                        # Round 5: "change my name on the account"
+                                        r"(?:change|update|correct|edit) (?:my |the )?(?:user ?name"
+                                        r"|account name|name) (?:on|in|of|for) (?:my |the )?account",
+                                        r"(?:change|update|correct|edit) my (?:user ?name|account name)"
+                                        r"(?![a-z])")).compile(),
         zh="修改电话号码", en="changing a phone number"),
     Unsupported(
         "weather", Terms(zh=("天气",), en=("weather",)).compile(), zh="天气", en="the weather"),
@@ -450,7 +562,10 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
     Unsupported(
         "review",
         Terms(zh=("差评", "好评", "写评价", "写评论", "删评价", "改评价"),
-              en=(r"(?:leave|write|post|give|edit|delete|remove) (?:\S+ ){0,2}?(?:review|rating)",)
+              en=(r"(?:leave|write|post|give|edit|delete|remove) (?:\S+ ){0,2}?(?:review|rating)",
+                  # Round 5: "where can I rate the stuff I bought?", "review my purchase"
+                  r"(?:rate|review) (?:the |my |what i |your )?(?:stuff|items?|products?|purchases?"
+                  r"|things?|orders?|goods)(?![a-z])")
               ).compile(),
         zh="评价", en="reviews"),
     Unsupported(
@@ -462,7 +577,12 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         "complaint",
         Terms(zh=("投诉",), en=("complain", "complaint", "complaints", "complaining",
                                # Round 4: "the guy who delivered was really rude to me"
-                               r"(?:was|were|is|are|got) (?:\S+ ){0,2}?rude (?:to|with) (?:me|us|my)")
+                               r"(?:was|were|is|are|got) (?:\S+ ){0,2}?rude (?:to|with) (?:me|us|my)",
+                               # Round 5: "worst customer service I've ever had", "terrible
+                               # service", "shocking experience": a verdict, not a request
+                               r"(?:worst|terrible|awful|horrible|appalling|shocking|pathetic"
+                               r"|disgraceful|dreadful|lousy|abysmal) (?:\S+ ){0,2}?(?:service|experience"
+                               r"|shop|store|company)")
               ).compile(),
         zh="投诉", en="complaints"),
 )
@@ -479,7 +599,10 @@ AMOUNT = re.compile(
     rf"{_AMOUNT_START}(?P<a>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}\s*(?:元|块|rmb|cny|usd|eur|gbp"
     r"|dollars?|euros?|pounds?|bucks)(?![a-z])"
     rf"|[$€£¥￥]\s*(?P<b>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}"
-    rf"|(?:refund|reimburs\w*|退款|退给我|退我|退|(?<![a-z])amount:?)\s*(?:of\s*|the\s*|{ID_CHARS}\s*)?"
+    rf"|(?:refund|reimburs\w*|退款|退给我|退我|退|(?<![a-z])amount:?)\s*(?:of\s*|the\s*|{ID_CHARS}\s*"
+    # Round 5: "refund me 20 for A1002" (an amount right before "for", "on", "back" or the
+    # end; "refund me 2 of the cups" is a count)
+    r"|(?:me|us)\s+(?=\d+(?:\.\d{1,2})?\s*(?:$|[,.!;]|(?:for|on|back)(?![a-z]))))?"
     rf"(?P<c>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}"
     rf"|{_AMOUNT_START}(?P<d>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}\s*(?:refunded|back)(?![a-z])"
     # "I paid 59 for A1002", "the 59.00 I paid", "付了 59": what was paid, written plainly

@@ -76,7 +76,8 @@ _ADDRESS_EN = re.compile(
     r"(?<!billing )(?<!e-mail )(?<!email )(?<!invoice )"
     r"(?:\baddress|\badress|\baddres|\baddy|\baddr)\b(?:\([^)\n]{0,30}\)|[^.?!;\n]){0,60}?"
     r"(?:\bto\b|\bshould be\b|:|\bis now\b|->|→"
-    r"|\bit'?s\b(?=\s*\d))\s*"
+    # Round 5: "wrong address for A1007, the right one is 2 Mill Way"
+    r"|\bit'?s\b(?=\s*\d)|\b(?:right|correct|new|proper) one is\b(?=\s*\d))\s*"
     r"|\bnew (?:address|addr)(?: for (?:order )?#?[a-z]?-?\d[\w-]*)?\b\s*(?:is\b)?\s*:?\s*"
     # "it should be 19 Castle St" names a place; "it should be in there too" (an item
     # missing from the parcel) does not: a house number must follow in the sentence.
@@ -85,14 +86,18 @@ _ADDRESS_EN = re.compile(
     # Issue 21: "A1007 should go to 8 Elm Road", "ship A1003 to my new place: 5 King St",
     # "redirect A1007 to 22 Queen's Road", "deliver A1003 to 3 Lake View instead", "I'll be
     # at 6 Harbour View": only with a street number right after (never "ship to Canada").
-    r"|(?:\bshould go to|\b(?:ship|redirect|deliver|send|reroute) (?:it|this|[a-z]-?\d+) to"
-    r"(?: my (?:new )?(?:place|home|flat|office|house|apartment)(?: at| which is)?\s*:?)?"
-    r"|\bi'?ll be at|\bgo to my home instead"
+    r"|(?:\bshould go to|\b(?:ship|redirect|deliver|send|reroute|bring|take|drop) (?:it|this|[a-z]-?\d+) to"
+    r"(?: my (?:new )?(?:place|home|flat|office|house|apartment|work|workplace"
+    r"|(?:sister|brother|mum|mom|mother|dad|father|parents|friend|neighbou?r|partner|son|daughter)"
+    r"(?:'s|s'|s)(?: (?:place|house|flat|home))?)"
+    # Round 5: "ship A1007 to my work instead pls: 5 Dock Street"
+    r"(?: instead)?(?: (?:please|pls|plz))?(?: at| which is)?\s*:?)?"
+    r"|\bi'?ll be (?:staying |living )?at|\bgo to my home instead"
     r"(?: which is)?)\s*(?=\d)"
     # Round 2: "it has to go to 5 Mill Lane", "A1003 should really be going to 8 Elm
     # Close", "needs to be sent to 21 …", "A1007 -> 18 Victoria St" (a street number next).
     r"|\b(?:should|needs? to|has to|have to|must)\s+(?:really\s+|now\s+)?(?:be\s+)?"
-    r"(?:go|going|sent|delivered|shipped|redirected)\s+to\s*(?=\d)"
+    r"(?:go|going|come|coming|sent|delivered|shipped|redirected)\s+to\s*(?=\d)"
     r"|[a-z]-?\d{3,}\s*(?:->|→|=>)\s*(?=\d)"
     # Round 3: "A1003 should go to my new flat at 12 Mill Lane", "A1003: deliver to 4 Oak
     # St", "can A1003 go to 4 Oak St instead?" (the order before the verb, a number after)
@@ -101,9 +106,28 @@ _ADDRESS_EN = re.compile(
     r"|[a-z]-?\d{3,}:?\s+(?:(?:please|pls|plz|kindly)\s+)?(?:deliver|ship|send|redirect|reroute"
     r"|goes|go|be sent|be delivered"
     rf"|be shipped|delivered|sent|shipped) to\s*{_STREET_AHEAD}"
-    r"|\b(?:should go|goes|go|send it|ship it|deliver it|arrive at|come to) (?:to )?my (?:new )?"
-    rf"(?:place|home|flat|house|apartment|office|work)(?: at| which is)?\s*[:,]?\s*{_STREET_AHEAD}"
+    r"|\b(?:should go|goes|go|send it|ship it|deliver it|deliver|ship|send|arrive at|come to) (?:to )?"
+    r"(?:my (?:new )?(?:place|home|flat|house|apartment|office|work|workplace)"
+    # Round 5: "… to my sister's: 3 Park Lane", "deliver to my office instead: 10 King St"
+    r"|my (?:sister|brother|mum|mom|mother|dad|father|parents|friend|neighbou?r|partner|son"
+    r"|daughter|gran|grandma|grandmother)(?:'s|s'|s)(?: (?:place|house|flat|home))?)"
+    rf"(?: instead)?(?: (?:please|pls|plz))?(?: at| which is)?\s*[:,]?\s*{_STREET_AHEAD}"
     rf"|\breach(?:es)? me at\s*{_STREET_AHEAD}"
+    # Round 5: "- A1007 to 22 Kings Road, Brighton please", "I now live at 4 Oak Lane", "use 3
+    # Elm Road instead of the address on file"
+    # (the order opening the message or a part after a dash, colon or comma: "change the
+    # billing address on A1003 to 5 Oak St" is not one)
+    rf"|(?:^|(?<=[-–—:,])\s*|(?<=[-–—:,]\s))[a-z]-?\d{{3,}}\s+(?:(?:please|pls|plz)\s+)?to\s*"
+    rf"{_STREET_AHEAD}(?![^.!;\n]*\?)"
+    rf"|\b(?:i|we) now live at\s*{_STREET_AHEAD}"
+    rf"|\buse\s*{_STREET_AHEAD}(?=[^.?!;\n]{{0,60}}\binstead\b)"
+    # Round 5: "I've moved to 22 Baker Road, Leeds, so A1003 needs to follow me there" — only
+    # when the message sends the order after the customer ("I moved to 5 Oak St last year.
+    # where is A1005?" says where they live, not where A1005 should go)
+    r"|\b(?:i'?ve|i have|we'?ve|we have|i|we|i'?m|we'?re) (?:just |recently )?(?:moved|moving"
+    rf"|relocated) to\s*{_STREET_AHEAD}"
+    r"(?=[^\n]{0,120}\b(?:follow(?:s)? (?:me|us)|(?:come|go|be sent|be delivered|be shipped|get sent"
+    r"|get delivered|arrive|deliver it|ship it|send it|redirect it) (?:there|here)))"
 )
 _ADDRESS_ZH = re.compile(
     r"(?:改成(?!功)|改为|改到|地址是|地址为|新地址\s*[:：]?|地址\s*[:：])\s*|寄到\s*"
@@ -128,7 +152,8 @@ _LOOKS_LIKE_ZH_ADDRESS = re.compile(
 # Zh markers that name a new destination by themselves (no "地址" needed nearby).
 _ADDRESS_ZH_SELF = ("寄到", "改寄", "改送到", "改地址", "改收货地址")
 _ADDRESS_END_EN = re.compile(
-    r"[.?!;\n]|\s+(?:(?:and|but|also|then|plus)\s+)+(?=(?:cancel|return|refund|check|where|track|"
+    # Round 5: ", so A1003 needs to follow me there" is what the address is for
+    r"[.?!;\n]|,\s*(?:so|which means)\b|\s+[-–—]\s+|\s+(?:(?:and|but|also|then|plus)\s+)+(?=(?:cancel|return|refund|check|where|track|"
     r"please|also|what|how|can|could|tell|change|update|modify)\b)"
 )
 _ADDRESS_END_ZH = re.compile(r"[,，。;；!?！？\n]")

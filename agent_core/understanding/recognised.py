@@ -257,7 +257,7 @@ def _clause_questions(
             found.append(top.intent.name)
     if not found:
         return understood
-    if recognised:
+    if recognised and not _named_clause_asks(reading, interp.policies, found):
         clause = interp.policies[0].clause if interp.policies else reading.cleaned[:200]
         interp.policies = [PolicyLookup(topic=t, clause=clause) for t in dict.fromkeys(found)]
         return understood
@@ -277,6 +277,15 @@ def _clause_questions(
         interp.policies.append(PolicyLookup(topic=topic, clause=reading.cleaned[:200]))
         have.append(topic)
     return understood
+
+
+def _named_clause_asks(reading: Reading, policies: list[PolicyLookup], found: list[str]) -> bool:
+    """Round 5: the message's topic was asked in a clause naming an order ("is A1002 still
+    under warranty and how do I get an invoice for it?"): the parts without an order add
+    their topics to it rather than replace it."""
+    if len(policies) != 1 or policies[0].topic in found:
+        return False
+    return any(c.ids and asks_policy(fold_text(c.raw)) for c in reading.clauses)
 
 
 # A three-word part this close to an FAQ example asks it by itself ("is cancelling free").

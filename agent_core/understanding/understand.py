@@ -261,7 +261,9 @@ def understand(
         for verb in view.verbs:
             targets = [i for i in view.clause.ids if i not in interp.kept]
             listed_before = bool(view.clause.ids) and view.clause.ids[0] not in own_ids[number]
-            if listed_before and len(targets) > 1 and not PLURAL.search(view.text):
+            if (listed_before or _one_of_several(view.text, verb.start)) and (
+                len(targets) > 1 and not PLURAL.search(view.text)
+            ):
                 # "A1003, A1007 — cancel", "A1003、A1007，取消": orders listed before the
                 # verb's clause, in clauses of their own: which of them is meant is asked
                 # (reads still take them all; "cancel A1003, A1005" lists after the verb).
@@ -518,6 +520,21 @@ _KEPT_SUBJECT = re.compile(
     r"(?:[,;:\-–—]|(?<![a-z])(?:but|while|whereas))\s*(?:order\s*)?([\ue000-\uefff])\s*$"
 )
 _KEEP_PREDICATE = re.compile(r"(?:is|was|can|stays|stay)(?![a-z])")
+
+
+# Round 5: "i have A1003 and A1007 pls cancel it": the orders all named before the verb, and
+# the verb's object one order ("it"): which one is asked, never both (a wrong action).
+_IT_AFTER_VERB = re.compile(r"^[a-z']+(?: (?:off|out|back))? (?:it|this one|that one)(?![a-z])")
+_ID_CHAR = re.compile("[\ue000-\uefff]")
+
+
+def _one_of_several(text: str, verb_start: int) -> bool:
+    ids = [m.start() for m in _ID_CHAR.finditer(text)]
+    return (
+        len(ids) > 1
+        and all(at < verb_start for at in ids)
+        and _IT_AFTER_VERB.match(text[verb_start:]) is not None
+    )
 
 
 def _described_not_named(after_verb: str, clause_ids: bool, message_ids: int) -> bool:

@@ -120,6 +120,11 @@ STOPWORDS: Final = frozenset(
         "got",
         "like",  # "I'd like …" asks for nothing by itself
         "about",  # "about my order" is not "complaint about the courier"
+        # Round 5: intensifiers say how much, not what ("I really need the large" is not
+        # "let me talk to a real human": "really" stems to "real")
+        "really",
+        "actually",
+        "absolutely",
         # What is left of a contraction ("I'd", "I'm", "we'll", "you've", "they're"):
         # it says nothing about what is asked ("I'd like my money" is not "I'd like to
         # return it").
@@ -167,6 +172,12 @@ SYNONYMS: Final = {
     "voucher": "discount",
     "promo": "discount",
     "colour": "color",
+    # Round 5: spam is the mail ("how do i stop ur spam"); card brands are cards ("u take amex?")
+    "spam": "mail",
+    "amex": "card",
+    "visa": "card",
+    "mastercard": "card",
+    "maestro": "card",
 }
 IRREGULAR: Final = {
     "sent": "send",
@@ -454,6 +465,10 @@ _REAL_WORDS: Final = (
             "every",
             "threw",
             "throw",
+            # Round 5: "shocking service" is not "socks"
+            "shock",
+            "shocking",
+            "shocked",
         )
     )
 )

@@ -21,7 +21,12 @@ from typing import Final
 
 from agent_core.understanding.lexicon_intents import ACTION_NAMING_WORDS
 from agent_core.understanding.recognition.intents import IntentDef
-from agent_core.understanding.recognition.normalise import QUESTION_FEATURE, Normaliser, stem
+from agent_core.understanding.recognition.normalise import (
+    QUESTION_FEATURE,
+    SYNONYMS,
+    Normaliser,
+    stem,
+)
 
 # A request at least this close to an intent's best example is recognised as it.
 THRESHOLD: Final = 0.45
@@ -73,7 +78,9 @@ class Recogniser:
             for text in [*intent.examples.en, *intent.examples.zh]
             for w in raw.words(text)
         }
-        self.normaliser = Normaliser(vocabulary)
+        # Round 5: a synonym's own stem is a word to repair a typo towards ("reciept" is
+        # "receipt", which counts as "invoic"), though examples are stored by what it means.
+        self.normaliser = Normaliser(vocabulary | set(SYNONYMS))
         docs: list[tuple[int, str, frozenset[str]]] = []
         for index, intent in enumerate(self.intents):
             for text in [*intent.examples.en, *intent.examples.zh]:
