@@ -370,3 +370,29 @@ def test_a_chinese_refund_question_negation_or_amount_is_read_as_before(
     text: str, expected: list[tuple[str, str | None]]
 ) -> None:
     assert tools(draft(text)) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "did A1007 go to 3 Elm Road?",
+        "was A1005 sent to 12 Baker Street, London?",
+        "did you ship A1003 to 5 Oak St",
+        "is A1003 going to 7 Hill Lane?",
+        "A1003 寄到 上海市浦东新区 123 号了吗",
+    ],
+)
+def test_where_an_order_went_asked_is_its_status_not_a_new_address(text: str) -> None:
+    assert [t for t, _ in tools(draft(text))] == ["get_order_status"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A1003 has to go to 15 River Road, Bath now",
+        "is it possible to send A1003 to 5 Oak St instead?",
+        "can you ship A1003 to 5 Oak St?",
+    ],
+)
+def test_a_new_address_asked_for_is_still_the_change(text: str) -> None:
+    assert ("change_address", "A1003") in tools(draft(text))

@@ -62,6 +62,7 @@ from agent_core.understanding.recognition.precision import (
     WISH_FORMS,
     ZH_VAGUE_REFUND,
     about_an_item,
+    asked_where_it_went,
     done_after,
     negated_after,
     negated_strictly,
@@ -328,12 +329,13 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
     if ADDRESS_CHAR in text and not any(v.tool == Action.ADDRESS for v in view.verbs):
         at = text.index(ADDRESS_CHAR)
         told = reported(text[:at])
+        went = asked_where_it_went(text[:at])  # "did A1007 go to …?": its status only
         view.verbs.append(
             Verb(
                 Action.ADDRESS.value,
                 at,
                 negated(text, at),
-                told,
+                told or went,
                 "shipping" if told else None,
                 told,
             )

@@ -165,7 +165,9 @@ _ADDRESS_NOT = re.compile(
 )
 _ASKED = re.compile(
     r"^\s*(?:哪|什么|啥|多少|怎么|几|谁|where|what|which)(?![a-z])|^\S{0,3}(?:没有?|吗|么)\s*$"
-    r"|^\s*(?:旧|原来|原先|原|老|之前|以前)的?(?:地址|那个地址|家)",
+    r"|^\s*(?:旧|原来|原先|原|老|之前|以前)的?(?:地址|那个地址|家)"
+    # "A1003 寄到上海市浦东新区 123 号了吗": whether it went there, asked (status, no change)
+    r"|(?:了吗|了么|了没有?|了嘛|过吗|的吗)\s*[?？]?\s*$",
     re.IGNORECASE,
 )
 _ADDRESS_TRIM = re.compile(r"(?:\s+(?:instead|please|thanks|thank you|pls))+\s*$|[\s,，:：]+$")

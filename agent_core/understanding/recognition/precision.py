@@ -166,6 +166,23 @@ _PAST_ZH_AFTER: Final = re.compile(
     # "A1003 取消没", "地址改过了", "取消过一次": asked as done, or done before
     r"|^\s*(?:[\ue000-\uefff]\s*)?没\s*$|^[^，,。.;；!?！？]{0,2}?过(?:了|一次|两次|几次)"
 )
+# "did A1007 go to 3 Elm Road?", "was A1003 sent to 5 Oak St?", "has it been delivered to …":
+# where the order went, asked; a new address in a request ("can you send A1003 to …",
+# "A1003 should go to …") is not this.
+_WENT_THERE_EN: Final = re.compile(
+    r"^\W*(?:(?:did|was|were|has|have|had)(?![a-z])(?! to )"  # "has to go to …" wants it
+    # "is A1003 going to …", "does it ship to …" (but "is it possible to send A1003 to …"
+    # carries the new address: a request, as "can I change the address to …")
+    r"|(?:is|are|does|do) (?:[\ue000-\uefff]|it|they|my (?:order|parcel|package)) (?:still )?"
+    r"(?:going|headed|heading|being|ship|go|get|coming)(?![a-z]))[^,.;!?]*$"
+)
+
+
+def asked_where_it_went(before: str) -> bool:
+    """Whether the new address at the end of `before` is asked about as where it went."""
+    return _WENT_THERE_EN.search(before) is not None
+
+
 # "should I cancel …?": whether to; the policy answers it.
 _WHETHER_EN: Final = re.compile(
     r"(?<![a-z])(?:should|shall|must|do) (?:i|we)(?![a-z])|what do you (?:think|suggest|recommend)"
