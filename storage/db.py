@@ -289,7 +289,10 @@ MIGRATIONS: list[str] = [
     # since any instant is at most 169 roll-up rows plus the rows of its first, partial
     # hour (`storage.history`). The hour is the stored timestamp's first 13 characters
     # ("2026-12-01T09"): text order is time order. `tool` is '' for a failure without one
-    # (a primary key column cannot be NULL usefully).
+    # (a primary key column cannot be NULL usefully). The failure roll-up and its two
+    # triggers on `events` are gone since migration 18 (failures are counted from the
+    # partial index `events_failures`); the runs roll-up stays. (Migrations are applied
+    # in order and never edited: a database at version 10+ ran this text.)
     """
     CREATE TABLE run_counts_hourly (
         hour TEXT NOT NULL,
@@ -459,6 +462,18 @@ MIGRATIONS: list[str] = [
         seen_at TEXT NOT NULL
     );
     ALTER TABLE handoff_relays ADD COLUMN caption TEXT;
+    """,
+    # 18 (issue 24 #4): the failure roll-up of migration 10 is dropped; `History.failure_counts`
+    # counts failed attempts from the partial index `events_failures` (exact for any writer,
+    # linear in the window's failures, which are few). Its trigger cost every event row a
+    # statement journal: with any trigger on `events` and the immediate foreign key on
+    # `events.run_id`, an INSERT is a statement that may abort half done, so SQLite copies
+    # each page it touches aside first (~5.5 k instructions a row, ~83 k a standard run
+    # that has no failure at all; bench/README.md §9). The runs roll-up stays.
+    """
+    DROP TRIGGER events_count_failure;
+    DROP TRIGGER events_uncount_failure;
+    DROP TABLE failure_counts_hourly;
     """,
 ]
 

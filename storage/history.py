@@ -18,6 +18,10 @@ Every query is shaped to stay fast at 100,000+ runs:
   `limit / selectivity` runs, never the whole table (`search_runs` never uses OFFSET).
 * Error-type filters start from the partial index `events_failures` (failures are rare, so
   that index is small) and join the matching runs by primary key.
+* The staff's counts (`/stats`, the console's overview): runs by status from the hourly
+  roll-up `run_counts_hourly` (migration 10: bounded whatever the history's size), failed
+  attempts by error type and tool straight from `events_failures` (linear in the window's
+  failures, which are few; see `failure_counts`).
 * A tool filter (without an error type) is a per-run probe of the `steps` primary key while
   walking runs newest first. Dense in practice (every run uses one of a few tools); a tool
   that almost never occurs walks the whole time range, which the time filter bounds.
@@ -265,23 +269,41 @@ class History:
         return [timeline_entry_from_row(r) for r in rows]
 
     async def failure_counts(self, since: datetime) -> list[FailureCount]:
-        """Failed attempts (retried, degraded or fatal) by error type and tool.
+        """Failed attempts (retried, degraded or fatal) since `since`, by error type and tool.
 
-        Whole hours come from the roll-up (`failure_counts_hourly`, migration 10); the
-        first, partial hour is counted from `events` through its partial index.
+        Counted from `events` through its partial index `events_failures`, which holds the
+        failed attempts alone: a covering range scan of the window's failures, exact
+        whoever wrote or deleted the rows, with no roll-up to keep. Until migration 18
+        (SQLite; 12 on PostgreSQL) an hourly roll-up kept by a trigger on `events` served
+        this, but any trigger there, with the foreign key on `events.run_id`, made SQLite
+        open a statement journal for every event row written (~83 k instructions of a
+        standard run that has no failure at all). The price: the count is linear in the
+        window's failures, not bounded like `status_counts`. Failures are rare (a failed
+        attempt is an event among ~8 a run), and reading an index entry is cheap; a history
+        where a week holds millions of failures would want the roll-up back.
         """
-        start, next_hour = ts(since), _next_hour(since)
-        rows = await self._read(
-            "SELECT error_type, tool, sum(n) AS n FROM ("
-            " SELECT error_type, tool, n FROM failure_counts_hourly WHERE hour >= ?"
-            " UNION ALL"
-            " SELECT error_type, coalesce(tool, ''), count(*) FROM events"
-            " WHERE error_type IS NOT NULL AND at >= ? AND at < ? GROUP BY error_type, tool"
-            ") AS counted GROUP BY error_type, tool HAVING sum(n) > 0"
-            " ORDER BY n DESC, error_type, tool",
-            (next_hour[:13], start, next_hour),
-        )
+        sql, params = self._failure_counts_query(since)
+        rows = await self._read(sql, params)
         return [FailureCount(error_type=r[0], tool=r[1] or None, count=int(r[2])) for r in rows]
+
+    def _failure_counts_query(self, since: datetime) -> tuple[str, list[Any]]:
+        # `tool` is '' for a failure without one, so that both backends sort it first
+        # (PostgreSQL puts NULLs last, SQLite first); ordinals keep the output names apart
+        # from the columns they are computed from.
+        return (
+            "SELECT e.error_type, coalesce(e.tool, ''), count(*)"
+            f" FROM {self._dialect.failures_from}"
+            " WHERE e.error_type IS NOT NULL AND e.at >= ?"
+            " GROUP BY e.error_type, e.tool ORDER BY 3 DESC, 1, 2",
+            [ts(since)],
+        )
+
+    async def explain_failure_counts(self, since: datetime) -> str:
+        """The database's plan for `failure_counts`: lets tests prove it reads the partial
+        index of failures, never the whole event log."""
+        sql, params = self._failure_counts_query(since)
+        rows = await self._read(self._dialect.explain + sql, params)
+        return "\n".join(str(r[self._dialect.plan_column]) for r in rows)
 
     async def status_counts(self, since: datetime) -> dict[str, int]:
         """Runs created since `since`, by status.

@@ -193,6 +193,7 @@ PG_MIGRATIONS: list[str] = [
     """,
     # 4: SQLite's 10: hourly roll-ups of run statuses and failures for the staff's counts,
     # kept exact by triggers in the writing transaction (see storage/db.py, migration 10).
+    # The failure roll-up, its function and triggers are dropped again by migration 12.
     # The upserts serialize concurrent writers of the same hour and status on one row:
     # only the status counts of runs created in the same hour contend, for microseconds.
     # Every count is an UPDATE, i.e. a new row version: half-empty pages (fillfactor 50)
@@ -364,5 +365,14 @@ PG_MIGRATIONS: list[str] = [
         seen_at {T} NOT NULL
     );
     ALTER TABLE handoff_relays ADD COLUMN caption {T};
+    """,
+    # 12: SQLite's 18 (issue 24 #4): no failure roll-up; failed attempts are counted from the
+    # partial index `events_failures` (`History.failure_counts`). Dropped on both backends
+    # so that they keep one schema; here it also spares every event row a trigger call.
+    """
+    DROP TRIGGER events_count_failure ON events;
+    DROP TRIGGER events_uncount_failure ON events;
+    DROP FUNCTION count_failure();
+    DROP TABLE failure_counts_hourly;
     """,
 ]
