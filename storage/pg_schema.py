@@ -374,5 +374,7 @@ PG_MIGRATIONS: list[str] = [
     DROP TRIGGER events_uncount_failure ON events;
     DROP FUNCTION count_failure();
     DROP TABLE failure_counts_hourly;
+    CREATE INDEX events_failure_kinds ON events (error_type, coalesce(tool, ''), at)
+        WHERE error_type IS NOT NULL;
     """,
 ]

@@ -161,8 +161,8 @@ async def test_counts_of_runs_the_executor_wrote(store_backend: Backend) -> None
 
 
 async def test_failure_counts_read_the_partial_index_of_failures(store_backend: Backend) -> None:
-    """Failures are counted from `events_failures`, never by reading the event log: the
-    count is linear in the window's failures, not in the history's events."""
+    """Failures are counted from `events_failure_kinds`, never by reading the event log:
+    the count is linear in the window's failures, not in the history's events."""
     store = await store_backend.open_store()
     store_backend.bulk_runs(3000)  # 3,300 events, 300 of them failures
     db = store_backend.observer()
@@ -170,7 +170,7 @@ async def test_failure_counts_read_the_partial_index_of_failures(store_backend: 
         db.execute("ANALYZE")
         since = datetime(2025, 1, 1, 12, tzinfo=UTC)
         plan = await store.history.explain_failure_counts(since)
-        assert "events_failures" in plan, plan
+        assert "events_failure_kinds" in plan, plan
         assert not re.search(r"^SCAN |Seq Scan", plan, re.MULTILINE), plan
         counted = await store.history.failure_counts(since)
         assert [(c.error_type, c.tool, c.count) for c in counted] == [
