@@ -23,6 +23,7 @@ from agent_core.execution.tools import Tool, ToolContext, ToolRegistry
 from agent_core.models import ClaimResult, Language, Risk, RunStatus, StepStatus, StepTag
 from agent_core.understanding.planner import PlanDraft, PlanRequest, StepDraft
 from bench.measure import CommitCounter, checkpoint, connections_of, db_bytes, query
+from stepwise.heap import settle_heap
 from storage.runs.sqlite import SqliteRunStore
 
 CUSTOMERS = 10_000  # user/chat ids cycle over this many customers
@@ -157,6 +158,7 @@ class StepwiseSubject:
             store,
             new_id=lambda: f"r{next(ids):09d}",
         )
+        settle_heap()  # as `stepwise serve` does once it is up
         return cls(path, store, agent, calls)
 
     async def run_one(self, number: int) -> None:

@@ -35,6 +35,7 @@ from bot.recovery import keep_recovering
 from bot.redact import redact_in_logs
 from bot.shared_ratelimit import SharedRateLimiter
 from console.server import serve_staff_console
+from stepwise.heap import settle_heap
 from stepwise.logs import set_replica
 from stepwise.runtime import Runtime, open_runtime
 from stepwise.settings import TOKEN_SHAPE, Settings, configured_staff_token
@@ -262,6 +263,7 @@ async def serve(settings: Settings, options: ServeOptions) -> int:
                     add_webhook_routes(application, health)
                 start_recovery(runtime, application, reoffer=True)
                 runtime.start_background(bot_of(application).staff_alerts.watch(health.backlog))
+                settle_heap()
                 log.warning("stepwise bot @%s is running", application.bot.username)
                 await stop.wait()
             finally:
