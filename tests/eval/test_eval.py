@@ -44,14 +44,17 @@ GATES = {
     # in three branches, each batch scored before tuning on it: recall 181 (152/181),
     # precision 145 (114/145 with 12 wrong actions) and an audit of the plain, polite and
     # keyword registers 211 (141/148, 57/63); merged, the split scores 2339/2397 = 97.6 %.
+    # Round 5 added 613 (English recall 210, Chinese recall 263, precision 140, each batch
+    # committed before tuning on it; see tests/eval/README.md): 2919/3010 = 97.0 %.
     # The gate is that minus a small margin. Raise it as recognition improves.
     "dev.jsonl": 0.95,
     # Measured when the split was merged (before any tuning): 566/898 = 63.0 %; after the
     # recognition work of issue 21 (tuned on dev only): 714/898 = 79.5 %, then 750/898 =
     # 83.5 % after its second round, 793/898 = 88.3 % after its third (en 87.9 %, zh
-    # 88.9 %), 799/898 = 89.0 % after its fourth (en 459/520 = 88.3 %, zh 340/378 = 89.9 %).
+    # 88.9 %), 799/898 = 89.0 % after its fourth (en 459/520 = 88.3 %, zh 340/378 = 89.9 %),
+    # 808/898 = 90.0 % after its fifth (en 466/520 = 89.6 %, zh 342/378 = 90.5 %).
     # The gate is that minus a small margin.
-    "heldout.jsonl": 0.87,
+    "heldout.jsonl": 0.89,
 }
 
 # Debt, not a gate: cases on which the rule planner still plans an action nobody asked for.
