@@ -396,3 +396,15 @@ def test_where_an_order_went_asked_is_its_status_not_a_new_address(text: str) ->
 )
 def test_a_new_address_asked_for_is_still_the_change(text: str) -> None:
     assert ("change_address", "A1003") in tools(draft(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["refund A1002 59, cancel that", "return A1002, cancel that", "where is A1003? cancel that"],
+)
+def test_cancel_that_withdraws_and_never_cancels_the_order(text: str) -> None:
+    assert not HIGH_RISK & {t for t, _ in tools(draft(text))}
+
+
+def test_cancel_it_after_a_statement_still_cancels_the_order() -> None:
+    assert ("cancel_order", "A1003") in tools(draft("A1003 is late, cancel it"))

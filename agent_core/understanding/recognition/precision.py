@@ -397,6 +397,9 @@ RETRACTION: Final = re.compile(
     r"|let me think|or actually)(?![a-z])|(?:^|[—–\-,.]\s*)(?:wait|nah|nope|no)\s*$"
     r"|^(?:don'?t|do not|dont)(?: do it)?$|^[啊哦呃嗯]?\s*不\s*$"
     r"|^why (?:would|should|on earth would) (?:i|we)(?: do that| want that| want to)?$"
+    # "refund A1002 59, cancel that": the request before is withdrawn; never a cancel of the
+    # order on top of it (stop 28; "cancel it" still names the order)
+    r"|^cancel (?:that|this)$"
     # Round 4: "nah don't bother", "ok no", "I'll keep it", "取消 A1003 的事先放一放", "哦等下，
     # 我问下老公再说": taken back, or put off until later (nothing is done now).
     r"|(?<![a-z])(?:don'?t|do not|dont|no need to) bother(?![a-z])"
