@@ -20,8 +20,8 @@ Every query is shaped to stay fast at 100,000+ runs:
   that index is small) and join the matching runs by primary key.
 * The staff's counts (`/stats`, the console's overview): runs by status from the hourly
   roll-up `run_counts_hourly` (migration 10: bounded whatever the history's size), failed
-  attempts by error type and tool straight from `events_failures` (linear in the window's
-  failures, which are few; see `failure_counts`).
+  attempts by error type and tool from the partial index `events_failure_kinds` (linear in
+  the window's failures, which are few; see `failure_counts`).
 * A tool filter (without an error type) is a per-run probe of the `steps` primary key while
   walking runs newest first. Dense in practice (every run uses one of a few tools); a tool
   that almost never occurs walks the whole time range, which the time filter bounds.
