@@ -299,7 +299,7 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
             tool, topic = Action.REFUND.value, "refund"
         if not any(v.tool == tool for v in view.verbs):
             view.verbs.append(Verb(tool, match.start(), False, True, topic, True))
-    for match in ZH_VAGUE_REFUND.finditer(residual):
+    for match in mentions.of(ZH_VAGUE_REFUND, residual):
         if not any(v.tool == Action.REFUND for v in view.verbs):
             asked = is_question(text, match.start()) or zh_asks(
                 text, match.start(), match.end(), clause.asked
