@@ -48,6 +48,7 @@ from agent_core.understanding.reading import Clause
 from agent_core.understanding.recognition.precision import (
     ASK_PASSIVE,
     ASKED_ADDRESS,
+    CANCEL_NOT_AN_ORDER,
     CANCEL_OBJECT_AFTER,
     CANCEL_OBJECT_BEFORE,
     CHOOSE_ONE_ZH,
@@ -64,6 +65,7 @@ from agent_core.understanding.recognition.precision import (
     about_an_item,
     asked_where_it_went,
     done_after,
+    imagined_by_bot,
     negated_after,
     negated_strictly,
     past_question,
@@ -236,19 +238,24 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
             concrete = terms.action is Action.REFUND and AMOUNT.search(text) is not None
             asked = (
                 (
-                    is_question(text, match.start())
-                    and not concrete
-                    and not polite_request(text[: match.start()])
+                    (
+                        is_question(text, match.start())
+                        and not concrete
+                        and not polite_request(text[: match.start()])
+                    )
+                    or past
+                    or whether_question(text, match.start(), match.end())
+                    or (zh_asks(text, match.start(), match.end(), clause.asked) and not concrete)
+                    or HEDGE_EN.search(text[: match.start()]) is not None
+                    # "if you cancel A1003 do I get my money back?": imagined, in a question
+                    or (clause.asked and imagined_by_bot(text[: match.start()]))
+                    or HEDGE_AFTER_EN.search(text[match.end() :]) is not None
+                    # "can the address on A1003 still be changed?", "is it too late to change
+                    # where A1005 is going?": with no new address, a question about it
+                    or (terms.action is Action.ADDRESS and _ASKS_ABOUT.search(text) is not None)
                 )
-                or past
-                or whether_question(text, match.start(), match.end())
-                or (zh_asks(text, match.start(), match.end(), clause.asked) and not concrete)
-                or HEDGE_EN.search(text[: match.start()]) is not None
-                or HEDGE_AFTER_EN.search(text[match.end() :]) is not None
-                # "can the address on A1003 still be changed?", "is it too late to change
-                # where A1005 is going?": with no new address, a question about it
-                or (terms.action is Action.ADDRESS and _ASKS_ABOUT.search(text) is not None)
-            ) and ADDRESS_CHAR not in text
+                and ADDRESS_CHAR not in text
+            )
             question = asked or told  # a new address someone else wants is asked about too
             view.verbs.append(
                 Verb(
@@ -257,6 +264,10 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
                     negated(text, match.start())
                     or threat(text[: match.start()])
                     or NEGATED_OBJECT_EN.match(text, match.end()) is not None
+                    or (
+                        terms.action is Action.CANCEL
+                        and CANCEL_NOT_AN_ORDER.match(text, match.end()) is not None
+                    )
                     or (
                         negated_after(text[match.end() :], text[: match.start()])
                         and not text[match.end() :].lstrip().startswith(match.group(0))

@@ -64,6 +64,8 @@ from agent_core.understanding.lexicon_intents import (
 from agent_core.understanding.reading import Reading
 from agent_core.understanding.recognition.precision import (
     ADVICE,
+    CANCEL_OBJECT_AFTER,
+    CANCEL_OBJECT_BEFORE,
     DESCRIBED,
     GUESSED_IDS,
     IMAGINED_BEFORE,
@@ -79,6 +81,7 @@ from agent_core.understanding.recognition.precision import (
     UNRESOLVED,
     corrected_id,
     excluded_ids,
+    imagined_by_bot,
     quote_open,
     reported,
     retracts,
@@ -178,6 +181,29 @@ def understand(
                 and not previous.requests
             ):
                 verb.negated = True
+    # "cancel my subscription. where is A1005?", "取消会员，A1003 到哪了": something that is no
+    # order cancelled in a clause naming none, while the message names an order (round 6;
+    # the clause's own order was handled by the view): never a cancel of that order.
+    if order:
+        for view in genuine:
+            if view.clause.ids:
+                continue
+            for verb in view.verbs:
+                if verb.tool != Action.CANCEL or verb.negated:
+                    continue
+                word = re.match(r"[a-z]+|[\u4e00-\u9fff]{2}|\S+", view.text[verb.start :])
+                end = verb.start + (len(word.group(0)) if word else 0)
+                if CANCEL_OBJECT_AFTER.match(view.text, end) or CANCEL_OBJECT_BEFORE.search(
+                    view.text[: verb.start]
+                ):
+                    verb.negated = True
+    # "if you cancel A1003, do I get my money back?": the bot's doing it imagined in a clause
+    # whose question follows (round 6); asked about, never done.
+    for view, following in itertools.pairwise(genuine):
+        if following.clause.asked and all(v.question for v in following.verbs):
+            for verb in view.verbs:
+                if imagined_by_bot(view.text[: verb.start]):
+                    verb.question = True
     # 'Email from orders@shop: "To keep your refund, cancel A1003 now"': a quotation opened in
     # an earlier clause is still open at the verb — somebody else's words, asked about.
     quoted = False  # whether a quotation is open after the clauses read so far
