@@ -359,7 +359,10 @@ KEEP = Terms(
     en=("keep", "leave", "is fine", "is ok", "is okay", "stays", "can stay", "stay as",
         "as it is", "no change", "don't touch", "is good",
         # Round 4: "the return is for A1006. A1002 was perfect"
-        "was perfect", "is perfect", "is all good", "was all good"),
+        "was perfect", "is perfect", "is all good", "was all good",
+        # Round 6: "cancel the order I placed by accident, A1003 is the good one"
+        "is the good one", "is the right one", "is the correct one", "is the one i want",
+        "is the one i need", "the keeper"),
 ).compile()
 
 # "one of them", "A or B", "取消一个": the customer has not chosen an order yet.

@@ -1007,6 +1007,20 @@ UNRESOLVED: Final = re.compile(
     r"|[\ue000-\uefff]\s*(?:maybe|perhaps|possibly|probably|or so)(?![a-z])"
     r"|[\ue000-\uefff]\s*(?:[-–—,]\s*)?(?:i think|i guess|i believe|i reckon|iirc|if i remember"
     r"(?: (?:right|correctly))?|i'?m not sure|not sure)\s*[.?!]*$"
+    # Round 6: an order named only through another ("A1003's twin order", "the duplicate of
+    # A1003", "the order that came with A1003", "a number similar to A1003", "跟 A1003 一起下的
+    # 那单", "A1003 的补发单"): the named order is not the one meant, which one is asked.
+    r"|[\ue000-\uefff]\s*'s\s+(?:twin|duplicate|replacement|sibling|companion|copy|partner"
+    r"|follow-?up|re-?order|other)(?![a-z])"
+    r"|(?<![a-z])(?:the|my|your) (?:duplicate|twin|copy|replacement|sibling|companion|follow-?up"
+    r"|re-?order)s?"
+    r"(?: order| one| purchase)? (?:of|for|to) (?:order )?[\ue000-\uefff]"
+    r"|(?<![a-z])(?:order|one|purchase|parcel|package)s? (?:that|which|i) (?:came|was placed|were placed"
+    r"|placed|ordered|bought|made|arrived|shipped|was ordered) (?:with|alongside|together with"
+    r"|along with|after|before|right after|just after|just before)(?![a-z])"
+    r"|(?<![a-z])(?:similar|close) to (?:order )?[\ue000-\uefff]"
+    r"|(?:和|跟|与)\s*[\ue000-\uefff]\s*(?:一起|同时|重复|一样)[^，。,.]{0,6}(?:那单|那个|订单|的单)"
+    r"|[\ue000-\uefff]\s*的(?:补发单|重复单|另一单)"
 )
 # "Cancel: A1003? A1005?": each order written as a guess (the message as written, ids raw).
 GUESSED_IDS: Final = re.compile(
@@ -1027,7 +1041,9 @@ OTHER_ONE: Final = re.compile(
 # only named order may be another one: "A1001 arrived damaged, cancel the replacement").
 DESCRIBED: Final = re.compile(
     r"(?<![a-z])(?:the|my|that|this) (?:replacement|new|newer|newest|second|first|third|previous"
-    r"|earlier|older|later|next|other|rest|remaining|latest|last|recent|most recent|original)"
+    r"|earlier|older|later|next|other|rest|remaining|latest|last|recent|most recent|original"
+    # Round 6: "I ordered twice by mistake (A1003), cancel the duplicate"
+    r"|duplicate|duplicated|extra|double|accidental|mistaken)"
     r"(?: (?:one|order|item|parcel|package|purchase)s?)?(?![a-z])"
     r"|(?<![a-z])the one (?:before|after|from)(?![a-z])"
     # "cancel the order with the red shoes", "cancel the one that hasn't shipped", "return the
