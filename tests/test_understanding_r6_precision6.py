@@ -71,6 +71,13 @@ def actions(d: PlanDraft) -> list[tuple[str, str | None]]:
         "cancel the accidental one, A1007 is the right one",
         "cancel the double order, A1003 is the correct one",
         "A1005 is the keeper, cancel the other",
+        # somebody else's view or doing; a request already made, asked about; taken back
+        "according to my husband we should cancel A1007",
+        "my secretary is going to take care of cancelling A1005, what's its status?",
+        "I asked you last week to cancel A1007, has that been done?",
+        "I wrote cancel A1005 but I don't really mean it",
+        "return A1006. or not. dunno",
+        "cancel A1003. maybe not.",
     ],
 )
 def test_no_action_nobody_asked_for(text: str) -> None:
@@ -103,6 +110,9 @@ def test_the_read_stays(text: str, expected: list[tuple[str, str | None]]) -> No
         ("cancel A1005, and where is A1001?", "A1005"),
         ("cancel A1007, it's a copy of A1003", "A1007"),
         ("cancel A1003 which I placed after A1001 by mistake", "A1003"),
+        ("according to the tracking A1003 is stuck, cancel it", "A1003"),
+        ("I asked you yesterday to cancel A1003, please cancel it now", "A1003"),
+        ("cancel A1003 and I mean it", "A1003"),
     ],
 )
 def test_requests_stay(text: str, order: str) -> None:

@@ -144,6 +144,10 @@ _PAST_EN: Final = re.compile(
     r"(?: (?:you|for))?(?: to)?(?: \w+)? $"
     r"|(?<![a-z])(?:asked|requested|wrote|emailed|messaged|called|phoned|rang|contacted|applied)"
     r"(?: (?:to )?(?:you|u|your \w+(?: \w+)?|the shop|support|customer service)(?: guys)?)?"
+    # Round 6: "I asked you yesterday to cancel A1003, did it happen?"
+    r"(?: (?:yesterday|earlier|before|already|twice|again|last (?:week|night|month|time)|this"
+    r" (?:morning|week)|days ago|a (?:day|week) ago|on (?:monday|tuesday|wednesday|thursday|friday"
+    r"|saturday|sunday)))?"
     r"(?: (?:for|about))? (?:to )?(?:\w+ )?$"
 )
 _PAST_ZH_BEFORE: Final = re.compile(
@@ -460,6 +464,9 @@ RETRACTION: Final = re.compile(
     r"|address change|cancellation|request)(?![a-z])|撤销(?:这个|刚才的?|上面的?)?(?:请求|申请|操作)"
     r"|(?<![a-z])i meant (?:to )?(?!order\b)(?=[a-z])"
     r"|^(?:no|nope|nah),? i (?:don'?t|do not)(?: want (?:to|that|it))?$|^(?:不是|不是的)$"
+    # Round 6: "I said cancel A1003 but I didn't mean it", "cancel A1003. Or not. Idk"
+    r"|(?<![a-z])(?:i )?(?:didn'?t|did not|don'?t|do not) (?:really )?mean (?:it|that|this)(?![a-z])"
+    r"|^(?:or|maybe|or maybe|hmm+,? (?:or|maybe)) not\s*[.!?]*$|^(?:idk|i dunno|dunno|not sure)\s*[.!?]*$"
 )
 # "cancel A1003, sorry, I mean A1007", "取消 A1003，哦不对，是 A1007": the order is corrected.
 CORRECTION: Final = re.compile(
@@ -508,6 +515,12 @@ _REPORTED: Final = re.compile(
     r"|(?<![a-z])(?:was|were|been|am|'m|got) (?:told|asked|advised|instructed|recommended) to(?![a-z])"
     r"|(?<![a-z])(?:recommend(?:ed|s)?|suggest(?:ed|s)?|advis(?:ed|es)) (?:that )?(?:i|we)(?![a-z])"
     r"|(?<![a-z])(?:apparently|supposedly|i heard|i hear|i read|rumou?r has it)(?![a-z])"
+    # Round 6: "according to my wife I should cancel A1003", "my assistant will handle the
+    # cancel of A1003": somebody else's view, or somebody else doing it.
+    r"|(?<![a-z])according to (?:my|our|his|her|their|a|the) (?!(?:records?|tracking|app|website"
+    r"|email|account|order)\b)"
+    r"|(?<![a-z])(?:my|our|his|her|their) (?:[a-z]+ ){1,2}(?:will|'ll|is going to|is gonna)"
+    r" (?:handle|do|take care of|sort out|sort|deal with|look after|manage)(?![a-z])"
     # "everyone says cancel A1003", "the reviews say cancel before it ships", "I saw a post
     # telling customers to cancel A1003"
     r"|(?<![a-z])(?:everyone|everybody|people|reviews?|reddit|twitter|the internet|online|posts?"
