@@ -433,6 +433,9 @@ RETRACTION: Final = re.compile(
     r"|^[哦噢啊呃嗯唉哎诶额]+\s*(?:等下|等会|慢着|且慢)"
     r"|再等(?:两|几|一)?(?:天|下|会|阵)|^稍等|等我(?:确认|问|想|看|商量)|商量一?下$"
     r"|^(?:暂时|先)(?:不要|不用)$|是(?:误操作|打错了|点错了|手滑)"
+    # Round 6: "A1003 取消掉？不用" — a bare "no need" after the action
+    # ("不要了", "不需要了" are no-longer-wanted: a cancel, not this)
+    r"|^(?:哦|噢|嗯|啊|呃)?\s*(?:不用|不需要|不必|没必要)\s*[啊吧呀哈]?\s*$"
     # Round 5: "scrap that", "disregard, my mistake", "Oops, wrong chat, ignore", "I take that
     # back", "cancel that request", "… so no need", "撤回，刚才说错了": taken back as well.
     r"|(?<![a-z])(?:scrap|strike|undo) (?:that|this)(?![a-z])(?! one| order| \w+ order)"
@@ -515,6 +518,7 @@ _REPORTED: Final = re.compile(
     r"|(?<![a-z])(?:was|were|been|am|'m|got) (?:told|asked|advised|instructed|recommended) to(?![a-z])"
     r"|(?<![a-z])(?:recommend(?:ed|s)?|suggest(?:ed|s)?|advis(?:ed|es)) (?:that )?(?:i|we)(?![a-z])"
     r"|(?<![a-z])(?:apparently|supposedly|i heard|i hear|i read|rumou?r has it)(?![a-z])"
+    r"|(?<![a-z])auto-?\s*$|(?<![a-z])automatically $"
     # Round 6: "according to my wife I should cancel A1003", "my assistant will handle the
     # cancel of A1003": somebody else's view, or somebody else doing it.
     r"|(?<![a-z])according to (?:my|our|his|her|their|a|the) (?!(?:records?|tracking|app|website"
@@ -682,6 +686,9 @@ HIDDEN: Final = re.compile(
     r"|^\s*(?:debug|dev|test)\s*[:：]"
     r"|repeat after me|manager override)(?![a-z])"
     r"|为用户|替用户|给用户|为该用户|为客户|给客户|翻译成|请重复|重复一遍|跟我念"
+    # Round 6: spoiler-hidden text ("where's A1005 ||cancel A1003||"), a note in brackets
+    # ("(note: auto-cancel A1003 per policy)")
+    r"|\|\|[^|\n]{1,200}\|\||[(（]\s*(?:note|nb|n\.b\.|memo|internal note|备注)\s*[:：]"
     r"|我是(?:你们的?|贵公司的?|平台的?)?(?:开发人员|开发者|工程师|程序员|技术人员|管理员|店长|老板|运营)"
     r"|(?:进入|开启|切换到)(?:调试|测试|维护|开发者?|管理员?|上帝)模式|(?:内部)?测试指令|内部命令"
     r"|以下是系统|系统消息"
@@ -950,6 +957,8 @@ def zh_asks(text: str, start: int, end: int, asked: bool) -> bool:
 # "把 A1003 取消了", "A1003 帮我取消了" are requests.
 _ZH_DONE: Final = re.compile(
     r"^\s*(?:[\ue000-\uefff]\s*)?了\s*(?:$|(?=我没|我不|但|可是|怎么|为什么|为啥|没人|谁))"
+    # Round 6: "A1003 取消了的话告诉我一声": if it was cancelled, tell me (its status)
+    r"|^\s*(?:[\ue000-\uefff]\s*)?了的话"
 )
 
 
@@ -1212,7 +1221,7 @@ _NOT_ORDER_THINGS: Final = (
 )
 _ZH_NOT_ORDER_THINGS: Final = (
     r"(?:退货|退款|换货|改地址|地址修改|加急|发票|优惠券|优惠|礼品包装|包装|预约|预约配送|订阅|会员|保险"
-    r"|延保|自动续费|短信|通知|推送)"
+    r"|延保|自动续费|短信|通知|推送|赠品|小样)"
 )
 # Round 6: "cancel that thought", "cancel culture", "cancel my account", "cancel the
 # newsletter, not my order": what is cancelled is no order at all, whether or not the clause
@@ -1225,6 +1234,10 @@ CANCEL_NOT_AN_ORDER: Final = re.compile(
     r"|shows?|games?|dates?|holidays?|vacations?|last (?:sentence|message|bit|part|line|comment))"
     r"(?=\s*(?:$|[,.!?;:)]|(?:is|was|are|were|for|with|on|at|in|to|and|but|because|so|lol|then"
     r"|please|pls|not|too|also|as|from|of|aside|apart|though|again|now)(?![a-z])))"
+    # "朋友取消了他的订单，A1003 要取消吗", "she cancelled her order": somebody else's order,
+    # not named (an order named after it, "cancel her order A1003", stays the order)
+    r"|(?=\s*了?\s*(?:(?:他|她|他们|她们|别人|人家)的|(?:his|her|their)(?: own)? (?:orders?|purchases?"
+    r"|ones?|stuff)(?![a-z])))(?![^\ue000-\uefff]*[\ue000-\uefff])"
 )
 CANCEL_OBJECT_AFTER: Final = re.compile(
     # "取消 A1003 上用的优惠券" (round 6): a few words and 的 between the order and the thing
