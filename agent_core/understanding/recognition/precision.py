@@ -511,7 +511,11 @@ _REPORTED: Final = re.compile(
     r"|(?<![a-z])(?:the|your) (?:courier|driver|delivery (?:guy|man|person)|seller|agent|support"
     r"|admin|administrator|manager|owner|supervisor"
     r"|staff|bank|forum|post office|bot|chatbot|assistant|app|website|site|system|email|sms|text"
-    r"|message|notification)(?: \w+){0,3} (?:told|tells|said|says|asked|wants|suggested"
+    r"|message|notification"
+    # Round 6: "the boss wants A1007 cancelled", "the person I bought it for wants to return
+    # A1006", "the recipient wants to send A1006 back"
+    r"|boss|person|recipient|gift recipient|receiver|buyer|lady|guy|woman|man|kid|kids|tenant"
+    r"|customer|client|family)(?: \w+){0,4} (?:told|tells|said|says|asked|wants|suggested"
     r"|wrote|promised|offered|agreed|mentioned|recommended)(?![a-z])"
     # "I was told to cancel A1003", "apparently I should return A1002", "a friend
     # recommended I cancel A1003": somebody else's advice or words.
