@@ -516,7 +516,7 @@ _REPORTED: Final = re.compile(
     # A1006", "the recipient wants to send A1006 back"
     r"|boss|person|recipient|gift recipient|receiver|buyer|lady|guy|woman|man|kid|kids|tenant"
     r"|customer|client|family)(?: \w+){0,4} (?:told|tells|said|says|asked|wants|suggested"
-    r"|wrote|promised|offered|agreed|mentioned|recommended)(?![a-z])"
+    r"|wrote|promised|offered|agreed|mentioned|recommended|would like|would(?=\s*$)|wanted|needs|prefers)(?![a-z])"
     # "I was told to cancel A1003", "apparently I should return A1002", "a friend
     # recommended I cancel A1003": somebody else's advice or words.
     r"|(?<![a-z])(?:was|were|been|am|'m|got) (?:told|asked|advised|instructed|recommended) to(?![a-z])"
