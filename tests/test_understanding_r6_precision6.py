@@ -91,10 +91,33 @@ def actions(d: PlanDraft) -> list[tuple[str, str | None]]:
         "the boss would like A1003 cancelled",
         "the lady I ordered it for wants to return A1006",
         "the recipient said she wants her money back for A1002, 30",
+        # asked about or left to the bot, after the verb
+        "would it be wise to cancel A1007 today?",
+        "cancel A1005, is that still possible?",
+        "return A1006 would be great but is it too late?",
+        "cancel A1003? your call",
     ],
 )
 def test_no_action_nobody_asked_for(text: str) -> None:
     assert actions(draft(text)) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a fallback is wanted only if the first action fails: the first one stays
+        (
+            "A1005 - cancel it if you can, otherwise I'll return it",
+            [("get_order_status", "A1005"), ("cancel_order", "A1005")],
+        ),
+        (
+            "取消 A1003，不行的话就退货",
+            [("get_order_status", "A1003"), ("cancel_order", "A1003")],
+        ),
+    ],
+)
+def test_a_fallback_is_not_asked_for_now(text: str, expected: list[tuple[str, str | None]]) -> None:
+    assert tools(draft(text)) == expected
 
 
 @pytest.mark.parametrize(

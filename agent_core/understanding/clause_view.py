@@ -52,6 +52,7 @@ from agent_core.understanding.recognition.precision import (
     CANCEL_OBJECT_AFTER,
     CANCEL_OBJECT_BEFORE,
     CHOOSE_ONE_ZH,
+    FALLBACK_BEFORE,
     FRAME_ONLY,
     GENERAL,
     HEDGE_AFTER_EN,
@@ -268,6 +269,7 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
                         terms.action is Action.CANCEL
                         and CANCEL_NOT_AN_ORDER.match(text, match.end()) is not None
                     )
+                    or FALLBACK_BEFORE.search(text[: match.start()]) is not None
                     or (
                         negated_after(text[match.end() :], text[: match.start()])
                         and not text[match.end() :].lstrip().startswith(match.group(0))

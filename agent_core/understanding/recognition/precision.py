@@ -191,7 +191,10 @@ def asked_where_it_went(before: str) -> bool:
 _WHETHER_EN: Final = re.compile(
     r"(?<![a-z])(?:should|shall|must|do) (?:i|we)(?![a-z])|what do you (?:think|suggest|recommend)"
     # "is it too late to return A1002?", "is A1003 cancellable?", "am I still in time to …"
-    r"|too late to|still (?:time|in time) to|(?:is|are) (?:it|\S+) (?:still )?(?:ok|okay|fine"
+    r"|too late to|still (?:time|in time) to|"
+    # Round 6: "would it be smart to cancel A1003 now?"
+    r"(?:would|is|will) it be (?:smart|wise|better|best|a good idea|sensible|cheaper|worth it) to"
+    r"|is it (?:smart|wise|better|best|a good idea|sensible|cheaper) to|(?:is|are) (?:it|\S+) (?:still )?(?:ok|okay|fine"
     r"|allowed) to|last (?:day|date|chance) to|deadline (?:to|for)|until when|by when|how late"
 )
 # After the verb, in its clause: "A1003 cancel possible?", "cancel A1003: yes or no?",
@@ -469,7 +472,7 @@ RETRACTION: Final = re.compile(
     r"|^(?:no|nope|nah),? i (?:don'?t|do not)(?: want (?:to|that|it))?$|^(?:不是|不是的)$"
     # Round 6: "I said cancel A1003 but I didn't mean it", "cancel A1003. Or not. Idk"
     r"|(?<![a-z])(?:i )?(?:didn'?t|did not|don'?t|do not) (?:really )?mean (?:it|that|this)(?![a-z])"
-    r"|^(?:or|maybe|or maybe|hmm+,? (?:or|maybe)) not\s*[.!?]*$|^(?:idk|i dunno|dunno|not sure)\s*[.!?]*$"
+    r"|^\(?\s*or don'?t\s*\)?\s*[.!?]*$|^(?:or|maybe|or maybe|hmm+,? (?:or|maybe)) not\s*[.!?]*$|^(?:idk|i dunno|dunno|not sure)\s*[.!?]*$"
 )
 # "cancel A1003, sorry, I mean A1007", "取消 A1003，哦不对，是 A1007": the order is corrected.
 CORRECTION: Final = re.compile(
@@ -1004,6 +1007,12 @@ ADVICE: Final = re.compile(
     r"(?<![a-z])(?:what do you (?:think|suggest|recommend|reckon)|help me decide|your advice"
     r"|would you (?:recommend|advise)|do you (?:think|recommend)|good idea|should i)(?![a-z])"
     r"|(?<![a-z])(?:not sure(?: yet)?|undecided|haven'?t decided|can'?t decide)(?![a-z])"
+    # Round 6: "cancel A1003 - is that possible?", "cancel A1003 would be nice but is it too
+    # late?", "cancel A1003? up to you", "cancel A1003 (or don't, whatever)": the action asked
+    # about, or left to the bot to decide — never done on that.
+    r"|(?<![a-z])(?:is|was) (?:that|this|it) (?:even |still |actually )?(?:possible|doable|allowed"
+    r"|an option|ok to do)(?![a-z])|(?<![a-z])is it (?:too late|possible)\s*\??\s*$"
+    r"|(?<![a-z])(?:up to you|your call|you decide|you choose|or don'?t,? whatever)(?![a-z])"
     r"|你觉得|你看呢|你建议|给点建议|帮我拿个主意|帮我决定|值不值得|划不划算|该不该|还没想好|没想好|拿不定主意"
 )
 # "cancel A1003 and the other one too", "… or was it A1003", "另一个也取消": an order the
@@ -1242,6 +1251,14 @@ CANCEL_NOT_AN_ORDER: Final = re.compile(
     # not named (an order named after it, "cancel her order A1003", stays the order)
     r"|(?=\s*了?\s*(?:(?:他|她|他们|她们|别人|人家)的|(?:his|her|their)(?: own)? (?:orders?|purchases?"
     r"|ones?|stuff)(?![a-z])))(?![^\ue000-\uefff]*[\ue000-\uefff])"
+)
+# Round 6: "cancel A1003 if possible, otherwise return it", "取消不了的话就退货": a fallback
+# wanted only if the first action fails — not asked for now (the first one is).
+FALLBACK_BEFORE: Final = re.compile(
+    r"(?<![a-z])(?:otherwise|or else|if not|failing that|if that fails|if that doesn'?t work"
+    r"|if you can'?t|if that'?s not possible|if it'?s not possible|else)\s*[,:]?\s*(?:just |please |pls |then )?"
+    r"(?:i'?ll |i want to |i'?d like to |i will )?$"
+    r"|(?:否则|不然|要不然|不行的话|取消不了的话|不能取消的话|要是不行)\s*[，,]?\s*(?:就|那就|那)?\s*(?:帮我|给我)?\s*$"
 )
 CANCEL_OBJECT_AFTER: Final = re.compile(
     # "取消 A1003 上用的优惠券" (round 6): a few words and 的 between the order and the thing
