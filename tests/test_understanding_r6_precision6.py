@@ -157,3 +157,10 @@ def test_the_read_stays(text: str, expected: list[tuple[str, str | None]]) -> No
 )
 def test_requests_stay(text: str, order: str) -> None:
     assert actions(draft(text)) == [("cancel_order", order)]
+
+
+@pytest.mark.parametrize("text", ["cancel my whole account please", "terminate my membership"])
+def test_cancelling_the_account_is_a_cant_do(text: str) -> None:
+    d = draft(text)
+    assert d.steps == [] and actions(d) == []
+    assert d.refusal is not None and d.refusal.name == "UNSUPPORTED"

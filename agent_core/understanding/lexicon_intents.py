@@ -553,6 +553,9 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
                                         # Round 5: "kill my account" (a question about deleting
                                         # it is the account FAQ's, by recognition)
                                         r"(?:kill|wipe|erase) (?:my |the )?(?:account|profile)(?![a-z])",
+                                        # Round 6: "please cancel my account"
+                                        r"(?:cancel|terminate) (?:my |the |this )?(?:whole |entire )?"
+                                        r"(?:account|profile|membership)(?![a-z])",
                                         # Round 5: "change my name on the account"
                                         r"(?:change|update|correct|edit) (?:my |the )?(?:user ?name"
                                         r"|account name|name) (?:on|in|of|for) (?:my |the )?account",

@@ -1244,7 +1244,8 @@ CANCEL_NOT_AN_ORDER: Final = re.compile(
     r"\s*(?:that |this |the |my |your |our |all |any |these |those )?(?:(?:whole|entire|silly|last|stupid"
     r"|previous) )?(?:thoughts?|ideas?|plans?|culture|noise|meetings?|flights?|trips?|part(?:y|ies)"
     r"|events?|concerts?|weddings?|appointments?|bookings?|reservations?|class(?:es)?|lessons?"
-    r"|shows?|games?|dates?|holidays?|vacations?|last (?:sentence|message|bit|part|line|comment))"
+    r"|shows?|games?|dates?|holidays?|vacations?|last (?:sentence|message|bit|part|line|comment)"
+    r"|(?:whole |entire )?(?:account|profile|membership))"
     r"(?=\s*(?:$|[,.!?;:)]|(?:is|was|are|were|for|with|on|at|in|to|and|but|because|so|lol|then"
     r"|please|pls|not|too|also|as|from|of|aside|apart|though|again|now)(?![a-z])))"
     # "朋友取消了他的订单，A1003 要取消吗", "she cancelled her order": somebody else's order,
