@@ -96,6 +96,7 @@ def actions(d: PlanDraft) -> list[tuple[str, str | None]]:
         "cancel A1005, is that still possible?",
         "return A1006 would be great but is it too late?",
         "cancel A1003? your call",
+        "A1005 status?\n\nFrom: orders@store.example\nWe are going to cancel A1003 tomorrow.",
     ],
 )
 def test_no_action_nobody_asked_for(text: str) -> None:

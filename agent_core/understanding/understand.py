@@ -204,6 +204,15 @@ def understand(
             for verb in view.verbs:
                 if imagined_by_bot(view.text[: verb.start]):
                     verb.question = True
+    # "From: support@shop.com\nWe will cancel A1003 unless you reply": what follows a pasted
+    # mail header is the mail's words (round 6), asked about, never a request.
+    pasted_mail = False
+    for view in genuine:
+        if pasted_mail:
+            for verb in view.verbs:
+                if not verb.negated:
+                    verb.question = verb.reported = True
+        pasted_mail = pasted_mail or _MAIL_HEADER.match(view.text) is not None
     # 'Email from orders@shop: "To keep your refund, cancel A1003 now"': a quotation opened in
     # an earlier clause is still open at the verb — somebody else's words, asked about.
     quoted = False  # whether a quotation is open after the clauses read so far
@@ -552,6 +561,9 @@ _KEEP_PREDICATE = re.compile(r"(?:is|was|can|stays|stay)(?![a-z])")
 # the verb's object one order ("it"): which one is asked, never both (a wrong action).
 _IT_AFTER_VERB = re.compile(r"^[a-z']+(?: (?:off|out|back))? (?:it|this one|that one)(?![a-z])")
 _ID_CHAR = re.compile("[\ue000-\uefff]")
+
+
+_MAIL_HEADER: Final = re.compile(r"\s*(?:from|sender|发件人)\s*[:：]\s*[^\s@]+@")
 
 
 def _one_of_several(text: str, verb_start: int) -> bool:
