@@ -71,6 +71,7 @@ def actions(d: PlanDraft) -> list[tuple[str, str | None]]:
         "cancel the accidental one, A1007 is the right one",
         "cancel the double order, A1003 is the correct one",
         "A1005 is the keeper, cancel the other",
+        "A1005 is slow. return it and A1001 as well? no, only the slow one",
         # somebody else's view or doing; a request already made, asked about; taken back
         "according to my husband we should cancel A1007",
         "my secretary is going to take care of cancelling A1005, what's its status?",
@@ -153,6 +154,7 @@ def test_the_read_stays(text: str, expected: list[tuple[str, str | None]]) -> No
         ("please cancel her order A1003", "A1003"),
         ("cancel A1003 (note: it was a gift)", "A1003"),
         ("A1003 不要了", "A1003"),
+        ("cancel A1003 and A1005. no, just A1005", "A1005"),
         ("please cancel A1003, the man at the door said it's the wrong one", "A1003"),
     ],
 )

@@ -1056,6 +1056,8 @@ UNRESOLVED: Final = re.compile(
     r"|(?<![a-z])(?:similar|close) to (?:order )?[\ue000-\uefff]"
     r"|(?:和|跟|与)\s*[\ue000-\uefff]\s*(?:一起|同时|重复|一样)[^，。,.]{0,6}(?:那单|那个|订单|的单)"
     r"|[\ue000-\uefff]\s*的(?:补发单|重复单|另一单)"
+    # "cancel it and A1005 too? no just the late one": the correction describes the order
+    r"|^(?:no|nope|nah|sorry|actually|wait)[,.]?\s*(?:just|only)\s+the\s+(?:[a-z]+\s+){0,2}one(?:s)?\s*[.!]*$"
 )
 # "Cancel: A1003? A1005?": each order written as a guess (the message as written, ids raw).
 GUESSED_IDS: Final = re.compile(
