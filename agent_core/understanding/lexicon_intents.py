@@ -405,7 +405,12 @@ HANDOFF = Terms(
         "callback", "call me back", "escalated",
         r"(?:someone|somebody|a person|a human|an agent) on the (?:phone|line)",
         r"member of (?:your |the )?(?:staff|team)", r"connect me (?:with|to)",
-        r"(?:a |your )colleague", "somebody from your team", "someone from your team"),
+        r"(?:a |your )colleague", "somebody from your team", "someone from your team",
+        # Round 6: "put me through to someone from support", "one of your colleagues rather
+        # than a bot"
+        r"put me (?:through|over) to", r"(?:someone|somebody|anyone|anybody) from (?:your |the )?"
+        r"(?:support|staff|team|customer service|service desk|help ?desk)",
+        r"(?:a |your |one of your )colleagues", r"rather than (?:a |the |this )?(?:bot|robot|machine)"),
 ).compile()
 
 # Text that addresses the assistant as its operator: instructions, fake system messages.

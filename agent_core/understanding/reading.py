@@ -62,6 +62,16 @@ _JOINER = re.compile(
     r"(?<![a-z])(?:and|but|&)(?![a-z])(?!\s*(?:the |my )?(?:orders? )?\s*[\ue000-\uefff])"
     r"(?!\s*forth\b)"  # "back and forth" is one phrase
 )
+# Round 6: "and"/"but" before an order that is the subject of its own sentence ("return A1006
+# and A1005 hasn't arrived yet", "keep A1001 as is but A1003 please cancel"): a new request,
+# not a list. "and" needs a singular verb after the order (a list takes a plural one); "but"
+# contrasts two orders, so it needs an order before it in the same stretch of text.
+_SUBJECT_JOINER = re.compile(
+    r"(?<![a-z])(?:and|&)(?=\s*[\ue000-\uefff]\s*(?:is|isn'?t|has|hasn'?t|was|wasn'?t|still"
+    r"|never|did|didn'?t|does|doesn'?t|won'?t|will|came|arrived|got)\b)"
+    r"|(?<![a-z])but(?=\s*[\ue000-\uefff])"
+)
+_ORDER_BEFORE_BUT = re.compile(r"[\ue000-\uefff][^,.?!;\n]*$")
 
 # Where an address value starts (after the marker) in folded text.
 # A house number and a street word soon after it ("12 Mill Lane", "9 Church Lane, Ely").
@@ -701,6 +711,9 @@ def _split(
                 continue
             if match.group(0) == "," and _in_number(folded, match.start()):
                 continue
+            cuts.add(match.start())
+    for match in _SUBJECT_JOINER.finditer(folded):
+        if match.group(0) != "but" or _ORDER_BEFORE_BUT.search(folded[: match.start()]):
             cuts.add(match.start())
     cuts.update(_topic_breaks(folded))
     cuts.update(_run_on_joiners(folded))
