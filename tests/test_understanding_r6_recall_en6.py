@@ -77,3 +77,53 @@ def test_a_colleague_reported_is_not_a_handoff() -> None:
     assert tools(draft("your colleagues told me A1003 ships monday")) == [
         ("get_order_status", "A1003")
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "tool", "order"),
+    [
+        # cancel: "can you stop it", "dont send it" at the end of the clause
+        (
+            "we bought one locally so A1007 is useless now, could you stop it",
+            "cancel_order",
+            "A1007",
+        ),
+        ("A1003: changed my mind, don't ship it", "cancel_order", "A1003"),
+        ("please dont send A1007 at all", "cancel_order", "A1007"),
+        # return: the whole thing / the parcel sent back
+        (
+            "the fabric on A1002 is cheap, im shipping the entire lot back",
+            "request_return",
+            "A1002",
+        ),
+        ("A1006 broke on day two, I'd like to post the package back", "request_return", "A1006"),
+        # refund: a sum owed back in other words
+        (
+            "A1002 arrived crushed, those 35 dollars should come back to me",
+            "request_refund",
+            "A1002",
+        ),
+        ("I want the 19.99 I paid for A1006 repaid", "request_refund", "A1006"),
+        ("I'd like the $12 for A1002 refunded to my visa", "request_refund", "A1002"),
+    ],
+)
+def test_indirect_requests_are_the_action(text: str, tool: str, order: str) -> None:
+    d = draft(text)
+    assert actions(d) == [(tool, order)], tools(d)
+    assert tools(d)[0] == ("get_order_status", order)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "please don't ship A1007 yet",  # a hold, not a cancel
+        "A1002 has a scratch, can you undo it",  # "undo" is not a cancel word here
+        "I was told A1003 can be cancelled",
+        "I want the 2 shirts from A1002 returned",  # a count, not a sum: never a refund
+        "those 2 should come back, A1002",
+        "don't send it back yet, A1002 might be fine",
+    ],
+)
+def test_near_misses_take_no_new_action(text: str) -> None:
+    d = draft(text)
+    assert not [a for a in actions(d) if a[0] in ("cancel_order", "request_refund")], tools(d)

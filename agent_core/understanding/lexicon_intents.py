@@ -152,7 +152,13 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?:get rid of|scrap|ditch|bin|nix|axe|kill) (?:it|this one|that one)"
                 r"(?=\s*(?:$|[,.!;]|please|pls|plz))",
                 rf"{ID_CHARS} (?:is )?not (?:needed|necessary)(?!\s+(?:to|for)\b)",
-                r"(?:please|pls|plz) stop (?:it|this|that)(?=\s*(?:$|[,.!;]))"),
+                r"(?:please|pls|plz) stop (?:it|this|that)(?=\s*(?:$|[,.!;]))",
+                # Round 6: "… so can you stop it", "forget it, dont send it" ("undo it" may be
+                # an address change undone: not here)
+                rf"(?:can|could|would) (?:you|u) (?:please |pls |just )?stop (?:it|this|that|{ID_CHARS})"
+                r"(?=\s*(?:$|[,.!;?]|please|pls|plz))",
+                rf"(?:don'?t|do not|dont) (?:send|ship|dispatch|deliver) (?:it|this|that|them|{ID_CHARS})"
+                r"(?=\s*(?:$|[,.!;]|any ?more|at all|after all))"),
         ).compile(),
         topic="cancellation",
     ),
@@ -170,6 +176,10 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?:send|ship|post|mail) (?:\S+ )?back(?!\s+(?:the |my |our )?(?:[$€£¥]|\d|money|cash))"
                 r"(?!\s+to (?:me|us)\b)",
                 r"(?:sending|taking|take) (?:it|this|them|these) back",
+                # Round 6: "I want to send the whole thing back"
+                r"(?:send|ship|post|mail|sending|shipping|posting|mailing) (?:the |this |that |these |those )"
+                r"(?:whole |entire )?(?:thing|lot|order|package|parcel|item|items|stuff) back"
+                r"(?! to (?:me|us)\b)",
                 r"(?:it'?s|it is|they'?re|they are) going back", rf"{ID_CHARS} (?:is|'s) going back(?! and forth| to (?:the )?(?:depot|warehouse|hub|sender))", "not keeping", "returning",
                 # Round 5: "I'd prefer to hand A1006 back", "… so back it goes"
                 rf"hand (?:it|this|them|these|{ID_CHARS}) back(?! to (?:me|us)\b)",
@@ -230,7 +240,15 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?:want|like|need|demand|expect) (?:the|my|those|these|that|our) [$€£¥]?\d+(?:\.\d{1,2})?"
                 r"(?: \S+){0,5}? back",
                 # Round 4: "gimme my $20 back", "send me the 35 back"
-                r"(?:gimme|give me|send me|pay me) (?:the |my |our )?[$€£¥]?\d+(?:\.\d{1,2})?(?: \S+){0,2}? back"),
+                r"(?:gimme|give me|send me|pay me) (?:the |my |our )?[$€£¥]?\d+(?:\.\d{1,2})?(?: \S+){0,2}? back",
+                # Round 6: "that 59 should come back to me", "I'd like the 12.50 I paid
+                # returned to my card" (an amount owed back in other words)
+                r"(?:the|my|those|these|that|our) [$€£¥]?\d+(?:\.\d{1,2})?(?: (?:dollars?|euros?|pounds?|bucks))?"
+                r" (?:should|must|needs? to|has to|have to|ought to) come back",
+                # (a sum, not a count: "I want the 2 shirts returned" is a return)
+                r"(?:want|like|need|demand|expect) (?:the|my|those|these|that|our) (?:[$€£¥]\d+(?:\.\d{1,2})?"
+                r"|\d+\.\d{1,2}|\d+ (?:dollars?|euros?|pounds?|bucks)|\d+(?:\.\d{1,2})? (?:i|we) (?:paid|spent))"
+                r"(?: \S+){0,5}? (?:returned|repaid|refunded)"),
         ).compile(),
         topic="refund",
     ),
