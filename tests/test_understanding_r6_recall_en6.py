@@ -127,3 +127,46 @@ def test_indirect_requests_are_the_action(text: str, tool: str, order: str) -> N
 def test_near_misses_take_no_new_action(text: str) -> None:
     d = draft(text)
     assert not [a for a in actions(d) if a[0] in ("cancel_order", "request_refund")], tools(d)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # an arrival expected by now is a status question, not a payment change ("by ... now")
+        ("thought A1005 would have turned up by now", [("get_order_status", "A1005")]),
+        ("surely A1003 should be here by now", [("get_order_status", "A1003")]),
+        # another way to pay, asked: the FAQ
+        ("is there some other way I can pay, paypal isn't working", [("search_policy", None)]),
+        # something for the trouble of a late parcel: delay compensation
+        (
+            "the delivery came late and I'm wondering if I get anything for the inconvenience",
+            [("search_policy", None)],
+        ),
+        # a new address at a relative's place, "parents'" with the apostrophe only
+        (
+            "send A1003 to my parents' house: 4 Elm Road",
+            [("get_order_status", "A1003"), ("change_address", "A1003")],
+        ),
+    ],
+)
+def test_stated_needs_and_hints(text: str, expected: list[tuple[str, str | None]]) -> None:
+    assert tools(draft(text)) == expected, tools(draft(text))
+
+
+def test_the_faq_topics_of_the_hints() -> None:
+    assert topics(draft("is there some other way I can pay, paypal isn't working")) == [
+        "payment methods"
+    ]
+    assert topics(
+        draft("the delivery came late and I'm wondering if I get anything for the inconvenience")
+    ) == ["delay compensation"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["this shop is a total scam", "your website is honestly useless", "your service is a joke"],
+)
+def test_a_verdict_on_the_shop_is_a_complaint(text: str) -> None:
+    d = draft(text)
+    assert d.refusal is not None and d.refusal.value == "unsupported", (d.refusal, tools(d))
+    assert tools(d) == []

@@ -605,7 +605,11 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
                                # service", "shocking experience": a verdict, not a request
                                r"(?:worst|terrible|awful|horrible|appalling|shocking|pathetic"
                                r"|disgraceful|dreadful|lousy|abysmal) (?:\S+ ){0,2}?(?:service|experience"
-                               r"|shop|store|company)")
+                               r"|shop|store|company)",
+                               # Round 6: "your service is a joke", "this shop is a total scam"
+                               r"(?:your|this|the) (?:customer )?(?:service|shop|store|company|website"
+                               r"|site|support) (?:is|was|has been) (?:\S+ ){0,3}?(?:joke|disgrace|scam"
+                               r"|shambles|nightmare|rubbish|garbage|useless|hopeless|disgraceful|rip-?off)(?![a-z])")
               ).compile(),
         zh="投诉", en="complaints"),
 )

@@ -99,7 +99,7 @@ _ADDRESS_EN = re.compile(
     r"|(?:\bshould go to|\b(?:ship|redirect|deliver|send|reroute|bring|take|drop) (?:it|this|[a-z]-?\d+) to"
     r"(?: my (?:new )?(?:place|home|flat|office|house|apartment|work|workplace"
     r"|(?:sister|brother|mum|mom|mother|dad|father|parents|friend|neighbou?r|partner|son|daughter)"
-    r"(?:'s|s'|s)(?: (?:place|house|flat|home))?)"
+    r"(?:'s|s'|s|')(?: (?:place|house|flat|home))?)"
     # Round 5: "ship A1007 to my work instead pls: 5 Dock Street"
     r"(?: instead)?(?: (?:please|pls|plz))?(?: at| which is)?\s*:?)?"
     r"|\bi'?ll be (?:staying |living )?at|\bgo to my home instead"
@@ -120,7 +120,7 @@ _ADDRESS_EN = re.compile(
     r"(?:my (?:new )?(?:place|home|flat|house|apartment|office|work|workplace)"
     # Round 5: "… to my sister's: 3 Park Lane", "deliver to my office instead: 10 King St"
     r"|my (?:sister|brother|mum|mom|mother|dad|father|parents|friend|neighbou?r|partner|son"
-    r"|daughter|gran|grandma|grandmother)(?:'s|s'|s)(?: (?:place|house|flat|home))?)"
+    r"|daughter|gran|grandma|grandmother)(?:'s|s'|s|')(?: (?:place|house|flat|home))?)"
     rf"(?: instead)?(?: (?:please|pls|plz))?(?: at| which is)?\s*[:,]?\s*{_STREET_AHEAD}"
     rf"|\breach(?:es)? me at\s*{_STREET_AHEAD}"
     # Round 5: "- A1007 to 22 Kings Road, Brighton please", "I now live at 4 Oak Lane", "use 3
