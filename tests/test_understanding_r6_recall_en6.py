@@ -170,3 +170,36 @@ def test_a_verdict_on_the_shop_is_a_complaint(text: str) -> None:
     d = draft(text)
     assert d.refusal is not None and d.refusal.value == "unsupported", (d.refusal, tools(d))
     assert tools(d) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I'd rather you didn't ship A1007 at all", [("cancel_order", "A1007")]),
+        ("honestly I'd rather you didn't send it, A1003", [("cancel_order", "A1003")]),
+    ],
+)
+def test_rather_you_did_not_send_it_is_a_cancel(text: str, expected: list[tuple[str, str]]) -> None:
+    assert actions(draft(text)) == expected, tools(draft(text))
+
+
+def test_rather_you_did_not_send_it_there_is_no_cancel() -> None:
+    assert actions(draft("I'd rather you didn't send A1007 to the old address")) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "swap A1003 to the medium size please",  # an item's size: change_items
+        "change order A1007 to a bigger one",
+        "the card I used expired, so A1003 should be charged to the other card",  # payment
+    ],
+)
+def test_changes_no_tool_serves_are_unsupported(text: str) -> None:
+    d = draft(text)
+    assert d.refusal is not None and d.refusal.value == "unsupported", (d.refusal, tools(d))
+    assert actions(d) == []
+
+
+def test_the_whole_trail_is_tracking() -> None:
+    assert tools(draft("can I see the complete trail for A1005")) == [("track_parcel", "A1005")]

@@ -143,6 +143,9 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 rf"no longer have (?:any )?(?:use|need) for (?:it|this|that|them|the order|{ID_CHARS})",
                 rf"no reason to (?:send|ship|deliver|dispatch) (?:it|this|that|them|the order|{ID_CHARS})"
                 r"(?=\s*(?:$|[,.!;]|any ?more|at all|now))",
+                # Round 6: "I'd rather you didn't send it"
+                rf"rather you (?:didn'?t|did not|wouldn'?t|would not) (?:send|ship|dispatch|deliver)"
+                rf" (?:it|this|that|them|the order|{ID_CHARS})(?=\s*(?:$|[,.!;]|at all|any ?more|after all))",
                 rf"rather (?:it|this|that|{ID_CHARS}) (?:never|didn'?t|did not) (?:left|leave|ship|shipped"
                 r"|got sent|get sent)",
                 # "A1003 should be cancelled", "A1007 needs cancelling"
@@ -335,6 +338,8 @@ TRACK = Terms(
         # parcel's tracking, not only its status.
         "track", "tracking", "tracking number", "tracking no", "tracking info", "tracking deets",
         "delivery events", "which town", "what town", "physically", "every stop",
+        # Round 6: "the full trail of A1001 from the warehouse"
+        r"(?:full|whole|complete|entire) trail",
         # Round 3: who carries it and where it was seen last
         "delivery company", "shipping company", "courier company", "logistics company",
         "waybill", "consignment number", "tracking code", "tracking id", "tracking link",
@@ -495,6 +500,8 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
                   r"|cheque|check|wire|transfer|apple pay|google pay|klarna)", "bank transfer",
                   r"(?:change|switch|swap|update) (?:\S+ ){0,2}?to (?:the |my |a )?(?:new|other|different"
                   r"|another) card",
+                  # Round 6: "A1003 needs to be charged to the new one"
+                  r"charged to (?:my|a|the) (?:new|other|different|second) (?:one|card)(?![a-z])",
                   r"charge (?:\S+ ){0,3}?to (?:my|a|the|another|my other) (?:\S+ )?(?:card|visa|amex"
                   r"|mastercard|paypal)(?![a-z])",
                   r"(?:change|switch|update) (?:the |my )?payment(?! (?:methods?|options?) (?:do|are|can)\b)")
@@ -558,6 +565,9 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
                   r"|large|xs|xl|xxl)(?: \S+){0,4}? but (?:i )?(?:really |actually )?(?:need|want|wanted"
                   r"|meant) (?:the |a )?(?:size )?(?:small|medium|large|xs|xl|xxl|bigger|smaller)",
                   # … and its second half on its own ("but" ends a clause)
+                  # Round 6: "please switch A1003 to the large size"
+                  rf"(?:switch|change|swap) (?:order )?{ID_CHARS} to (?:the |a |an )?(?:size )?(?:small"
+                  r"|medium|large|xs|xl|xxl|bigger|smaller|larger)(?: size| one)?(?![a-z])",
                   r"(?:really|actually) (?:need|want|wanted|meant) (?:the |a )(?:size )?(?:small|medium"
                   r"|large|xs|xl|xxl|bigger|smaller)(?: one| size)?(?![a-z])")).compile(),
         zh="往订单里加商品", en="adding items to an order"),
