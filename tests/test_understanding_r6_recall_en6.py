@@ -203,3 +203,44 @@ def test_changes_no_tool_serves_are_unsupported(text: str) -> None:
 
 def test_the_whole_trail_is_tracking() -> None:
     assert tools(draft("can I see the complete trail for A1005")) == [("track_parcel", "A1005")]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I'd appreciate it if order A1007 could be cancelled", [("cancel_order", "A1007")]),
+        ("it'd be great if A1006 could be sent back", [("request_return", "A1006")]),
+        ("the handle snapped, A1006 should be returned", [("request_return", "A1006")]),
+        ("order A1007 no longer required", [("cancel_order", "A1007")]),
+        ("plans changed and we won't really need it, A1007", [("cancel_order", "A1007")]),
+        ("on second thought I'll pass on A1003", [("cancel_order", "A1003")]),
+    ],
+)
+def test_polite_and_hinted_requests_are_the_action(
+    text: str, expected: list[tuple[str, str]]
+) -> None:
+    assert actions(draft(text)) == expected, tools(draft(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # what someone else said is not the customer's request
+        "I was told A1006 should be returned",
+        "we were informed that A1007 is no longer required",
+        "according to the courier A1002 should be sent back",
+        "your rep told me A1003 should be cancelled",
+        # a condition or a time, not a wish
+        "we won't need it until friday, A1007",
+        "no need for A1003 to be cancelled",
+        "would it be possible if A1003 could be cancelled?",
+    ],
+)
+def test_reported_or_conditional_takes_no_action(text: str) -> None:
+    assert actions(draft(text)) == [], tools(draft(text))
+
+
+def test_a_request_beside_something_told_stays() -> None:
+    assert actions(draft("I was told it would arrive monday. cancel A1003")) == [
+        ("cancel_order", "A1003")
+    ]

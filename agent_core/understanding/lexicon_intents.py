@@ -122,7 +122,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 rf"(?:scrap|ditch|bin|nix|axe|kill|nuke|trash) (?:the |my |this )?(?:order )?{ID_CHARS}",
                 r"call (?:the whole thing|the whole order|it all) off",
                 # Round 2: "A1003 isn't needed anymore", "please stop it before it ships"
-                r"(?:isn'?t|is not|aren'?t|are not|no longer) (?:needed|necessary)(?!\s+(?:to|for)\b)",
+                r"(?:isn'?t|is not|aren'?t|are not|no longer) (?:needed|necessary|required)(?!\s+(?:to|for)\b)",
                 rf"stop (?:it|this|that|the order|my order|{ID_CHARS}) (?:before|from)",
                 # Round 4: "please make A1003 go away", "A1003 can go, I found it cheaper"
                 rf"make (?:order )?{ID_CHARS} go away", rf"{ID_CHARS} can go(?=\s*(?:$|[,.!;]))",
@@ -143,6 +143,16 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 rf"no longer have (?:any )?(?:use|need) for (?:it|this|that|them|the order|{ID_CHARS})",
                 rf"no reason to (?:send|ship|deliver|dispatch) (?:it|this|that|them|the order|{ID_CHARS})"
                 r"(?=\s*(?:$|[,.!;]|any ?more|at all|now))",
+                # Round 6: "I'd appreciate it if A1003 could be cancelled" (a polite request, not
+                # a condition), "we won't need it after all", "I'll pass on A1007", "no need for
+                # A1003" (at the end of its clause)
+                rf"(?:appreciate(?: it)?|grateful|great|nice|love it|helpful|happy) if (?:order )?(?:it|this|that"
+                rf"|{ID_CHARS}) (?:could|can|would) be (?:cancell?ed|called off)",
+                r"(?:won'?t|will not|wont) (?:really |actually )?need (?:it|this|that|them)"
+                r"(?=\s*(?:$|[,.!;]|any ?more|after all|now))",
+                rf"(?:i'?ll|i will|we'?ll|we will|i'?m going to|gonna|i'?d rather|i think i'?ll) pass on (?:order )?"
+                rf"{ID_CHARS}",
+                rf"no need for (?:order )?{ID_CHARS}(?=\s*(?:$|[,.!;]|any ?more|after all|now))",
                 # Round 6: "I'd rather you didn't send it"
                 rf"rather you (?:didn'?t|did not|wouldn'?t|would not) (?:send|ship|dispatch|deliver)"
                 rf" (?:it|this|that|them|the order|{ID_CHARS})(?=\s*(?:$|[,.!;]|at all|any ?more|after all))",
@@ -203,6 +213,12 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 rf"(?:it|this|they|these|{ID_CHARS})(?:'ll| will)? (?:has|have|needs?) to go back"
                 r"(?! and forth| to (?:the )?(?:depot|warehouse|hub|sender))",
                 rf"{ID_CHARS} can go back(?! and forth| to (?:the )?(?:depot|warehouse|hub|sender))",
+                # Round 6: "A1002 should be returned, it's faulty", "I'd be grateful if A1002
+                # could be taken back"
+                rf"{ID_CHARS} (?:should|must|needs? to|has to|have to) be (?:returned|taken back|sent back)"
+                r"(?=\s*(?:$|[,.!;]|please|pls|plz|asap|now))",
+                rf"(?:appreciate(?: it)?|grateful|great|nice|love it|helpful|happy) if (?:order )?(?:it|this|that"
+                rf"|{ID_CHARS}) (?:could|can|would) be (?:returned|taken back|sent back)",
                 r"(?:want|need|like|get|have) (?!(?:my |the |our |your |that |this |those |all (?:of )?(?:my |the )?)?"
                 r"(?:money|cash|funds?|payment)\b)(?:\S+ ){0,2}?returned",
                 # Round 5: "I'd like to give it back", "take A1006 back"

@@ -482,12 +482,18 @@ _REPORTED: Final = re.compile(
     r"|would rather|'d rather|prefers?|recommended|promised|decided|insists?)(?![a-z])"
     r"|(?<![a-z])(?:the|your) (?:courier|driver|delivery (?:guy|man|person)|seller|agent|support"
     r"|admin|administrator|manager|owner|supervisor"
+    # Round 6: "your colleague / rep / the lady on the phone told me …"
+    r"|colleague|rep|representative|operator|team|customer service|call cent(?:re|er)|lady|guy|woman|man"
     r"|staff|bank|forum|post office|bot|chatbot|assistant|app|website|site|system|email|sms|text"
     r"|message|notification)(?: \w+){0,3} (?:told|tells|said|says|asked|wants|suggested"
     r"|wrote|promised|offered|agreed|mentioned|recommended)(?![a-z])"
     # "I was told to cancel A1003", "apparently I should return A1002", "a friend
     # recommended I cancel A1003": somebody else's advice or words.
     r"|(?<![a-z])(?:was|were|been|am|'m|got) (?:told|asked|advised|instructed|recommended) to(?![a-z])"
+    # Round 6: "I was told A1002 should be returned", "we were informed that …", "according
+    # to the driver …": what someone else said, not the customer's request
+    r"|(?<![a-z])(?:was|were|been|got) (?:told|advised|informed)(?: that)? (?!to(?![a-z]))"
+    r"|(?<![a-z])according to(?![a-z])"
     r"|(?<![a-z])(?:recommend(?:ed|s)?|suggest(?:ed|s)?|advis(?:ed|es)) (?:that )?(?:i|we)(?![a-z])"
     r"|(?<![a-z])(?:apparently|supposedly|i heard|i hear|i read|rumou?r has it)(?![a-z])"
     # "everyone says cancel A1003", "the reviews say cancel before it ships", "I saw a post
