@@ -244,3 +244,23 @@ def test_a_request_beside_something_told_stays() -> None:
     assert actions(draft("I was told it would arrive monday. cancel A1003")) == [
         ("cancel_order", "A1003")
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("forget the refund on A1002, where is A1005", [("get_order_status", "A1005")]),
+        ("forget about returning A1006, just track it", [("track_parcel", "A1006")]),
+        ("skip the cancellation of A1003, when does it arrive", [("get_order_status", "A1003")]),
+    ],
+)
+def test_a_forgotten_or_skipped_action_is_dropped(
+    text: str, expected: list[tuple[str, str]]
+) -> None:
+    assert tools(draft(text)) == expected, tools(draft(text))
+
+
+def test_needs_after_and_starts_the_next_orders_request() -> None:
+    d = draft("A1007 needs cancelling and A1001 needs tracking")
+    assert actions(d) == [("cancel_order", "A1007")], tools(d)
+    assert ("track_parcel", "A1001") in tools(d)

@@ -292,7 +292,9 @@ NOT_WANTED = re.compile(
 # they end at most a few words (en) or characters (zh) before the verb, in the same clause.
 NEGATORS_EN = re.compile(
     r"(?<![a-z])(?:don'?t|dont|do not|does not|doesn't|not|never|never mind|no need to|"
-    r"without|stop)(?![a-z])"
+    r"without|stop|"
+    # Round 6: "forget the return for A1002, where is A1005" (a wrong action before)
+    r"forget(?: about)?|skip)(?![a-z])"
 )
 NEGATORS_ZH = re.compile(r"不要|别|先别|不用|没说要|先不|不需要|无需|不必|没有要|不是要|不想|甭|未")
 NEGATION_WORDS_EN = 3  # words allowed between the negator and the verb ("do not want to cancel")

@@ -68,7 +68,7 @@ _JOINER = re.compile(
 # contrasts two orders, so it needs an order before it in the same stretch of text.
 _SUBJECT_JOINER = re.compile(
     r"(?<![a-z])(?:and|&)(?=\s*[\ue000-\uefff]\s*(?:is|isn'?t|has|hasn'?t|was|wasn'?t|still"
-    r"|never|did|didn'?t|does|doesn'?t|won'?t|will|came|arrived|got)\b)"
+    r"|never|did|didn'?t|does|doesn'?t|won'?t|will|came|arrived|got|needs)\b)"
     r"|(?<![a-z])but(?=\s*[\ue000-\uefff])"
 )
 _ORDER_BEFORE_BUT = re.compile(r"[\ue000-\uefff][^,.?!;\n]*$")
