@@ -264,3 +264,23 @@ def test_needs_after_and_starts_the_next_orders_request() -> None:
     d = draft("A1007 needs cancelling and A1001 needs tracking")
     assert actions(d) == [("cancel_order", "A1007")], tools(d)
     assert ("track_parcel", "A1001") in tools(d)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the woman on the phone said to cancel A1007",  # a wrong action before round 6
+        "the man over the phone told me to return A1006",
+        "your rep said I should cancel A1003",
+    ],
+)
+def test_what_someone_on_the_phone_said_is_status_and_policy(text: str) -> None:
+    d = draft(text)
+    assert actions(d) == [], tools(d)
+    assert tools(d)[0][0] == "get_order_status", tools(d)
+    assert len(topics(d)) == 1, tools(d)
+
+
+def test_a_phone_to_change_is_still_unsupported() -> None:
+    d = draft("please update my phone on the account")
+    assert d.refusal is not None and d.refusal.value == "unsupported"

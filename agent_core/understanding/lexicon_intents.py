@@ -594,7 +594,10 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         Terms(zh=(r"(?<!快递员)(?<!快递员的)(?<!小哥)(?<!小哥的)(?<!派送员)(?<!配送员)(?<!送货员)电话(?!多少)",
                   "手机号",
                   # Round 5: "帮我把账号的 email 改一下", "邮箱换一下"
-                  r"(?:邮箱|e-?mail)(?:地址)?[^，,。.;；!?！？]{0,3}(?:改|换|更新)"), en=("phone number", "phone", "mobile number",
+                  r"(?:邮箱|e-?mail)(?:地址)?[^，,。.;；!?！？]{0,3}(?:改|换|更新)"), en=("phone number",
+                                        # Round 6: "the lady on the phone said …" is how they
+                                        # spoke, not a phone number to change
+                                        r"(?<!on\x20the\x20)(?<!over\x20the\x20)(?<!by\x20)(?<!on\x20)phone", "mobile number",
                                         # Round 4: "change my email to sam@…"
                                         r"(?:change|update|switch) (?:\S+ ){0,2}?e-?mail(?: address)?"
                                         r" to [a-z0-9._+-]+(?=@)",
