@@ -284,3 +284,19 @@ def test_what_someone_on_the_phone_said_is_status_and_policy(text: str) -> None:
 def test_a_phone_to_change_is_still_unsupported() -> None:
     d = draft("please update my phone on the account")
     assert d.refusal is not None and d.refusal.value == "unsupported"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a correction without punctuation: only the order meant (both were cancelled before)
+        ("cancel A1007 sorry I meant A1003", [("cancel_order", "A1003")]),
+        ("pls return A1006 oops I meant A1002", [("request_return", "A1002")]),
+        ("cancel A1005 no no I mean A1007", [("cancel_order", "A1007")]),
+        ("cancel A1003 make that A1007", [("cancel_order", "A1007")]),
+    ],
+)
+def test_a_run_on_correction_keeps_only_the_order_meant(
+    text: str, expected: list[tuple[str, str]]
+) -> None:
+    assert actions(draft(text)) == expected, tools(draft(text))

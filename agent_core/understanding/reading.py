@@ -71,6 +71,12 @@ _SUBJECT_JOINER = re.compile(
     r"|never|did|didn'?t|does|doesn'?t|won'?t|will|came|arrived|got|needs)\b)"
     r"|(?<![a-z])but(?=\s*[\ue000-\uefff])"
 )
+# Round 6: a correction run on without punctuation ("cancel A1003 sorry I meant A1007",
+# "cancel A1003 no I mean A1007") starts its own clause, as it does after a comma.
+_CORRECTION = re.compile(
+    r"(?<![a-z])(?:(?:no|nope|oops|whoops|sorry|my bad|wait)\s+)*(?:i mean|i meant|make that)"
+    r"(?=\s+(?:order\s+)?[\ue000-\uefff])"
+)
 _ORDER_BEFORE_BUT = re.compile(r"[\ue000-\uefff][^,.?!;\n]*$")
 
 # Where an address value starts (after the marker) in folded text.
@@ -715,6 +721,7 @@ def _split(
     for match in _SUBJECT_JOINER.finditer(folded):
         if match.group(0) != "but" or _ORDER_BEFORE_BUT.search(folded[: match.start()]):
             cuts.add(match.start())
+    cuts.update(m.start() for m in _CORRECTION.finditer(folded))
     cuts.update(_topic_breaks(folded))
     cuts.update(_run_on_joiners(folded))
     for start, end in segments:
