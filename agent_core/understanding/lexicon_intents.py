@@ -122,7 +122,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 rf"(?:scrap|ditch|bin|nix|axe|kill|nuke|trash) (?:the |my |this )?(?:order )?{ID_CHARS}",
                 r"call (?:the whole thing|the whole order|it all) off",
                 # Round 2: "A1003 isn't needed anymore", "please stop it before it ships"
-                r"(?:isn'?t|is not|aren'?t|are not|no longer) (?:needed|necessary)(?!\s+(?:to|for)\b)",
+                r"(?:isn'?t|is not|aren'?t|are not|no longer) (?:needed|necessary|required)(?!\s+(?:to|for)\b)",
                 rf"stop (?:it|this|that|the order|my order|{ID_CHARS}) (?:before|from)",
                 # Round 4: "please make A1003 go away", "A1003 can go, I found it cheaper"
                 rf"make (?:order )?{ID_CHARS} go away", rf"{ID_CHARS} can go(?=\s*(?:$|[,.!;]))",
@@ -143,6 +143,19 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 rf"no longer have (?:any )?(?:use|need) for (?:it|this|that|them|the order|{ID_CHARS})",
                 rf"no reason to (?:send|ship|deliver|dispatch) (?:it|this|that|them|the order|{ID_CHARS})"
                 r"(?=\s*(?:$|[,.!;]|any ?more|at all|now))",
+                # Round 6: "I'd appreciate it if A1003 could be cancelled" (a polite request, not
+                # a condition), "we won't need it after all", "I'll pass on A1007", "no need for
+                # A1003" (at the end of its clause)
+                rf"(?:appreciate(?: it)?|grateful|great|nice|love it|helpful|happy) if (?:order )?(?:it|this|that"
+                rf"|{ID_CHARS}) (?:could|can|would) be (?:cancell?ed|called off)",
+                r"(?:won'?t|will not|wont) (?:really |actually )?need (?:it|this|that|them)"
+                r"(?=\s*(?:$|[,.!;]|any ?more|after all|now))",
+                rf"(?:i'?ll|i will|we'?ll|we will|i'?m going to|gonna|i'?d rather|i think i'?ll) pass on (?:order )?"
+                rf"{ID_CHARS}",
+                rf"no need for (?:order )?{ID_CHARS}(?=\s*(?:$|[,.!;]|any ?more|after all|now))",
+                # Round 6: "I'd rather you didn't send it"
+                rf"rather you (?:didn'?t|did not|wouldn'?t|would not) (?:send|ship|dispatch|deliver)"
+                rf" (?:it|this|that|them|the order|{ID_CHARS})(?=\s*(?:$|[,.!;]|at all|any ?more|after all))",
                 rf"rather (?:it|this|that|{ID_CHARS}) (?:never|didn'?t|did not) (?:left|leave|ship|shipped"
                 r"|got sent|get sent)",
                 # "A1003 should be cancelled", "A1007 needs cancelling"
@@ -152,7 +165,13 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?:get rid of|scrap|ditch|bin|nix|axe|kill) (?:it|this one|that one)"
                 r"(?=\s*(?:$|[,.!;]|please|pls|plz))",
                 rf"{ID_CHARS} (?:is )?not (?:needed|necessary)(?!\s+(?:to|for)\b)",
-                r"(?:please|pls|plz) stop (?:it|this|that)(?=\s*(?:$|[,.!;]))"),
+                r"(?:please|pls|plz) stop (?:it|this|that)(?=\s*(?:$|[,.!;]))",
+                # Round 6: "… so can you stop it", "forget it, dont send it" ("undo it" may be
+                # an address change undone: not here)
+                rf"(?:can|could|would) (?:you|u) (?:please |pls |just )?stop (?:it|this|that|{ID_CHARS})"
+                r"(?=\s*(?:$|[,.!;?]|please|pls|plz))",
+                rf"(?:don'?t|do not|dont) (?:send|ship|dispatch|deliver) (?:it|this|that|them|{ID_CHARS})"
+                r"(?=\s*(?:$|[,.!;]|any ?more|at all|after all))"),
         ).compile(),
         topic="cancellation",
     ),
@@ -170,6 +189,10 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?:send|ship|post|mail) (?:\S+ )?back(?!\s+(?:the |my |our )?(?:[$€£¥]|\d|money|cash))"
                 r"(?!\s+to (?:me|us)\b)",
                 r"(?:sending|taking|take) (?:it|this|them|these) back",
+                # Round 6: "I want to send the whole thing back"
+                r"(?:send|ship|post|mail|sending|shipping|posting|mailing) (?:the |this |that |these |those )"
+                r"(?:whole |entire )?(?:thing|lot|order|package|parcel|item|items|stuff) back"
+                r"(?! to (?:me|us)\b)",
                 r"(?:it'?s|it is|they'?re|they are) going back", rf"{ID_CHARS} (?:is|'s) going back(?! and forth| to (?:the )?(?:depot|warehouse|hub|sender))", "not keeping", "returning",
                 # Round 5: "I'd prefer to hand A1006 back", "… so back it goes"
                 rf"hand (?:it|this|them|these|{ID_CHARS}) back(?! to (?:me|us)\b)",
@@ -190,6 +213,12 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 rf"(?:it|this|they|these|{ID_CHARS})(?:'ll| will)? (?:has|have|needs?) to go back"
                 r"(?! and forth| to (?:the )?(?:depot|warehouse|hub|sender))",
                 rf"{ID_CHARS} can go back(?! and forth| to (?:the )?(?:depot|warehouse|hub|sender))",
+                # Round 6: "A1002 should be returned, it's faulty", "I'd be grateful if A1002
+                # could be taken back"
+                rf"{ID_CHARS} (?:should|must|needs? to|has to|have to) be (?:returned|taken back|sent back)"
+                r"(?=\s*(?:$|[,.!;]|please|pls|plz|asap|now))",
+                rf"(?:appreciate(?: it)?|grateful|great|nice|love it|helpful|happy) if (?:order )?(?:it|this|that"
+                rf"|{ID_CHARS}) (?:could|can|would) be (?:returned|taken back|sent back)",
                 r"(?:want|need|like|get|have) (?!(?:my |the |our |your |that |this |those |all (?:of )?(?:my |the )?)?"
                 r"(?:money|cash|funds?|payment)\b)(?:\S+ ){0,2}?returned",
                 # Round 5: "I'd like to give it back", "take A1006 back"
@@ -230,7 +259,15 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?:want|like|need|demand|expect) (?:the|my|those|these|that|our) [$€£¥]?\d+(?:\.\d{1,2})?"
                 r"(?: \S+){0,5}? back",
                 # Round 4: "gimme my $20 back", "send me the 35 back"
-                r"(?:gimme|give me|send me|pay me) (?:the |my |our )?[$€£¥]?\d+(?:\.\d{1,2})?(?: \S+){0,2}? back"),
+                r"(?:gimme|give me|send me|pay me) (?:the |my |our )?[$€£¥]?\d+(?:\.\d{1,2})?(?: \S+){0,2}? back",
+                # Round 6: "that 59 should come back to me", "I'd like the 12.50 I paid
+                # returned to my card" (an amount owed back in other words)
+                r"(?:the|my|those|these|that|our) [$€£¥]?\d+(?:\.\d{1,2})?(?: (?:dollars?|euros?|pounds?|bucks))?"
+                r" (?:should|must|needs? to|has to|have to|ought to) come back",
+                # (a sum, not a count: "I want the 2 shirts returned" is a return)
+                r"(?:want|like|need|demand|expect) (?:the|my|those|these|that|our) (?:[$€£¥]\d+(?:\.\d{1,2})?"
+                r"|\d+\.\d{1,2}|\d+ (?:dollars?|euros?|pounds?|bucks)|\d+(?:\.\d{1,2})? (?:i|we) (?:paid|spent))"
+                r"(?: \S+){0,5}? (?:returned|repaid|refunded)"),
         ).compile(),
         topic="refund",
     ),
@@ -255,7 +292,9 @@ NOT_WANTED = re.compile(
 # they end at most a few words (en) or characters (zh) before the verb, in the same clause.
 NEGATORS_EN = re.compile(
     r"(?<![a-z])(?:don'?t|dont|do not|does not|doesn't|not|never|never mind|no need to|"
-    r"without|stop)(?![a-z])"
+    r"without|stop|"
+    # Round 6: "forget the return for A1002, where is A1005" (a wrong action before)
+    r"forget(?: about)?|skip)(?![a-z])"
 )
 NEGATORS_ZH = re.compile(r"不要|别|先别|不用|没说要|先不|不需要|无需|不必|没有要|不是要|不想|甭|未")
 NEGATION_WORDS_EN = 3  # words allowed between the negator and the verb ("do not want to cancel")
@@ -317,6 +356,8 @@ TRACK = Terms(
         # parcel's tracking, not only its status.
         "track", "tracking", "tracking number", "tracking no", "tracking info", "tracking deets",
         "delivery events", "which town", "what town", "physically", "every stop",
+        # Round 6: "the full trail of A1001 from the warehouse"
+        r"(?:full|whole|complete|entire) trail",
         # Round 3: who carries it and where it was seen last
         "delivery company", "shipping company", "courier company", "logistics company",
         "waybill", "consignment number", "tracking code", "tracking id", "tracking link",
@@ -408,7 +449,12 @@ HANDOFF = Terms(
         "callback", "call me back", "escalated",
         r"(?:someone|somebody|a person|a human|an agent) on the (?:phone|line)",
         r"member of (?:your |the )?(?:staff|team)", r"connect me (?:with|to)",
-        r"(?:a |your )colleague", "somebody from your team", "someone from your team"),
+        r"(?:a |your )colleague", "somebody from your team", "someone from your team",
+        # Round 6: "put me through to someone from support", "one of your colleagues rather
+        # than a bot"
+        r"put me (?:through|over) to", r"(?:someone|somebody|anyone|anybody) from (?:your |the )?"
+        r"(?:support|staff|team|customer service|service desk|help ?desk)",
+        r"(?:a |your |one of your )colleagues", r"rather than (?:a |the |this )?(?:bot|robot|machine)"),
 ).compile()
 
 # Text that addresses the assistant as its operator: instructions, fake system messages.
@@ -475,6 +521,8 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
                   r"|cheque|check|wire|transfer|apple pay|google pay|klarna)", "bank transfer",
                   r"(?:change|switch|swap|update) (?:\S+ ){0,2}?to (?:the |my |a )?(?:new|other|different"
                   r"|another) card",
+                  # Round 6: "A1003 needs to be charged to the new one"
+                  r"charged to (?:my|a|the) (?:new|other|different|second) (?:one|card)(?![a-z])",
                   r"charge (?:\S+ ){0,3}?to (?:my|a|the|another|my other) (?:\S+ )?(?:card|visa|amex"
                   r"|mastercard|paypal)(?![a-z])",
                   r"(?:change|switch|update) (?:the |my )?payment(?! (?:methods?|options?) (?:do|are|can)\b)")
@@ -538,6 +586,9 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
                   r"|large|xs|xl|xxl)(?: \S+){0,4}? but (?:i )?(?:really |actually )?(?:need|want|wanted"
                   r"|meant) (?:the |a )?(?:size )?(?:small|medium|large|xs|xl|xxl|bigger|smaller)",
                   # … and its second half on its own ("but" ends a clause)
+                  # Round 6: "please switch A1003 to the large size"
+                  rf"(?:switch|change|swap) (?:order )?{ID_CHARS} to (?:the |a |an )?(?:size )?(?:small"
+                  r"|medium|large|xs|xl|xxl|bigger|smaller|larger)(?: size| one)?(?![a-z])",
                   r"(?:really|actually) (?:need|want|wanted|meant) (?:the |a )(?:size )?(?:small|medium"
                   r"|large|xs|xl|xxl|bigger|smaller)(?: one| size)?(?![a-z])")).compile(),
         zh="往订单里加商品", en="adding items to an order"),
@@ -546,7 +597,10 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         Terms(zh=(r"(?<!快递员)(?<!快递员的)(?<!小哥)(?<!小哥的)(?<!派送员)(?<!配送员)(?<!送货员)电话(?!多少)",
                   "手机号",
                   # Round 5: "帮我把账号的 email 改一下", "邮箱换一下"
-                  r"(?:邮箱|e-?mail)(?:地址)?[^，,。.;；!?！？]{0,3}(?:改|换|更新)"), en=("phone number", "phone", "mobile number",
+                  r"(?:邮箱|e-?mail)(?:地址)?[^，,。.;；!?！？]{0,3}(?:改|换|更新)"), en=("phone number",
+                                        # Round 6: "the lady on the phone said …" is how they
+                                        # spoke, not a phone number to change
+                                        r"(?<!on\x20the\x20)(?<!over\x20the\x20)(?<!by\x20)(?<!on\x20)phone", "mobile number",
                                         # Round 4: "change my email to sam@…"
                                         r"(?:change|update|switch) (?:\S+ ){0,2}?e-?mail(?: address)?"
                                         r" to [a-z0-9._+-]+(?=@)",
@@ -588,7 +642,11 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
                                # service", "shocking experience": a verdict, not a request
                                r"(?:worst|terrible|awful|horrible|appalling|shocking|pathetic"
                                r"|disgraceful|dreadful|lousy|abysmal) (?:\S+ ){0,2}?(?:service|experience"
-                               r"|shop|store|company)")
+                               r"|shop|store|company)",
+                               # Round 6: "your service is a joke", "this shop is a total scam"
+                               r"(?:your|this|the) (?:customer )?(?:service|shop|store|company|website"
+                               r"|site|support) (?:is|was|has been) (?:\S+ ){0,3}?(?:joke|disgrace|scam"
+                               r"|shambles|nightmare|rubbish|garbage|useless|hopeless|disgraceful|rip-?off)(?![a-z])")
               ).compile(),
         zh="投诉", en="complaints"),
 )

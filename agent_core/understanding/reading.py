@@ -62,6 +62,22 @@ _JOINER = re.compile(
     r"(?<![a-z])(?:and|but|&)(?![a-z])(?!\s*(?:the |my )?(?:orders? )?\s*[\ue000-\uefff])"
     r"(?!\s*forth\b)"  # "back and forth" is one phrase
 )
+# Round 6: "and"/"but" before an order that is the subject of its own sentence ("return A1006
+# and A1005 hasn't arrived yet", "keep A1001 as is but A1003 please cancel"): a new request,
+# not a list. "and" needs a singular verb after the order (a list takes a plural one); "but"
+# contrasts two orders, so it needs an order before it in the same stretch of text.
+_SUBJECT_JOINER = re.compile(
+    r"(?<![a-z])(?:and|&)(?=\s*[\ue000-\uefff]\s*(?:is|isn'?t|has|hasn'?t|was|wasn'?t|still"
+    r"|never|did|didn'?t|does|doesn'?t|won'?t|will|came|arrived|got|needs)\b)"
+    r"|(?<![a-z])but(?=\s*[\ue000-\uefff])"
+)
+# Round 6: a correction run on without punctuation ("cancel A1003 sorry I meant A1007",
+# "cancel A1003 no I mean A1007") starts its own clause, as it does after a comma.
+_CORRECTION = re.compile(
+    r"(?<![a-z])(?:(?:no|nope|oops|whoops|sorry|my bad|wait)\s+)*(?:i mean|i meant|make that)"
+    r"(?=\s+(?:order\s+)?[\ue000-\uefff])"
+)
+_ORDER_BEFORE_BUT = re.compile(r"[\ue000-\uefff][^,.?!;\n]*$")
 
 # Where an address value starts (after the marker) in folded text.
 # A house number and a street word soon after it ("12 Mill Lane", "9 Church Lane, Ely").
@@ -89,7 +105,7 @@ _ADDRESS_EN = re.compile(
     r"|(?:\bshould go to|\b(?:ship|redirect|deliver|send|reroute|bring|take|drop) (?:it|this|[a-z]-?\d+) to"
     r"(?: my (?:new )?(?:place|home|flat|office|house|apartment|work|workplace"
     r"|(?:sister|brother|mum|mom|mother|dad|father|parents|friend|neighbou?r|partner|son|daughter)"
-    r"(?:'s|s'|s)(?: (?:place|house|flat|home))?)"
+    r"(?:'s|s'|s|')(?: (?:place|house|flat|home))?)"
     # Round 5: "ship A1007 to my work instead pls: 5 Dock Street"
     r"(?: instead)?(?: (?:please|pls|plz))?(?: at| which is)?\s*:?)?"
     r"|\bi'?ll be (?:staying |living )?at|\bgo to my home instead"
@@ -110,7 +126,7 @@ _ADDRESS_EN = re.compile(
     r"(?:my (?:new )?(?:place|home|flat|house|apartment|office|work|workplace)"
     # Round 5: "… to my sister's: 3 Park Lane", "deliver to my office instead: 10 King St"
     r"|my (?:sister|brother|mum|mom|mother|dad|father|parents|friend|neighbou?r|partner|son"
-    r"|daughter|gran|grandma|grandmother)(?:'s|s'|s)(?: (?:place|house|flat|home))?)"
+    r"|daughter|gran|grandma|grandmother)(?:'s|s'|s|')(?: (?:place|house|flat|home))?)"
     rf"(?: instead)?(?: (?:please|pls|plz))?(?: at| which is)?\s*[:,]?\s*{_STREET_AHEAD}"
     rf"|\breach(?:es)? me at\s*{_STREET_AHEAD}"
     # Round 5: "- A1007 to 22 Kings Road, Brighton please", "I now live at 4 Oak Lane", "use 3
@@ -704,6 +720,10 @@ def _split(
             if match.group(0) == "," and _in_number(folded, match.start()):
                 continue
             cuts.add(match.start())
+    for match in _SUBJECT_JOINER.finditer(folded):
+        if match.group(0) != "but" or _ORDER_BEFORE_BUT.search(folded[: match.start()]):
+            cuts.add(match.start())
+    cuts.update(m.start() for m in _CORRECTION.finditer(folded))
     cuts.update(_topic_breaks(folded))
     cuts.update(_run_on_joiners(folded))
     for start, end in segments:

@@ -513,6 +513,8 @@ _REPORTED: Final = re.compile(
     r"|would rather|'d rather|prefers?|recommended|promised|decided|insists?)(?![a-z])"
     r"|(?<![a-z])(?:the|your) (?:courier|driver|delivery (?:guy|man|person)|seller|agent|support"
     r"|admin|administrator|manager|owner|supervisor"
+    # Round 6: "your colleague / rep / the lady on the phone told me …"
+    r"|colleague|rep|representative|operator|team|customer service|call cent(?:re|er)|lady|guy|woman|man"
     r"|staff|bank|forum|post office|bot|chatbot|assistant|app|website|site|system|email|sms|text"
     r"|message|notification"
     # Round 6: "the boss wants A1007 cancelled", "the person I bought it for wants to return
@@ -523,6 +525,10 @@ _REPORTED: Final = re.compile(
     # "I was told to cancel A1003", "apparently I should return A1002", "a friend
     # recommended I cancel A1003": somebody else's advice or words.
     r"|(?<![a-z])(?:was|were|been|am|'m|got) (?:told|asked|advised|instructed|recommended) to(?![a-z])"
+    # Round 6: "I was told A1002 should be returned", "we were informed that …", "according
+    # to the driver …": what someone else said, not the customer's request
+    r"|(?<![a-z])(?:was|were|been|got) (?:told|advised|informed)(?: that)? (?!to(?![a-z]))"
+    r"|(?<![a-z])according to(?![a-z])"
     r"|(?<![a-z])(?:recommend(?:ed|s)?|suggest(?:ed|s)?|advis(?:ed|es)) (?:that )?(?:i|we)(?![a-z])"
     r"|(?<![a-z])(?:apparently|supposedly|i heard|i hear|i read|rumou?r has it)(?![a-z])"
     r"|(?<![a-z])auto-?\s*$|(?<![a-z])automatically $"
