@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from agent_core import lazyre
 from agent_core.interpretation import Clarification, ClarifyOption
 from agent_core.models import Language
 from agent_core.understanding.lexicon_intents import AMOUNT, OPTION_TEXTS, Action
@@ -18,12 +19,12 @@ STATUS_TOOL = "get_order_status"
 
 
 # "½" (NFKC: "1⁄2"), "1/2", "59÷2": a fraction is not a plain amount (asked about).
-_FRACTION = re.compile(r"^\s*[⁄/÷]\s*\d|^\d*\s*[⁄/÷]")
+_FRACTION = lazyre.compile(r"^\s*[⁄/÷]\s*\d|^\d*\s*[⁄/÷]")
 
 
 # "59%", "59k", "59 (or 60)", "59 or so", "59ish", "59 左右": not a plain amount either; nor
 # "about 59", "around $59", "~59", "大概 59".
-_NOT_PLAIN_AFTER = re.compile(
+_NOT_PLAIN_AFTER = lazyre.compile(
     r"^\s*(?:%|percent|per ?cent|k(?![a-z])|千|万|百分|多)"
     r"|^\s*(?:(?:dollars?|euros?|pounds?|bucks|usd|eur|gbp|元|块|rmb)\s*)?(?:or so|-?ish|左右|上下)"
     r"|^\s*\(?\s*(?:or|或者?|to|~|-)\s*[$€£¥￥]?\d"
@@ -41,7 +42,7 @@ _NOT_PLAIN_AFTER = re.compile(
     r"|buc\w*|cent\w*|yuan|quid|thanks|pls|plz|please|usd|gbp)(?![a-z]))(?:[a-z]+\s+)?[a-z]{3,}s"
     r"(?![a-z])"
 )
-_NOT_PLAIN_BEFORE = re.compile(
+_NOT_PLAIN_BEFORE = lazyre.compile(
     # ("I'd like 20 euros back" asks for 20: "like" after "I'd" / "would" is a wish)
     r"(?:(?<![a-z])(?:about|around|approx\.?|approximately|roughly|nearly|almost|maybe|some"
     r"|(?<!['’]d )(?<!would )like)"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import Final
 
+from agent_core import lazyre
 from agent_core.understanding.lexicon import (
     DELAY_TOPICS,
     ORDER_NOUN,
@@ -79,7 +80,7 @@ from agent_core.understanding.recognition.precision import (
     zh_done,
 )
 
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_HAN = lazyre.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 
 
 class Mention(IntEnum):
@@ -95,7 +96,7 @@ class CustomPhrases:
     """A catalog tool declared with phrases (TOML): a keyword plans it on the named order."""
 
     tool: str
-    pattern: re.Pattern[str]
+    pattern: lazyre.LazyPattern
     high_risk: bool
 
 
@@ -146,7 +147,7 @@ def only_ids(text: str) -> bool:
     return not rest
 
 
-_ASKS_ABOUT = re.compile(
+_ASKS_ABOUT = lazyre.compile(
     r"^\W*(?:can|could|is|are|would|will|may)\s+(?!you\b|u\b|ya\b)|too late to"
 )
 
@@ -182,7 +183,7 @@ def negated(text: str, start: int) -> bool:
 
 
 # A word that ends what a negator governs ("it", "anymore", an order id).
-_OBJECT = re.compile(
+_OBJECT = lazyre.compile(
     r"(?:it|them|these|those|anymore|so|but|because|[\ue000-\uefff])[,.]?"
 )  # … or a conjunction: "A1002 doesn't fit so I'm sending it back"
 
@@ -209,7 +210,7 @@ class _Mentions:
     def __init__(self) -> None:
         self.flooded = False
 
-    def of(self, pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    def of(self, pattern: lazyre.LazyPattern, text: str) -> Iterator[re.Match[str]]:
         seen = 0
         for match in pattern.finditer(text):
             if match.start() == match.end():
@@ -395,14 +396,14 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
 
 
 # The warranty words that ask for a repair, not only say what is wrong with the item.
-REPAIR: Final = re.compile(r"repair|维修|修理")
+REPAIR: Final = lazyre.compile(r"repair|维修|修理")
 
 
 # Two questions joined inside one clause.
-JOINED: Final = re.compile(
+JOINED: Final = lazyre.compile(
     r"(?<![a-z])(?:and|also|plus|or)(?![a-z])|还有|另外|以及|顺便|、|和|与|及"
 )
-JOINED_AT_START: Final = re.compile(
+JOINED_AT_START: Final = lazyre.compile(
     r"^\W*(?:(?:and|also|plus|btw)(?![a-z])|还有|另外|以及|顺便(?:问一?下)?)\W*"
 )
 

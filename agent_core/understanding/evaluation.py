@@ -29,7 +29,6 @@ refusal case allows no high-risk step at all.
 from __future__ import annotations
 
 import json
-import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_core import lazyre
 from agent_core.catalog.builtin import CATALOG, ToolSpec
 from agent_core.interpretation import Clarification, Interpretation
 from agent_core.understanding.lexicon import POLICY_QUERIES
@@ -52,7 +52,7 @@ from agent_core.understanding.planner import (
 Kind = Literal["plan", "clarify", "choices", "unsupported", "handoff", "refusal"]
 POLICY_TOOL = "search_policy"
 # An order id anywhere in an option (after NFKC, any case): the option is about an order.
-_ORDER_IN_OPTION = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]\d{3,10}(?!\d)")
+_ORDER_IN_OPTION = lazyre.compile(r"(?<![A-Za-z0-9])[A-Za-z]\d{3,10}(?!\d)")
 # The canonical search_policy queries, back to their topic (a step carries only the query).
 _TOPIC_OF_QUERY = {
     query.casefold(): topic.value for topic, queries in POLICY_QUERIES.items()

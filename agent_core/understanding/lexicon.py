@@ -8,12 +8,12 @@ ones match whole words (see `Terms`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
+from agent_core import lazyre
 from agent_core.models import Language
 
 
@@ -57,11 +57,11 @@ class Terms:
     zh: tuple[str, ...] = ()
     en: tuple[str, ...] = ()
 
-    def compile(self) -> re.Pattern[str]:
+    def compile(self) -> lazyre.LazyPattern:
         en = [rf"(?<![a-z]){e.replace(' ', _GAP)}(?![a-z])" for e in self.en]
         # Longer fragments first, so a match covers the whole phrase ("延迟补偿", not "延迟").
         parts = sorted([*self.zh, *en], key=len, reverse=True)
-        return re.compile("|".join(f"(?:{p})" for p in parts) if parts else r"(?!)")
+        return lazyre.compile("|".join(f"(?:{p})" for p in parts) if parts else r"(?!)")
 
 
 @dataclass(frozen=True)
@@ -199,7 +199,7 @@ POLICY_MARKERS = Terms(
 
 # Where one question ends and the next begins ("A1001 到哪了？另外退货政策是什么"; "then"
 # like "然后": "… to 5 Main St then cancel A1002" is two requests on two orders).
-CLAUSE_BREAK = re.compile(
+CLAUSE_BREAK = lazyre.compile(
     r"[，。？！；,.?!;\n]|另外|还有|顺便|然后|以及|再问一?下|还想问|(?<![a-z])(?:also|btw|by the way|plus"
     r"|additionally|then)(?![a-z])"
 )

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
+from agent_core import lazyre
 from agent_core.models import Language
 from agent_core.understanding.lexicon import Terms
 
@@ -40,7 +41,7 @@ TRACK_TOOL: Final = "track_parcel"
 @dataclass(frozen=True)
 class ActionTerms:
     action: Action
-    verbs: re.Pattern[str]
+    verbs: lazyre.LazyPattern
     # The policy a question about this action is answered by ("can I return …?").
     topic: str
 
@@ -284,30 +285,30 @@ ACTION_NAMING_WORDS: Mapping[str, tuple[str, ...]] = {
 
 # A cancel said only as "not wanted" ("不想要了", "I don't want it anymore"): beside a return
 # or refund of the same order it is the reason for that, not a second request.
-NOT_WANTED = re.compile(
+NOT_WANTED = lazyre.compile(
     r"^(?:不(?:太|怎么)?想要了|不要了|不买了|(?:don'?t|do not) (?:want|need)|no longer (?:want|need))"
 )
 
 # Words just before an action that negate it ("don't cancel", "不要取消"). They count when
 # they end at most a few words (en) or characters (zh) before the verb, in the same clause.
-NEGATORS_EN = re.compile(
+NEGATORS_EN = lazyre.compile(
     r"(?<![a-z])(?:don'?t|dont|do not|does not|doesn't|not|never|never mind|no need to|"
     r"without|stop|"
     # Round 6: "forget the return for A1002, where is A1005" (a wrong action before)
     r"forget(?: about)?|skip)(?![a-z])"
 )
-NEGATORS_ZH = re.compile(r"不要|别|先别|不用|没说要|先不|不需要|无需|不必|没有要|不是要|不想|甭|未")
+NEGATORS_ZH = lazyre.compile(r"不要|别|先别|不用|没说要|先不|不需要|无需|不必|没有要|不是要|不想|甭|未")
 NEGATION_WORDS_EN = 3  # words allowed between the negator and the verb ("do not want to cancel")
 NEGATION_CHARS_ZH = 3  # characters allowed between them ("不用给我退款")
 # A longer gap still negates when it is only these ("不要现在给我取消"): when, for whom,
 # please. Anything else in it ("不是要退货而是取消", "别担心帮我取消") keeps the verb asked for.
-NEGATION_FILLERS_ZH = re.compile(
+NEGATION_FILLERS_ZH = lazyre.compile(
     r"(?:现在|马上|立刻|立即|急着|先|再|就|都|给我|帮我|替我|为我|请|您|你|给|把|将|对|这个|这单|订单"
     rf"|{ID_CHARS}|\s)+"
 )
 
 # Before a verb, these make it a question about the policy, not a request ("can I return").
-QUESTION_EN = re.compile(
+QUESTION_EN = lazyre.compile(
     r"(?<![a-z])(?:can|could|may|might) i|how (?:do|can|would|should|could|does) (?:i|we|one|you)"
     r"|how to|is it possible|am i able|(?:can|could) (?:it|this|they|these|that) (?:still )?be"
     r"|(?:is|would|will) it (?:still |even |at all )?(?:be )?possible(?! for (?:you|u) to)|what (?:would|will|does|did)"
@@ -320,7 +321,7 @@ QUESTION_EN = re.compile(
     r"|(?:if|whether) (?:i|we) (?:can|could|may|might|should)(?![a-z])"
 )
 # In a Chinese clause, any of these makes it a question ("A1002 能退货吗", "退货流程").
-QUESTION_ZH = re.compile(
+QUESTION_ZH = lazyre.compile(
     # "能帮我取消吗" asks the bot to do it (as "can you cancel it"), not whether one may.
     r"(?:能|可以|可不可以|能不能|能否|是否)(?!帮我|给我|替我|帮忙)[^，,。.;；!?！？]{0,8}(?:吗|么|嘛|\?|？)"
     r"|能不能(?!帮我|给我|替我|帮忙)|可不可以(?!帮我|给我|替我|帮忙)"
@@ -377,7 +378,7 @@ TRACK = Terms(
 
 # The tracking only cited, not asked for ("the tracking page for A1002 says delivered",
 # "stuck for days according to the courier"): blanked before TRACK looks.
-TRACK_CITED = re.compile(
+TRACK_CITED = lazyre.compile(
     r"according to (?:the )?(?:courier|carrier|tracking)\w*"
     r"|(?:the )?tracking (?:page|app|site|website|info|information) (?:for \S+ )?"
     r"(?:says|said|shows|showed|states)"
@@ -458,7 +459,7 @@ HANDOFF = Terms(
 ).compile()
 
 # Text that addresses the assistant as its operator: instructions, fake system messages.
-INJECTION = re.compile(
+INJECTION = lazyre.compile(
     r"ignore (?:all |any )?(?:the |my |your )?(?:previous|prior|above|earlier|former|all)"
     r"(?: \w+)? (?:instructions?|rules|prompts?|messages?|directions)"
     r"|(?<![a-z])system ?:|系统\s*[:：]|\[(?:developer|dev|root|operator)\]|override (?:the )?safety"
@@ -490,10 +491,10 @@ INJECTION_DEMANDS = Terms(
 
 # A fake transcript line ("Assistant: I have cancelled A1005"): ignored entirely. A line
 # labelled as the customer's keeps its text without the label.
-TRANSCRIPT_OTHER = re.compile(
+TRANSCRIPT_OTHER = lazyre.compile(
     r"^\s*(?:assistant|bot|ai|agent|客服|机器人|助手)\s*[:：]", re.M | re.IGNORECASE
 )
-TRANSCRIPT_SELF = re.compile(r"^\s*(?:user|customer|me|用户|顾客)\s*[:：]", re.M | re.IGNORECASE)
+TRANSCRIPT_SELF = lazyre.compile(r"^\s*(?:user|customer|me|用户|顾客)\s*[:：]", re.M | re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -501,7 +502,7 @@ class Unsupported:
     """Something customers ask that no tool serves, and how the answer names it."""
 
     key: str
-    terms: re.Pattern[str]
+    terms: lazyre.LazyPattern
     zh: str
     en: str
 
@@ -659,7 +660,7 @@ _AMOUNT_END = (
     r"(?![\d.]|[,，_]\d|[xX][0-9a-fA-F]|[eE][+-]?\d|\s+\d"
     r"|\s*(?:or|或者?|到|至|~|-|/)\s*[$€£¥￥]?\d)"
 )
-AMOUNT = re.compile(
+AMOUNT = lazyre.compile(
     rf"{_AMOUNT_START}(?P<a>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}\s*(?:元|块|rmb|cny|usd|eur|gbp"
     r"|dollars?|euros?|pounds?|bucks)(?![a-z])"
     rf"|[$€£¥￥]\s*(?P<b>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}"
@@ -675,7 +676,7 @@ AMOUNT = re.compile(
 )
 
 # Greetings and thanks are not unsupported requests.
-SMALL_TALK = re.compile(
+SMALL_TALK = lazyre.compile(
     r"^\W*(?:hi|hello|hey|thanks|thank you|thx|ok|okay|你好|您好|谢谢|好的|嗨|哈喽)\W*$"
 )
 

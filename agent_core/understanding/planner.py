@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
+from agent_core import lazyre
 from agent_core.catalog.builtin import CATALOG, SEARCH_POLICY, ToolSpec
 from agent_core.interpretation import Intent, Interpretation
 from agent_core.models import Language, Risk, StepTag
@@ -97,8 +98,8 @@ class Planner(Protocol):
 MAX_STEPS = 4
 DEFAULT_ORDER_ID_PATTERN = r"[A-Za-z]\d{3,10}"
 
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
-_LATIN = re.compile(r"[A-Za-z]")
+_HAN = lazyre.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
+_LATIN = lazyre.compile(r"[A-Za-z]")
 
 _TAGS: Mapping[str, StepTag] = {
     STATUS_TOOL: StepTag.ORDER_STATUS,

@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from agent_core import lazyre
 from agent_core.interpretation import (
     Clarification,
     ClarifyOption,
@@ -58,14 +59,14 @@ LEGACY_TOPICS: Mapping[str, PolicyTopic] = {
     "warranty": PolicyTopic.WARRANTY,
 }
 # Parts of a clause that may each ask their own question ("do you ship to X and how long").
-_PART_BREAK = re.compile(r"(?<![a-z])(?:and|or)(?![a-z])|并且|而且|以及")
-_ID_CHAR = re.compile(r"[\ue000-\uefff]")
+_PART_BREAK = lazyre.compile(r"(?<![a-z])(?:and|or)(?![a-z])|并且|而且|以及")
+_ID_CHAR = lazyre.compile(r"[\ue000-\uefff]")
 # "also how do I …", "另外你们寄不寄日本": the word linking it to the last question.
-_LEADING_LINK = re.compile(
+_LEADING_LINK = lazyre.compile(
     r"^\W*(?:(?:also|and|btw|by the way|plus|then|oh)\b\W*|另外|还有|顺便(?:问一?下)?|然后|以及)\s*"
 )
 # "寄不寄", "能不能", "有没有": a Chinese question without a question word.
-_A_NOT_A = re.compile(r"([\u4e00-\u9fff])[不没]\1")
+_A_NOT_A = lazyre.compile(r"([\u4e00-\u9fff])[不没]\1")
 CLAUSE_THRESHOLD = 0.5
 CLAUSE_MARGIN = 0.15
 # The can't-do topic of each built-in unsupported item.

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from agent_core import lazyre
 from agent_core.interpretation import (
     Handoff,
     Intent,
@@ -546,24 +547,24 @@ def kept_after_verbs(view: View, reading: Reading) -> list[str]:
     return kept
 
 
-_SHARED_AMOUNT = re.compile(
+_SHARED_AMOUNT = lazyre.compile(
     r"(?<![a-z])(?:between|total|split|together|combined|altogether|in all)(?![a-z])"
     r"|一共|总共|合计|加起来|平分|共计"
 )
-_REFUSES_THAT = re.compile(r"(?:don'?t|do not|dont) want (?:that|this)(?![a-z])")
-_KEPT_SUBJECT = re.compile(
+_REFUSES_THAT = lazyre.compile(r"(?:don'?t|do not|dont) want (?:that|this)(?![a-z])")
+_KEPT_SUBJECT = lazyre.compile(
     r"(?:[,;:\-–—]|(?<![a-z])(?:but|while|whereas))\s*(?:order\s*)?([\ue000-\uefff])\s*$"
 )
-_KEEP_PREDICATE = re.compile(r"(?:is|was|can|stays|stay)(?![a-z])")
+_KEEP_PREDICATE = lazyre.compile(r"(?:is|was|can|stays|stay)(?![a-z])")
 
 
 # Round 5: "i have A1003 and A1007 pls cancel it": the orders all named before the verb, and
 # the verb's object one order ("it"): which one is asked, never both (a wrong action).
-_IT_AFTER_VERB = re.compile(r"^[a-z']+(?: (?:off|out|back))? (?:it|this one|that one)(?![a-z])")
-_ID_CHAR = re.compile("[\ue000-\uefff]")
+_IT_AFTER_VERB = lazyre.compile(r"^[a-z']+(?: (?:off|out|back))? (?:it|this one|that one)(?![a-z])")
+_ID_CHAR = lazyre.compile("[\ue000-\uefff]")
 
 
-_MAIL_HEADER: Final = re.compile(r"\s*(?:from|sender|发件人)\s*[:：]\s*[^\s@]+@")
+_MAIL_HEADER: Final = lazyre.compile(r"\s*(?:from|sender|发件人)\s*[:：]\s*[^\s@]+@")
 
 
 def _one_of_several(text: str, verb_start: int) -> bool:
@@ -624,7 +625,7 @@ def _intent(
     )
 
 
-_WITH_ZH: Final = re.compile(r"[跟和同与找]")
+_WITH_ZH: Final = lazyre.compile(r"[跟和同与找]")
 
 
 def _asks_for_a_person(reading: Reading) -> bool:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Final
 
+from agent_core import lazyre
 from agent_core.understanding.lexicon_intents import NEGATORS_EN, NEGATORS_ZH
 from agent_core.understanding.recognition.intents import IntentDef, Kind
 from agent_core.understanding.recognition.normalise import POLITE, QUESTION, is_question
@@ -93,7 +94,7 @@ COMPLAINT: Final = "cant_do:complaint"
 # than told "I can't help with that".
 MENU_FLOOR: Final = 0.25
 # Nothing but greetings, thanks, agreement and goodbyes ("hi again", "ok thanks", "好的谢谢").
-_SMALL_TALK: Final = re.compile(
+_SMALL_TALK: Final = lazyre.compile(
     r"^(?=.*\w)(?:\W|(?<![a-z])(?:thanks|thank|you|thx|ty|ok|okay|cool|great|got|it|so|much|very|a|lot"
     r"|perfect|nice|awesome|alright|sure|fine|good|bye|goodbye|cheers|lol|hi|hello|hey|again"
     r"|there|me|morning|afternoon|evening)(?![a-z])"
@@ -109,18 +110,18 @@ RIVAL_MARGIN: Final = 0.2
 RETOPIC_THRESHOLD: Final = 0.4
 PLACE_ORDER_MARGIN: Final = 0.15
 # A request to DO something ("change the card", "帮我开发票"), not a question about it.
-_DO_REQUEST: Final = re.compile(
+_DO_REQUEST: Final = lazyre.compile(
     r"(?<![a-z])(?:change|switch|swap|apply|give|add|remove|delete|send|issue|make|charge"
     r"|split)(?![a-z])|帮我|给我|改成|换成|开一张|删"
 )
 # Asking whether the shop does it ("do you send invoices?", "能开发票吗"), not asking it done.
-_WHETHER: Final = re.compile(
+_WHETHER: Final = lazyre.compile(
     r"^\W*(?:do|does|will|would) (?:you|your shop|they)(?![a-z])|是否|能不能|可不可以|吗\W*$"
 )
 # Round 5: the same asked in Chinese beside an order ("A1001 到哪了，能开发票吗", "A1002 能不能
 # 开发票", "能开发票不"): whether the shop does it is the FAQ's, with the order's status read.
 # Only Chinese here: an English "will you send me the invoice for A1002" stays a request (v1).
-_WHETHER_ZH: Final = re.compile(
+_WHETHER_ZH: Final = lazyre.compile(
     # "能帮我…吗" asks the bot to do it (as "能帮我取消吗"), not whether the shop does
     r"是否|(?:能不能|可不可以|(?:能|可以)(?=[^，,。.;；!?！？]{0,8}(?:吗|么|嘛|不)\W*$))"
     r"(?!帮我|给我|替我|帮忙)|有没有"
@@ -129,7 +130,7 @@ _WHETHER_ZH: Final = re.compile(
 )
 # Round 5: the same, asked after a read of an order ("where's A1005, also do you take
 # paypal?"): the FAQ's answer, with the order's status.
-_WHETHER_AFTER: Final = re.compile(
+_WHETHER_AFTER: Final = lazyre.compile(
     r"(?:[,.;!?]\s*(?:(?:also|and|btw|plus|oh|but)\s+)?|\s(?:also|plus|btw)\s+)"
     r"(?:(?:do|does|will|would) (?:you|your shop|they)"
     r" (?:take|accept|support|allow|offer|ship|deliver|send)(?![a-z])"
@@ -137,7 +138,7 @@ _WHETHER_AFTER: Final = re.compile(
     r"|how (?:do|can|would|should) (?:i|we)(?![a-z])|where can (?:i|we)(?![a-z]))"
 )
 # A question put as a statement ("I'm not sure how I'd pay you", "不知道能不能用").
-_WONDERS: Final = re.compile(
+_WONDERS: Final = lazyre.compile(
     r"(?<![a-z])(?:not sure|wonder\w*|don'?t know|no idea|curious)(?![a-z])"
     r"|不知道|不确定|想知道|想问问?"
     # Round 4: "I only have PayPal, hope that's not a problem", "只有银联卡，行不行"
@@ -153,7 +154,7 @@ _WONDERS: Final = re.compile(
 # A question about how or where ("how do I get an invoice for A1002?", "A1002 的发票怎么开").
 # Round 5: a word naming a person or the way to reach one; a request for a person that
 # recognition finds (not the rule reading's HANDOFF table) needs one.
-_PERSON: Final = re.compile(
+_PERSON: Final = lazyre.compile(
     r"(?<![a-z])(?:persons?|people|humans?|(?:some|som|sum|any)(?:one|1|body|bdy|ne)|agents?|staff"
     r"|operators?|representatives?|reps?|managers?|supervisors?|boss|team|colleagues?"
     r"|employees?|workers?|works|customer service|support|call|phone|ring|bot"
@@ -161,15 +162,15 @@ _PERSON: Final = re.compile(
 )
 # Round 5: how long something takes, asked about things in general ("how many days does it
 # take for stuff to arrive?"), not about "my" order: the FAQ's, with no order to read.
-_HOW_LONG_IN_GENERAL: Final = re.compile(
+_HOW_LONG_IN_GENERAL: Final = lazyre.compile(
     r"^(?!.*(?<![a-z])(?:my|mine|our)(?![a-z])).*(?<![a-z])how (?:long|many (?:days|weeks|working"
     r" days|business days)) (?:does|do|will|would|is) (?:it|things|stuff|an order|orders|a parcel"
     r"|parcels|delivery|shipping)(?: usually| normally| generally| typically)? take"
 )
-_NEEDS: Final = re.compile(
+_NEEDS: Final = lazyre.compile(
     r"(?<![a-z])(?:i|we) (?:need|require)(?![a-z])|^\W*need(?![a-z])|我(?:需要|要一张)"
 )
-_HOW: Final = re.compile(r"(?<![a-z])(?:how|where)(?![a-z])|怎么|如何|在哪")
+_HOW: Final = lazyre.compile(r"(?<![a-z])(?:how|where)(?![a-z])|怎么|如何|在哪")
 _FILLER_WORDS: Final = frozenset({"hi", "hello", "hey", "the", "and", "lol", "ok", "okay"})
 
 
@@ -181,7 +182,7 @@ CONTEXT_MARGIN: Final = 0.1
 PROGRESS_TOPICS: Final = frozenset(
     {"delivery_times", "refund_times", "shipping", "delay_compensation"}
 )
-_IN_GENERAL: Final = re.compile(
+_IN_GENERAL: Final = lazyre.compile(
     r"(?<![a-z])(?:usually|normally|generally|in general|typically|policy|policies|rules?|cost"
     r"|costs|fee|fees|price|compensat\w*|voucher)(?![a-z])|一般|通常|平时|政策|规定|规则|费用"
     r"|运费|多少钱|补偿|赔"
@@ -257,7 +258,7 @@ PAIR_MARGIN: Final = 0.2
 # them ("stop spamming me with your emails"). Not invoices: v1's cases.jsonl labels "please
 # send me an invoice for A1002" unsupported, where v2's rule 2 says status + invoices.
 REQUESTED_FAQ: Final = frozenset({"newsletter"})
-_FOR_ME: Final = re.compile(
+_FOR_ME: Final = lazyre.compile(
     r"(?<![a-z])for me(?![a-z])|^\W*(?:please |pls )?(?:reset|delete|close|remove|change|switch"
     r"|recover|unlock|cancel|merge|update)(?![a-z])|帮我|给我|替我|请把|把我"
 )
@@ -284,11 +285,11 @@ def _paired(ranked: Sequence[Match], text: str) -> list[Match]:
 # Round 5: buying something, with no order of the customer's named and no word that changes
 # one ("I'd like to order a second kettle", "buy me the blue lamp"), is a new order, though
 # "a second …" or "blue" is closer to an example of changing an order's items.
-_BUYS: Final = re.compile(
+_BUYS: Final = lazyre.compile(
     r"(?<![a-z])(?:buy|order|purchase|reorder|get me|i'?ll take|wanna get)(?![a-z])"
     r"(?! (?:status|number|id|history|details?)\b)"
 )
-_CHANGES_ITEMS: Final = re.compile(
+_CHANGES_ITEMS: Final = lazyre.compile(
     r"(?<![a-z])(?:add|remove|swap|switch|change|replace|take (?:\S+ ){0,3}?(?:out|off)|drop|instead"
     r"|in my order|to my order|from my order|on my order)(?![a-z])"
 )

@@ -16,33 +16,36 @@ a millisecond per request (bench/recognition_bench.py), and the behaviour is all
 from __future__ import annotations
 
 import functools
-import re
 import unicodedata
 from collections.abc import Iterable
 from typing import Final
 
+from agent_core import lazyre
 from agent_core.understanding.lexicon import NOT_TYPOS, RUN_ON_WORDS, TRADITIONAL, TYPOS
 from agent_core.understanding.lexicon_intents import ZH_TYPOS
 from agent_core.understanding.recognition.precision import CONFUSABLES
 
-_HAN: Final = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
-_WORD: Final = re.compile(r"[a-z]+")
+_HAN: Final = lazyre.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
+_WORD: Final = lazyre.compile(r"[a-z]+")
 
 # Whole phrases first (before words are split): what a pair of words means together.
 PHRASES: Final = (
-    (re.compile(r"\bmoney back\b|\bmy money\b"), " refund "),
-    (re.compile(r"\bcan'?t\b"), " cannot "),
-    (re.compile(r"n't\b"), " not"),
-    (re.compile(r"\bsign up\b|\bsign-up\b"), " register "),
-    (re.compile(r"\blog ?in\b|\bsign in\b"), " login "),
-    (re.compile(r"\bopt out\b"), " unsubscribe "),
+    (lazyre.compile(r"\bmoney back\b|\bmy money\b"), " refund "),
+    (lazyre.compile(r"\bcan'?t\b"), " cannot "),
+    (lazyre.compile(r"n't\b"), " not"),
+    (lazyre.compile(r"\bsign up\b|\bsign-up\b"), " register "),
+    (lazyre.compile(r"\blog ?in\b|\bsign in\b"), " login "),
+    (lazyre.compile(r"\bopt out\b"), " unsubscribe "),
     # Round 3: promotional mail is the newsletter, not a discount ("too many promo mails")
-    (re.compile(r"\bpromo(?:tional)? (?:e-?)?(?:mails?|messages?|texts?)\b"), " marketing mail "),
+    (
+        lazyre.compile(r"\bpromo(?:tional)? (?:e-?)?(?:mails?|messages?|texts?)\b"),
+        " marketing mail ",
+    ),
     # Round 4 audit: the polite frame of a question ("could you tell me if you accept Maestro",
     # "can you explain how cancelling works") asks for an answer; its "tell" is not "tell me
     # a joke" (can't-do), which keeps its words.
     (
-        re.compile(
+        lazyre.compile(
             r"\b(?:(?:tell|let) me(?: know)?|explain)(?= (?:if|whether|how|what|when|where|which"
             r"|why|about)\b)"
         ),
@@ -277,7 +280,7 @@ def _with_a_name_at_the_end(word: str, best: list[list[str] | None]) -> list[str
     return None
 
 
-_LONG_WORD: Final = re.compile(rf"[a-z]{{{RUN_ON_MIN},}}")
+_LONG_WORD: Final = lazyre.compile(rf"[a-z]{{{RUN_ON_MIN},}}")
 
 
 def split_run_ons(text: str) -> str:
@@ -315,12 +318,12 @@ def _distance_at_most(a: str, b: str, limit: int) -> bool:
 
 # A question ("how do I …", "do you …?", "…吗") rather than a request: a feature of its own,
 # so "can orders be cancelled?" (the policy) and "cancel my order" (the action) differ.
-QUESTION: Final = re.compile(
+QUESTION: Final = lazyre.compile(
     r"^\W*(?:why|how|what|when|which|should|shall|did|has|have|was|were|is|are|do|does|may"
     r"|can i|could i|am i|until|where can|can (?!you\b|u\b|ya\b)\w+)\b|[?？]\s*$|[吗么嘛][\s?？]*$|怎么|如何|为什么|多久"
     r"|是否|能不能|可不可以|哪些|几天"
 )
-POLITE: Final = re.compile(
+POLITE: Final = lazyre.compile(
     # (one `\W*` each side of the greeting: two in a row took n² steps on "????…")
     r"^\W*(?:(?:hi|hello|hey|please|pls|plz)\W*)?(?:can|could|would|will|cn) (?:you|u|ya)\b"
     r"|^\W*(?:please|pls|plz|kindly)\b"
@@ -329,7 +332,7 @@ QUESTION_FEATURE: Final = "?q"
 # Round 5: the frame of a Chinese question ("想问下能寄到日本吗", "顺便问一下保修多久", "请问…")
 # says only that something is asked; its characters made the question closest to the menu's
 # "有点事想问一下". Left out when the question follows it; a frame alone is still the menu.
-_ZH_ASK_FRAME: Final = re.compile(
+_ZH_ASK_FRAME: Final = lazyre.compile(
     r"(?:我)?(?:想|顺便|顺带|再)?(?:问|咨询|请教)(?:一|问)?下(?=\s*[\u4e00-\u9fff]{2})"
     r"|请问(?=\s*[\u4e00-\u9fff]{2})"
 )
