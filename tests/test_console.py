@@ -421,6 +421,8 @@ async def _create(db: Path) -> None:
 PAGE_WORK_K = 2000
 
 
+# One worker takes all of them, so the 100k runs are written once, not once per worker.
+@pytest.mark.xdist_group("hundred_thousand_runs")
 @pytest.mark.parametrize(
     "flt",
     [

@@ -53,11 +53,16 @@ def test_1_ask_names_the_commands_not_buttons(tmp_path: Path) -> None:
 # -- 11: a closed pipe --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("command", [["export"], ["tools"], ["eval"]])
+# `eval` on one split: every split is 4,000 cases and 30 s, and the pipe is gone at the first line.
+CASES = str(Path(__file__).parent / "eval" / "cases.jsonl")
+
+
+@pytest.mark.parametrize("command", [["export"], ["tools"], ["eval", CASES]])
 def test_11_a_reader_that_went_away_is_no_traceback(tmp_path: Path, command: list[str]) -> None:
     db = tmp_path / "s.db"
-    for text in ("where is order A1001", "where is order A1002", "what is your refund policy"):
-        assert stepwise(db, "ask", text, "--user", "10001").returncode == 0
+    if command == ["export"]:  # something to export
+        for text in ("where is order A1001", "where is order A1002", "what is your refund policy"):
+            assert stepwise(db, "ask", text, "--user", "10001").returncode == 0
     read, write = os.pipe()
     os.close(read)  # the reader (`head -1`) has gone before anything is written
     with os.fdopen(write, "w") as closed:
