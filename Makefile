@@ -28,10 +28,8 @@ run: $(STAMP)
 	$(BIN)/stepwise run $(ARGS)
 
 # Workers for pytest-xdist: the suite mostly waits (subprocesses, sockets), so more
-# workers than cores. Each test has its own databases, ports and temp dirs. `loadgroup`:
-# tests marked with one `xdist_group` run on one worker, to share a costly module fixture.
+# workers than cores. Each test has its own databases, ports and temp dirs.
 TEST_WORKERS ?= 4
-PYTEST_XDIST := -n $(TEST_WORKERS) --dist loadgroup
 
 # Bytecode is written while testing, even where PYTHONDONTWRITEBYTECODE is set (as on these
 # machines): the suite starts hundreds of Python processes (every `stepwise` command a test
@@ -44,7 +42,7 @@ test: $(DEV_STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/pytest $(PYTEST_XDIST)
+	$(BIN)/pytest -n $(TEST_WORKERS)
 
 # The inner loop: lint, types, import contracts, and the unit tests of the layers the
 # change touches (tests/changed_layers.py: by what each test module imports).
@@ -55,7 +53,7 @@ check: $(DEV_STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	@tests="$$($(BIN)/python tests/changed_layers.py)"; \
-	if [ -n "$$tests" ]; then $(BIN)/pytest -q $(PYTEST_XDIST) $$tests; \
+	if [ -n "$$tests" ]; then $(BIN)/pytest -q -n $(TEST_WORKERS) $$tests; \
 	else echo "check: no unit tests cover this change"; fi
 
 $(BENCH_STAMP): pyproject.toml | $(BIN)/python

@@ -405,11 +405,26 @@ async def test_tools_and_counts_on_both_backends(many: RunStore) -> None:
 
 @pytest.fixture(scope="module")
 def hundred_thousand(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """100k runs, written once for the whole session: the first xdist worker to get here
+    writes them (~20 s) while the others wait on the lock, then every worker reads the same
+    file (the tests only read). The workers' temp directories share one parent, which is
+    this session's own (without xdist, the base temp directory is)."""
     import asyncio
+    import fcntl
+    import os
 
-    db = tmp_path_factory.mktemp("big") / "big.db"
-    asyncio.run(_create(db))
-    bulk_runs(db, 100_000)
+    shared = tmp_path_factory.getbasetemp()
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        shared = shared.parent
+    db = shared / "hundred_thousand_runs.db"
+    with open(shared / "hundred_thousand_runs.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (shared / "hundred_thousand_runs.done").exists():
+            db.unlink(missing_ok=True)
+            asyncio.run(_create(db))
+            bulk_runs(db, 100_000)
+            (shared / "hundred_thousand_runs.done").touch()
+        fcntl.flock(lock, fcntl.LOCK_UN)
     yield db
 
 
@@ -421,8 +436,6 @@ async def _create(db: Path) -> None:
 PAGE_WORK_K = 2000
 
 
-# One worker takes all of them, so the 100k runs are written once, not once per worker.
-@pytest.mark.xdist_group("hundred_thousand_runs")
 @pytest.mark.parametrize(
     "flt",
     [
