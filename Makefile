@@ -28,8 +28,11 @@ run: $(STAMP)
 	$(BIN)/stepwise run $(ARGS)
 
 # Workers for pytest-xdist: the suite mostly waits (subprocesses, sockets), so more
-# workers than cores. Each test has its own databases, ports and temp dirs.
+# workers than cores. Each test has its own databases, ports and temp dirs. `worksteal`: a
+# worker that runs out takes tests queued on a busy one (with `load`, the last minutes were
+# one worker working through its queue of subprocess tests while three sat idle).
 TEST_WORKERS ?= 4
+PYTEST_XDIST := -n $(TEST_WORKERS) --dist worksteal
 
 # Bytecode is written while testing, even where PYTHONDONTWRITEBYTECODE is set (as on these
 # machines): the suite starts hundreds of Python processes (every `stepwise` command a test
@@ -42,7 +45,7 @@ test: $(DEV_STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/pytest -n $(TEST_WORKERS)
+	$(BIN)/pytest $(PYTEST_XDIST)
 
 # The inner loop: lint, types, import contracts, and the unit tests of the layers the
 # change touches (tests/changed_layers.py: by what each test module imports).
@@ -53,7 +56,7 @@ check: $(DEV_STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	@tests="$$($(BIN)/python tests/changed_layers.py)"; \
-	if [ -n "$$tests" ]; then $(BIN)/pytest -q -n $(TEST_WORKERS) $$tests; \
+	if [ -n "$$tests" ]; then $(BIN)/pytest -q $(PYTEST_XDIST) $$tests; \
 	else echo "check: no unit tests cover this change"; fi
 
 $(BENCH_STAMP): pyproject.toml | $(BIN)/python

@@ -10,17 +10,20 @@ compiles the pattern (through `re.compile`, so with its cache) and puts the comp
 pattern's own bound methods on the instance, so every later call goes straight to C with
 no wrapper in between. Every pattern made here is kept in `DECLARED`, so that a test can
 compile them all: a pattern that does not compile still fails `make test`, not a customer's
-first message.
+first message. For the same reason a pattern built from a setting (the order id pattern)
+is compiled with `re.compile`, where it is read: a bad setting is refused at start.
 """
 
 from __future__ import annotations
 
 import re
 import sys
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-DECLARED: list[LazyPattern] = []
+# Weakly: a pattern made for an object (a shop's own phrases) goes with it.
+DECLARED: weakref.WeakSet[LazyPattern] = weakref.WeakSet()
 
 
 class LazyPattern:
@@ -77,5 +80,5 @@ class LazyPattern:
 def compile(pattern: str, flags: int = 0) -> LazyPattern:
     """`re.compile`, deferred to the pattern's first use (see the module's docstring)."""
     lazy = LazyPattern(pattern, flags)
-    DECLARED.append(lazy)
+    DECLARED.add(lazy)
     return lazy

@@ -21,8 +21,6 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from inscriptis import get_text
-
 # Longest mapped text (characters) before it is cut at a sentence: a policy excerpt, not a page.
 TEXT_LIMIT: Final = 600
 
@@ -42,6 +40,10 @@ def looks_like_html(text: str) -> bool:
 
 def html_to_text(html: str) -> str:
     """Readable plain text of an HTML fragment: one line per paragraph or list item."""
+    # Imported here: inscriptis brings lxml (~60 ms at every start), and only a shop whose
+    # API answers in HTML needs it.
+    from inscriptis import get_text
+
     text = get_text(html).replace("\xa0", " ")
     text = _BULLET.sub("• ", text)
     text = text.replace("[…]", "…").replace("[...]", "…")

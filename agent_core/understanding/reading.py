@@ -337,13 +337,13 @@ class Reader:
         """`order_id_pattern` is one order id; ValueError when it is not a regex."""
         try:
             self._whole = re.compile(order_id_pattern, re.IGNORECASE | re.ASCII)
-            self._order_id = lazyre.compile(
+            self._order_id = re.compile(
                 rf"(?<![0-9A-Za-z])(?:{order_id_pattern})(?![0-9A-Za-z])",
                 re.IGNORECASE | re.ASCII,
             )
             # An id run into words ("cancelorderA1003", "isA1005shippedyet"): its capital
             # letter after two small ones marks where it starts.
-            self._glued = lazyre.compile(
+            self._glued = re.compile(
                 rf"(?<=[a-z]{{2}})(?:{order_id_pattern})(?=[a-z]{{3}}|[^0-9A-Za-z]|$)"
                 rf"|(?<![0-9A-Za-z])(?:{order_id_pattern})(?=[a-z]{{3}})",  # "A1003cancel"
                 re.ASCII,
