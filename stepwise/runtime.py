@@ -12,9 +12,7 @@ import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from agent_core.agent import Agent
 from agent_core.catalog.builtin import CATALOG, ToolSpec
@@ -38,6 +36,9 @@ from storage.inbox.sqlite import new_run_id
 from storage.leases import Lease, LeaseKeeper, process_owner
 from storage.shop.tools import shop_tools
 from storage.store import DemoShop, RunStore, open_shop, open_store
+
+if TYPE_CHECKING:  # httpx: only where a client is made (agent_core.http.client)
+    import httpx
 
 log = logging.getLogger(__name__)
 

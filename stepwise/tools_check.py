@@ -10,8 +10,7 @@ probe failed), or, for a bad file, one line per problem (file, tool, field).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-
-import httpx
+from typing import TYPE_CHECKING
 
 from agent_core.catalog.spec import ToolSpec
 from agent_core.http import (
@@ -23,6 +22,9 @@ from agent_core.http import (
     check_tools,
 )
 from agent_core.models import Risk
+
+if TYPE_CHECKING:  # httpx: only where a client is made (agent_core.http.client)
+    import httpx
 
 
 def check_line(check: ToolCheck) -> str:

@@ -94,6 +94,23 @@ def test_12_the_cli_module_loads_no_model_client_database_driver_or_web_stack() 
     assert proc.stdout.strip() == ""
 
 
+def test_12_a_command_without_a_tools_file_loads_no_http_client_and_compiles_few_patterns() -> None:
+    """What every `stepwise` command imports (the commands and the runtime) leaves out httpx
+    and inscriptis (only a tools file needs them) and compiles no planner pattern yet."""
+    code = (
+        "import sys, stepwise.commands, stepwise.runtime\n"
+        "from agent_core import lazyre\n"
+        "heavy = [m for m in ('httpx', 'inscriptis', 'lxml') if m in sys.modules]\n"
+        "compiled = [p for p in lazyre.DECLARED if 'search' in vars(p)]\n"
+        "print(','.join(heavy), len(lazyre.DECLARED), len(compiled))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    heavy, declared, compiled = proc.stdout.split(" ")
+    assert heavy == "" and int(declared) > 150 and int(compiled) == 0, proc.stdout
+
+
 # -- 6: asking back, in the terminal ------------------------------------------------------
 
 

@@ -19,9 +19,8 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
-import httpx
 from pydantic import BaseModel, ConfigDict
 
 from agent_core.catalog.builtin import CATALOG
@@ -31,6 +30,11 @@ from agent_core.http.config import HttpToolConfig, ToolsConfig
 from agent_core.http.mapping import ErrorMapping, search
 from agent_core.http.responses import clip
 from agent_core.models import ErrorType, Risk
+
+# httpx is imported where it is used: importing it costs ~0.1 s at every start (the
+# package loads its own command line), and only a shop with a tools file needs it.
+if TYPE_CHECKING:
+    import httpx
 
 
 class ConfiguredTool(BaseModel):
@@ -99,6 +103,8 @@ async def check_tools(
 async def _probe(
     client: httpx.AsyncClient, config: ToolsConfig, spec: HttpToolConfig
 ) -> ProbeResult:
+    import httpx
+
     result = ProbeResult(
         name=spec.name, risk=spec.risk, method=spec.method, probed=False, passed=True
     )

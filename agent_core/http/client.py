@@ -24,10 +24,9 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote
 
-import httpx
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticCustomError
 
@@ -46,6 +45,11 @@ from agent_core.http.mapping import IDEMPOTENCY_KEY, ReconcileRead, render_body
 from agent_core.http.responses import HttpOutcome, Reading, clip, map_response
 from agent_core.models import ErrorType, Idempotency, Risk
 
+# httpx is imported where it is used: importing it costs ~0.1 s at every start (the
+# package loads its own command line), and only a shop with a tools file needs it.
+if TYPE_CHECKING:
+    import httpx
+
 log = logging.getLogger(__name__)
 
 # Longest Retry-After honoured inside one attempt; a longer one is the executor's business.
@@ -62,6 +66,8 @@ def new_client(config: ToolsConfig) -> httpx.AsyncClient:
     Redirects are not followed: a redirected call is a misconfigured url (reported as
     internal), and following it could carry the credentials to another host.
     """
+    import httpx
+
     longest = max((tool.timeout_s for tool in config.tools), default=DEFAULT_TIMEOUT_S)
     return httpx.AsyncClient(
         timeout=httpx.Timeout(longest),
@@ -144,6 +150,8 @@ def build_request(
     ctx: ToolContext,
     timeout_s: float,
 ) -> httpx.Request:
+    import httpx
+
     url = spec.url.format_map({name: _encode(args[name]) for name in spec.placeholders})
     # `_customer_*` (the `[customer]` lookup's values) are sent only where a template says.
     rest = {
@@ -201,6 +209,8 @@ def build_note(
     timeout_s: float,
 ) -> httpx.Request:
     """The `note` POST after a change (see `config`): its own idempotency key."""
+    import httpx
+
     note = spec.note
     assert note is not None
     url = note.url.format_map({name: _encode(args[name]) for name in spec.note_placeholders})
@@ -280,6 +290,8 @@ async def _exchange(
     before: Before | None = None,
 ) -> HttpOutcome:
     """Send one request and map what came back; transport trouble becomes a typed outcome."""
+    import httpx
+
     try:
         response = await client.send(request, stream=True)
         try:
@@ -312,14 +324,13 @@ async def _exchange(
     return map_response(response.status_code, response.headers, body, tool=tool, reading=reading)
 
 
-# Transport failures before any byte of the request left: the upstream cannot have acted.
-_NOT_SENT: Final = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
-
-
 def _sent(exc: httpx.TransportError) -> bool:
     """Whether the request may have reached the upstream before `exc` (conservative:
     anything but a connection that was never made)."""
-    return not isinstance(exc, _NOT_SENT)
+    import httpx
+
+    # Transport failures before any byte of the request left: the upstream cannot have acted.
+    return not isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout))
 
 
 def transport_message(exc: httpx.HTTPError, redact: Callable[[str], str] = lambda t: t) -> str:
@@ -427,6 +438,8 @@ class _HttpTool:
         self, operation: Operation, values: Mapping[str, Any], ctx: ToolContext, budget_s: float
     ) -> httpx.Request:
         """A GraphQL query of this tool's (its lookup, its reconcile read)."""
+        import httpx
+
         headers = shop_headers(self._config, ctx.user_id, ctx.trace_id)
         body = operation.body({**values, IDEMPOTENCY_KEY: ctx.idempotency_key})
         return self._client.build_request(
@@ -514,6 +527,8 @@ class _HttpTool:
         """Whether this change happened: its `reconcile` GET, read like the change's own
         answer when an item matches (None when none does). Raises `ToolFailure` when the
         read gets no usable answer: then nobody can tell."""
+        import httpx
+
         read = self._spec.reconcile
         assert read is not None
         values = args.model_dump(mode="json")
@@ -642,6 +657,8 @@ class CustomerDirectory:
     async def resolve(self, ctx: ToolContext) -> Customer | None:
         """The customer, or None when the shop has nobody linked to this Telegram user.
         `ToolFailure` when the shop cannot say (its lookup failed): never "not linked"."""
+        import httpx
+
         cached = self.cache.get(ctx.user_id)
         if cached is not None:
             return cached
@@ -697,6 +714,8 @@ class CustomerDirectory:
         the way): then it is LINKED too, so two presses never get contradicting answers.
         The token is never logged; the shop's answer is not read (it may echo it).
         """
+        import httpx
+
         claim = self._lookup.claim
         if claim is None:
             raise ValueError("[customer] declares no claim")

@@ -90,7 +90,6 @@ from pathlib import Path
 from typing import Any, Final, NoReturn
 from urllib.parse import quote
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from agent_core.catalog.builtin import CATALOG
@@ -107,6 +106,9 @@ from agent_core.http.declare import DECLARATION_KEYS, Problem, declare
 from agent_core.http.graphql import GraphQLTool
 from agent_core.http.mapping import IDEMPOTENCY_KEY, ErrorMapping, ReconcileRead, ResponseMapping
 from agent_core.models import Idempotency, Risk
+
+# httpx is imported where it is used: importing it costs ~0.1 s at every start (the
+# package loads its own command line), and only a shop with a tools file needs it.
 
 DEFAULT_TIMEOUT_S: Final = 5.0
 MAX_TIMEOUT_S: Final = 60.0
@@ -346,6 +348,8 @@ def _load(path: str | Path, env: Mapping[str, str] | None) -> tuple[ToolsConfig 
 
 def _parse_customer(raw: dict[str, Any], problems: _Problems) -> CustomerLookup | None:
     """The `[customer]` lookup (`agent_core.http.customer`), if the file declares one."""
+    import httpx
+
     table = raw.get("customer")
     if table is None:
         return None
@@ -663,6 +667,8 @@ def _check_url(
 ) -> tuple[str, ...]:
     """The url's placeholders, each a plain argument of the tool (or, with `customer`,
     `{customer.id}` / `{customer.email}`); the url must be http(s)."""
+    import httpx
+
     if "${" in url:
         raise _Problem("url: ${VAR} is only substituted in [http] headers; put secrets there")
     try:
