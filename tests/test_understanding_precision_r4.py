@@ -7,17 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_core.understanding.planner import PlanDraft, PlanRequest, RuleBasedPlanner
-
-HIGH_RISK = {"cancel_order", "request_return", "request_refund", "change_address"}
-
-
-def draft(text: str, last: str | None = None) -> PlanDraft:
-    return RuleBasedPlanner().draft(PlanRequest(text=text, last_order_id=last))
-
-
-def tools(d: PlanDraft) -> list[tuple[str, str | None]]:
-    return [(s.tool, s.args.get("order_id")) for s in d.steps]
+from tests.planner_probe import HIGH_RISK, draft, tools
 
 
 @pytest.mark.parametrize(

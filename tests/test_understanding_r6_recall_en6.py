@@ -7,26 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_core.understanding.planner import PlanDraft, PlanRequest, RuleBasedPlanner
-
-HIGH_RISK = {"cancel_order", "request_return", "request_refund", "change_address"}
-PLANNER = RuleBasedPlanner()
-
-
-def draft(text: str, last: str | None = None) -> PlanDraft:
-    return PLANNER.draft(PlanRequest(text=text, last_order_id=last))
-
-
-def tools(d: PlanDraft) -> list[tuple[str, str | None]]:
-    return [(s.tool, s.args.get("order_id")) for s in d.steps]
-
-
-def topics(d: PlanDraft) -> list[str]:
-    return [str(s.args.get("query")) for s in d.steps if s.tool == "search_policy"]
-
-
-def actions(d: PlanDraft) -> list[tuple[str, str | None]]:
-    return [t for t in tools(d) if t[0] in HIGH_RISK]
+from tests.planner_probe import actions, draft, tools, topics
 
 
 @pytest.mark.parametrize(
