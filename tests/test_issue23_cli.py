@@ -81,6 +81,14 @@ def test_11_a_reader_that_went_away_is_no_traceback(tmp_path: Path, command: lis
 # -- 12: start-up ---------------------------------------------------------------------------
 
 
+def fresh_python(code: str) -> str:
+    """What `code` prints in a new interpreter (this one has imported everything already)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    return proc.stdout.strip()
+
+
 def test_12_the_cli_module_loads_no_model_client_database_driver_or_web_stack() -> None:
     code = (
         "import sys, stepwise.cli\n"
@@ -88,10 +96,7 @@ def test_12_the_cli_module_loads_no_model_client_database_driver_or_web_stack() 
         "if m in sys.modules]\n"
         "print(','.join(heavy))"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
-    assert proc.stdout.strip() == ""
+    assert fresh_python(code) == ""
 
 
 def test_12_a_command_without_a_tools_file_loads_no_http_client_and_compiles_few_patterns() -> None:
@@ -102,13 +107,10 @@ def test_12_a_command_without_a_tools_file_loads_no_http_client_and_compiles_few
         "from agent_core import lazyre\n"
         "heavy = [m for m in ('httpx', 'inscriptis', 'lxml') if m in sys.modules]\n"
         "compiled = [p for p in lazyre.DECLARED if 'search' in vars(p)]\n"
-        "print(','.join(heavy), len(lazyre.DECLARED), len(compiled))"
+        "print(','.join(heavy), len(lazyre.DECLARED), len(compiled), sep=';')"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
-    heavy, declared, compiled = proc.stdout.split(" ")
-    assert heavy == "" and int(declared) > 150 and int(compiled) == 0, proc.stdout
+    heavy, declared, compiled = fresh_python(code).split(";")
+    assert heavy == "" and int(declared) > 150 and int(compiled) == 0
 
 
 # -- 6: asking back, in the terminal ------------------------------------------------------
