@@ -160,6 +160,9 @@ class ChatPacer:
 # of 3, then one message per second.
 CHAT_BURST = 3
 CHAT_INTERVAL_S = 1.0
+# Every period and interval is stretched by this much: the server's clock and ours see a
+# call at slightly different moments (network jitter, and across replicas clock skew).
+PACING_MARGIN = 0.02
 # What a chat's budget is spent on: new messages and edits, not "typing…" or answers.
 _MESSAGE_PREFIXES = ("send", "edit", "copy", "forward")
 _NOT_MESSAGES = frozenset({"sendchataction"})
@@ -182,7 +185,7 @@ class SlidingWindowRateLimiter(BaseRateLimiter[int]):
         chat_burst: int = CHAT_BURST,
         chat_interval: float = CHAT_INTERVAL_S,
         max_retries: int = 3,
-        margin: float = 0.02,
+        margin: float = PACING_MARGIN,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._clock = clock

@@ -35,6 +35,7 @@ import psycopg
 from bot.ratelimit import (
     CHAT_BURST,
     CHAT_INTERVAL_S,
+    PACING_MARGIN,
     SlidingWindowRateLimiter,
     _group_key,
     pacer_charge,
@@ -56,11 +57,11 @@ Slot = list[Any]  # [ticket, admitted at, answered at or None]
 @dataclass(frozen=True)
 class Budgets:
     overall_limit: int = 30
-    overall_period: float = 1.02
+    overall_period: float = 1.0 * (1 + PACING_MARGIN)
     group_limit: int = 20
-    group_period: float = 61.2
+    group_period: float = 60.0 * (1 + PACING_MARGIN)
     chat_burst: int = CHAT_BURST
-    chat_interval: float = CHAT_INTERVAL_S * 1.02
+    chat_interval: float = CHAT_INTERVAL_S * (1 + PACING_MARGIN)
     # A mark this old belongs to a call that has surely ended: PTB bounds one call by its
     # timeouts (pool 1 + connect 5 + write 5 + read 5 s). Longer, and a replica killed with
     # a call in flight holds its chat for that long (the crash soak saw answers a minute

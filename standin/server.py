@@ -157,6 +157,11 @@ class StandIn(Controls):
         """The bot's User object, as getMe returns it."""
         return self.state.bot.to_api()
 
+    @property
+    def flood(self) -> FloodLimits:
+        """The flood limits this stand-in applies (what a bot talking to it must pace by)."""
+        return self.state.limits
+
     # ----- HTTP ------------------------------------------------------------------------
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:

@@ -30,10 +30,10 @@ from bot.application import (
 from bot.health import Health, HealthServer, add_webhook_routes, serve_health
 from bot.inbox import new_owner
 from bot.progress import DEFAULT_TYPING, Typing
-from bot.ratelimit import SlidingWindowRateLimiter
+from bot.ratelimit import CHAT_INTERVAL_S, PACING_MARGIN, SlidingWindowRateLimiter
 from bot.recovery import keep_recovering
 from bot.redact import redact_in_logs
-from bot.shared_ratelimit import SharedRateLimiter
+from bot.shared_ratelimit import Budgets, SharedRateLimiter
 from console.server import serve_staff_console
 from stepwise.heap import settle_heap
 from stepwise.logs import set_replica
@@ -81,9 +81,18 @@ class ServeOptions:
 
 
 def bot_application(
-    runtime: Runtime, *, show_after_s: float = 0.5, typing: Typing = DEFAULT_TYPING
+    runtime: Runtime,
+    *,
+    show_after_s: float = 0.5,
+    typing: Typing = DEFAULT_TYPING,
+    chat_interval_s: float = CHAT_INTERVAL_S,
 ) -> TelegramApplication:
-    """The bot's PTB application on `runtime`, its progress messages attached to the agent."""
+    """The bot's PTB application on `runtime`, its progress messages attached to the agent.
+
+    `chat_interval_s`: how far apart the messages to one chat are paced after a burst
+    (Telegram's guidance, one a second; the tests' stand-in Telegram allows them faster and
+    says so here, so that a conversation under test is not a second per message).
+    """
     token = runtime.settings.token()
     if token is None:
         raise ValueError("TELEGRAM_BOT_TOKEN is not set")
@@ -100,7 +109,8 @@ def bot_application(
         config,
         show_after_s=show_after_s,
         typing=typing,
-        rate_limiter=shared_rate_limiter(runtime.settings.db_path, token),
+        rate_limiter=shared_rate_limiter(runtime.settings.db_path, token, chat_interval_s)
+        or SlidingWindowRateLimiter(max_retries=3, chat_interval=chat_interval_s),
         linker=runtime.customers,
     )
     runtime.add_listener(bot_of(application).progress)
@@ -125,12 +135,17 @@ def hook_staff_alerts(runtime: Runtime, application: TelegramApplication) -> Non
         limiter.on_flood = alerts.flooded
 
 
-def shared_rate_limiter(db: str, token: str) -> SharedRateLimiter | None:
+def shared_rate_limiter(
+    db: str, token: str, chat_interval_s: float = CHAT_INTERVAL_S
+) -> SharedRateLimiter | None:
     """On PostgreSQL, the replicas of one bot share its Telegram budget (keyed by the bot's
     id); on SQLite (one process) the in-process limiter stays."""
     if not is_postgres_url(db):
         return None
-    return SharedRateLimiter(db, prefix=f"bot{token.partition(':')[0]}", max_retries=3)
+    budgets = Budgets(chat_interval=chat_interval_s * (1 + PACING_MARGIN))
+    return SharedRateLimiter(
+        db, prefix=f"bot{token.partition(':')[0]}", budgets=budgets, max_retries=3
+    )
 
 
 async def open_receiving(runtime: Runtime) -> Receiving:

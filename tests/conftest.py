@@ -5,7 +5,8 @@ The `standin` fixture is spec-checked: after the test, every request made to it 
 conform to the vendored Bot API specification and every object it answered or delivered
 must be shaped like the spec's type (tests/botapi). A test that needs other stand-in
 settings (e.g. flood limits) marks itself `@pytest.mark.standin(flood=FloodLimits(...))`;
-the mark's keyword arguments go to `StandIn(...)`.
+the mark's keyword arguments go to `StandIn(...)`. Unmarked, the stand-in paces a chat at
+`TEST_CHAT_INTERVAL_S` (tests/harness.py), not Telegram's one message a second.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from standin import StandIn
+from standin import FloodLimits, StandIn
 from tests.botapi import assert_conforms
-from tests.harness import PATIENCE
+from tests.harness import PATIENCE, TEST_CHAT_INTERVAL_S
 from tests.storage_backends import (
     deselect_without_server,
     postgres_backend,
@@ -57,6 +58,7 @@ async def standin(request: pytest.FixtureRequest) -> AsyncIterator[StandIn]:
     mark = request.node.get_closest_marker("standin")
     options = dict(mark.kwargs) if mark is not None else {}
     options.setdefault("patience", PATIENCE)
+    options.setdefault("flood", FloodLimits(per_chat_interval=TEST_CHAT_INTERVAL_S))
     async with StandIn(**options) as server:
         yield server
     assert_conforms(server)

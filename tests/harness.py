@@ -1,8 +1,8 @@
 """The one bot harness and the one polling helper of the test suite.
 
 - `start_bot`: the production PTB application (`stepwise.serve.bot_application`) in this
-  process, long-polling a `StandIn` over real HTTP; only TELEGRAM_API_BASE_URL differs from
-  production. `BotHarness` reads what each chat shows and what the database holds; its
+  process, long-polling a `StandIn` over real HTTP; only TELEGRAM_API_BASE_URL and the
+  per-chat pacing (the stand-in's own `flood.per_chat_interval`) differ from production. `BotHarness` reads what each chat shows and what the database holds; its
   `stop()` checks every request and update so far against the Bot API spec (tests/botapi).
 - `until` / `until_sync`: wait for a condition on shared state (the database, the stand-in,
   another process) with a deadline. Polling a condition IS the synchronisation; nothing
@@ -39,6 +39,11 @@ STAFF = 900
 DEMO = 10001
 OTHER = 20002
 POLL_S = 0.01
+# The stand-in Telegram of the suite (the `standin` fixture) lets a bot send to a chat every
+# 50 ms after a burst, not every second as Telegram does: a conversation under test is then
+# not a second per message. Tests of the pacing itself mark Telegram's limits
+# (`@pytest.mark.standin(flood=FloodLimits())`).
+TEST_CHAT_INTERVAL_S = 0.05
 # Every wait's deadline is multiplied by this (and the stand-in's waits too, `patience`): on
 # a busy machine a subprocess may take many times its idle start-up to answer, and a wait
 # still ends the moment its condition holds. STEPWISE_TEST_PATIENCE overrides it.
@@ -175,7 +180,9 @@ async def start_bot(
     **env: str,
 ) -> BotHarness:
     """The production application polling `standin`, with a short retry backoff (and the
-    agent's clock, `clock`, for tests where time matters)."""
+    agent's clock, `clock`, for tests where time matters). Its limiter paces each chat as
+    the stand-in counts (`standin.flood`): the suite's stand-in allows a message to a chat
+    every `TEST_CHAT_INTERVAL_S`, Telegram's own pace is tested where a test says so."""
     settings = Settings.model_validate(
         {
             "TELEGRAM_BOT_TOKEN": TOKEN,
@@ -187,7 +194,12 @@ async def start_bot(
     )
     policy = FailurePolicy(backoff=Backoff(base_s=0.05, cap_s=0.2))
     runtime = await open_runtime(settings, tools=tools, policy=policy, clock=clock)
-    app = bot_application(runtime, show_after_s=show_after_s, typing=typing)
+    app = bot_application(
+        runtime,
+        show_after_s=show_after_s,
+        typing=typing,
+        chat_interval_s=standin.flood.per_chat_interval,
+    )
     await app.initialize()
     receiving = await open_receiving(runtime)
     await start_application(app, receiving, poll_timeout_s=1)  # as `stepwise serve` starts it

@@ -35,12 +35,13 @@ def staff_forum(standin: StandIn) -> None:
     standin.set_bot_rights(FORUM, can_manage_topics=True)
 
 
-async def staffed(standin: StandIn, db: Path) -> BotHarness:
+async def staffed(standin: StandIn, db: Path, **env: str) -> BotHarness:
     return await start_bot(
         standin,
         db,
         STEPWISE_STAFF_CHAT_ID=str(FORUM),
         STEPWISE_CONSOLE_URL="https://staff.example",
+        **env,
     )
 
 

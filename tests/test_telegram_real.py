@@ -711,6 +711,7 @@ async def test_8_a_prompt_shown_before_the_upgrade_is_offered_again_and_bound(
         await second.stop()
 
 
+@pytest.mark.standin(flood=FloodLimits())
 async def test_15_a_fast_run_in_one_chat_stays_under_telegrams_per_chat_limit(
     bot: BotHarness,
 ) -> None:
