@@ -75,6 +75,7 @@ from agent_core.understanding.recognition.precision import (
     reported,
     status_frames,
     threat,
+    threat_after,
     whether_question,
     zh_asks,
     zh_done,
@@ -265,6 +266,7 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
                     match.start(),
                     negated(text, match.start())
                     or threat(text[: match.start()])
+                    or threat_after(text[: match.start()], text[match.end() :])
                     or NEGATED_OBJECT_EN.match(text, match.end()) is not None
                     or (
                         terms.action is Action.CANCEL
@@ -282,7 +284,8 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
                     question,
                     None if past else terms.topic,  # "why did you cancel": status only
                     told,
-                    terms.action is Action.CANCEL and about_an_item(text[: match.start()]),
+                    terms.action is Action.CANCEL
+                    and about_an_item(text[: match.start()], text[match.end() :]),
                 )
             )
             if not question or past:  # a question stays for the policy topics to find;

@@ -67,6 +67,7 @@ from agent_core.understanding.recognition.precision import (
     ADVICE,
     CANCEL_OBJECT_AFTER,
     CANCEL_OBJECT_BEFORE,
+    CHOOSE_AMONG,
     DESCRIBED,
     GUESSED_IDS,
     IMAGINED_BEFORE,
@@ -335,10 +336,13 @@ def understand(
                 ambiguous.append((verb.tool, targets or candidates))
                 continue
             if (
-                view.choose
-                or OR_IDS.search(view.text)
-                or (len(targets) > 1 and any(n > number for n in chosen_later))
-            ) and len(targets) != 1:
+                (
+                    view.choose
+                    or OR_IDS.search(view.text)
+                    or (len(targets) > 1 and any(n > number for n in chosen_later))
+                )
+                and len(targets) != 1
+            ) or (CHOOSE_AMONG.search(view.text) and len(order) > 1):
                 ambiguous.append((verb.tool, targets or candidates))
                 continue
             if not targets:

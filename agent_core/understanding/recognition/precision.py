@@ -126,7 +126,8 @@ def negated_strictly(before: str) -> bool:
 # A question about what happened: status, never the action (and no policy lookup).
 _PAST_EN: Final = lazyre.compile(
     r"(?<![a-z])(?:why|did (?:you|they|we|i|someone|somebody)|have you|has (?:it|this|that|my"
-    r"|the|a|[\ue000-\uefff])|was (?:it|this|that|my|the|a|an)|were)(?![a-z])"
+    # Round 7: "did my husband cancel A1007?", "did our assistant return A1002 already?"
+    r"|the|a|[\ue000-\uefff])|did (?:my|our|his|her|their|the) [a-z'-]+(?: [a-z'-]+)? $|was (?:it|this|that|my|the|a|an)|were)(?![a-z])"
     # "who cancelled A1003?" asks; "my friend who ordered B2001 wants …" only says whose.
     r"|(?:^|(?<=[,.;:!?] )|(?<=and )|(?<=but )|(?<=so ))who(?![a-z])"
     # A request already made to the shop, reported: "when I asked to cancel A1003 you said
@@ -194,6 +195,8 @@ _WHETHER_EN: Final = lazyre.compile(
     r"(?<![a-z])(?:should|shall|must|do) (?:i|we)(?![a-z])|what do you (?:think|suggest|recommend)"
     # "is it too late to return A1002?", "is A1003 cancellable?", "am I still in time to …"
     r"|too late to|still (?:time|in time) to|"
+    # Round 7: "can you tell me whether to cancel A1005", "not sure if I should cancel A1003"
+    r"(?<![a-z])(?:whether|if) (?:or not )?(?:to|i should|we should|i ought to|i need to) $|"
     # Round 6: "would it be smart to cancel A1003 now?"
     r"(?:would|is|will) it be (?:smart|wise|better|best|a good idea|sensible|cheaper|worth it) to"
     r"|is it (?:smart|wise|better|best|a good idea|sensible|cheaper) to|(?:is|are) (?:it|\S+) (?:still )?(?:ok|okay|fine"
@@ -347,9 +350,13 @@ _IF_YOU_EN: Final = lazyre.compile(
 )
 
 
+# Round 7: "如果你取消 A1003，钱多久退回？"
+_IF_YOU_ZH: Final = lazyre.compile(r"(?:如果|要是|假如|万一|一旦)(?:你们?|您)(?:帮我|给我)?\s*$")
+
+
 def imagined_by_bot(before: str) -> bool:
     """Whether the verb after `before` is the bot's doing it, imagined ("if you cancel")."""
-    return _IF_YOU_EN.search(before) is not None
+    return _IF_YOU_EN.search(before) is not None or _IF_YOU_ZH.search(before) is not None
 
 
 def whether_question(text: str, start: int, end: int | None = None) -> bool:
@@ -422,6 +429,9 @@ RETRACTION: Final = lazyre.compile(
     # "ha, gotcha", "psych", "hold off", "or maybe not", "— wait, don't", "— nah".
     r"|不了不了|^不了$|还是别了|^别了$|逗你|骗你的|开个玩笑|(?<![a-z])(?:gotcha|psych|hold off|or maybe not"
     r"|let me think|or actually)(?![a-z])|(?:^|[—–\-,.]\s*)(?:wait|nah|nope|no)\s*$"
+    # Round 7: "cancel A1003 lol no thanks", "haha nope"
+    r"|(?<![a-z])(?:lol|lmao|haha+|hah|jk),? (?:no|nah|nope)(?: thanks| thx| ty)?[^a-z\u4e00-\u9fff]*$"
+    r"|^or not(?: (?:thanks|thx|ty|please|pls))?[^a-z\u4e00-\u9fff]*$"
     r"|^(?:don'?t|do not|dont)(?: do it)?$|^[啊哦呃嗯]?\s*不\s*$"
     r"|^why (?:would|should|on earth would) (?:i|we)(?: do that| want that| want to)?$"
     # "refund A1002 59, cancel that": the request before is withdrawn; never a cancel of the
@@ -569,7 +579,8 @@ _REPORTED: Final = lazyre.compile(
     r"|(?:朋友|老婆|老公|妻子|丈夫|我妈|我爸|妈妈|爸爸|同事|家人|别人|有人|他|她|他们|客户|室友|快递员"
     r"|快递小哥|快递|物流|系统|页面|商家|店家|卖家|客服|我哥|我姐|我弟|我妹|哥哥|姐姐|弟弟|妹妹|邻居|领导|老板|上司|男朋友|女朋友"
     r"|对象|儿子|女儿|孩子|亲戚|表哥|表姐|舍友|媳妇|爱人|婆婆|公公|岳母|丈母娘|岳父|奶奶|爷爷|外婆|姥姥|阿姨"
-    r"|叔叔|舅舅|姑姑|小姨|老师|助理|秘书)(?:也|一直|非)?(?:说|想|要|让|打算|叫|觉得|认为"
+    r"|叔叔|舅舅|姑姑|小姨|老师|助理|秘书)(?:上次|之前|以前|昨天|前天|刚才|刚刚|那天)?(?:也|一直|非)?"
+    r"(?:说|想|要|让|打算|叫|觉得|认为"
     r"|建议|非要|坚持)"
     r"|(?:让我|叫我|要我|要求我)(?:帮(?:他|她|他们)?|给(?:他|她))?\s*(?:自己|去|先|再)?\s*(?:申请|办理|办)?"
     r"\s*(?:把|给)?\s*[\ue000-\uefff]?\s*$"
@@ -618,8 +629,21 @@ _ACTION_NOUN_BEFORE: Final = lazyre.compile(
 )
 
 
-def about_an_item(before: str) -> bool:
-    return _ITEM_BEFORE.search(before) is not None
+# Round 7: what is cancelled is a thing inside the order, named after the verb: "cancel one
+# item from A1003", "cancel the blue shirt in A1005", "取消 A1003 里的一件商品" (never "cancel
+# all of A1003", "cancel both of …", "cancel the order in …").
+_ITEM_AFTER: Final = lazyre.compile(
+    r"^\s*(?:just |only )?(?!(?:all|both|everything|each|every|any|either|one of|the whole|whole"
+    r"|the entire|entire|the rest|(?:the |my |this |that )?(?:order|purchase|package|parcel"
+    r"|shipment|delivery|thing)s?)(?![a-z]))(?:[a-z0-9'-]+ ){1,4}(?:from|in|out of|inside|off)"
+    r" (?:my |the )?(?:order )?[\ue000-\uefff]"
+    r"|^\s*[\ue000-\uefff]\s*(?:订单)?\s*(?:里|里面|中|当中|里头)(?:的\s*)?(?!的|全部|所有|整)"
+    r"[\u4e00-\u9fff]{1,6}"
+)
+
+
+def about_an_item(before: str, after: str = "") -> bool:
+    return _ITEM_BEFORE.search(before) is not None or _ITEM_AFTER.match(after) is not None
 
 
 # "退货不需要了", "取消就不用了", "refund? nah": Chinese often negates after the verb.
@@ -1008,6 +1032,8 @@ HEDGE_EN: Final = lazyre.compile(
 )
 HEDGE_AFTER_EN: Final = lazyre.compile(
     r"(?<![a-z])(?:not sure|or not|or keep|or wait|if you think|good idea|worth it)(?![a-z])"
+    # Round 7: "would you cancel A1003 if I asked?": the request itself imagined
+    r"|(?<![a-z])if (?:i|we) (?:asked|ask|were to ask|wanted|told)(?: you)?(?: to)?(?: (?:do )?(?:it|that|so))?\s*[?.!]*\s*$"
     r"|(?<![a-z])(?:maybe|perhaps|possibly)\s*[?.!]*\s*$"
 )
 # "… what do you think?", "help me decide", "你觉得呢", "给点建议": advice is asked.
@@ -1021,6 +1047,8 @@ ADVICE: Final = lazyre.compile(
     r"|(?<![a-z])(?:is|was) (?:that|this|it) (?:even |still |actually )?(?:possible|doable|allowed"
     r"|an option|ok to do)(?![a-z])|(?<![a-z])is it (?:too late|possible)\s*\??\s*$"
     r"|(?<![a-z])(?:up to you|your call|you decide|you choose|or don'?t,? whatever)(?![a-z])"
+    # Round 7: "cancel A1003 (or don't, whatever)" (read up to its comma)
+    r"|\(\s*or (?:don'?t|do not|dont|not)(?![a-z])"
     r"|你觉得|你看呢|你建议|给点建议|帮我拿个主意|帮我决定|值不值得|划不划算|该不该|还没想好|没想好|拿不定主意"
 )
 # "cancel A1003 and the other one too", "… or was it A1003", "另一个也取消": an order the
@@ -1149,23 +1177,54 @@ _THREAT_ZH: Final = lazyre.compile(
     r"(?:再不|还不|要是不|如果不|不行|不到|没到|不发)[^，,。.;；!?！？]{0,8}?(?:我就|就|我可就|我只能)\s*(?:考虑|打算|会|要)?\s*$"
     r"|的话\s*(?:我就|我可就|我只能|我只好)\s*(?:考虑|打算|会|要)?\s*$"
     r"|都想\s*$|真想\s*$|差点就?\s*$"
+    # Round 7: a maybe, not a request now: "以后可能会取消 A1003", "我可能会取消 A1005"
+    r"|(?:可能|也许|或许|说不定|大概)(?:会|要|得)?\s*$"
 )
 
 
+# Round 7: a maybe, not a request now: "i may want to cancel A1003 at some point"
+_MAYBE_LATER_EN: Final = lazyre.compile(
+    r"(?<![a-z])(?:i|we) (?:may|might)(?: (?:want|need|decide|have|end up|choose|wish))?(?: to)? $"
+)
+
+
+# Round 7: the customer's own "I'll" before the verb and a condition after it: "i'll cancel
+# A1003 unless it ships", "I will cancel A1005 if it isn't shipped by Friday" — a threat, said
+# in one clause (a request would be "cancel A1003 if it hasn't shipped").
+_OWN_FUTURE_BEFORE: Final = lazyre.compile(
+    r"(?:^|[,.;:!]\s*|(?<![a-z])(?:so|then|and|but|ffs|ok|okay|well|look|honestly|lol) )"
+    r"(?:i'?ll|i will|i'?m going to|i'?m gonna"
+    r"|we'?ll|we will)(?: just| definitely| have to)? $"
+)
+_UNLESS_AFTER: Final = lazyre.compile(
+    r"^[^.?!]{0,30}?(?<![a-z])(?:unless|if (?:it|they|you|this|that|the \w+)(?![a-z])[^.?!]{0,20}?"
+    r"(?:n'?t|not|never|no longer)(?![a-z]))"
+)
+
+
+def threat_after(before: str, after: str) -> bool:
+    """Whether the verb between `before` and `after` is the customer's own threat."""
+    return bool(_OWN_FUTURE_BEFORE.search(before) and _UNLESS_AFTER.match(after))
+
+
 def threat(before: str) -> bool:
-    return bool(_THREAT_EN.search(before) or _THREAT_ZH.search(before))
+    """Whether the verb after `before` is not asked for now: a threat ("再不发货我就取消"), or
+    a maybe ("I may want to cancel …", "我可能会取消")."""
+    return bool(
+        _THREAT_EN.search(before) or _THREAT_ZH.search(before) or _MAYBE_LATER_EN.search(before)
+    )
 
 
 # The same threat across a comma: "A1003 要是明天还不发货，我就取消", "if it's not here by
 # friday, I'll cancel": a condition in the clause before, and the customer's own "I'll" /
 # "我就" before the verb (an imperative — "…，就帮我取消", "…, cancel it" — stays a request).
 _CONDITION_BEFORE: Final = lazyre.compile(
-    r"(?<![a-z])(?:if|unless|in case)(?![a-z])|要是|如果|假如|万一|倘若|再不|还不|的话\s*$"
+    r"(?<![a-z])(?:if|unless|in case)(?![a-z])|要是|如果|假如|万一|倘若|再不|还不|除非|的话\s*$"
 )
 _THREAT_CONSEQUENCE: Final = lazyre.compile(
     r"^\s*(?:then |so )?(?:i'?ll|i will|i'?m going to|i'?m gonna|we'?ll|we will|i shall)"
     r"(?: just| definitely| have to| be)?(?: \w+)? $"
-    r"|^\s*(?:那|那么|那样)?\s*(?:我就|我可就|我只能|我只好|我肯定|我一定|我会|我就会|我直接)\s*(?:考虑|打算|要)?\s*$"
+    r"|^\s*(?:那|那么|那样|否则|不然|要不然)?\s*(?:我就|我可就|我只能|我只好|我肯定|我一定|我会|我就会|我直接)\s*(?:考虑|打算|要)?\s*$"
 )
 
 
@@ -1182,6 +1241,12 @@ def threat_across(previous: str, before: str) -> bool:
         return True
     return bool(_CONDITION_BEFORE.search(previous) and _THREAT_CONSEQUENCE.search(before))
 
+
+# Round 7: "cancel whichever of A1003 and A1005 hasn't shipped" (its clause ends at "and"):
+# a choice among the message's orders, not yet made.
+CHOOSE_AMONG: Final = lazyre.compile(
+    r"(?<![a-z])(?:whichever|which ever|either|one|any)(?: one)? of (?:the )?(?:orders? )?[\ue000-\uefff]"
+)
 
 # "A1003/A1007", "A1003 或 A1007", "A1003 还是 A1007", "1 of my 2 orders": a choice between
 # orders, not yet made.
@@ -1240,11 +1305,13 @@ _NOT_ORDER_THINGS: Final = (
     r"|(?:return |refund |cancellation )?(?:requests?|applications?|claims?)|auto-?renew\w*"
     r"|newsletter|emails?|notifications?|sms"
     # Round 6: "cancel my account. where is A1005?", "cancel the card saved on my profile"
-    r"|accounts?|profiles?|mailing list|saved cards?|cards?|alerts?|texts?|auto-?pay)"
+    r"|accounts?|profiles?|mailing list|saved cards?|cards?|alerts?|texts?|auto-?pay"
+    # Round 7: "cancel my A1003 complaint", "cancel the ticket about A1003"
+    r"|complaints?|(?:support )?tickets?|callbacks?|call ?backs?)"
 )
 _ZH_NOT_ORDER_THINGS: Final = (
     r"(?:退货|退款|换货|改地址|地址修改|加急|发票|优惠券|优惠|礼品包装|包装|预约|预约配送|订阅|会员|保险"
-    r"|延保|自动续费|短信|通知|推送|赠品|小样)"
+    r"|延保|自动续费|短信|通知|推送|赠品|小样|投诉|工单|保价|回电|回访)"
 )
 # Round 6: "cancel that thought", "cancel culture", "cancel my account", "cancel the
 # newsletter, not my order": what is cancelled is no order at all, whether or not the clause
@@ -1273,7 +1340,7 @@ FALLBACK_BEFORE: Final = lazyre.compile(
 )
 CANCEL_OBJECT_AFTER: Final = lazyre.compile(
     # "取消 A1003 上用的优惠券" (round 6): a few words and 的 between the order and the thing
-    r"\s*(?:the |my |this |that |our |your )?(?:[\ue000-\uefff]\s*(?:'s\s*)?)?"
+    r"\s*(?:the |my |this |that |our |your |关于|有关)?\s*(?:[\ue000-\uefff]\s*(?:'s\s*)?)?"
     r"(?:[\u4e00-\u9fff]{0,4}?的\s*)?"
     rf"(?:{_NOT_ORDER_THINGS}(?![a-z])|{_ZH_NOT_ORDER_THINGS})"
     r"|\s*(?:the |my )?(?:\w+ )?(?:request|application|claim)(?![a-z])"
