@@ -89,7 +89,12 @@ def count_threads(
     label = f"{runs}" if not apart else f"{runs}.c{concurrency}"
     out = workdir / f"callgrind.{label}.out"
     db_dir = workdir / f"db-{label}"
-    db_dir.mkdir(parents=True, exist_ok=True)
+    # A fresh database and no callgrind files of an earlier count in a reused --workdir
+    # (a database already migrated and holding runs counts less, not the same).
+    shutil.rmtree(db_dir, ignore_errors=True)
+    for stale in workdir.glob(f"{out.name}*"):
+        stale.unlink()
+    db_dir.mkdir(parents=True)
     command = [
         "valgrind",
         "--tool=callgrind",
@@ -131,7 +136,8 @@ def warm(workdir: Path) -> None:
     alone, which the difference turns into a gain of ~0.1 M a run that is not there.
     """
     db_dir = workdir / "db-warm"
-    db_dir.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(db_dir, ignore_errors=True)
+    db_dir.mkdir(parents=True)
     command = [sys.executable, "-m", "bench.instructions", "--child", "1", "--workdir", str(db_dir)]
     subprocess.run(command, capture_output=True, check=True)
 
