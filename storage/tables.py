@@ -272,10 +272,12 @@ def ts(value: datetime | None) -> str | None:
 # the event's `at` and often a step's `started_at` or `finished_at` in the same commit, and
 # a run read back (`parse_ts`) writes its steps' instants again when it ends. An entry
 # holds its datetime, so its `id` is not reused while it is here; cleared when full.
+# Sized for many runs at a time: ~18 instants a run, so 256 held under 15 runs' worth and
+# 50 concurrent runs cleared it before their instants came round again (2048: ~0.4 MB).
 # (An `lru_cache` keyed by the datetime cost more: hashing an aware datetime, and a miss,
 # most of a run's instants, paid the cache's bookkeeping and an eviction on top.)
 _RECENT: dict[int, tuple[datetime, str]] = {}
-_RECENT_KEPT = 256
+_RECENT_KEPT = 2048
 
 
 def _remember(value: datetime, text: str) -> str:

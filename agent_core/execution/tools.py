@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,6 +146,66 @@ class Tool:
         )
 
 
+class _Within:
+    """Awaits a handler, cut off `seconds` after it started, as `asyncio.timeout(seconds)`
+    around the `await` would be — but the timer is armed only once the handler first
+    suspends, with the same deadline (`asyncio.timeout_at`). A handler that answers without
+    suspending (an in-process tool, a cached read) never touches the loop's timer heap: with
+    many runs in flight each push and pop of that heap compares `TimerHandle`s in Python
+    (bench/README.md §9, sixth pass). A timeout can only fire while the handler is
+    suspended anyway, so what is cut off, and when, is the same."""
+
+    __slots__ = ("_seconds", "_steps")
+
+    def __init__(self, handler: Awaitable[Any], seconds: float) -> None:
+        self._steps = handler.__await__()
+        self._seconds = seconds
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        steps = self._steps
+        deadline = asyncio.get_running_loop().time() + self._seconds
+        try:
+            first = steps.send(None)
+        except StopIteration as done:
+            return done.value
+        return (yield from _resumed_within(steps, first, deadline).__await__())
+
+
+async def _resumed_within(steps: Generator[Any, Any, Any], first: Any, deadline: float) -> Any:
+    async with asyncio.timeout_at(deadline):
+        return await _Resumed(steps, first)
+
+
+class _Resumed:
+    """The rest of a handler started by `_Within`: hands the task the first thing it waits
+    on, then relays what the task sends or throws in (a result, a cancellation) until it ends."""
+
+    __slots__ = ("_first", "_steps")
+
+    def __init__(self, steps: Generator[Any, Any, Any], first: Any) -> None:
+        self._steps = steps
+        self._first = first
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        steps, waiting = self._steps, self._first
+        while True:
+            try:
+                sent = yield waiting
+            except GeneratorExit:
+                steps.close()
+                raise
+            except BaseException as exc:  # thrown in by the task: a cancellation, a timeout
+                try:
+                    waiting = steps.throw(exc)
+                except StopIteration as done:
+                    return done.value
+            else:
+                try:
+                    waiting = steps.send(sent)
+                except StopIteration as done:
+                    return done.value
+
+
 class ToolRegistry:
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
@@ -194,10 +254,9 @@ class ToolRegistry:
         except ValidationError as exc:
             return _invalid(exc)
         try:
-            # `timeout` rather than `wait_for`: the handler runs in this task instead of a
-            # task of its own (one task, timer and loop turn fewer per call), cut off alike.
-            async with asyncio.timeout(tool.timeout_s):
-                data = await tool.handler(parsed, ctx)
+            # Cut off `timeout_s` after it started, in this task (not `wait_for`: one task and
+            # loop turn fewer per call); the timer armed only if the handler suspends.
+            data = await _Within(tool.handler(parsed, ctx), tool.timeout_s)
         except ToolFailure as exc:
             return ToolError(
                 error_type=exc.error_type,
