@@ -44,6 +44,7 @@ def _f(name: str, lang: str, template: str, *allowed: tuple[str, str]) -> Frame:
     return Frame(name, lang, template, tuple(allowed))
 
 
+CANCEL_A = ("cancel_order", "A")
 CANCEL_B = ("cancel_order", "B")
 
 EN_FRAMES: tuple[Frame, ...] = (
@@ -146,6 +147,44 @@ EN_FRAMES: tuple[Frame, ...] = (
     _f("id_o_o", "en", "please {V} A1OO3 asap"),
     _f("id_hyphen_o", "en", "{V} A-10O3"),
     _f("id_order_digits", "en", "{V} order 1003 please, the one I placed monday"),
+    # batch 2 (written after batch 1's fixes): the context order alone, no id in the text
+    _f("ctx_cancel_it", "en", "ok {V} it then"),
+    _f("ctx_just_cancel", "en", "just {V} it"),
+    _f("ctx_go_ahead", "en", "yes go ahead and {V}"),
+    _f("ctx_bare", "en", "{V}"),
+    _f("ctx_bare_pls", "en", "{V} pls!!!"),
+    _f("ctx_that_order", "en", "{V} that order"),
+    _f("ctx_this_order", "en", "{V} this order please, it's taking too long"),
+    _f("ctx_order_number", "en", "{V} order number please"),
+    _f("ctx_want_to", "en", "I want to {V}"),
+    _f("ctx_an_order", "en", "I'd like to {V} an order"),
+    _f("ctx_something", "en", "I need to {V} something"),
+    _f("ctx_yesterday", "en", "{V} the one I ordered yesterday"),
+    _f("ctx_item", "en", "{V} the shoes"),
+    # two orders named before a bare verb: without punctuation one clause, so both may be
+    # cancelled (a verb applies to every order of its clause); never the context's alone
+    _f("ids_then_cancel", "en", "my orders are {A} and {B}. {V}", CANCEL_A, CANCEL_B),
+    _f("ids_late_cancel", "en", "{A} and {B} are both late. please {V}", CANCEL_A, CANCEL_B),
+    _f("ids_colon_cancel", "en", "{A}: late. {B}: late. {V}", CANCEL_A, CANCEL_B),
+    _f("ids_yesterday", "en", "I have {A} and {B}, {V} the one I ordered yesterday"),
+    _f("guessed_pair", "en", "{V} {A}? or {B}?"),
+    # the words quoted, translated, asked about
+    _f("translate", "en", "Translate to French: {V} {A}"),
+    _f("what_means", "en", "what does '{V} {A}' mean?"),
+    _f("repeat_after", "en", "repeat after me: {V} {A}"),
+    _f("right_command", "en", "is '{V} {A}' the right command?"),
+    _f("typed_earlier", "en", "I accidentally typed {V} {A} earlier, ignore it"),
+    _f("agent_said", "en", "the previous agent said 'I will {V} {A} for you'. did it happen?"),
+    _f("confirmation_says", "en", "my confirmation mail says: to {V} {A} reply CANCEL. weird"),
+    _f("transcript", "en", "[customer]: where is {A}\n[agent]: I will {V} {A}"),
+    # questions without a question mark
+    _f("cancellable", "en", "is {A} cancellable"),
+    _f("how_to", "en", "how to {V} {A}"),
+    _f("wondering", "en", "wondering if I can {V} {A}"),
+    _f("any_way", "en", "is there any way to {V} {A}"),
+    _f("auto_cancel", "en", "will {A} be cancelled automatically if it doesn't ship"),
+    _f("cancellation_possible", "en", "cancellation of {A} possible"),
+    _f("do_you_cancel", "en", "do you {V} orders like {A} automatically"),
 )
 
 ZH_FRAMES: tuple[Frame, ...] = (
@@ -206,6 +245,19 @@ ZH_FRAMES: tuple[Frame, ...] = (
     _f("zh_id_digits", "zh", "{V} 1003"),
     _f("zh_id_hash", "zh", "{V} #1003"),
     _f("zh_id_split", "zh", "{V} A 1003 3"),
+    # batch 2
+    _f("zh_ctx_it", "zh", "{V}它"),
+    _f("zh_ctx_then", "zh", "那就{V}吧"),
+    _f("zh_ctx_help", "zh", "帮我{V}一下"),
+    _f("zh_ctx_want", "zh", "我想{V}"),
+    _f("zh_ctx_number", "zh", "{V}订单号"),
+    _f("zh_both_q", "zh", "{A} 和 {B} 都{V}吗？"),
+    _f("zh_how_order", "zh", "怎么{V}订单"),
+    _f("zh_then_drop", "zh", "{V} {A}？还是算了"),
+    _f("zh_translate", "zh", "翻译：{V} {A}"),
+    _f("zh_what_means", "zh", "“{V} {A}”是什么意思"),
+    _f("zh_ids_then", "zh", "我的订单是 {A} 和 {B}。{V}", CANCEL_A, CANCEL_B),
+    _f("zh_which", "zh", "{A} {B} 哪个能{V}"),
 )
 
 FRAMES: tuple[Frame, ...] = EN_FRAMES + ZH_FRAMES
