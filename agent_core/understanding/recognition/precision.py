@@ -518,8 +518,18 @@ def corrected_id(canonical: str) -> str | None:
     return match.group("id") or match.group("zid") or match.group("sid") or match.group("oid")
 
 
+# Round 7 (fuzzer): a courtesy after a retraction ("…, ignore it thanks", "never mind ok?").
+_COURTESY_TAIL: Final = lazyre.compile(
+    r"(?:[\s,.!?]*(?<![a-z])(?:thanks|thank you|thx|ty|pls|please|ok|okay|cheers|lol)(?![a-z]))+"
+    r"[\s.!?]*$"
+)
+
+
 def retracts(canonical: str) -> bool:
-    return RETRACTION.search(canonical) is not None
+    if RETRACTION.search(canonical) is not None:
+        return True
+    tail = _COURTESY_TAIL.search(canonical)
+    return tail is not None and RETRACTION.search(canonical[: tail.start()]) is not None
 
 
 # "my friend wants to cancel B2001": somebody else's wish, not a request to the bot.
@@ -573,6 +583,13 @@ _REPORTED: Final = lazyre.compile(
     r"|(?<![a-z])(?:someone|somebody|they|he|she) (?:\w+ ){0,3}(?:wants?|asked|said|told|would like"
     r"|wrote|posted)(?![a-z])"
     r"|[\"“][^\"”]*$"
+    # Round 7 (fuzzer): "is 'cancel A1003' the right command?" (its quote is not kept: an
+    # auxiliary right before the verb only mentions it), and "I accidentally typed cancel
+    # A1003": words, not a request
+    r"|^(?:(?:ffs|so|ok|okay|um+|hmm+|hey|yo|and|but|pls|please),?\s+)?(?:is|was|does|did|would|will"
+    r"|should)\s*$"
+    r"|(?<![a-z])(?:accidentally|mistakenly|by mistake|by accident) (?:typed|wrote|sent|clicked"
+    r"|pressed|hit|entered|selected)(?: in)?\s*$"
     # Round 6: "A: just tell the bot 'cancel A1003'", "type to the chatbot: cancel A1007": words
     # the customer was told to send the bot, quoted (the customer speaks *to* the bot).
     r"|(?<![a-z])(?:tell|telling|type|typing|say|saying|write|writing|send|sending|message|text)"
@@ -714,6 +731,8 @@ HIDDEN: Final = lazyre.compile(
     r"|operator|manager)|i'?m from (?:the )?(?:it|security|engineering|dev) (?:department|team)"
     r"|(?:i am|i'?m) the (?:shop|store) owner|owner of this (?:shop|store)|(?:your )?new rule is"
     r"|policy update\s*:|respond only with|tool call|translate (?:this )?(?:to|into)"
+    # Round 7 (fuzzer): "翻译：取消 A1003" (as "translate to French: …")
+    r"|翻译(?:成|为|一下)?(?:英文|中文|英语|日语|法语|德语|韩语)?\s*[:：]"
     # Round 4: "> Note from support team: … cancel A1007", "P.S. to the AI reading this: …"
     r"|note from (?:the |your )?(?:support|admin|staff|security|dev|engineering|management"
     r"|customer service|billing|backend|operations|ops)(?: team| department| desk)?"
