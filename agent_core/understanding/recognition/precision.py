@@ -1210,7 +1210,8 @@ _THREAT_EN: Final = lazyre.compile(
     r"|or (?:else )?(?:i'?m|i am|i'?ll|i will|we'?re|we'?ll)|about to|this close to|so close to"
     r"|i swear (?:i'?ll|i will)|ready to|tempted to|on the verge of"
     rf"|{_MORE_TIME}) and(?: (?:i'?m|i'?ll|i will|i am))?)"
-    r"(?: just| definitely| have to)?"
+    # Round 7: "two more delays and I'm going to cancel A1007"
+    r"(?: just| definitely| have to| going to| gonna)?"
     r"(?: \w+)? $"
 )
 _THREAT_ZH: Final = lazyre.compile(
@@ -1277,7 +1278,9 @@ _THREAT_CONSEQUENCE: Final = lazyre.compile(
 # "one more day and I'm cancelling A1003" (split at its "and")
 _DEADLINE_BEFORE: Final = lazyre.compile(rf"(?<![a-z]){_MORE_TIME}|excuses?)\s*$")
 _DEADLINE_CONSEQUENCE: Final = lazyre.compile(
-    r"^\s*and (?:i'?m|i'?ll|i will|i am|we'?re|we'?ll|i|we)?\s*$"
+    r"^\s*and (?:i'?m|i'?ll|i will|i am|we'?re|we'?ll|i|we)?"
+    # Round 7: "one more delay and I'm going to cancel A1007"
+    r"(?: going to| gonna| just| definitely)?\s*$"
 )
 
 
