@@ -9,15 +9,22 @@ an order, a complaint or ticket cancelled). The dev cases `*-970`… hold the fo
 this file holds the sweep, so a rule that reopens any of them fails here.
 
 Deterministic: every combination, no randomness: 2,240 texts, ~2 s.
+
+The second half runs the larger fuzzer of `tests/precision_fuzz.py` (frames × verb typos ×
+id spellings × context × seeded noise, 12,545 texts from 182 frames, each frame with the
+high-risk steps it allows): on main after the sweep's rules (dc396b9) it found 705 violations
+in 20 frames (tests/eval/README.md "Round 7, precision fuzzer"); here it must find none.
 """
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable, Iterator
 
 import pytest
 
 from tests.planner_probe import actions, draft
+from tests.precision_fuzz import FRAMES, Probe, generate, violations
 
 # {a} and {b}: two orders of the demo customer. Each frame: nothing in it asks to cancel.
 FRAMES_EN = (
@@ -145,3 +152,38 @@ def test_nothing_in_the_sweep_plans_a_cancel() -> None:
         if (found := [a for a in actions(draft(text, last)) if a[0] == "cancel_order"])
     ]
     assert planned == [], f"{len(planned)} cancels nobody asked for, e.g. {planned[:5]}"
+
+
+# The fuzzer (tests/precision_fuzz.py): one test per frame, so a failure names its frame.
+PROBES = generate()
+BY_FRAME: dict[str, list[Probe]] = collections.defaultdict(list)
+for _probe in PROBES:
+    BY_FRAME[_probe.frame].append(_probe)
+
+
+def test_the_fuzzer_is_large_deterministic_and_covers_every_frame() -> None:
+    assert len(PROBES) >= 5_000
+    assert generate() == PROBES
+    assert set(BY_FRAME) == {f.name for f in FRAMES}
+    assert {f.lang for f in FRAMES} == {"en", "zh"}
+
+
+def test_the_fuzzers_oracle_flags_an_action_it_does_not_allow() -> None:
+    nothing: frozenset[tuple[str, str]] = frozenset()
+    assert violations(Probe("check", "plain", "cancel A1003", None, nothing)) == [
+        ("cancel_order", "A1003")
+    ]
+    allowed = frozenset({("cancel_order", "A1003")})
+    assert violations(Probe("check", "plain", "cancel A1003", None, allowed)) == []
+    # an action on an order the text does not name is never allowed, whatever the frame says
+    context = frozenset({("cancel_order", "A1001")})
+    assert violations(Probe("check", "plain", "cancel it", "A1001", context)) == []  # asked
+    assert violations(Probe("check", "plain", "cancel A1003", "A1001", context)) == [
+        ("cancel_order", "A1003")
+    ]
+
+
+@pytest.mark.parametrize("frame", sorted(BY_FRAME))
+def test_no_fuzzer_frame_plans_an_action_it_forbids(frame: str) -> None:
+    found = [(p.text, p.last, bad) for p in BY_FRAME[frame] if (bad := violations(p))]
+    assert found == [], f"{len(found)} forbidden actions, e.g. {found[:5]}"

@@ -58,6 +58,7 @@ from agent_core.understanding.recognition.precision import (
     GENERAL,
     HEDGE_AFTER_EN,
     HEDGE_EN,
+    INVERTED_QUESTION_AFTER,
     LEFT_ALONE_ZH,
     NEGATED_OBJECT_EN,
     ORDER_ETA,
@@ -251,7 +252,10 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
                     or (zh_asks(text, match.start(), match.end(), clause.asked) and not concrete)
                     or HEDGE_EN.search(text[: match.start()]) is not None
                     # "if you cancel A1003 do I get my money back?": imagined, in a question
-                    or (clause.asked and imagined_by_bot(text[: match.start()]))
+                    or (
+                        imagined_by_bot(text[: match.start()])
+                        and (clause.asked or INVERTED_QUESTION_AFTER.match(text, match.end()))
+                    )
                     or HEDGE_AFTER_EN.search(text[match.end() :]) is not None
                     # "can the address on A1003 still be changed?", "is it too late to change
                     # where A1005 is going?": with no new address, a question about it

@@ -246,6 +246,12 @@ def understand(
     kept += [i for v in genuine if v.requests for i in kept_after_verbs(v, reading)]
     # "cancel A1007 not A1003", "instead of A1003": A1003 is left alone.
     kept += [reading.id_of(ch) for v in genuine for ch in excluded_ids(v.text)]
+    # Round 7 (fuzzer): "I have A1003 and A1005 cancel all but A1003", "… 除了 A1003 都取消":
+    # the exclusion cut from its "all" / 除了 by a clause boundary is read across it.
+    for previous, view in itertools.pairwise(genuine):
+        if _EXCLUSION_CUT.search(previous.text):
+            joined = previous.text[-24:] + " " + view.text
+            kept += [reading.id_of(ch) for ch in excluded_ids(joined)]
     interp.kept = list(dict.fromkeys(kept))
     # "cancel A1003? no wait, just tell me where it is": actions before a retraction go.
     retracted_before = max(
@@ -342,7 +348,16 @@ def understand(
                     or (len(targets) > 1 and any(n > number for n in chosen_later))
                 )
                 and len(targets) != 1
-            ) or (CHOOSE_AMONG.search(view.text) and len(order) > 1):
+            ) or (
+                (
+                    CHOOSE_AMONG.search(view.text)
+                    # Round 7 (fuzzer): "pls A1003, A1005 - cancel one": a choice among the
+                    # message's orders with none named after the verb is not made by the
+                    # clause's own order either.
+                    or (view.choose and _ID_CHAR.search(view.text, verb.start) is None)
+                )
+                and len(order) > 1
+            ):
                 ambiguous.append((verb.tool, targets or candidates))
                 continue
             if not targets:
@@ -564,8 +579,16 @@ _KEEP_PREDICATE = lazyre.compile(r"(?:is|was|can|stays|stay)(?![a-z])")
 
 # Round 5: "i have A1003 and A1007 pls cancel it": the orders all named before the verb, and
 # the verb's object one order ("it"): which one is asked, never both (a wrong action).
-_IT_AFTER_VERB = lazyre.compile(r"^[a-z']+(?: (?:off|out|back))? (?:it|this one|that one)(?![a-z])")
+_IT_AFTER_VERB = lazyre.compile(
+    r"^[a-z']+(?: (?:off|out|back))? (?:it|this one|that one)(?![a-z])"
+    # Round 7 (fuzzer): "我下了 A1001 和 A1007取消那个", "A1001 和 A1007帮我取消掉它"
+    r"|^[\u4e00-\u9fff]{2}(?:掉|了)?\s*(?:它|那个|这个|那单|这单|那一个|这一个|那一单|这一单)"
+    r"(?![\u4e00-\u9fff]*[\ue000-\uefff])"
+)
 _ID_CHAR = lazyre.compile("[\ue000-\uefff]")
+_EXCLUSION_CUT = lazyre.compile(
+    r"(?:(?<![a-z])(?:all|everything|anything|all of them|all orders|every order)|除了)\s*$"
+)
 
 
 _MAIL_HEADER: Final = lazyre.compile(r"\s*(?:from|sender|发件人)\s*[:：]\s*[^\s@]+@")
