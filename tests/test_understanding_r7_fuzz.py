@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from agent_core.understanding.planner import Refusal
 from tests.planner_probe import actions, draft
 
 
@@ -57,3 +58,20 @@ def test_no_action_is_planned(text: str) -> None:
 )
 def test_plain_requests_still_act(text: str, expected: list[tuple[str, str]]) -> None:
     assert actions(draft(text)) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["a colleague of mine wants to cancel A1003", "a colleague of ours said to return A1002"],
+)
+def test_the_customers_own_colleague_is_reported_speech_not_a_handoff(text: str) -> None:
+    """Not a request for the shop's people: the status and the policy, no action."""
+    d = draft(text)
+    assert actions(d) == [] and d.refusal is None and d.steps
+
+
+@pytest.mark.parametrize(
+    "text", ["can I talk to a colleague of yours", "let me speak to a colleague"]
+)
+def test_asking_for_a_colleague_of_the_shop_is_still_a_handoff(text: str) -> None:
+    assert draft(text).refusal is Refusal.HANDOFF

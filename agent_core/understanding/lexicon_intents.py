@@ -450,7 +450,8 @@ HANDOFF = Terms(
         "callback", "call me back", "escalated",
         r"(?:someone|somebody|a person|a human|an agent) on the (?:phone|line)",
         r"member of (?:your |the )?(?:staff|team)", r"connect me (?:with|to)",
-        r"(?:a |your )colleague", "somebody from your team", "someone from your team",
+        # "a colleague of mine wants to cancel A1003" is the customer's colleague (reported)
+        r"(?:a |your )colleague(?! of (?:mine|ours))", "somebody from your team", "someone from your team",
         # Round 6: "put me through to someone from support", "one of your colleagues rather
         # than a bot"
         r"put me (?:through|over) to", r"(?:someone|somebody|anyone|anybody) from (?:your |the )?"
