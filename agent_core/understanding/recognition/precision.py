@@ -1221,6 +1221,8 @@ _THREAT_ZH: Final = lazyre.compile(
     r"|(?:如果|要是|假如|万一|倘若|若是|再)[^，,。.;；!?！？]{0,12}?(?:我就|我再|我可就|我只能|我只好|我会"
     r"|我就会|我直接)\s*(?:考虑|打算|会|要)?\s*$|(?:再|在|正在)考虑(?:一下)?(?:要不要|是否|是不是)?\s*$"
     r"|都想\s*$|真想\s*$|差点就?\s*$"
+    # Round 7: "除非 A1003 今天发货否则我会取消" (no comma to split it at)
+    r"|除非[^，,。.;；!?！？]{0,16}?(?:否则|不然|要不然)\s*(?:我就|我|就)?\s*(?:会|要|考虑|打算)?\s*$"
     # Round 7: a maybe, not a request now: "以后可能会取消 A1003", "我可能会取消 A1005"
     r"|(?:可能|也许|或许|说不定|大概)(?:会|要|得)?\s*$"
 )
@@ -1239,7 +1241,7 @@ _MAYBE_LATER_EN: Final = lazyre.compile(
 # A1003 unless it ships", "I will cancel A1005 if it isn't shipped by Friday" — a threat, said
 # in one clause (a request would be "cancel A1003 if it hasn't shipped").
 _OWN_FUTURE_BEFORE: Final = lazyre.compile(
-    r"(?:^|[,.;:!]\s*|(?<![a-z])(?:so|then|and|but|ffs|ok|okay|well|look|honestly|lol) )"
+    r"(?:^|[,.;:!]\s*|(?<![a-z])(?:so|then|and|but|ffs|ok|okay|well|look|honestly|lol|pls|please) )"
     r"(?:i'?ll|i will|i'?m going to|i'?m gonna"
     r"|we'?ll|we will)(?: just| definitely| have to)? $"
 )
