@@ -144,13 +144,14 @@ def build_application(
     *,
     show_after_s: float = 0.5,
     typing: Typing = DEFAULT_TYPING,
-    rate_limiter: SlidingWindowRateLimiter | None = None,
+    rate_limiter: SlidingWindowRateLimiter,
     linker: CustomerDirectory | None = None,
 ) -> TelegramApplication:
     """The PTB application around `agent`. Production and tests share it.
 
-    `rate_limiter`: the in-process `SlidingWindowRateLimiter` unless given (the shared
-    one, `bot.shared_ratelimit`, when several processes serve one bot). `linker`: the
+    `rate_limiter`: how it keeps under Telegram's limits, the in-process
+    `SlidingWindowRateLimiter` or the shared one (`bot.shared_ratelimit`) when several
+    processes serve one bot (`stepwise.serve.rate_limiter_for` decides). `linker`: the
     tools file's `[customer]` lookup; with a `claim`, `/start <token>` links (`bot.link`).
 
     The progress listener (`bot_of(application).progress`) is not attached to the agent
@@ -166,7 +167,7 @@ def build_application(
         .base_url(base)
         .base_file_url(base.removesuffix("/bot") + "/file/bot")
         .concurrent_updates(True)
-        .rate_limiter(rate_limiter or SlidingWindowRateLimiter(max_retries=3))
+        .rate_limiter(rate_limiter)
         .build()
     )
     progress = TelegramProgress(

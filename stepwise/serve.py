@@ -109,8 +109,7 @@ def bot_application(
         config,
         show_after_s=show_after_s,
         typing=typing,
-        rate_limiter=shared_rate_limiter(runtime.settings.db_path, token, chat_interval_s)
-        or SlidingWindowRateLimiter(max_retries=3, chat_interval=chat_interval_s),
+        rate_limiter=rate_limiter_for(runtime.settings.db_path, token, chat_interval_s),
         linker=runtime.customers,
     )
     runtime.add_listener(bot_of(application).progress)
@@ -135,13 +134,13 @@ def hook_staff_alerts(runtime: Runtime, application: TelegramApplication) -> Non
         limiter.on_flood = alerts.flooded
 
 
-def shared_rate_limiter(
+def rate_limiter_for(
     db: str, token: str, chat_interval_s: float = CHAT_INTERVAL_S
-) -> SharedRateLimiter | None:
+) -> SlidingWindowRateLimiter:
     """On PostgreSQL, the replicas of one bot share its Telegram budget (keyed by the bot's
-    id); on SQLite (one process) the in-process limiter stays."""
+    id); on SQLite (one process) the in-process limiter keeps it."""
     if not is_postgres_url(db):
-        return None
+        return SlidingWindowRateLimiter(max_retries=3, chat_interval=chat_interval_s)
     budgets = Budgets(chat_interval=chat_interval_s * (1 + PACING_MARGIN))
     return SharedRateLimiter(
         db, prefix=f"bot{token.partition(':')[0]}", budgets=budgets, max_retries=3

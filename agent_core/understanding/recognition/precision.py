@@ -670,7 +670,7 @@ _ITEM_AFTER: Final = lazyre.compile(
 )
 
 
-def about_an_item(before: str, after: str = "") -> bool:
+def about_an_item(before: str, after: str) -> bool:
     return _ITEM_BEFORE.search(before) is not None or _ITEM_AFTER.match(after) is not None
 
 
