@@ -40,6 +40,7 @@ from agent_core.understanding.lexicon_intents import (
     POINTER,
     QUESTION_EN,
     QUESTION_ZH,
+    SENT_TO_A_PLACE,
     TRACK,
     TRACK_CITED,
     UNSUPPORTED,
@@ -239,7 +240,12 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
             past = past or zh_done(text, match.start(), match.end())
             # "Could I kindly have 12.99 refunded for A1002?": a question that carries the
             # concrete amount is the request (as a new address makes one of an address change).
-            concrete = terms.action is Action.REFUND and AMOUNT.search(text) is not None
+            # Round 8: so does a place named for an order ("can A1005 go to my neighbour's
+            # instead?"): asked for, with the street still to be asked.
+            concrete = (terms.action is Action.REFUND and AMOUNT.search(text) is not None) or (
+                terms.action is Action.ADDRESS
+                and SENT_TO_A_PLACE.match(text, match.start()) is not None
+            )
             asked = (
                 (
                     (
@@ -259,7 +265,11 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
                     or HEDGE_AFTER_EN.search(text[match.end() :]) is not None
                     # "can the address on A1003 still be changed?", "is it too late to change
                     # where A1005 is going?": with no new address, a question about it
-                    or (terms.action is Action.ADDRESS and _ASKS_ABOUT.search(text) is not None)
+                    or (
+                        terms.action is Action.ADDRESS
+                        and _ASKS_ABOUT.search(text) is not None
+                        and not concrete
+                    )
                 )
                 and ADDRESS_CHAR not in text
             )

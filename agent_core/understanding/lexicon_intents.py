@@ -37,6 +37,44 @@ class Action(StrEnum):
 
 TRACK_TOOL: Final = "track_parcel"
 
+# Round 8: a place an order is sent to instead, named but not written out ("my new place",
+# "my neighbour's", "the pickup point", 我公司, 爸妈家): an address change whose address is
+# still to be asked for. Shared by the address verbs below and by the question rule that
+# lets such a place make a request of "can A1005 go to my neighbour's instead?".
+_PERSON_EN = (
+    r"(?:sister|brother|mum|mom|mother|dad|father|parents|friend|neighbou?r|partner|son"
+    r"|daughter|gran|grandma|grandmother|grandparents|aunt|uncle|cousin|boyfriend|girlfriend"
+    r"|wife|husband|boss|colleague|in-laws)"
+)
+PLACE_EN: Final = (
+    r"(?:(?:my|our|the|his|her|their) (?:new |other |old |second |holiday |summer |work )?"
+    r"(?:place|home|house|flat|apartment|office|work|workplace|job|school|dorm|hotel|cottage"
+    r"|studio|shop|store|warehouse|pick ?up point|pick ?up location|collection point"
+    r"|parcel locker|locker|post office|depot|parcel shop|campus)"
+    rf"|(?:my|our) {_PERSON_EN}(?:'s|s'|s|')?(?: (?:place|house|flat|home|address))?)"
+)
+PLACE_ZH: Final = (
+    r"(?:我家|(?:我|我的)?(?:公司|单位|家里|老家|学校|宿舍|新家|办公室|工作的地方|驿站|菜鸟驿站|快递柜|丰巢|自提点"
+    r"|(?:我)?(?:爸妈|父母|爸|妈|姐姐?|哥哥?|弟弟?|妹妹?|朋友|邻居|同事|男朋友|女朋友|老公|老婆)(?:家|那里?|那儿)))"
+)
+_SENT_TO_A_PLACE_EN = (
+    rf"(?:ship|send|deliver|redirect|reroute|re-route|forward|bring|drop off|drop|take)"
+    rf" (?:order )?(?:{ID_CHARS}|it) (?:off |over |instead )?to {PLACE_EN}",
+    rf"(?:have|get) {ID_CHARS} (?:delivered|sent|shipped|redirected|forwarded) to {PLACE_EN}",
+    rf"(?:can|could|should|would) {ID_CHARS} (?:go|be sent|be delivered|be shipped|be redirected)"
+    rf" to {PLACE_EN}",
+    rf"{ID_CHARS} (?:should|can|could|needs? to|has to|must) (?:really |now )?(?:go|be sent"
+    rf"|be delivered|be shipped|be redirected) to {PLACE_EN}",
+    rf"(?:redirect|reroute|re-route) (?:order )?{ID_CHARS}",
+)
+_SENT_TO_A_PLACE_ZH = (
+    rf"(?:改寄|改送|转寄|改发)(?:到)?(?:{PLACE_ZH})?",
+    rf"(?:把|帮我|请|麻烦)[^，,。.;；!?！？]{{0,8}}?(?:寄到|送到|发到){PLACE_ZH}(?!了|过|没)",
+    # "A1005 寄到我单位去", "…送到我家吧": a particle that asks (a report ends in 了)
+    rf"{ID_CHARS}\s*(?:就|再|都)?(?:寄到|送到|发到){PLACE_ZH}(?:去|吧|就行|就好)",
+)
+SENT_TO_A_PLACE: Final = Terms(zh=_SENT_TO_A_PLACE_ZH, en=_SENT_TO_A_PLACE_EN).compile()
+
 
 @dataclass(frozen=True)
 class ActionTerms:
@@ -57,7 +95,8 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"(?:地址|address)\s*(?:要|得|需要|帮我|麻烦)\s*(?:update|change|modify)"
                 r"|地址\s*(?:update|change|modify)",
                 # Round 5: "那个地址我已经不住了" — the address is no longer where they live
-                r"地址[^，,。.;；!?！？]{0,6}不住(?:那|那儿|那里|了)"),
+                r"地址[^，,。.;；!?！？]{0,6}不住(?:那|那儿|那里|了)",
+                *_SENT_TO_A_PLACE_ZH),
             # Round 4 audit: a billing or email address is not where the parcel goes.
             en=(r"(?:change|update|correct|fix|modify|edit)"
                 r"(?![^.,;!?]{0,40}\b(?:billing|e-?mail|invoice) address)"
@@ -68,7 +107,8 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"address(?: \S+){0,5}? (?:be |get |been )?(?:changed|updated|corrected|modified)",
                 r"change where (?:\S+ ){0,3}?(?:is going|goes|is being sent|is headed|ships"
                 # Round 5: "change where A1007 gets delivered / is sent"
-                r"|(?:gets|is|will be) (?:delivered|sent|shipped)|arrives)"),
+                r"|(?:gets|is|will be) (?:delivered|sent|shipped)|arrives)",
+                *_SENT_TO_A_PLACE_EN),
         ).compile(),
         topic="shipping",
     ),

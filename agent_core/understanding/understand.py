@@ -39,6 +39,7 @@ from agent_core.understanding.clarifying import about_suspects, amount_in, which
 from agent_core.understanding.clause_view import (
     CustomPhrases,
     Mention,
+    Verb,
     View,
     merge_bare,
     negated,
@@ -57,6 +58,7 @@ from agent_core.understanding.lexicon_intents import (
     KEEP,
     NOT_WANTED,
     POINTER,
+    SENT_TO_A_PLACE,
     SMALL_TALK,
     TRACK_TOOL,
     UNSUPPORTED,
@@ -65,6 +67,7 @@ from agent_core.understanding.lexicon_intents import (
 from agent_core.understanding.reading import Reading
 from agent_core.understanding.recognition.precision import (
     ADVICE,
+    AND_ANOTHER,
     CANCEL_OBJECT_AFTER,
     CANCEL_OBJECT_BEFORE,
     CHOOSE_AMONG,
@@ -336,7 +339,8 @@ def understand(
                 # … and "the other one" is only the single order left when one was set
                 # apart ("I have A1003. also there's another order, cancel that one").
                 or (other_one and (targets or len(candidates) != 1 or len(order) < 2))
-                or _described_not_named(view.text[verb.start :], bool(view.clause.ids), len(order))
+                or _described_not_named(_object_of(verb, view), bool(view.clause.ids), len(order))
+                or _another_described(genuine[number + 1 : number + 2])
             ):
                 # "cancel A1003 and the other one too", "… or was it A1003": which is asked.
                 ambiguous.append((verb.tool, targets or candidates))
@@ -610,6 +614,24 @@ def _described_not_named(after_verb: str, clause_ids: bool, message_ids: int) ->
     if match is None or re.search(r"[\ue000-\uefff]", after_verb[match.start() :]):
         return False
     return clause_ids or message_ids == 1
+
+
+def _object_of(verb: Verb, view: View) -> str:
+    """The text from the verb on, past the place an order is sent to ("ship A1003 to my new
+    place": "my new place" is where it goes, not an order described)."""
+    if verb.tool == Action.ADDRESS and (sent := SENT_TO_A_PLACE.match(view.text, verb.start)):
+        return view.text[sent.end() :]
+    return view.text[verb.start :]
+
+
+def _another_described(following: list[View]) -> bool:
+    """ "cancel A1003 and the one before it", "取消 A1003，还有我上周那单也取消": the clause after
+    the verb's joins a second order, only described; which one is meant is asked."""
+    if not following or following[0].clause.ids:
+        return False
+    text = following[0].text
+    joined = AND_ANOTHER.match(text)
+    return joined is not None and DESCRIBED.search(text, joined.end()) is not None
 
 
 def _another_topic_only(order_id: str, number: int, genuine: list[View]) -> bool:

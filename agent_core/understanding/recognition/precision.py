@@ -1162,6 +1162,27 @@ DESCRIBED: Final = lazyre.compile(
     r"|(?<![a-z])the (?!whole |entire |same )(?:[a-z]+ ){1,2}one(?![a-z])"
     r"|补发的|新的那个|第二个|第二单|上一个|上一单|之前那个|剩下的|其余的"
     r"|多的那[个单]|多出来的|重复的那[个单]|后面那[个单]|前面那[个单]|后下的|先下的"
+    # Round 8: an order told by when, for what or by what else was ordered ("my order from
+    # last week", "the order for the charger", "whatever I ordered after it", "the order
+    # before that one", 上周那单, 前天下的那个订单, 另一单)
+    # (never the named order described: "cancel A1003 - it's the order for the charger")
+    r"|(?<!it's )(?<!it is )(?<!that's )(?<!this is )(?<!which is )(?<!i\.e\. )"
+    r"(?<![a-z])(?:the|my|that|our) (?:order|purchase|parcel|package|delivery)s? (?:from|of|for"
+    r"|before|after|i made|i placed|i did|we made|we placed)(?![a-z])"
+    r"|(?<!it's )(?<!it is )(?<!that's )(?<!this is )(?<![a-z])the one (?:for|of)(?![a-z])"
+    r"|(?<![a-z])(?:whatever|everything|anything|what|the stuff|the things?) (?:else )?(?:i|we)"
+    r" (?:ordered|bought|purchased|got)(?![a-z])"
+    r"|(?<![a-z])(?:everything else|all the others|the others|the rest)(?! of)(?![a-z])"
+    r"|(?:上周|上个?月|昨天|前天|今天|早上|刚才|刚刚|上次|前几天|那天|之前)(?:下|买|订|拍)?的?"
+    r"(?:那|这)?(?:个|笔)?(?:订单|单)"
+    r"|另(?:外)?一[个笔]?(?:订单|单)|其他(?:的)?订单|别的订单"
+)
+
+# Round 8: a second order only described, joined to a named one in a clause of its own
+# ("cancel A1003 and the one before it", "…, plus the one I made yesterday", 还有我上周那单).
+AND_ANOTHER: Final = lazyre.compile(
+    r"^\W*(?:and|plus|as well as|along with|together with|&|\+|还有|和|以及|跟|加上|连同)\s*"
+    r"(?:also |too |then )?"
 )
 
 
