@@ -50,14 +50,18 @@ _NOT_PLAIN_BEFORE = lazyre.compile(
 )
 
 
+# AMOUNT's named groups, one per way an amount is written (see its alternatives).
+_AMOUNT_GROUPS = tuple("abcdefgh")
+
+
 def amount_in(text: str) -> str | None:
     """The plain amount a text asks for; None when there is none, or more than one
     ("refund $59 and $60"): the planner asks how much."""
     values = []
     for match in AMOUNT.finditer(text):
-        value = next((v for v in match.group("a", "b", "c", "d", "e", "f") if v), None)
-        at = next((match.end(g) for g in "abcdef" if match.group(g)), match.end())
-        begin = next((match.start(g) for g in "abcdef" if match.group(g)), match.start())
+        value = next((v for v in match.group(*_AMOUNT_GROUPS) if v), None)
+        at = next((match.end(g) for g in _AMOUNT_GROUPS if match.group(g)), match.end())
+        begin = next((match.start(g) for g in _AMOUNT_GROUPS if match.group(g)), match.start())
         if (
             value is None
             or _FRACTION.match(text[at:])

@@ -308,7 +308,14 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 # (a sum, not a count: "I want the 2 shirts returned" is a return)
                 r"(?:want|like|need|demand|expect) (?:the|my|those|these|that|our) (?:[$€£¥]\d+(?:\.\d{1,2})?"
                 r"|\d+\.\d{1,2}|\d+ (?:dollars?|euros?|pounds?|bucks)|\d+(?:\.\d{1,2})? (?:i|we) (?:paid|spent))"
-                r"(?: \S+){0,5}? (?:returned|repaid|refunded)"),
+                r"(?: \S+){0,5}? (?:returned|repaid|refunded)",
+                # Round 8: "credit my card for A1002", "you owe me 59 for A1002", "A1002: 59
+                # back please" (a sum, then "back": not "59 back in May")
+                r"credit (?:it |that |the money |\S+ )?(?:back )?(?:to )?(?:my|our|the) (?:card|account|paypal"
+                r"|bank(?: account)?)",
+                r"(?:you|u|you guys|y'?all) owe (?:me|us)(?= [$€£¥]?\d)",
+                r"(?<![0-9.,])[$€£¥]?\d{1,7}(?:\.\d{1,2})?(?: (?:dollars?|euros?|pounds?|bucks|usd|eur|gbp))?"
+                r" back(?=\s*(?:$|[,.!;]|please|pls|plz|thanks|asap))"),
         ).compile(),
         topic="refund",
     ),
@@ -718,6 +725,9 @@ AMOUNT = lazyre.compile(
     # "I paid 59 for A1002", "the 59.00 I paid", "付了 59": what was paid, written plainly
     rf"|(?:paid|付了|花了)\s*(?P<e>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}"
     rf"|(?<![a-z])the (?P<f>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END} (?:i|we) paid(?![a-z])"
+    # Round 8: "59 refund A1002", "you owe me 59 for A1002"
+    rf"|{_AMOUNT_START}(?P<g>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}\s*(?:refund|reimbursement)(?![a-z])"
+    rf"|(?<![a-z])owe[sd]? (?:me|us) (?P<h>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}"
 )
 
 # Greetings and thanks are not unsupported requests.

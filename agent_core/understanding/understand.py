@@ -75,6 +75,7 @@ from agent_core.understanding.recognition.precision import (
     GUESSED_IDS,
     IMAGINED_BEFORE,
     INSTEAD,
+    LONE_AMOUNT,
     OR_IDS,
     OTHER_ONE,
     PLURAL,
@@ -402,7 +403,7 @@ def understand(
                 # The address written in the action's own clause, else the message's.
                 args["address"] = view.clause.address or reading.address
             if verb.tool == Action.REFUND:
-                args["amount"] = amount_in(view.text) or amount
+                args["amount"] = amount_in(view.text) or amount or _amount_after(genuine, number)
                 if (
                     amount_in(view.text) is not None
                     and number + 1 < len(genuine)
@@ -614,6 +615,13 @@ def _described_not_named(after_verb: str, clause_ids: bool, message_ids: int) ->
     if match is None or re.search(r"[\ue000-\uefff]", after_verb[match.start() :]):
         return False
     return clause_ids or message_ids == 1
+
+
+def _amount_after(genuine: list[View], number: int) -> str | None:
+    """The amount alone in the clause after clause `number` ("refund A1002 asap, 59")."""
+    following = genuine[number + 1 : number + 2]
+    lone = LONE_AMOUNT.match(following[0].text) if following else None
+    return lone.group("a") if lone else None
 
 
 def _object_of(verb: Verb, view: View) -> str:

@@ -268,6 +268,22 @@ _STATUS_FRAME: Final = lazyre.compile(
     r"|brother|sister|friend|flatmate|roommate|kid|boss|colleague|assistant|family)"
     r"(?: (?:already|just|has|had|have|'s|apparently|accidentally))* (?:cancell?ed|returned|refunded"
     r"|sent (?:it |them |\S+ )?back)(?![a-z])"
+    # Round 8: a refund asked after, not asked for: "where's my refund for A1002", "where
+    # the hell is my refund", "what happened to my refund", "refund for A1002 status?",
+    # "A1002 refund still not here", "still waiting for my money", "any sign of the refund",
+    # 我的退款呢, 退款到底退到哪去了
+    r"|(?<![a-z])where(?: the (?:hell|heck|f|fuck|frick|eff))?(?:'s|s| is| are) (?:my|the|our|that|this)"
+    rf"(?: \w+)? {_ACTION_WORD_EN}(?![a-z])"
+    r"|(?<![a-z])what(?:'s| is)? (?:happened|happening|going on|up) (?:to|with) (?:my|the|our|that|this)"
+    rf"(?: \w+)? {_ACTION_WORD_EN}(?![a-z])"
+    rf"|(?<![a-z]){_ACTION_WORD_EN} (?:for|of|on) (?:order )?\S+ (?:status|progress|update)(?![a-z])"
+    rf"|(?<![a-z]){_ACTION_WORD_EN}(?: (?:is|'s))? still (?:not|nowhere|missing|pending|outstanding"
+    r"|hasn'?t|has not|isn'?t|waiting)(?![a-z])"
+    r"|(?<![a-z])(?:still )?waiting (?:for|on) (?:my|the|our|that) (?:\w+ )?(?:money|cash"
+    rf"|{_ACTION_WORD_EN})(?![a-z])(?! back)"
+    r"|(?<![a-z])(?:any )?(?:sign|trace|word) (?:of|on|about) (?:my|the|our|that) (?:\w+ )?"
+    rf"{_ACTION_WORD_EN}(?![a-z])"
+    rf"|(?:我的)?{_ACTION_WORD_ZH}呢|{_ACTION_WORD_ZH}(?:到底|究竟)?(?:退|跑|去)?(?:到哪|去哪|哪去)"
     rf"|{_ACTION_WORD_ZH}(?:的)?(?:申请)?(?:进度|状态|进展|结果|处理情况|处理进度|到哪一步)"
     # "怎么收到退款通知了", "why did I get a refund email": a message about one, received.
     rf"|{_ACTION_WORD_ZH}(?:的)?(?:通知|短信|邮件|提醒|消息)"
@@ -1176,6 +1192,12 @@ DESCRIBED: Final = lazyre.compile(
     r"|(?:上周|上个?月|昨天|前天|今天|早上|刚才|刚刚|上次|前几天|那天|之前)(?:下|买|订|拍)?的?"
     r"(?:那|这)?(?:个|笔)?(?:订单|单)"
     r"|另(?:外)?一[个笔]?(?:订单|单)|其他(?:的)?订单|别的订单"
+)
+
+# Round 8: "money back for A1002 asap, 59": a plain amount alone in the clause after a refund's.
+LONE_AMOUNT: Final = lazyre.compile(
+    r"^\s*[$€£¥]?\s*(?P<a>\d{1,7}(?:\.\d{1,2})?)\s*(?:元|块|dollars?|euros?|pounds?|bucks|usd|eur|gbp)?"
+    r"\s*[.!]*\s*$"
 )
 
 # Round 8: a second order only described, joined to a named one in a clause of its own
