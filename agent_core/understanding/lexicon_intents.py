@@ -411,6 +411,9 @@ TRACK = Terms(
         "waybill", "consignment number", "tracking code", "tracking id", "tracking link",
         "which hub", "what hub", "which depot", "sorting centre", "sorting center",
         "last seen", "handed over to", "trace", "tracing", r"who(?:'s| is) delivering",
+        # Round 8: "who's actually carrying A1005?", "follow the van on a map"
+        r"who(?:'s| is)(?: actually| really)? (?:carrying|bringing|handling|transporting)",
+        r"on (?:a|the) map",
         "checkpoint", "checkpoints",
         # Round 5: "follow A1005's journey", "the route A1001 has taken", "every place it has
         # been", "last location", "trk no"

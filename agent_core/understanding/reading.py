@@ -138,6 +138,8 @@ _ADDRESS_EN = lazyre.compile(
     rf"{_STREET_AHEAD}(?![^.!;\n]*\?)"
     rf"|\b(?:i|we) now live at\s*{_STREET_AHEAD}"
     rf"|\buse\s*{_STREET_AHEAD}(?=[^.?!;\n]{{0,60}}\binstead\b)"
+    # Round 8: "so for A1005 use 3 Mill Lane, York"
+    rf"|\bfor (?:order )?#?[a-z]-?\d{{3,}},?\s+(?:(?:please|pls|plz)\s+)?(?:use|try)\s*{_STREET_AHEAD}"
     # Round 5: "I've moved to 22 Baker Road, Leeds, so A1003 needs to follow me there" — only
     # when the message sends the order after the customer ("I moved to 5 Oak St last year.
     # where is A1005?" says where they live, not where A1005 should go)
