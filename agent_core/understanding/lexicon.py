@@ -215,7 +215,12 @@ STATUS_STRONG = Terms(
         "package status", "shipped", "arrive", "arrived", "arriving", "arrives", "arrival",
         "eta", "not received", "never received", "haven't received", "have not received",
         "didn't receive", "did not receive", "didn't get", "where is my", "where's my",
-        "wheres my", "delivered", "out for delivery", "in transit", "on the way", "on its way"),
+        "wheres my", "delivered", "out for delivery", "in transit", "on the way", "on its way",
+        # Round 8: "how's my order doing", "what's happening with my parcel"
+        r"how(?:'s| is) (?:my|the|our) (?:order|parcel|package|delivery|shipment) (?:doing|going"
+        r"|coming along|getting on)",
+        r"what(?:'s| is) (?:happening|going on|up) with (?:my|the|our) (?:order|parcel|package"
+        r"|delivery|shipment)"),
 ).compile()
 # Status words that only mean "order status" when an order is named ("check A1001").
 STATUS_WEAK = Terms(

@@ -434,13 +434,12 @@ def decide(ranked: Sequence[Match], facts: Facts) -> Decision:
         if person_reported(facts.text):
             # "a human told me A1001 was lost": a person talked about, none asked for.
             return Decision(Outcome.KEEP) if facts.orders else _choices(ranked, facts, menu=False)
-        if guarded(facts.text) and not asks:
-            return _choices(ranked, facts, menu=False)
-        if not _PERSON.search(facts.text):
+        if (guarded(facts.text) and not asks) or not _PERSON.search(facts.text):
             # "I picked medium but I really need the large" is close to "let me talk to a real
             # human" by "really" and "need" alone: a person is asked for only by a word that
-            # names one (or the way to reach one).
-            return _choices(ranked, facts, menu=False)
+            # names one (or the way to reach one). Round 8: with an order named ("is A1003
+            # being prepared"), its status read stands, never a menu of actions on it.
+            return Decision(Outcome.KEEP) if facts.orders else _choices(ranked, facts, menu=False)
         return Decision(Outcome.HANDOFF, intent)
     if intent.kind in (Kind.FAQ, Kind.CANT_DO):
         if facts.orders and intent.kind is Kind.CANT_DO and _bare(facts.text):
