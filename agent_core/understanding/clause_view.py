@@ -48,6 +48,7 @@ from agent_core.understanding.lexicon_intents import (
 )
 from agent_core.understanding.reading import Clause
 from agent_core.understanding.recognition.precision import (
+    ACTION_NOUN_AFTER,
     ASK_PASSIVE,
     ASKED_ADDRESS,
     CANCEL_NOT_AN_ORDER,
@@ -65,6 +66,8 @@ from agent_core.understanding.recognition.precision import (
     ORDER_ETA,
     PASSIVE_TOOLS,
     WISH_FORMS,
+    WITHDRAWN_AFTER,
+    WITHDRAWN_BEFORE,
     ZH_VAGUE_REFUND,
     about_an_item,
     asked_where_it_went,
@@ -284,8 +287,13 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
                     or NEGATED_OBJECT_EN.match(text, match.end()) is not None
                     or (
                         terms.action is Action.CANCEL
-                        and CANCEL_NOT_AN_ORDER.match(text, match.end()) is not None
+                        and (
+                            CANCEL_NOT_AN_ORDER.match(text, match.end()) is not None
+                            or ACTION_NOUN_AFTER.match(text, match.end()) is not None
+                        )
                     )
+                    or WITHDRAWN_BEFORE.search(text[: match.start()]) is not None
+                    or WITHDRAWN_AFTER.match(text, match.end()) is not None
                     or FALLBACK_BEFORE.search(text[: match.start()]) is not None
                     or (
                         negated_after(text[match.end() :], text[: match.start()])
@@ -463,7 +471,8 @@ def topics_of(
                 if any(s < end and start < e for s, e in frames):
                     residual = blank(residual, start, end)
                     continue
-                if negated(residual, start):
+                if negated(residual, start) or WITHDRAWN_BEFORE.search(view.text[:start]):
+                    # "scratch the cancellation of A1003": taken back, no policy asked
                     residual = blank(residual, start, end)
                     continue
                 if pattern is weak and topic in DELAY_TOPICS and only_is_there:

@@ -156,6 +156,9 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 # Issue 21: "I'm cancelling A1003", "requesting cancellation of A1007",
                 # "cancellation A1003", "scrap / ditch / bin A1003", "call the whole thing off".
                 r"(?:i'?m|i am|we'?re|we are) cancell?ing",
+                # Round 8: "forget about cancelling A1003", "stop cancelling it": read so that
+                # the withdrawal before it can take it back (WITHDRAWN_BEFORE)
+                r"(?:(?<=forget\x20about\x20)|(?<=forget\x20)|(?<=stop\x20)|(?<=quit\x20)|(?<=drop\x20))cancell?ing",
                 r"(?:request(?:ing)?|want|would like|need|process)(?: \S+){0,4}? cancell?ation"
                 r"(?! (?:rules?|polic|fees?|terms|conditions|charges?))",
                 rf"cancell?ation (?:of )?(?:my )?(?:order )?{ID_CHARS}\s*(?:please|pls|plz)",

@@ -320,7 +320,7 @@ def understand(
             corrected = next((i for n, i in corrections if n > number), None)
             if corrected is not None:
                 targets = [corrected]
-            if verb.item:
+            if verb.item and not verb.negated:
                 item = UNSUPPORTED[_ADD_ITEMS]
                 label = item.zh if language is Language.ZH else item.en
                 if label not in interp.unsupported:

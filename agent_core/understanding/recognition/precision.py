@@ -1426,6 +1426,29 @@ CANCEL_NOT_AN_ORDER: Final = lazyre.compile(
     r"|(?=\s*了?\s*(?:(?:他|她|他们|她们|别人|人家)的|(?:his|her|their)(?: own)? (?:orders?|purchases?"
     r"|ones?|stuff)(?![a-z])))(?![^\ue000-\uefff]*[\ue000-\uefff])"
 )
+# Round 8: an action asked for earlier, taken back by name: "drop the cancel on A1003", "I take
+# back the return of A1002", "withdraw my refund request", "cancel the cancellation of A1003",
+# "撤回 A1002 的退货申请", "A1003 的取消申请不要了". The action word is the object of the
+# withdrawal (before it) or the subject of the "no longer wanted" (after it): never a request.
+WITHDRAWN_BEFORE: Final = lazyre.compile(
+    r"(?<![a-z])(?:drop|withdraw|take back|pull back|scratch|cancel|undo|forget(?: about)?|ignore"
+    r"|kill|revoke|rescind|retract|abandon|reverse|call off|stop|halt|scrap|nix|axe|void)"
+    r"(?: (?:the|my|that|this|our|your))?(?: (?:pending|open|earlier|previous|last|whole))? $"
+    r"|(?:撤回|撤销|取消|收回|作废)(?:我的|我)?\s*(?:[\ue000-\uefff]\s*)?(?:的)?\s*$"
+    # "A1003 的取消申请不要了": what is no longer wanted is the application
+    r"|(?:取消|退货|退款|换货|退换货|改地址)(?:的)?(?:申请|请求)\s*$"
+)
+WITHDRAWN_AFTER: Final = lazyre.compile(
+    r"(?:ation|ing)?(?: (?:request|application|claim))? (?:is |was )?(?:withdrawn|cancell?ed|dropped"
+    r"|scrapped|revoked)(?![a-z])(?! (?:for|on|of) me)"
+    r"|(?:的)?(?:申请|请求)\s*(?:不要了|不用了|算了|撤回|撤销|作废|取消掉?|不办了)"
+)
+# The action words a withdrawal takes as its object ("cancel my return" cancels no order).
+ACTION_NOUN_AFTER: Final = lazyre.compile(
+    r"\s*(?:the |my |that |this |our )?(?:(?:pending|open|earlier|previous|last) )?"
+    r"(?:returns?|refunds?|exchanges?|cancell?ations?|address change)(?![a-z])"
+)
+
 # Round 6: "cancel A1003 if possible, otherwise return it", "取消不了的话就退货": a fallback
 # wanted only if the first action fails — not asked for now (the first one is).
 FALLBACK_BEFORE: Final = lazyre.compile(
