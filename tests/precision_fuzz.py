@@ -236,6 +236,17 @@ EN_FRAMES: tuple[Frame, ...] = (
     _f("sweep_en_47", "en", "{V} the appointment, where is {A}"),
     _f("sweep_en_48", "en", "cancelled flight, so where's {A}"),
     _f("sweep_en_49", "en", "cancellation policy {A}"),
+    # Round 8: a second order only described beside a named one, an order sent to a place
+    # with no address beside a cancel, and an action taken back by name
+    _f("r8_and_described", "en", "{V} {A} and my order from last week"),
+    _f("r8_plus_made", "en", "{V} {A} plus the one I made yesterday"),
+    _f("r8_and_whatever", "en", "{V} {A} and whatever i ordered after it"),
+    _f("r8_as_well_as", "en", "{V} {A} as well as the order for the charger"),
+    _f("r8_redirect_b", "en", "{V} {A} and send {B} to my office"),
+    _f("r8_drop_the", "en", "drop the {V} on {A}"),
+    _f("r8_take_back", "en", "I take back the {V} request for {A}"),
+    _f("r8_withdraw", "en", "withdraw my {V} request for {A}, I'll keep it"),
+    _f("r8_stop_the", "en", "please stop the {V} of {A}"),
 )
 
 ZH_FRAMES: tuple[Frame, ...] = (
@@ -332,6 +343,12 @@ ZH_FRAMES: tuple[Frame, ...] = (
     _f("sweep_zh_19", "zh", "不要{V} {A}"),
     _f("sweep_zh_20", "zh", "先别{V} {A}"),
     _f("sweep_zh_21", "zh", "我从没要求{V} {A}"),
+    # Round 8 (as in English)
+    _f("r8_zh_last_week", "zh", "{V} {A}，还有我上周那单也{V}"),
+    _f("r8_zh_day_before", "zh", "{V} {A} 和前天下的那个订单"),
+    _f("r8_zh_redirect_b", "zh", "{V} {A}，然后 {B} 寄到我单位去"),
+    _f("r8_zh_application", "zh", "{A} 的{V}申请不要了"),
+    _f("r8_zh_withdraw", "zh", "撤回 {A} 的{V}申请"),
 )
 
 FRAMES: tuple[Frame, ...] = EN_FRAMES + ZH_FRAMES
