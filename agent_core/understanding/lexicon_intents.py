@@ -269,7 +269,10 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 # (the customer gives it: "give it back" said to the shop asks for the money)
                 rf"(?:to|i'?ll|i will|i'?m going to|gonna) give (?:it|this|them|these|{ID_CHARS}) back"
                 r"(?! to (?:me|us)\b)",
-                rf"take (?:{ID_CHARS}|it|this|them|these) back(?! to (?:me|us)\b)"),
+                rf"take (?:{ID_CHARS}|it|this|them|these) back(?! to (?:me|us)\b)",
+                # Round 8: "any charge for sending A1002 back?" (asked by the frame before it)
+                rf"(?:sending|posting|mailing|shipping) (?:{ID_CHARS}|it|this|them|these) back"
+                r"(?! to (?:me|us)\b)"),
         ).compile(),
         topic="refund",
     ),

@@ -130,6 +130,8 @@ _PAST_EN: Final = lazyre.compile(
     r"|the|a|[\ue000-\uefff])|did (?:my|our|his|her|their|the) [a-z'-]+(?: [a-z'-]+)? $|was (?:it|this|that|my|the|a|an)|were)(?![a-z])"
     # "who cancelled A1003?" asks; "my friend who ordered B2001 wants …" only says whose.
     r"|(?:^|(?<=[,.;:!?] )|(?<=and )|(?<=but )|(?<=so ))who(?![a-z])"
+    # (Round 8: "who pays for returning A1002" asks what it costs, not who did it)
+    r"(?! (?:pays|covers|is paying|will pay|has to pay|foots)(?![a-z]))"
     # A request already made to the shop, reported: "when I asked to cancel A1003 you said
     # ok", "my brother wrote to you to cancel A1003", "I already requested to return A1002".
     # "I would have cancelled A1003 but…", "I clicked cancel on A1003 by accident", "my
@@ -201,6 +203,13 @@ _WHETHER_EN: Final = lazyre.compile(
     r"(?:would|is|will) it be (?:smart|wise|better|best|a good idea|sensible|cheaper|worth it) to"
     r"|is it (?:smart|wise|better|best|a good idea|sensible|cheaper) to|(?:is|are) (?:it|\S+) (?:still )?(?:ok|okay|fine"
     r"|allowed) to|last (?:day|date|chance) to|deadline (?:to|for)|until when|by when|how late"
+    # Round 8: what doing it costs, asked: "will I be charged for returning A1002", "cost of
+    # returning A1002?", "who pays for returning A1002", "any charge for sending A1002 back?",
+    # "will I lose money returning A1002", "what's the price of sending A1002 back"
+    r"|(?<![a-z])(?:(?:will|would|am|do|does|is|are) (?:i|we|it|there) (?:be |get |have to )?"
+    r"(?:charged|billed|pay|paying|lose money|a (?:fee|charge|cost))|who (?:pays|covers|is paying"
+    r"|will pay|has to pay|foots)) (?:(?:for|of|on|when|if|by) )?$"
+    r"|(?<![a-z])(?:the |any )?(?:cost|costs|price|fee|fees|charge|charges|postage) (?:for|of|on) $"
     # Round 7 (fuzzer): "would it cost anything to cancel A1003", "how much does it cost to …"
     r"|(?<![a-z])(?:would|will|does|do|is|did|how much (?:would|will|does|is)) (?:it|that|this)"
     r" (?:cost|costs|be)(?: me)?(?: (?:anything|much|money|extra|more|a fee|free))? to $"
@@ -212,7 +221,9 @@ _WHETHER_EN_AFTER: Final = lazyre.compile(
     r"|window|process|procedure|fees?|costs?|rules?|policy|eligib\w*)(?![a-z])"
     r"|^\s*(?:[\ue000-\uefff]\s*)?[:\-–—]\s*(?:ok|okay|allowed)(?![a-z])"
     r"|^[^.?!]*?[:\-–—]\s*(?:what'?s the (?:process|procedure|policy|deadline|window|fee|cost|rule)"
-    r"|do i (?:pay|need|have to|get)|how (?:do|does|long|much))(?![a-z])"
+    r"|do i (?:pay|need|have to|get)|how (?:do|does|long|much)"
+    # Round 8: "returning A1002 - who covers postage?"
+    r"|who (?:pays|covers|is paying|will pay|has to pay|foots))(?![a-z])"
 )
 _WHETHER_ZH: Final = lazyre.compile(
     r"要不要|该不该|应不应该|需不需要|我应该|你觉得|你看|来得及|还来得及|晚不晚|还行不行"
