@@ -32,6 +32,7 @@ from agent_core.understanding.lexicon_intents import (
     AMOUNT,
     CHOOSE,
     KEEP,
+    MONEY_OBJECT,
     NEGATION_CHARS_ZH,
     NEGATION_FILLERS_ZH,
     NEGATION_WORDS_EN,
@@ -234,6 +235,8 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
     mentions = _Mentions()
     for terms in ACTIONS:
         for match in mentions.of(terms.verbs, residual):
+            if terms.action is Action.RETURN and MONEY_OBJECT.match(text, match.end()):
+                continue  # "return my money for A1002": the money, not the parcel (a refund)
             past = past_question(text, match.start(), match.end())
             # Somebody else's wish ("my friend wants to cancel B2001") is read as a question
             # about the action: the order's status and the policy, never the action.

@@ -321,7 +321,17 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 r"|bank(?: account)?)",
                 r"(?:you|u|you guys|y'?all) owe (?:me|us)(?= [$€£¥]?\d)",
                 r"(?<![0-9.,])[$€£¥]?\d{1,7}(?:\.\d{1,2})?(?: (?:dollars?|euros?|pounds?|bucks|usd|eur|gbp))?"
-                r" back(?=\s*(?:$|[,.!;]|please|pls|plz|thanks|asap))"),
+                r" back(?=\s*(?:$|[,.!;]|please|pls|plz|thanks|asap))",
+                # Round 8g: money asked back in a return's or a transfer's words: "return my
+                # money for A1002", "send the 59 back", "send me the money for A1002", "wire
+                # back the money", "i need my funds back", "give me back what I paid"
+                r"return (?:me )?(?:my|the|our|all (?:of )?(?:my|the)) (?:money|payment|funds?|cash)",
+                r"(?:send|give|transfer|wire|pay|put) (?:me |us )?(?:back )?(?:the|my|our|that)"
+                r" (?:money|payment|funds?|cash|[$€£¥]?\d+(?:\.\d{1,2})?)(?: \S+){0,4}? back",
+                r"(?:send|transfer|wire|pay) (?:me|us) (?:the|my|our) (?:money|funds?|cash)",
+                r"(?:wire|transfer|send|pay) back (?:the|my|our) (?:money|payment|funds?|cash)",
+                r"(?:need|want|like) (?:my|the|our) (?:funds?|payment) back",
+                r"pay (?:me|us) back", r"give (?:me|us) back what (?:i|we) paid"),
         ).compile(),
         topic="refund",
     ),
@@ -737,6 +747,13 @@ AMOUNT = lazyre.compile(
     # Round 8: "59 refund A1002", "you owe me 59 for A1002"
     rf"|{_AMOUNT_START}(?P<g>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}\s*(?:refund|reimbursement)(?![a-z])"
     rf"|(?<![a-z])owe[sd]? (?:me|us) (?P<h>\d{{1,7}}(?:\.\d{{1,2}})?){_AMOUNT_END}"
+)
+
+# Round 8g: what is returned is money ("return my money", "return the payment for A1002"):
+# a refund asked for, never the parcel's return.
+MONEY_OBJECT = lazyre.compile(
+    r"\s*(?:me |us )?(?:back )?(?:my |the |our |your |that |this |all (?:of )?(?:my |the )?)?(?:money|payment"
+    r"|funds?|cash)(?![a-z])"
 )
 
 # Greetings and thanks are not unsupported requests.
