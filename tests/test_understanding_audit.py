@@ -48,8 +48,22 @@ def test_a_bare_topic_with_an_order_is_its_faq_with_the_status(text: str) -> Non
     )
 
 
-def test_a_request_to_send_the_invoice_stays_unsupported_as_in_v1() -> None:
-    assert outcome("please send me an invoice for A1002").kind == "unsupported"
+@pytest.mark.parametrize(
+    ("text", "order"),
+    [
+        ("please send me an invoice for A1002", "A1002"),
+        ("I'd need a VAT receipt for A1006 for my employer", "A1006"),
+        ("帮我开一张 A1002 的发票", "A1002"),
+    ],
+)
+def test_a_request_for_an_invoice_gets_the_faqs_answer_and_the_orders_status(
+    text: str, order: str
+) -> None:
+    """Round 8: v2 rule 2 over v1's label — where the invoice is, never "I can't do that"."""
+    draft = RuleBasedPlanner().draft(PlanRequest(text=text))
+    got = outcome_of(draft)
+    assert (got.kind, got.pairs) == ("plan", [("get_order_status", order), ("search_policy", None)])
+    assert [p.topic for p in draft.interpretation.policies] == ["invoices"]
 
 
 def test_a_complaint_naming_a_parcel_is_a_complaint_a_question_still_a_read() -> None:

@@ -143,9 +143,11 @@ def test_faq_questions(text: str, query: str) -> None:
     assert any(query in q for q in topics(d)), topics(d)
 
 
-def test_a_request_to_send_an_invoice_stays_unsupported() -> None:
-    # v1's unsupported-en-003: a request to do it, not a stated need
-    assert draft("please send me an invoice").refusal == "unsupported"
+def test_a_request_to_send_an_invoice_is_the_faqs() -> None:
+    # v1's unsupported-en-003, relabelled in round 8 by v2 rule 2: where the invoice is
+    d = draft("please send me an invoice")
+    assert d.refusal is None
+    assert any("invoice" in q for q in topics(d)), topics(d)
 
 
 def test_how_long_my_order_takes_is_still_about_my_order() -> None:
@@ -508,7 +510,7 @@ def test_a_how_question_after_a_read_without_a_question_mark(text: str) -> None:
     assert any("invoice" in q for q in topics(d)), topics(d)
 
 
-def test_v1_can_i_get_an_invoice_after_a_read_stays_unsupported() -> None:
-    # cases.jsonl unsupported-en-007, gated at 100 %
+def test_v1_can_i_get_an_invoice_after_a_read_is_the_read_and_the_faq() -> None:
+    # cases.jsonl unsupported-en-007, relabelled in round 8 (v2 rule 2)
     d = draft("where is A1001? and can I get a VAT invoice for it")
-    assert outcome_of(d).kind == "unsupported"
+    assert outcome_of(d).pairs == [("get_order_status", "A1001"), ("search_policy", None)]

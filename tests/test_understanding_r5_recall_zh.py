@@ -150,8 +150,13 @@ def test_a_chinese_whether_question_beside_an_order_is_the_faq(text: str) -> Non
     assert (got.kind, got.pairs) == ("plan", [("get_order_status", order), ("search_policy", None)])
 
 
-def test_asking_the_invoice_done_stays_unsupported() -> None:
-    assert outcome("A1002 帮我开发票").kind == "unsupported"
+def test_asking_the_invoice_done_is_the_faq_and_the_orders_status() -> None:
+    # round 8: v2 rule 2 over v1's label (where the invoice is, never "I can't")
+    got = outcome("A1002 帮我开发票")
+    assert (got.kind, got.pairs) == (
+        "plan",
+        [("get_order_status", "A1002"), ("search_policy", None)],
+    )
 
 
 # --- address, mixed with English ----------------------------------------------------------

@@ -19,10 +19,11 @@ REQUESTS: dict[str, dict[Language, str]] = {
     "clarify_refund_amount": {ZH: "A1002 申请退款", EN: "I want a refund for A1002"},
     "clarify_id": {ZH: "订单 AI001 到哪了", EN: "where is A10O1?"},
     "handoff": {ZH: "转人工", EN: "I want to talk to a real person"},
-    "unsupported_only": {ZH: "帮我开一张 A1002 的发票", EN: "please send me an invoice for A1002"},
+    # (Until round 8 of issue 21 an invoice request; now the invoices FAQ answers that.)
+    "unsupported_only": {ZH: "帮我给 A1002 用优惠码 SAVE10", EN: "apply the code SAVE10 to A1002"},
     "unsupported_and_status": {
         ZH: "A1001 到哪了？顺便把付款方式改成支付宝",
-        EN: "where is A1001? and can I get a VAT invoice for it",
+        EN: "where is A1001? and please switch my payment method to PayPal",
     },
     "context_read": {ZH: "那它现在到哪了？", EN: "where is it now?"},
     "not_covered": {
@@ -113,12 +114,12 @@ async def test_unsupported() -> None:
         {
             "unsupported_only": {
                 "zh": """\
-这里无法帮你处理：开发票。
+这里无法帮你处理：优惠码和折扣。
 如需人工帮助，请回复“转人工”，我会转交给我们的同事。
 我可以帮你：查询订单状态（“订单 A1001 到哪了”）；查询售后政策（退货、配送、延迟补偿）；取消订单（“帮我取消订单 A1001”）；申请退货（“订单 A1002 我要退货”）；申请退款（“订单 A1002 退款 59 元”）；修改收货地址（发货前）；查看包裹轨迹（“订单 A1001 的物流轨迹”）。其他问题请联系人工客服。\
 """,
                 "en": """\
-I can't help with invoices here.
+I can't help with discount codes here.
 If you'd like a person to help with that, write "talk to a person" and I'll pass it on.
 I can help you track an order ("where is order A1001?"), look up our policies (refunds, shipping, delay compensation), cancel an order ("cancel order A1001"), request a return ("return order A1002"), request a refund ("refund 59 for order A1002"), change a delivery address (before it ships), or follow a parcel's tracking ("track the parcel of A1001"). For anything else, please contact a human agent.\
 """,
@@ -131,7 +132,7 @@ I can help you track an order ("where is order A1001?"), look up our policies (r
 """,
                 "en": """\
 Order A1001 is on its way, expected 2026-12-03.
-I can't help with invoices here.
+I can't help with changing how an order is paid here.
 If you'd like a person to help with that, write "talk to a person" and I'll pass it on.\
 """,
             },

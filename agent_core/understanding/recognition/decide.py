@@ -257,7 +257,7 @@ PAIR_MARGIN: Final = 0.2
 # FAQ topics that answer a request as well as a question: no tool or can't-do topic does
 # them ("stop spamming me with your emails"). Not invoices: v1's cases.jsonl labels "please
 # send me an invoice for A1002" unsupported, where v2's rule 2 says status + invoices.
-REQUESTED_FAQ: Final = frozenset({"newsletter"})
+REQUESTED_FAQ: Final = frozenset({"newsletter", "invoices"})
 _FOR_ME: Final = lazyre.compile(
     r"(?<![a-z])for me(?![a-z])|^\W*(?:please |pls )?(?:reset|delete|close|remove|change|switch"
     r"|recover|unlock|cancel|merge|update)(?![a-z])|帮我|给我|替我|请把|把我"
