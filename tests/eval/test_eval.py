@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -52,10 +53,13 @@ GATES = {
     # recognition work of issue 21 (tuned on dev only): 714/898 = 79.5 %, then 750/898 =
     # 83.5 % after its second round, 793/898 = 88.3 % after its third (en 87.9 %, zh
     # 88.9 %), 799/898 = 89.0 % after its fourth (en 459/520 = 88.3 %, zh 340/378 = 89.9 %),
-    # 808/898 = 90.0 % after its fifth (en 466/520 = 89.6 %, zh 342/378 = 90.5 %).
-    # The gate is that minus a small margin.
-    "heldout.jsonl": 0.89,
+    # 808/898 = 90.0 % after its fifth (en 466/520 = 89.6 %, zh 342/378 = 90.5 %), 811/898 =
+    # 90.3 % after its eighth (en 468/520 = 90.0 %, zh 343/378 = 90.7 %). The gate is the
+    # spec's 90 %, for the whole split and for each language (LANGUAGE_GATES).
+    "heldout.jsonl": 0.90,
 }
+# Issue 21's done-means: held-out accuracy at least 90 % in each language.
+LANGUAGE_GATES = {"heldout.jsonl": 0.90}
 
 # Debt, not a gate: cases on which the rule planner still plans an action nobody asked for.
 # The dev split's 77 are gone (the recognition and precision work of issue 21); what is left
@@ -117,6 +121,19 @@ def test_the_rule_planner_keeps_its_accuracy(split: str) -> None:
     report = report_for(split)
     misses = "\n".join(report.lines()[-3 * len(report.misses) :])
     assert report.accuracy >= GATES[split], misses
+
+
+def test_the_rule_planner_keeps_its_accuracy_in_each_language(split: str) -> None:
+    gate = LANGUAGE_GATES.get(split)
+    if gate is None:
+        pytest.skip(f"{split} has no per-language gate")
+    report = report_for(split)
+    below = {
+        lang: f"{ok}/{n}"
+        for lang, (ok, n) in report.per_language.items()
+        if Fraction(ok, n) < Fraction(str(gate))  # exact: 468/520 is 90 %
+    }
+    assert not below, below
 
 
 def test_the_v1_file_scores_every_category() -> None:
