@@ -71,6 +71,7 @@ from agent_core.understanding.recognition.precision import (
     CANCEL_OBJECT_AFTER,
     CANCEL_OBJECT_BEFORE,
     CHOOSE_AMONG,
+    DENIED_WISH_CHAIN,
     DESCRIBED,
     GUESSED_IDS,
     IMAGINED_BEFORE,
@@ -172,6 +173,13 @@ def understand(
             for verb in view.verbs:
                 if not verb.negated and verb.topic:
                     verb.question = True
+    # Round 8: "i don't want to wait for A1003 | and | then return it": a wish denied reaches
+    # the action chained after it, across the clause split.
+    for number, view in enumerate(genuine):
+        before = " ".join(v.text for v in genuine[max(0, number - 2) : number])
+        for verb in view.verbs:
+            if DENIED_WISH_CHAIN.search(f"{before} {view.text[: verb.start]}"):
+                verb.negated = True
     # "A1003 要是明天还不发货，我就取消": a threat, across the comma; never a request now.
     for previous, view in itertools.pairwise(genuine):
         for verb in view.verbs:

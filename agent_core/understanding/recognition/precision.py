@@ -203,6 +203,12 @@ _WHETHER_EN: Final = lazyre.compile(
     r"(?:would|is|will) it be (?:smart|wise|better|best|a good idea|sensible|cheaper|worth it) to"
     r"|is it (?:smart|wise|better|best|a good idea|sensible|cheaper) to|(?:is|are) (?:it|\S+) (?:still )?(?:ok|okay|fine"
     r"|allowed) to|last (?:day|date|chance) to|deadline (?:to|for)|until when|by when|how late"
+    # Round 8: whether an order qualifies for it: "does A1002 qualify for a return", "A1002
+    # eligible for return?", "let me know whether A1002 qualifies for a return", "I'd like to
+    # know if a return is possible for A1002"
+    r"|(?<![a-z])(?:qualif(?:y|ies|ied)|eligible|elegible|entitled) (?:for|to) (?:a |an |the )?$"
+    r"|(?<![a-z])(?:know|see|check|confirm|find out|tell me|ask|wondering|wonder) (?:if|whether)"
+    r" (?:a |an |the |my )?$"
     # Round 8: what doing it costs, asked: "will I be charged for returning A1002", "cost of
     # returning A1002?", "who pays for returning A1002", "any charge for sending A1002 back?",
     # "will I lose money returning A1002", "what's the price of sending A1002 back"
@@ -217,6 +223,9 @@ _WHETHER_EN: Final = lazyre.compile(
 # After the verb, in its clause: "A1003 cancel possible?", "cancel A1003: yes or no?",
 # "A1002 return - what's the process", "returning A1002 - do I pay postage?".
 _WHETHER_EN_AFTER: Final = lazyre.compile(
+    # Round 8: "… if a return is possible for A1002", "a refund would be an option?"
+    r"^\s*(?:is|would be|'s|are|will be)(?: (?:still|even|actually|at all))? (?:possible|allowed"
+    r"|doable|an option|available)(?![a-z])|"
     r"^\s*(?:[\ue000-\uefff]\s*)?[:\-–—]?\s*(?:possible|doable|yes or no|deadline"
     r"|window|process|procedure|fees?|costs?|rules?|policy|eligib\w*)(?![a-z])"
     r"|^\s*(?:[\ue000-\uefff]\s*)?[:\-–—]\s*(?:ok|okay|allowed)(?![a-z])"
@@ -1225,6 +1234,13 @@ DESCRIBED: Final = lazyre.compile(
     r"|另(?:外)?一[个笔]?(?:订单|单)|其他(?:的)?订单|别的订单"
 )
 
+# Round 8: an action chained after a wish denied ("i dont want to wait for it to come and then
+# return it", "I don't want to receive it and then have to return it"): under the denial too.
+DENIED_WISH_CHAIN: Final = lazyre.compile(
+    r"(?<![a-z])(?:don'?t|do not|dont|not|never|no longer) (?:want|wish|intend|plan|need|like|care)"
+    r" to [^.;!?]{0,80}? (?:and )?then (?:have to |need to |to |go and )?$"
+)
+
 # Round 8: "money back for A1002 asap, 59": a plain amount alone in the clause after a refund's.
 LONE_AMOUNT: Final = lazyre.compile(
     r"^\s*[$€£¥]?\s*(?P<a>\d{1,7}(?:\.\d{1,2})?)\s*(?:元|块|dollars?|euros?|pounds?|bucks|usd|eur|gbp)?"
@@ -1280,7 +1296,9 @@ _MORE_TIME: Final = (
 # cancel it", "A1005 再不发货我就取消订单", "明天还不到就取消", "我都想退了". Not a request now:
 # the order's status answers it (the action is dropped, as a negated one is).
 _THREAT_EN: Final = lazyre.compile(
-    r"(?<![a-z])(?:(?:if|unless) [^.?!]{0,40}?(?:i'?ll|i will|i'?m going to|i'?m gonna|we'?ll|i shall)"
+    # (Round 8: the customer's "I'll" as a word — "if i can st|ill|" is no threat)
+    r"(?<![a-z])(?:(?:if|unless) [^.?!]{0,40}?(?<![a-z])(?:i'?ll|i will|i'?m going to|i'?m gonna|we'?ll"
+    r"|i shall)"
     r"|or (?:else )?(?:i'?m|i am|i'?ll|i will|we'?re|we'?ll)|about to|this close to|so close to"
     r"|i swear (?:i'?ll|i will)|ready to|tempted to|on the verge of"
     rf"|{_MORE_TIME}) and(?: (?:i'?m|i'?ll|i will|i am))?)"
