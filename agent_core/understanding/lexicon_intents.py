@@ -147,6 +147,12 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 rf"(?:void|withdraw|revoke|undo|get rid of|back out of) (?:the |my |this )?(?:order )?"
                 rf"{ID_CHARS}(?!\s*(?:'s|’s)|\s+[a-z]+ (?:address|item|items))",
                 r"(?:scrap|ditch|bin|nix|axe) (?:the|my|this|that) (?:order|one|purchase)",
+                # Round 8: "stop A1003", "abort A1003", "terminate order A1003", "delete order
+                # A1003" (the order itself, said by its id: not "stop A1003 emails", not
+                # "delete A1003 from my history")
+                rf"(?:stop|halt|abort|terminate|delete) (?:my )?(?:order |purchase )?{ID_CHARS}"
+                r"(?!\s*(?:'s|’s|e-?mails?|messages?|notifications?|texts?|updates?|from|in|on|at)(?![a-z]))",
+                rf"(?:no longer|don'?t|do not|dont) need (?:my )?(?:order |purchase )?{ID_CHARS}",
                 r"(?:don'?t|do not) (?:want|need) (?:one|either|any|both) of (?:them|these|those)",
                 rf"^cancell?ing (?:my |the )?(?:order )?{ID_CHARS}",  # "cancelling A1003 pls"
                 r"undo (?:my|the|this|that) (?:order|purchase)",
