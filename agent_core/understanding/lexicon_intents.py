@@ -276,6 +276,10 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 rf"(?:to|i'?ll|i will|i'?m going to|gonna) give (?:it|this|them|these|{ID_CHARS}) back"
                 r"(?! to (?:me|us)\b)",
                 rf"take (?:{ID_CHARS}|it|this|them|these) back(?! to (?:me|us)\b)",
+                # Round 8: "A1002 going back", "give back A1002", an RMA (the trade's word for
+                # a return authorisation: "RMA for A1002", "start RMA A1002", "an RMA number")
+                rf"{ID_CHARS} going back(?! and forth| to (?:the )?(?:depot|warehouse|hub|sender))",
+                rf"give back (?:order )?{ID_CHARS}", r"rma(?: number| no| code| request)?",
                 # Round 8: "any charge for sending A1002 back?" (asked by the frame before it)
                 rf"(?:sending|posting|mailing|shipping) (?:{ID_CHARS}|it|this|them|these) back"
                 r"(?! to (?:me|us)\b)"),

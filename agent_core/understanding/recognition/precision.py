@@ -203,6 +203,8 @@ _WHETHER_EN: Final = lazyre.compile(
     r"(?:would|is|will) it be (?:smart|wise|better|best|a good idea|sensible|cheaper|worth it) to"
     r"|is it (?:smart|wise|better|best|a good idea|sensible|cheaper) to|(?:is|are) (?:it|\S+) (?:still )?(?:ok|okay|fine"
     r"|allowed) to|last (?:day|date|chance) to|deadline (?:to|for)|until when|by when|how late"
+    # Round 8: what the word means: "what's an RMA?", "what is a return?"
+    r"|(?<![a-z])what(?:'s| is| does)(?: an?)? $"
     # Round 8: whether an order qualifies for it: "does A1002 qualify for a return", "A1002
     # eligible for return?", "let me know whether A1002 qualifies for a return", "I'd like to
     # know if a return is possible for A1002"
@@ -253,7 +255,7 @@ _ABLE_AFTER: Final = lazyre.compile(r"^l?(?:able|ible)(?![a-z])")
 # "where is my exchange order A1005?", "我换货的那单". Status only: no action, no policy.
 _ACTION_WORD_EN: Final = (
     r"(?:refund\w*|return\w*|cancell?ation|cancel\w*|exchange\w*|replacement|address change"
-    r"|reimbursement)"
+    r"|reimbursement|rma)"
 )
 _ACTION_WORD_ZH: Final = r"(?:退款|退货|退钱|换货|取消|改地址|地址修改|退换货)"
 _STATUS_FRAME: Final = lazyre.compile(
