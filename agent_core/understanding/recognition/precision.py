@@ -1482,10 +1482,15 @@ CANCEL_NOT_AN_ORDER: Final = lazyre.compile(
 # "撤回 A1002 的退货申请", "A1003 的取消申请不要了". The action word is the object of the
 # withdrawal (before it) or the subject of the "no longer wanted" (after it): never a request.
 WITHDRAWN_BEFORE: Final = lazyre.compile(
-    r"(?<![a-z])(?:drop|withdraw|take back|pull back|scratch|cancel|undo|forget(?: about)?|ignore"
+    r"(?<![a-z])(?:drop|withdraw|take back|pull back|scratch|undo|forget(?: about)?|ignore"
     r"|kill|revoke|rescind|retract|abandon|reverse|call off|stop|halt|scrap|nix|axe|void)"
     r"(?: (?:the|my|that|this|our|your))?(?: (?:pending|open|earlier|previous|last|whole))? $"
-    r"|(?:撤回|撤销|取消|收回|作废)(?:我的|我)?\s*(?:[\ue000-\uefff]\s*)?(?:的)?\s*$"
+    # "cancel the cancellation", "cancel my return" (with its article: "cancel cancel A1003"
+    # is emphasis, not a withdrawal)
+    r"|(?<![a-z])cancel (?:the|my|that|this|our|your)(?: (?:pending|open|earlier|previous|last|whole))? $"
+    r"|(?:撤回|撤销|收回|作废)(?:我的|我)?\s*(?:[\ue000-\uefff]\s*)?(?:的)?\s*$"
+    # 取消 with what it takes back named ("取消 A1003 的退款", "取消我的退货"), not "取消取消"
+    r"|取消\s*(?:(?:我的|我)\s*(?:[\ue000-\uefff]\s*)?(?:的)?|[\ue000-\uefff]\s*(?:的)?|的)\s*$"
     # "A1003 的取消申请不要了": what is no longer wanted is the application
     r"|(?:取消|退货|退款|换货|退换货|改地址)(?:的)?(?:申请|请求)\s*$"
 )
