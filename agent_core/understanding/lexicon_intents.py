@@ -524,6 +524,10 @@ HANDOFF = Terms(
         "customer service please", "manager", "supervisor", "escalate", "escalation",
         # Round 5: "I'd like a callback", "I want this escalated", "someone on the phone"
         "callback", "call me back", "escalated",
+        # Round 8: a number to call is a way to reach a person ("is there a phone number I can
+        # call", "what number can I call"; not "my phone number has changed")
+        r"(?:phone )?number (?:i|we) can (?:call|ring|phone)", r"(?:a |your |the )?(?:phone )?number to (?:call|ring)",
+        r"what number (?:can|do|should) (?:i|we) (?:call|ring|phone)",
         r"(?:someone|somebody|a person|a human|an agent) on the (?:phone|line)",
         r"member of (?:your |the )?(?:staff|team)", r"connect me (?:with|to)",
         # "a colleague of mine wants to cancel A1003" is the customer's colleague (reported)
