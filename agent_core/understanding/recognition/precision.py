@@ -962,7 +962,7 @@ PLURAL: Final = lazyre.compile(
 # "不要退款 A1002，退货就行", "don't refund A1002, just return it": the other action is wanted
 # instead, on the same order.
 INSTEAD: Final = lazyre.compile(
-    r"(?<![a-z])(?:instead|rather|just|only|simply)(?![a-z])|就行|就好|就可以|而是|改成|换成|只要|只"
+    r"(?<![a-z])(?:instead|rather|just|only|simply)(?![a-z])|就行|就好|就可以|而是|改成|换成|只要|只|直接"
 )
 
 # A clause that is only "no" before one that only names an order ("cancel A1003? no, A1007"):
