@@ -280,13 +280,18 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
                 and ADDRESS_CHAR not in text
             )
             question = asked or told  # a new address someone else wants is asked about too
+            # A maybe or a threat ("we might need to cancel A1005", "i'll cancel A1003 unless it
+            # ships") is no request and no question either: the order's status (round 8).
+            later = threat(text[: match.start()]) or threat_after(
+                text[: match.start()], text[match.end() :]
+            )
+            question = question and not (later and not told)
             view.verbs.append(
                 Verb(
                     terms.action.value,
                     match.start(),
                     negated(text, match.start())
-                    or threat(text[: match.start()])
-                    or threat_after(text[: match.start()], text[match.end() :])
+                    or later
                     or NEGATED_OBJECT_EN.match(text, match.end()) is not None
                     or (
                         terms.action is Action.CANCEL
