@@ -269,6 +269,8 @@ def view_of(clause: Clause, custom: Sequence[CustomPhrases]) -> View:
                         and (clause.asked or INVERTED_QUESTION_AFTER.match(text, match.end()))
                     )
                     or HEDGE_AFTER_EN.search(text[match.end() :]) is not None
+                    # "A1003 can be called off?": said with a question mark, asked (round 8)
+                    or (clause.asked and " can be " in match.group(0))
                     # "can the address on A1003 still be changed?", "is it too late to change
                     # where A1005 is going?": with no new address, a question about it
                     or (

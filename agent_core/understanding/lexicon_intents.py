@@ -153,6 +153,9 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 rf"(?:stop|halt|abort|terminate|delete) (?:my )?(?:order |purchase )?{ID_CHARS}"
                 r"(?!\s*(?:'s|’s|e-?mails?|messages?|notifications?|texts?|updates?|from|in|on|at)(?![a-z]))",
                 rf"(?:no longer|don'?t|do not|dont) need (?:my )?(?:order |purchase )?{ID_CHARS}",
+                # "A1003 can be called off, we sorted it another way" (said, not asked: with a
+                # question mark the clause is asked)
+                rf"{ID_CHARS} can be (?:called off|scrapped|binned|dropped)",
                 r"(?:don'?t|do not) (?:want|need) (?:one|either|any|both) of (?:them|these|those)",
                 rf"^cancell?ing (?:my |the )?(?:order )?{ID_CHARS}",  # "cancelling A1003 pls"
                 r"undo (?:my|the|this|that) (?:order|purchase)",
