@@ -69,7 +69,10 @@ _JOINER = lazyre.compile(
 # contrasts two orders, so it needs an order before it in the same stretch of text.
 _SUBJECT_JOINER = lazyre.compile(
     r"(?<![a-z])(?:and|&)(?=\s*[\ue000-\uefff]\s*(?:is|isn'?t|has|hasn'?t|was|wasn'?t|still"
-    r"|never|did|didn'?t|does|doesn'?t|won'?t|will|came|arrived|got|needs)\b)"
+    r"|never|did|didn'?t|does|doesn'?t|won'?t|will|came|arrived|got|needs)\b"
+    # Round 8: an order's own thing after "and" ("I need A1003 cancelled and A1002's address
+    # changed to …"): a new request about that order, never a second action on the first
+    r"|\s*[\ue000-\uefff]\s*(?:'s|’s)\s)"
     r"|(?<![a-z])but(?=\s*[\ue000-\uefff])"
 )
 # Round 6: a correction run on without punctuation ("cancel A1003 sorry I meant A1007",
@@ -79,6 +82,17 @@ _CORRECTION = lazyre.compile(
     r"(?=\s+(?:order\s+)?[\ue000-\uefff])"
 )
 _ORDER_BEFORE_BUT = lazyre.compile(r"[\ue000-\uefff][^,.?!;\n]*$")
+# Round 8: "and" before an order with its own participle, after an order with one ("I want
+# A1003 cancelled and A1002 returned"): what is done to the second order is said apart, never
+# the first order's action done to it as well ("A1003 and A1005 cancelled" stays a list).
+_PARTICIPLE = (
+    r"(?:returned|refunded|cancell?ed|sent|shipped|delivered|redirected|changed|exchanged"
+    r"|replaced|moved|rerouted)"
+)
+_PARTICIPLE_JOINER = lazyre.compile(rf"(?<![a-z])(?:and|&)(?=\s*[\ue000-\uefff]\s*{_PARTICIPLE}\b)")
+_ORDER_AND_PARTICIPLE_BEFORE = lazyre.compile(
+    rf"[\ue000-\uefff]\s*(?:\S+\s+){{0,2}}?{_PARTICIPLE}\b[^,.?!;\n]*$"
+)
 
 # Where an address value starts (after the marker) in folded text.
 # A house number and a street word soon after it ("12 Mill Lane", "9 Church Lane, Ely").
@@ -725,6 +739,9 @@ def _split(
             cuts.add(match.start())
     for match in _SUBJECT_JOINER.finditer(folded):
         if match.group(0) != "but" or _ORDER_BEFORE_BUT.search(folded[: match.start()]):
+            cuts.add(match.start())
+    for match in _PARTICIPLE_JOINER.finditer(folded):
+        if _ORDER_AND_PARTICIPLE_BEFORE.search(folded[: match.start()]):
             cuts.add(match.start())
     cuts.update(m.start() for m in _CORRECTION.finditer(folded))
     cuts.update(_topic_breaks(folded))
