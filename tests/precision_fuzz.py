@@ -282,6 +282,30 @@ EN_FRAMES: tuple[Frame, ...] = (
         CANCEL_A,
         ("request_refund", "B"),
     ),
+    # Round 8: two actions on two orders in one clause — each its own order, or asked
+    _f(
+        "r8_as_well_as_b",
+        "en",
+        "I'd like to {V} {A} as well as return {B}",
+        CANCEL_A,
+        ("request_return", "B"),
+    ),
+    _f(
+        "r8_verb_after_b",
+        "en",
+        "{A} {V} please and {B} refund 20",
+        CANCEL_A,
+        ("request_refund", "B"),
+    ),
+    _f(
+        "r8_while_b",
+        "en",
+        "{V} {A} while {B} should be returned",
+        CANCEL_A,
+        ("request_return", "B"),
+    ),
+    _f("r8_instead_gerund", "en", "return {B} instead of cancelling {A}", ("request_return", "B")),
+    _f("r8_or_rather", "en", "{V} {A} or rather return {B}", ("request_return", "B")),
 )
 
 ZH_FRAMES: tuple[Frame, ...] = (

@@ -269,7 +269,7 @@ ACTIONS: tuple[ActionTerms, ...] = (
                 # Round 6: "A1002 should be returned, it's faulty", "I'd be grateful if A1002
                 # could be taken back"
                 rf"{ID_CHARS} (?:should|must|needs? to|has to|have to) be (?:returned|taken back|sent back)"
-                r"(?=\s*(?:$|[,.!;]|please|pls|plz|asap|now))",
+                r"(?=\s*(?:$|[,.!;]|please|pls|plz|asap|now|thanks|thx|ty)(?![a-z]))",
                 rf"(?:appreciate(?: it)?|grateful|great|nice|love it|helpful|happy) if (?:order )?(?:it|this|that"
                 rf"|{ID_CHARS}) (?:could|can|would) be (?:returned|taken back|sent back)",
                 r"(?:want|need|like|get|have) (?!(?:my |the |our |your |that |this |those |all (?:of )?(?:my |the )?)?"

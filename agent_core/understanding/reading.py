@@ -74,6 +74,8 @@ _SUBJECT_JOINER = lazyre.compile(
     # changed to …"): a new request about that order, never a second action on the first
     r"|\s*[\ue000-\uefff]\s*(?:'s|’s)\s)"
     r"|(?<![a-z])but(?=\s*[\ue000-\uefff])"
+    # Round 8: "cancel A1003 while A1002 should be returned": another order's own sentence
+    r"|(?<![a-z])(?:while|whereas)(?=\s*[\ue000-\uefff])"
 )
 # Round 6: a correction run on without punctuation ("cancel A1003 sorry I meant A1007",
 # "cancel A1003 no I mean A1007") starts its own clause, as it does after a comma.

@@ -320,6 +320,23 @@ def understand(
                 # override taint every action of the message (v1 rule 3: only its reads stay).
                 continue
             targets = [i for i in view.clause.ids if i not in interp.kept]
+            if (
+                len({v.tool for v in view.requests}) > 1
+                and len(targets) > 1
+                and verb in view.requests
+                # "cancel A1003 or rather return A1002": a choice or a correction is not two
+                # requests (the checks below ask which)
+                and not (view.choose or _EITHER.search(view.text) or INSTEAD.search(view.text))
+            ):
+                # Round 8: "I'd like to cancel A1003 as well as return A1002", "A1003 cancel
+                # please and A1002 refund 20": two actions on two orders in one clause — each
+                # takes its own order, or, when which is whose cannot be told ("cancel A1003
+                # while A1002 should be returned"), which is asked.
+                paired = _paired_targets(view, reading)
+                if paired is None:
+                    ambiguous.append((verb.tool, targets))
+                    continue
+                targets = [i for i in paired.get(verb.start, []) if i not in interp.kept]
             listed_before = bool(view.clause.ids) and view.clause.ids[0] not in own_ids[number]
             if (listed_before or _one_of_several(view.text, verb.start)) and (
                 len(targets) > 1 and not PLURAL.search(view.text)
@@ -604,6 +621,7 @@ _IT_AFTER_VERB = lazyre.compile(
     r"(?![\u4e00-\u9fff]*[\ue000-\uefff])"
 )
 _ID_CHAR = lazyre.compile("[\ue000-\uefff]")
+_EITHER = lazyre.compile(r"(?<![a-z])(?:or|either)(?![a-z])|或|还是")
 _EXCLUSION_CUT = lazyre.compile(
     r"(?:(?<![a-z])(?:all|everything|anything|all of them|all orders|every order)|除了)\s*$"
 )
@@ -628,6 +646,24 @@ def _described_not_named(after_verb: str, clause_ids: bool, message_ids: int) ->
     if match is None or re.search(r"[\ue000-\uefff]", after_verb[match.start() :]):
         return False
     return clause_ids or message_ids == 1
+
+
+def _paired_targets(view: View, reading: Reading) -> dict[int, list[str]] | None:
+    """Each requested verb of a clause with its own order, when verbs and orders alternate
+    ("cancel A1003 … return A1002": the order after each verb; "A1003 cancel … A1002
+    refund": the order before it); None when they do not (which is whose is asked)."""
+    events = sorted(
+        [(v.start, "V", v.start) for v in view.requests]
+        + [(m.start(), "I", m.group(0)) for m in _ID_CHAR.finditer(view.text)]
+    )
+    kinds = "".join(kind for _, kind, _ in events)
+    if re.fullmatch(r"(?:VI)+", kinds):
+        pairs = zip(events[::2], events[1::2], strict=True)
+        return {verb[2]: [reading.id_of(order[2])] for verb, order in pairs}
+    if re.fullmatch(r"(?:IV)+", kinds):
+        pairs = zip(events[1::2], events[::2], strict=True)
+        return {verb[2]: [reading.id_of(order[2])] for verb, order in pairs}
+    return None
 
 
 def _amount_after(genuine: list[View], number: int) -> str | None:

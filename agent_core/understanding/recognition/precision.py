@@ -432,6 +432,8 @@ _EXCLUDED: Final = lazyre.compile(
     r"|and not|apart from|(?:everything|all|anything|every order|all orders|all of them) but"
     r"|neither|nor)"
     r"|(?:而不是|(?<!是)不是|而非|除了)(?:要|去)?(?:退款|退货|取消|退|改|查)?(?:给|对|把|帮)?)\s*"
+    # Round 8: "instead of cancelling A1003", "rather than returning A1002"
+    r"(?:(?:cancell?ing|returning|refunding|changing|sending back) )?"
     r"(?:(?:the |my )?(?:orders?|订单)\s*)?"
     r"(?P<id>[\ue000-\uefff](?:\s*(?:,|and|&|or|nor|和|、|及|跟)\s*[\ue000-\uefff])*)"
 )
