@@ -306,6 +306,9 @@ EN_FRAMES: tuple[Frame, ...] = (
     ),
     _f("r8_instead_gerund", "en", "return {B} instead of cancelling {A}", ("request_return", "B")),
     _f("r8_or_rather", "en", "{V} {A} or rather return {B}", ("request_return", "B")),
+    # Round 8: a pronoun's order is not another action's order named later or set against it
+    _f("r8_pronoun_before", "en", "return it and {V} {A}", CANCEL_A),
+    _f("r8_this_one", "en", "{V} {A} and return this one", CANCEL_A),
 )
 
 ZH_FRAMES: tuple[Frame, ...] = (

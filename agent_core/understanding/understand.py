@@ -421,6 +421,14 @@ def understand(
                     # only later, as a new topic's own read; which order is cancelled is asked.
                     ambiguous.append((verb.tool, candidates))
                     continue
+                if len(candidates) == 1 and _another_actions_order(
+                    verb, number, view, candidates[0], genuine
+                ):
+                    # Round 8: "return it and cancel A1003" (the chat's order, or another: never
+                    # A1003, named later for its own action), "cancel A1003 and return this
+                    # one" (this one is set against A1003): which order is asked.
+                    ambiguous.append((verb.tool, candidates))
+                    continue
                 if len(candidates) == 1:
                     targets = candidates
                 elif not candidates and len(for_tool) == 1 and INSTEAD.search(view.text):
@@ -621,6 +629,7 @@ _IT_AFTER_VERB = lazyre.compile(
     r"(?![\u4e00-\u9fff]*[\ue000-\uefff])"
 )
 _ID_CHAR = lazyre.compile("[\ue000-\uefff]")
+_CONTRAST = lazyre.compile(r"(?<![a-z])(?:this|that|the other) one(?![a-z])|另一个|这个|那个")
 _EITHER = lazyre.compile(r"(?<![a-z])(?:or|either)(?![a-z])|或|还是")
 _EXCLUSION_CUT = lazyre.compile(
     r"(?:(?<![a-z])(?:all|everything|anything|all of them|all orders|every order)|除了)\s*$"
@@ -646,6 +655,23 @@ def _described_not_named(after_verb: str, clause_ids: bool, message_ids: int) ->
     if match is None or re.search(r"[\ue000-\uefff]", after_verb[match.start() :]):
         return False
     return clause_ids or message_ids == 1
+
+
+def _another_actions_order(
+    verb: Verb, number: int, view: View, order_id: str, genuine: list[View]
+) -> bool:
+    """Whether the one order a verb without its own order would take is another action's:
+    named only after the verb (a pronoun does not point forward), or set against it by
+    "this/that/the other one"."""
+    others = [
+        n
+        for n, v in enumerate(genuine)
+        if order_id in v.clause.ids and any(r.tool != verb.tool for r in v.requests)
+    ]
+    if not others:
+        return False
+    named_first = min(n for n, v in enumerate(genuine) if order_id in v.clause.ids)
+    return named_first > number or _CONTRAST.search(view.text, verb.start) is not None
 
 
 def _paired_targets(view: View, reading: Reading) -> dict[int, list[str]] | None:
