@@ -309,6 +309,14 @@ EN_FRAMES: tuple[Frame, ...] = (
     # Round 8: a pronoun's order is not another action's order named later or set against it
     _f("r8_pronoun_before", "en", "return it and {V} {A}", CANCEL_A),
     _f("r8_this_one", "en", "{V} {A} and return this one", CANCEL_A),
+    # Round 8: somebody else's wish reaches the action chained after it
+    _f("r8_reported_chain", "en", "my wife wants to {V} {A} and return {B}"),
+    _f(
+        "r8_reported_then_mine",
+        "en",
+        "my wife wants to {V} {A} and I want to return {B}",
+        ("request_return", "B"),
+    ),
 )
 
 ZH_FRAMES: tuple[Frame, ...] = (

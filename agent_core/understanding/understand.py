@@ -173,6 +173,13 @@ def understand(
             for verb in view.verbs:
                 if not verb.negated and verb.topic:
                     verb.question = True
+    # Round 8: "my wife wants to cancel A1003 | and return A1002": somebody else's wish reaches
+    # the action chained after it with no subject of its own (not "… and I want A1002 returned").
+    for previous, view in itertools.pairwise(genuine):
+        if any(v.reported for v in previous.verbs):
+            for verb in view.verbs:
+                if _CHAINED.fullmatch(view.text[: verb.start]):
+                    verb.question = verb.reported = True
     # Round 8: "i don't want to wait for A1003 | and | then return it": a wish denied reaches
     # the action chained after it, across the clause split.
     for number, view in enumerate(genuine):
@@ -629,6 +636,9 @@ _IT_AFTER_VERB = lazyre.compile(
     r"(?![\u4e00-\u9fff]*[\ue000-\uefff])"
 )
 _ID_CHAR = lazyre.compile("[\ue000-\uefff]")
+_CHAINED = lazyre.compile(
+    r"\W*(?:and|&|plus|then|also|and also|and then)?\s*(?:to\s*)?(?:also\s*)?"
+)
 _CONTRAST = lazyre.compile(r"(?<![a-z])(?:this|that|the other) one(?![a-z])|另一个|这个|那个")
 _EITHER = lazyre.compile(r"(?<![a-z])(?:or|either)(?![a-z])|或|还是")
 _EXCLUSION_CUT = lazyre.compile(
