@@ -311,6 +311,11 @@ EN_FRAMES: tuple[Frame, ...] = (
     _f("r8_this_one", "en", "{V} {A} and return this one", CANCEL_A),
     # Round 8: somebody else's wish reaches the action chained after it
     _f("r8_reported_chain", "en", "my wife wants to {V} {A} and return {B}"),
+    _f("r8_question_chain", "en", "can I {V} {A} and return {B}?"),
+    _f("r8_past_chain", "en", "did you {V} {A} and return {B}?"),
+    _f("r8_maybe_chain", "en", "I might {V} {A} and return {B}"),
+    _f("r8_denied_chain", "en", "don't {V} {A} and return {B}"),
+    _f("r8_imagined_chain", "en", "what if I {V} {A} and return {B}"),
     _f(
         "r8_reported_then_mine",
         "en",

@@ -173,13 +173,24 @@ def understand(
             for verb in view.verbs:
                 if not verb.negated and verb.topic:
                     verb.question = True
-    # Round 8: "my wife wants to cancel A1003 | and return A1002": somebody else's wish reaches
-    # the action chained after it with no subject of its own (not "… and I want A1002 returned").
+    # Round 8: "my wife wants to cancel A1003 | and return A1002", "can I cancel A1003 | and
+    # return A1002?", "I might cancel A1003 | and return A1002", "don't cancel A1003 | and
+    # return A1002": the frame of the first action (somebody else's wish, a question, a maybe,
+    # a denial) reaches the action chained after it by "and" with no subject of its own (not
+    # "… and I want A1002 returned", not "don't cancel A1003, return A1002").
     for previous, view in itertools.pairwise(genuine):
-        if any(v.reported for v in previous.verbs):
-            for verb in view.verbs:
-                if _CHAINED.fullmatch(view.text[: verb.start]):
-                    verb.question = verb.reported = True
+        framed = [v for v in previous.verbs if v.reported or v.question or v.negated]
+        if not framed or len(framed) < len(previous.verbs):
+            continue
+        for verb in view.verbs:
+            if not _CHAINED.fullmatch(view.text[: verb.start]):
+                continue
+            first = framed[0]
+            verb.reported = verb.reported or first.reported
+            verb.question = verb.question or first.question or first.reported
+            verb.negated = verb.negated or (first.negated and not first.question)
+            if first.question and first.topic is None:
+                verb.topic = None  # "did you cancel A1003 and return A1002?": what happened
     # Round 8: "i don't want to wait for A1003 | and | then return it": a wish denied reaches
     # the action chained after it, across the clause split.
     for number, view in enumerate(genuine):
@@ -637,7 +648,7 @@ _IT_AFTER_VERB = lazyre.compile(
 )
 _ID_CHAR = lazyre.compile("[\ue000-\uefff]")
 _CHAINED = lazyre.compile(
-    r"\W*(?:and|&|plus|then|also|and also|and then)?\s*(?:to\s*)?(?:also\s*)?"
+    r"\W*(?:and|&|plus|and then|and also|as well as)\s*(?:then\s*)?(?:to\s*)?(?:also\s*)?"
 )
 _CONTRAST = lazyre.compile(r"(?<![a-z])(?:this|that|the other) one(?![a-z])|另一个|这个|那个")
 _EITHER = lazyre.compile(r"(?<![a-z])(?:or|either)(?![a-z])|或|还是")
