@@ -173,6 +173,13 @@ def understand(
             for verb in view.verbs:
                 if not verb.negated and verb.topic:
                     verb.question = True
+    # Round 8: "我能取消 A1003 然后退 A1002 吗": a modal at the start and 吗 at the end ask the
+    # whole run of clauses between them.
+    if genuine and _ASKS_AT_END_ZH.search(genuine[-1].text):
+        for view in genuine[:-1]:
+            for verb in view.verbs:
+                if _MODAL_BEFORE_ZH.search(view.text[: verb.start]):
+                    verb.question = True
     # Round 8: "my wife wants to cancel A1003 | and return A1002", "can I cancel A1003 | and
     # return A1002?", "I might cancel A1003 | and return A1002", "don't cancel A1003 | and
     # return A1002": the frame of the first action (somebody else's wish, a question, a maybe,
@@ -183,7 +190,14 @@ def understand(
         if not framed or len(framed) < len(previous.verbs):
             continue
         for verb in view.verbs:
-            if not _CHAINED.fullmatch(view.text[: verb.start]):
+            before = view.text[: verb.start]
+            if not (
+                _CHAINED.fullmatch(before)
+                or (
+                    _CHAINED_ZH.fullmatch(before)
+                    and (_CONNECTOR_ZH.search(previous.text) or _CONNECTOR_ZH.match(before))
+                )
+            ):
                 continue
             first = framed[0]
             verb.reported = verb.reported or first.reported
@@ -650,6 +664,19 @@ _ID_CHAR = lazyre.compile("[\ue000-\uefff]")
 _CHAINED = lazyre.compile(
     r"\W*(?:and|&|plus|and then|and also|as well as)\s*(?:then\s*)?(?:to\s*)?(?:also\s*)?"
 )
+# … and in Chinese: "我老婆想取消 A1003 再 | 把 A1002 退了" (再/然后/并且 at the end of the
+# first clause or the start of the second; 把 + the order is the object, not a new subject).
+_CONNECTOR_ZH = lazyre.compile(
+    r"(?:再|然后|并且|而且|还|和|以及|顺便)\s*$|^\s*(?:再|然后|并且|而且|还|以及|顺便)"
+)
+_CHAINED_ZH = lazyre.compile(
+    r"\s*(?:再|然后|并且|而且|还|以及|顺便)?\s*(?:也|再|还)?\s*(?:把|给|帮我把)?\s*(?:[\ue000-\uefff]\s*)?"
+    r"(?:也|再|还|的)?\s*"
+)
+_ASKS_AT_END_ZH = lazyre.compile(
+    r"(?:吗|么|嘛|不)(?:[\W_]|谢谢|谢啦|thanks|thx|ok|okay|pls|please)*$"
+)
+_MODAL_BEFORE_ZH = lazyre.compile(r"(?:我|我们)?(?:能|可以|能不能|可不可以|可否|还能|还可以)\s*$")
 _CONTRAST = lazyre.compile(r"(?<![a-z])(?:this|that|the other) one(?![a-z])|另一个|这个|那个")
 _EITHER = lazyre.compile(r"(?<![a-z])(?:or|either)(?![a-z])|或|还是")
 _EXCLUSION_CUT = lazyre.compile(
