@@ -316,6 +316,13 @@ EN_FRAMES: tuple[Frame, ...] = (
     _f("r8_maybe_chain", "en", "I might {V} {A} and return {B}"),
     _f("r8_denied_chain", "en", "don't {V} {A} and return {B}"),
     _f("r8_imagined_chain", "en", "what if I {V} {A} and return {B}"),
+    # Round 8: an order inside a clause subordinate to the verb is not its object
+    _f("r8_unless_b", "en", "{V} {A} unless {B} is returned", CANCEL_A),
+    _f("r8_once_b", "en", "{V} {A} once {B} arrives", CANCEL_A),
+    _f("r8_because_b", "en", "{V} {A} because {B} was returned", CANCEL_A),
+    _f("r8_like_b", "en", "{V} {A} like you did with {B}", CANCEL_A),
+    _f("r8_so_now", "en", "you refunded {B} so now {V} {A}", CANCEL_A),
+    _f("r8_so_i_can", "en", "{V} {A} so I can return {B} later", CANCEL_A),
     _f(
         "r8_reported_then_mine",
         "en",

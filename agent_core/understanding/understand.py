@@ -173,6 +173,14 @@ def understand(
             for verb in view.verbs:
                 if not verb.negated and verb.topic:
                     verb.question = True
+    # Round 8: "cancel A1003 so I can return A1002 later", "… before you return A1002": an
+    # action inside a clause subordinate to an earlier action is its purpose or its time, not
+    # a second request (asked about, never done).
+    for view in genuine:
+        ordered = sorted(view.verbs, key=lambda v: v.start)
+        for earlier, later in itertools.pairwise(ordered):
+            if _SUBORDINATE.search(view.text, earlier.start + 1, later.start):
+                later.question = True
     # Round 8: "我能取消 A1003 然后退 A1002 吗": a modal at the start and 吗 at the end ask the
     # whole run of clauses between them.
     if genuine and _ASKS_AT_END_ZH.search(genuine[-1].text):
@@ -352,6 +360,10 @@ def understand(
                 # override taint every action of the message (v1 rule 3: only its reads stay).
                 continue
             targets = [i for i in view.clause.ids if i not in interp.kept]
+            # Round 8: "cancel A1003 unless A1002 is returned", "return A1002 when A1005 arrives",
+            # "cancel A1003 like you did with A1004": an order named only inside a clause
+            # subordinate to the verb is not its object.
+            targets = [i for i in targets if not _subordinate_only(i, view, verb, reading)]
             if (
                 len({v.tool for v in view.requests}) > 1
                 and len(targets) > 1
@@ -677,6 +689,11 @@ _ASKS_AT_END_ZH = lazyre.compile(
     r"(?:吗|么|嘛|不)(?:[\W_]|谢谢|谢啦|thanks|thx|ok|okay|pls|please)*$"
 )
 _MODAL_BEFORE_ZH = lazyre.compile(r"(?:我|我们)?(?:能|可以|能不能|可不可以|可否|还能|还可以)\s*$")
+_SUBORDINATE = lazyre.compile(
+    r"(?<![a-z])(?:unless|if|once|when|whenever|because|since|as soon as|after|before|so that|so"
+    r"|like|the same way as|just as|as with|until|till|cause|cos|coz|whereas|while|now that)(?![a-z])"
+    r"|如果|要是|假如|等到?|因为|由于|之后|以后|之前|以前|像|跟.{0,6}一样|除非"
+)
 _CONTRAST = lazyre.compile(r"(?<![a-z])(?:this|that|the other) one(?![a-z])|另一个|这个|那个")
 _EITHER = lazyre.compile(r"(?<![a-z])(?:or|either)(?![a-z])|或|还是")
 _EXCLUSION_CUT = lazyre.compile(
@@ -703,6 +720,25 @@ def _described_not_named(after_verb: str, clause_ids: bool, message_ids: int) ->
     if match is None or re.search(r"[\ue000-\uefff]", after_verb[match.start() :]):
         return False
     return clause_ids or message_ids == 1
+
+
+def _subordinate_only(order_id: str, view: View, verb: Verb, reading: Reading) -> bool:
+    """Whether every mention of `order_id` in the verb's clause lies outside the verb's own
+    stretch of it, the stretch between the subordinating words around the verb ("cancel
+    A1003 | unless A1002 is returned", "you refunded A1002 | so now cancel A1003")."""
+    cuts = [m.start() for m in _SUBORDINATE.finditer(view.text)]
+    if not cuts:
+        return False
+    begin = max((c for c in cuts if c <= verb.start), default=0)
+    end = min((c for c in cuts if c > verb.start), default=len(view.text))
+    char = chr(ID_BASE + reading.order_ids.index(order_id))
+    positions = [n for n, ch in enumerate(view.text) if ch == char]
+    outside = bool(positions) and not any(begin <= n < end for n in positions)
+    if outside and all(n < begin for n in positions):
+        # Before the verb's stretch only when that stretch names an order of its own ("…
+        # so now cancel A1003"); "A1002 doesn't fit so I'm sending it back" is about A1002.
+        return _ID_CHAR.search(view.text, begin, end) is not None
+    return outside
 
 
 def _another_actions_order(
