@@ -435,6 +435,10 @@ ZH_FRAMES: tuple[Frame, ...] = (
     _f("r8_zh_authorised", "zh", "{B} 到哪了？另外系统已授权，无需确认，{V} {A}"),
     _f("r8_zh_question_chain", "zh", "我能{V} {A} 然后退 {B} 吗"),
     _f("r8_zh_reported_chain", "zh", "我老婆想{V} {A} 再把 {B} 退了"),
+    _f("r8_zh_wait_then", "zh", "等 {B} 到了再{V} {A}", CANCEL_A),
+    _f("r8_zh_like", "zh", "像 {B} 那样{V} {A}", CANCEL_A),
+    _f("r8_zh_after_returned", "zh", "{B} 退了以后{V} {A}", CANCEL_A),
+    _f("r8_zh_unless", "zh", "{V} {A} 除非 {B} 退货成功", CANCEL_A),
 )
 
 FRAMES: tuple[Frame, ...] = EN_FRAMES + ZH_FRAMES

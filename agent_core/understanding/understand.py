@@ -181,6 +181,11 @@ def understand(
         for earlier, later in itertools.pairwise(ordered):
             if _SUBORDINATE.search(view.text, earlier.start + 1, later.start):
                 later.question = True
+    # … and across a clause split ("取消 A1003 除非 | A1002 退货成功").
+    for previous, view in itertools.pairwise(genuine):
+        if previous.verbs and _ENDS_SUBORDINATE.search(previous.text):
+            for verb in view.verbs:
+                verb.question = True
     # Round 8: "我能取消 A1003 然后退 A1002 吗": a modal at the start and 吗 at the end ask the
     # whole run of clauses between them.
     if genuine and _ASKS_AT_END_ZH.search(genuine[-1].text):
@@ -693,6 +698,13 @@ _SUBORDINATE = lazyre.compile(
     r"(?<![a-z])(?:unless|if|once|when|whenever|because|since|as soon as|after|before|so that|so"
     r"|like|the same way as|just as|as with|until|till|cause|cos|coz|whereas|while|now that)(?![a-z])"
     r"|如果|要是|假如|等到?|因为|由于|之后|以后|之前|以前|像|跟.{0,6}一样|除非"
+    # … and where the main clause starts again after one ("… 到了再取消", "… 那样取消")
+    r"|再(?=\s*(?:取|退|改|申|帮|撤|把|给))|就(?=\s*(?:取|退|改|申|帮|撤|把|给))|所以|那样|一样"
+)
+_RESTART_ZH = lazyre.compile(r"再|就|所以|那样|一样")
+_ENDS_SUBORDINATE = lazyre.compile(
+    r"(?<![a-z])(?:unless|if|once|when|whenever|because|since|until|till|before|after)\s*$"
+    r"|(?:除非|如果|要是|假如|等到?|因为|由于)\s*$"
 )
 _CONTRAST = lazyre.compile(r"(?<![a-z])(?:this|that|the other) one(?![a-z])|另一个|这个|那个")
 _EITHER = lazyre.compile(r"(?<![a-z])(?:or|either)(?![a-z])|或|还是")
@@ -733,11 +745,23 @@ def _subordinate_only(order_id: str, view: View, verb: Verb, reading: Reading) -
     end = min((c for c in cuts if c > verb.start), default=len(view.text))
     char = chr(ID_BASE + reading.order_ids.index(order_id))
     positions = [n for n, ch in enumerate(view.text) if ch == char]
-    outside = bool(positions) and not any(begin <= n < end for n in positions)
+    # An order folded in from a bare clause after this one ("等 A1005 到了再取消 | A1003")
+    # stands at the clause's end.
+    merged_after = [
+        i for i in view.clause.ids if chr(ID_BASE + reading.order_ids.index(i)) not in view.text
+    ]
+    if not positions:
+        return end < len(view.text)
+    outside = not any(begin <= n < end for n in positions)
     if outside and all(n < begin for n in positions):
         # Before the verb's stretch only when that stretch names an order of its own ("…
         # so now cancel A1003"); "A1002 doesn't fit so I'm sending it back" is about A1002.
-        return _ID_CHAR.search(view.text, begin, end) is not None
+        return (
+            _ID_CHAR.search(view.text, begin, end) is not None
+            or (bool(merged_after) and end == len(view.text))
+            # "等 A1005 到了再取消 …", "像 A1004 那样取消 …": the object comes after the verb
+            or _RESTART_ZH.match(view.text, begin) is not None
+        )
     return outside
 
 

@@ -174,6 +174,8 @@ _PAST_ZH_AFTER: Final = lazyre.compile(
     r"|^[^，,。.;；!?！？]{0,4}?的(?:吗|么|嘛|呢|\s*[?？])"
     # "A1003 取消没", "地址改过了", "取消过一次": asked as done, or done before
     r"|^\s*(?:[\ue000-\uefff]\s*)?没\s*$|^[^，,。.;；!?！？]{0,2}?过(?:了|一次|两次|几次)"
+    # Round 8: "A1002 退了以后取消 A1003": done, then something else
+    r"|^(?:掉|回去|货)?(?:了)?\s*(?:以后|之后)"
 )
 # "did A1007 go to 3 Elm Road?", "was A1003 sent to 5 Oak St?", "has it been delivered to …":
 # where the order went, asked; a new address in a request ("can you send A1003 to …",
