@@ -177,8 +177,8 @@ def understand(
     # action inside a clause subordinate to an earlier action is its purpose or its time, not
     # a second request (asked about, never done).
     for view in genuine:
-        ordered = sorted(view.verbs, key=lambda v: v.start)
-        for earlier, later in itertools.pairwise(ordered):
+        by_position = sorted(view.verbs, key=lambda v: v.start)
+        for earlier, later in itertools.pairwise(by_position):
             if _SUBORDINATE.search(view.text, earlier.start + 1, later.start):
                 later.question = True
     # … and across a clause split ("取消 A1003 除非 | A1002 退货成功").
@@ -786,18 +786,19 @@ def _paired_targets(view: View, reading: Reading) -> dict[int, list[str]] | None
     """Each requested verb of a clause with its own order, when verbs and orders alternate
     ("cancel A1003 … return A1002": the order after each verb; "A1003 cancel … A1002
     refund": the order before it); None when they do not (which is whose is asked)."""
-    events = sorted(
-        [(v.start, "V", v.start) for v in view.requests]
-        + [(m.start(), "I", m.group(0)) for m in _ID_CHAR.finditer(view.text)]
+    # (position, "V", verb start, "") or (position, "I", -1, the order's placeholder)
+    events: list[tuple[int, str, int, str]] = sorted(
+        [(v.start, "V", v.start, "") for v in view.requests]
+        + [(m.start(), "I", -1, m.group(0)) for m in _ID_CHAR.finditer(view.text)]
     )
-    kinds = "".join(kind for _, kind, _ in events)
+    kinds = "".join(kind for _, kind, _, _ in events)
     if re.fullmatch(r"(?:VI)+", kinds):
-        pairs = zip(events[::2], events[1::2], strict=True)
-        return {verb[2]: [reading.id_of(order[2])] for verb, order in pairs}
-    if re.fullmatch(r"(?:IV)+", kinds):
-        pairs = zip(events[1::2], events[::2], strict=True)
-        return {verb[2]: [reading.id_of(order[2])] for verb, order in pairs}
-    return None
+        verbs, orders = events[::2], events[1::2]
+    elif re.fullmatch(r"(?:IV)+", kinds):
+        verbs, orders = events[1::2], events[::2]
+    else:
+        return None
+    return {verb[2]: [reading.id_of(order[3])] for verb, order in zip(verbs, orders, strict=True)}
 
 
 def _amount_after(genuine: list[View], number: int) -> str | None:
