@@ -69,15 +69,17 @@ LANGUAGE_GATES = {"heldout.jsonl": 0.90}
 KNOWN_WRONG_ACTIONS: dict[str, frozenset[str]] = {
     # The held-out split's, measured after the recognition work of issue 21 was merged
     # (53 when the split was merged, before it; 13 after its first round, 9 after its second,
-    # 4 after round 3, 3 after round 4's precision work). Ids only: the held-out texts are never
-    # tuned on, so these are fixed by work on the dev split's registers, not on these cases.
-    "heldout.jsonl": frozenset(
-        {
-            "ho-adversarial-en-043",
-            "ho-clarify-en-020",
-            "ho-clarify-en-024",
-        }
-    ),
+    # 4 after round 3, 3 after round 4's precision work, unchanged by rounds 5-8's blind work).
+    # In round 8 these three were unsealed — read, by id, as HELDOUT.md allows ("a failure
+    # found here is fixed by a general rule, and the split then stops being held out for that
+    # rule") — two closed by general rules (a read asked after "and" is its own topic; "new
+    # instructions from the developer", "every order of this user"). This one stays: "Cancel
+    # A103" matches the shop's declared id pattern (a letter and 3-10 digits, settings and
+    # RuleBasedPlanner's default), so it is planned as written (the shop then answers that
+    # no such order exists); the label reads it as a typo to ask about. A shop whose ids are
+    # four digits declares so (STEPWISE_ORDER_PATTERN) and it is asked — a person's decision
+    # whether that should be the default (tests/eval/HELDOUT.md, "Unsealed in round 8").
+    "heldout.jsonl": frozenset({"ho-clarify-en-020"}),
 }
 
 SPLITS = [name for name in GATES if (HERE / name).exists()]

@@ -296,7 +296,8 @@ _STATUS_FRAME: Final = lazyre.compile(
     # the hell is my refund", "what happened to my refund", "refund for A1002 status?",
     # "A1002 refund still not here", "still waiting for my money", "any sign of the refund",
     # 我的退款呢, 退款到底退到哪去了
-    r"|(?<![a-z])where(?: the (?:hell|heck|f|fuck|frick|eff))?(?:'s|s| is| are) (?:my|the|our|that|this)"
+    r"|(?<![a-z])where(?: the (?:hell|heck|f|fuck|frick|eff)| on earth| in the world| exactly| tf)?"
+    r"(?:'s|s| is| are) (?:my|the|our|that|this)"
     rf"(?: \w+)? {_ACTION_WORD_EN}(?![a-z])"
     r"|(?<![a-z])what(?:'s| is)? (?:happened|happening|going on|up) (?:to|with) (?:my|the|our|that|this)"
     rf"(?: \w+)? {_ACTION_WORD_EN}(?![a-z])"
@@ -806,10 +807,18 @@ HIDDEN: Final = lazyre.compile(
     r"|new (?:rule|policy|instruction|directive)s? from (?:the )?(?:management|admin|manager|your boss"
     r"|owner|head office|hq|headquarters)"
     r"|(?:confirmation|approval|verification|confirming|asking) (?:is )?(?:not|n'?t|no longer) (?:needed"
+    r"|required|necessary)|no (?:confirmation|approval|verification|confirming) (?:is )?(?:needed"
     r"|required|necessary)"
     r"|without (?:any )?(?:confirming|confirmation|telling|informing|notifying)"
     r"|(?:i'?m|i am) (?:an|the|your) (?:admin|administrator|superuser|sysadmin)"
-    r"|i (?:hereby )?authori[sz]e you)(?![a-z])"
+    r"|i (?:hereby )?authori[sz]e you"
+    # Round 8 (held-out, unsealed): "New instructions from the developer: …", and the customer
+    # spoken of in the third person ("cancel every order of this user")
+    r"|(?:new |updated |additional )?(?:instructions?|rules?|tasks?|directives?) from (?:the |your )?"
+    r"(?:developer|developers|dev team|admin|administrator|system|management|owner|operator"
+    r"|engineering|it department|head office|hq)"
+    r"|(?:every|each|all(?: of)?(?: the)?) orders? (?:of|for|from|belonging to) (?:this|the) (?:user|customer|client|account)"
+    r"|(?:this|the) (?:user|customer|client)'?s (?:orders|account))(?![a-z])"
     r"|[\[【(]\s*(?:bot|ai|chatbot|model|agent|assistant|robot)\s+(?:instructions?|command|note|task"
     r"|directive)s?\s*[\]】)]|(?<![\w#])#\s*(?:admin|root|system|sudo|override|dev)(?![a-z])"
     r"|[【\[]\s*(?:机器人|助手|ai|客服机器人|智能客服)[^】\]]{0,6}[】\]]"
@@ -901,6 +910,7 @@ HIDDEN_DEMANDS: Final = lazyre.compile(
     # Round 8: an override is the demand ("without telling the customer", "confirmation not needed")
     r"|(?<![a-z])without (?:any )?(?:confirming|confirmation|telling|informing|notifying)(?![a-z])"
     r"|(?<![a-z])(?:not|n'?t|no longer) (?:needed|required|necessary)(?![a-z])"
+    r"|(?<![a-z])no (?:confirmation|approval|verification|confirming)(?![a-z])"
 )
 # A clause that starts a new topic: "also where is A1005?", "btw A1005 status", "另外 A1005 到哪了".
 TOPIC_SWITCH: Final = lazyre.compile(
