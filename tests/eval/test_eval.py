@@ -54,8 +54,9 @@ GATES = {
     # 83.5 % after its second round, 793/898 = 88.3 % after its third (en 87.9 %, zh
     # 88.9 %), 799/898 = 89.0 % after its fourth (en 459/520 = 88.3 %, zh 340/378 = 89.9 %),
     # 808/898 = 90.0 % after its fifth (en 466/520 = 89.6 %, zh 342/378 = 90.5 %), 811/898 =
-    # 90.3 % after its eighth (en 468/520 = 90.0 %, zh 343/378 = 90.7 %). The gate is the
-    # spec's 90 %, for the whole split and for each language (LANGUAGE_GATES).
+    # 90.3 % after its eighth's blind work (en 468/520 = 90.0 %, zh 343/378 = 90.7 %), 814/898
+    # = 90.6 % at its end (en 471/520; the 895 still sealed: 812/895 = 90.7 %, en 469/517).
+    # The gate is the spec's 90 %, for the whole split and for each language (LANGUAGE_GATES).
     "heldout.jsonl": 0.90,
 }
 # Issue 21's done-means: held-out accuracy at least 90 % in each language.
