@@ -323,6 +323,9 @@ EN_FRAMES: tuple[Frame, ...] = (
     _f("r8_like_b", "en", "{V} {A} like you did with {B}", CANCEL_A),
     _f("r8_so_now", "en", "you refunded {B} so now {V} {A}", CANCEL_A),
     _f("r8_so_i_can", "en", "{V} {A} so I can return {B} later", CANCEL_A),
+    _f("r8_same_as_b", "en", "{V} {A} which is the same as {B}", CANCEL_A),
+    _f("r8_exchange_for_b", "en", "return {A} in exchange for {B}", ("request_return", "A")),
+    _f("r8_delay_on_b", "en", "refund {A} 20 for the delay on {B}", ("request_refund", "A")),
     _f(
         "r8_reported_then_mine",
         "en",

@@ -705,6 +705,16 @@ _READ_ASKED_AFTER_AND = lazyre.compile(
     r"^\W*(?:and|&|plus)\s+(?:also\s+|then\s+|please\s+|pls\s+)?(?:tell me|let me know|show me|check"
     r"|find out|look up|where|track|what(?:'s| is)|when)(?![a-z])"
 )
+# Round 8: what an order named after these words is to the verb's own order — what it is
+# like, what it is exchanged for, what the money goes to ("cancel A1003 which is the same as
+# A1005", "return A1002 in exchange for A1006", "refund A1002 20 for the delay on A1005"):
+# not the verb's object.
+_COMPLEMENT = lazyre.compile(
+    r"(?<![a-z])(?:which|that is|that's|who|in exchange for|in return for|same as|similar to"
+    r"|compared to|compared with|than|towards?|in favou?r of|to pay for|for the (?:delay|damage"
+    r"|problem|issue|wait|trouble|hassle)|the one (?:that|which))(?![a-z])"
+    r"|换成|抵|和.{0,4}一样"
+)
 _RESTART_ZH = lazyre.compile(r"再|就|所以|那样|一样")
 _ENDS_SUBORDINATE = lazyre.compile(
     r"(?<![a-z])(?:unless|if|once|when|whenever|because|since|until|till|before|after)\s*$"
@@ -743,6 +753,7 @@ def _subordinate_only(order_id: str, view: View, verb: Verb, reading: Reading) -
     stretch of it, the stretch between the subordinating words around the verb ("cancel
     A1003 | unless A1002 is returned", "you refunded A1002 | so now cancel A1003")."""
     cuts = [m.start() for m in _SUBORDINATE.finditer(view.text)]
+    cuts += [m.start() for m in _COMPLEMENT.finditer(view.text)]
     if not cuts:
         return False
     begin = max((c for c in cuts if c <= verb.start), default=0)
