@@ -326,6 +326,9 @@ EN_FRAMES: tuple[Frame, ...] = (
     _f("r8_same_as_b", "en", "{V} {A} which is the same as {B}", CANCEL_A),
     _f("r8_exchange_for_b", "en", "return {A} in exchange for {B}", ("request_return", "A")),
     _f("r8_delay_on_b", "en", "refund {A} 20 for the delay on {B}", ("request_refund", "A")),
+    # Round 8: one action and orders named apart with words between them: never all of them
+    _f("r8_apart_b", "en", "{V} {A} I already got {B} yesterday", CANCEL_A),
+    _f("r8_apart_told_b", "en", "{V} {A} my wife told me about {B}", CANCEL_A),
     _f(
         "r8_reported_then_mine",
         "en",

@@ -386,6 +386,15 @@ def understand(
                     ambiguous.append((verb.tool, targets))
                     continue
                 targets = [i for i in paired.get(verb.start, []) if i not in interp.kept]
+            if (
+                len(targets) > 1
+                and not _listed_together(targets, view, reading)
+                and verb in view.requests
+            ):
+                # Round 8: one action, orders named apart with other words between them
+                # ("cancel A1003 … something about A1005"): which of them is asked, never all.
+                ambiguous.append((verb.tool, targets))
+                continue
             listed_before = bool(view.clause.ids) and view.clause.ids[0] not in own_ids[number]
             if (listed_before or _one_of_several(view.text, verb.start)) and (
                 len(targets) > 1 and not PLURAL.search(view.text)
@@ -709,6 +718,10 @@ _READ_ASKED_AFTER_AND = lazyre.compile(
 # like, what it is exchanged for, what the money goes to ("cancel A1003 which is the same as
 # A1005", "return A1002 in exchange for A1006", "refund A1002 20 for the delay on A1005"):
 # not the verb's object.
+_LIST_GAP = lazyre.compile(
+    r"\s*(?:,|;|/|&|\+|and|plus|as well as|as well|too|also|with|or|和|、|及|跟|以及|还有|与)?\s*"
+    r"(?:also\s*|both\s*|then\s*)?(?:(?:order|orders|#)\s*)?(?:,\s*)?"
+)
 _COMPLEMENT = lazyre.compile(
     r"(?<![a-z])(?:which|that is|that's|who|in exchange for|in return for|same as|similar to"
     r"|compared to|compared with|than|towards?|in favou?r of|to pay for|for the (?:delay|damage"
@@ -778,6 +791,16 @@ def _subordinate_only(order_id: str, view: View, verb: Verb, reading: Reading) -
             or _RESTART_ZH.match(view.text, begin) is not None
         )
     return outside
+
+
+def _listed_together(targets: list[str], view: View, reading: Reading) -> bool:
+    """Whether the orders are written as one list ("A1003 and A1005", "A1003, A1005 & A1007",
+    "A1003 以及 A1005"), so that one action can mean each of them."""
+    chars = [chr(ID_BASE + reading.order_ids.index(i)) for i in targets]
+    at = sorted(n for n, ch in enumerate(view.text) if ch in chars)
+    if len(at) != len(set(view.text[n] for n in at)):
+        return False  # an order named twice: not a plain list
+    return all(_LIST_GAP.fullmatch(view.text[a + 1 : b]) for a, b in itertools.pairwise(at))
 
 
 def _another_actions_order(
