@@ -66,6 +66,9 @@ _SENT_TO_A_PLACE_EN = (
     rf"{ID_CHARS} (?:should|can|could|needs? to|has to|must) (?:really |now )?(?:go|be sent"
     rf"|be delivered|be shipped|be redirected) to {PLACE_EN}",
     rf"(?:redirect|reroute|re-route) (?:order )?{ID_CHARS}",
+    # Round 8m: "A1005 needs a different delivery address"
+    rf"{ID_CHARS} (?:needs|requires|should have|has to have) (?:a )?(?:different|new|another|other)"
+    r" (?:delivery |shipping )?address",
 )
 _SENT_TO_A_PLACE_ZH = (
     rf"(?:改寄|改送|转寄|改发)(?:到)?(?:{PLACE_ZH})?",
@@ -373,7 +376,7 @@ NEGATORS_EN = lazyre.compile(
     # Round 6: "forget the return for A1002, where is A1005" (a wrong action before)
     r"forget(?: about)?|skip)(?![a-z])"
 )
-NEGATORS_ZH = lazyre.compile(r"不要|别|先别|不用|没说要|先不|不需要|无需|不必|没有要|不是要|不想|甭|未")
+NEGATORS_ZH = lazyre.compile(r"不要|别|先别|不用|没说要|先不|不需要|无需|不必|没有要|不是要|不想|甭|未|懒得")
 NEGATION_WORDS_EN = 3  # words allowed between the negator and the verb ("do not want to cancel")
 NEGATION_CHARS_ZH = 3  # characters allowed between them ("不用给我退款")
 # A longer gap still negates when it is only these ("不要现在给我取消"): when, for whom,
@@ -527,6 +530,8 @@ HANDOFF = Terms(
         "customer service please", "manager", "supervisor", "escalate", "escalation",
         # Round 5: "I'd like a callback", "I want this escalated", "someone on the phone"
         "callback", "call me back", "escalated",
+        # Round 8m: "hand me over to one of your people"
+        r"hand me (?:over )?to", r"(?:to|with) (?:one of )?your (?:people|humans|staff|team members)",
         # Round 8: a number to call is a way to reach a person ("is there a phone number I can
         # call", "what number can I call"; not "my phone number has changed")
         r"(?:phone )?number (?:i|we) can (?:call|ring|phone)", r"(?:a |your |the )?(?:phone )?number to (?:call|ring)",

@@ -288,6 +288,11 @@ def understand(
     chosen_later = [
         n for n, v in enumerate(genuine) if n > 0 and v.choose and not v.clause.ids and not v.verbs
     ]
+    # Round 8m: "cancel A1003 plus A1005 hmm no only whichever is pricier": a choice made
+    # later among the message's orders, in a clause naming one of them.
+    chosen_later_among = [
+        n for n, v in enumerate(genuine) if n > 0 and v.choose and not v.verbs and len(order) > 1
+    ]
     other_one = any(OTHER_ONE.search(v.text) for v in genuine)
     keys = tuple(dict.fromkeys(UNSUPPORTED[i].key for v in genuine for i in v.unsupported))
     for view in genuine:
@@ -429,6 +434,9 @@ def understand(
                 # apart ("I have A1003. also there's another order, cancel that one").
                 or (other_one and (targets or len(candidates) != 1 or len(order) < 2))
                 or _described_not_named(_object_of(verb, view), bool(view.clause.ids), len(order))
+                # Round 8m: "另外前天拍的那单也不要了": the order described before the verb
+                or (not view.clause.ids and _DESCRIBED_BEFORE_ZH.search(view.text[: verb.start]))
+                or any(n > number for n in chosen_later_among)
                 or _another_described(genuine[number + 1 : number + 2])
             ):
                 # "cancel A1003 and the other one too", "… or was it A1003": which is asked.
@@ -718,6 +726,10 @@ _READ_ASKED_AFTER_AND = lazyre.compile(
 # like, what it is exchanged for, what the money goes to ("cancel A1003 which is the same as
 # A1005", "return A1002 in exchange for A1006", "refund A1002 20 for the delay on A1005"):
 # not the verb's object.
+_DESCRIBED_BEFORE_ZH = lazyre.compile(
+    r"(?:上周|上个?月|昨天|前天|今天|早上|刚才|刚刚|上次|前几天|那天|之前)(?:下|买|订|拍)?的?"
+    r"(?:那|这)?(?:个|笔)?(?:订单|单)|另(?:外)?一[个笔]?(?:订单|单)|其他(?:的)?订单|别的订单"
+)
 _LIST_GAP = lazyre.compile(
     r"\s*(?:,|;|/|&|\+|and|plus|as well as|as well|too|also|with|or|和|、|及|跟|以及|还有|与)?\s*"
     r"(?:also\s*|both\s*|then\s*)?(?:(?:order|orders|#)\s*)?(?:,\s*)?"
