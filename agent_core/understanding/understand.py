@@ -73,6 +73,7 @@ from agent_core.understanding.recognition.precision import (
     CHOOSE_AMONG,
     DENIED_WISH_CHAIN,
     DESCRIBED,
+    DESCRIBED_ZH,
     GUESSED_IDS,
     IMAGINED_BEFORE,
     INSTEAD,
@@ -435,7 +436,7 @@ def understand(
                 or (other_one and (targets or len(candidates) != 1 or len(order) < 2))
                 or _described_not_named(_object_of(verb, view), bool(view.clause.ids), len(order))
                 # Round 8m: "另外前天拍的那单也不要了": the order described before the verb
-                or (not view.clause.ids and _DESCRIBED_BEFORE_ZH.search(view.text[: verb.start]))
+                or (not view.clause.ids and DESCRIBED_ZH.search(view.text[: verb.start]))
                 or any(n > number for n in chosen_later_among)
                 or _another_described(genuine[number + 1 : number + 2])
             ):
@@ -726,10 +727,6 @@ _READ_ASKED_AFTER_AND = lazyre.compile(
 # like, what it is exchanged for, what the money goes to ("cancel A1003 which is the same as
 # A1005", "return A1002 in exchange for A1006", "refund A1002 20 for the delay on A1005"):
 # not the verb's object.
-_DESCRIBED_BEFORE_ZH = lazyre.compile(
-    r"(?:上周|上个?月|昨天|前天|今天|早上|刚才|刚刚|上次|前几天|那天|之前)(?:下|买|订|拍)?的?"
-    r"(?:那|这)?(?:个|笔)?(?:订单|单)|另(?:外)?一[个笔]?(?:订单|单)|其他(?:的)?订单|别的订单"
-)
 _LIST_GAP = lazyre.compile(
     r"\s*(?:,|;|/|&|\+|and|plus|as well as|as well|too|also|with|or|和|、|及|跟|以及|还有|与)?\s*"
     r"(?:also\s*|both\s*|then\s*)?(?:(?:order|orders|#)\s*)?(?:,\s*)?"

@@ -1238,6 +1238,13 @@ OTHER_ONE: Final = lazyre.compile(
 # "cancel the replacement", "cancel my second order", "cancel the rest": an order described
 # but not named; with no order in the verb's own clause, which one is asked (the message's
 # only named order may be another one: "A1001 arrived damaged, cancel the replacement").
+# Round 8: a Chinese order told by when it was bought or as "the other one" (上周那单,
+# 前天下的那个订单, 另一单): described, not named — after the verb (DESCRIBED) or before it.
+_DESCRIBED_ZH = (
+    r"(?:上周|上个?月|昨天|前天|今天|早上|刚才|刚刚|上次|前几天|那天|之前)(?:下|买|订|拍)?的?"
+    r"(?:那|这)?(?:个|笔)?(?:订单|单)|另(?:外)?一[个笔]?(?:订单|单)|其他(?:的)?订单|别的订单"
+)
+DESCRIBED_ZH: Final = lazyre.compile(_DESCRIBED_ZH)
 DESCRIBED: Final = lazyre.compile(
     r"(?<![a-z])(?:the|my|that|this) (?:replacement|new|newer|newest|second|first|third|previous"
     r"|earlier|older|later|next|other|rest|remaining|latest|last|recent|most recent|original"
@@ -1263,9 +1270,7 @@ DESCRIBED: Final = lazyre.compile(
     r"|(?<![a-z])(?:whatever|everything|anything|what|the stuff|the things?) (?:else )?(?:i|we)"
     r" (?:ordered|bought|purchased|got)(?![a-z])"
     r"|(?<![a-z])(?:everything else|all the others|the others|the rest)(?! of)(?![a-z])"
-    r"|(?:上周|上个?月|昨天|前天|今天|早上|刚才|刚刚|上次|前几天|那天|之前)(?:下|买|订|拍)?的?"
-    r"(?:那|这)?(?:个|笔)?(?:订单|单)"
-    r"|另(?:外)?一[个笔]?(?:订单|单)|其他(?:的)?订单|别的订单"
+    rf"|{_DESCRIBED_ZH}"
 )
 
 # Round 8: an action chained after a wish denied ("i dont want to wait for it to come and then
