@@ -11,6 +11,10 @@ How a message is understood, in order:
      serves, and whether the clause is instructions to the assistant (never followed);
   4. an action targets the orders of its own clause, or the one order the message names;
      anything else (no order, several, a choice, only an earlier order) is a question back;
+     within a clause each action takes its own order (never one named in a subordinate or
+     comparison clause), one action over several orders needs them written as one list, and
+     the frame of a first action (a question, a maybe, a denial, somebody else's wish)
+     reaches the action chained after it by "and";
   5. reads target their clause's orders, or all orders the message names; with none named
      they may use the chat's earlier order, and say so;
   6. an order named with nothing asked about it gets its status read (unless the message
@@ -723,14 +727,16 @@ _READ_ASKED_AFTER_AND = lazyre.compile(
     r"^\W*(?:and|&|plus)\s+(?:also\s+|then\s+|please\s+|pls\s+)?(?:tell me|let me know|show me|check"
     r"|find out|look up|where|track|what(?:'s| is)|when)(?![a-z])"
 )
-# Round 8: what an order named after these words is to the verb's own order — what it is
-# like, what it is exchanged for, what the money goes to ("cancel A1003 which is the same as
-# A1005", "return A1002 in exchange for A1006", "refund A1002 20 for the delay on A1005"):
-# not the verb's object.
+# Round 8: what may stand between the orders of one list ("A1003 and A1005", "A1003, A1005 &
+# A1007", "A1003 和 A1005"): one action then means each of them.
 _LIST_GAP = lazyre.compile(
     r"\s*(?:,|;|/|&|\+|and|plus|as well as|as well|too|also|with|or|和|、|及|跟|以及|还有|与)?\s*"
     r"(?:also\s*|both\s*|then\s*)?(?:(?:order|orders|#)\s*)?(?:,\s*)?"
 )
+# Round 8: what an order named after these words is to the verb's own order — what it is
+# like, what it is exchanged for, what the money goes to ("cancel A1003 which is the same as
+# A1005", "return A1002 in exchange for A1006", "refund A1002 20 for the delay on A1005"):
+# not the verb's object.
 _COMPLEMENT = lazyre.compile(
     r"(?<![a-z])(?:which|that is|that's|who|in exchange for|in return for|same as|similar to"
     r"|compared to|compared with|than|towards?|in favou?r of|to pay for|for the (?:delay|damage"
