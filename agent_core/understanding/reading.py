@@ -347,6 +347,10 @@ class Reading:
     def id_of(self, char: str) -> str:
         return self.order_ids[ord(char) - ID_BASE]
 
+    def char_of(self, order_id: str) -> str:
+        """The placeholder that stands for `order_id` in canonical text (`id_of` reversed)."""
+        return chr(ID_BASE + self.order_ids.index(order_id))
+
 
 class Reader:
     """Turns a message into a `Reading` for one shop's order-id pattern."""

@@ -58,7 +58,6 @@ from agent_core.understanding.lexicon import (
 )
 from agent_core.understanding.lexicon_intents import (
     HANDOFF,
-    ID_BASE,
     KEEP,
     NOT_WANTED,
     POINTER,
@@ -290,14 +289,11 @@ def understand(
         GUESSED_IDS.search(reading.cleaned)
     )
     # "cancel A1003 and A1007... actually just one of them": the choice comes after.
-    chosen_later = [
-        n for n, v in enumerate(genuine) if n > 0 and v.choose and not v.clause.ids and not v.verbs
-    ]
+    later_choices = [n for n, v in enumerate(genuine) if n > 0 and v.choose and not v.verbs]
+    chosen_later = [n for n in later_choices if not genuine[n].clause.ids]
     # Round 8m: "cancel A1003 plus A1005 hmm no only whichever is pricier": a choice made
-    # later among the message's orders, in a clause naming one of them.
-    chosen_later_among = [
-        n for n, v in enumerate(genuine) if n > 0 and v.choose and not v.verbs and len(order) > 1
-    ]
+    # later among the message's orders, also in a clause naming one of them.
+    chosen_later_among = later_choices if len(order) > 1 else []
     other_one = any(OTHER_ONE.search(v.text) for v in genuine)
     keys = tuple(dict.fromkeys(UNSUPPORTED[i].key for v in genuine for i in v.unsupported))
     for view in genuine:
@@ -378,7 +374,7 @@ def understand(
             # Round 8: "cancel A1003 unless A1002 is returned", "return A1002 when A1005 arrives",
             # "cancel A1003 like you did with A1004": an order named only inside a clause
             # subordinate to the verb is not its object.
-            targets = [i for i in targets if not _subordinate_only(i, view, verb, reading)]
+            targets = _in_own_stretch(targets, view, verb, reading)
             if (
                 len({v.tool for v in view.requests}) > 1
                 and len(targets) > 1
@@ -661,7 +657,7 @@ def understand(
 
 def ids_written_in(view: View, reading: Reading) -> list[str]:
     """The orders a clause names in its own words (not folded in from a bare list)."""
-    return [i for i in view.clause.ids if chr(ID_BASE + reading.order_ids.index(i)) in view.text]
+    return [i for i in view.clause.ids if reading.char_of(i) in view.text]
 
 
 def kept_after_verbs(view: View, reading: Reading) -> list[str]:
@@ -671,7 +667,7 @@ def kept_after_verbs(view: View, reading: Reading) -> list[str]:
     if match is None:
         return []
     tail = view.text[match.end() :]
-    kept = [i for i in view.clause.ids if chr(ID_BASE + reading.order_ids.index(i)) in tail]
+    kept = [i for i in view.clause.ids if reading.char_of(i) in tail]
     # "refund 40 for A1006 - A1002 is fine", "cancel A1003 but A1007 can stay": the order
     # set apart just before "is fine" is what is fine.
     subject = _KEPT_SUBJECT.search(view.text[last : match.start()])
@@ -776,42 +772,45 @@ def _described_not_named(after_verb: str, clause_ids: bool, message_ids: int) ->
     return clause_ids or message_ids == 1
 
 
-def _subordinate_only(order_id: str, view: View, verb: Verb, reading: Reading) -> bool:
-    """Whether every mention of `order_id` in the verb's clause lies outside the verb's own
-    stretch of it, the stretch between the subordinating words around the verb ("cancel
-    A1003 | unless A1002 is returned", "you refunded A1002 | so now cancel A1003")."""
+def _in_own_stretch(targets: list[str], view: View, verb: Verb, reading: Reading) -> list[str]:
+    """The targets named inside the verb's own stretch of its clause, the stretch between the
+    subordinating or comparing words around the verb ("cancel A1003 | unless A1002 is
+    returned", "you refunded A1002 | so now cancel A1003"); the others are not its object."""
     cuts = [m.start() for m in _SUBORDINATE.finditer(view.text)]
     cuts += [m.start() for m in _COMPLEMENT.finditer(view.text)]
     if not cuts:
-        return False
+        return targets
     begin = max((c for c in cuts if c <= verb.start), default=0)
     end = min((c for c in cuts if c > verb.start), default=len(view.text))
-    char = chr(ID_BASE + reading.order_ids.index(order_id))
-    positions = [n for n, ch in enumerate(view.text) if ch == char]
     # An order folded in from a bare clause after this one ("等 A1005 到了再取消 | A1003")
     # stands at the clause's end.
-    merged_after = [
-        i for i in view.clause.ids if chr(ID_BASE + reading.order_ids.index(i)) not in view.text
-    ]
-    if not positions:
-        return end < len(view.text)
-    outside = not any(begin <= n < end for n in positions)
-    if outside and all(n < begin for n in positions):
-        # Before the verb's stretch only when that stretch names an order of its own ("…
-        # so now cancel A1003"); "A1002 doesn't fit so I'm sending it back" is about A1002.
-        return (
-            _ID_CHAR.search(view.text, begin, end) is not None
-            or (bool(merged_after) and end == len(view.text))
-            # "等 A1005 到了再取消 …", "像 A1004 那样取消 …": the object comes after the verb
-            or _RESTART_ZH.match(view.text, begin) is not None
-        )
-    return outside
+    merged_after = any(reading.char_of(i) not in view.text for i in view.clause.ids)
+    # An order only before the verb's stretch is set apart only when that stretch names an
+    # order of its own ("… so now cancel A1003"; "A1002 doesn't fit so I'm sending it back"
+    # is about A1002), or the object comes after the verb ("等 A1005 到了再取消 …", "像 A1004
+    # 那样取消 …").
+    before_set_apart = (
+        _ID_CHAR.search(view.text, begin, end) is not None
+        or (merged_after and end == len(view.text))
+        or _RESTART_ZH.match(view.text, begin) is not None
+    )
+
+    def set_apart(order_id: str) -> bool:
+        char = reading.char_of(order_id)
+        positions = [n for n, ch in enumerate(view.text) if ch == char]
+        if not positions:
+            return end < len(view.text)
+        if any(begin <= n < end for n in positions):
+            return False
+        return before_set_apart if all(n < begin for n in positions) else True
+
+    return [i for i in targets if not set_apart(i)]
 
 
 def _listed_together(targets: list[str], view: View, reading: Reading) -> bool:
     """Whether the orders are written as one list ("A1003 and A1005", "A1003, A1005 & A1007",
     "A1003 以及 A1005"), so that one action can mean each of them."""
-    chars = [chr(ID_BASE + reading.order_ids.index(i)) for i in targets]
+    chars = [reading.char_of(i) for i in targets]
     at = sorted(n for n, ch in enumerate(view.text) if ch in chars)
     if len(at) != len(set(view.text[n] for n in at)):
         return False  # an order named twice: not a plain list
