@@ -130,6 +130,11 @@ class Woo:
     released: asyncio.Event = field(default_factory=asyncio.Event)
     # Writes answered with a 503 once, before anything is made.
     fail_once: set[str] = field(default_factory=set)
+    # Writes that take their time: made only once `proceed` is set (the caller has long
+    # given up by then); `made` is set when one is.
+    slow: set[str] = field(default_factory=set)
+    proceed: asyncio.Event = field(default_factory=asyncio.Event)
+    made: asyncio.Event = field(default_factory=asyncio.Event)
     # Every GET after the first change answers 503 (the reconcile read cannot tell).
     reads_down: bool = False
     # The REST API key the shop accepts (base64 of "ck:cs"); changing it revokes ours.
@@ -241,6 +246,9 @@ async def woo() -> AsyncIterator[Woo]:
         found = shop.orders.get(int(request.match_info["id"]))
         if found is None:
             return woo_error("woocommerce_rest_shop_order_invalid_id", "Invalid ID.", 404)
+        if "refund" in shop.slow:
+            shop.slow.discard("refund")
+            await shop.proceed.wait()
         refunded = sum(Decimal(r["amount"]) for r in found["refunds"])
         if Decimal(body["amount"]) > Decimal(found["total"]) - refunded:
             # What WooCommerce really answers for a refund it cannot make: a 500.
@@ -258,6 +266,7 @@ async def woo() -> AsyncIterator[Woo]:
             ],
         }
         found["refunds"].append(made)  # whatever Idempotency-Key said: WooCommerce ignores it
+        shop.made.set()
         return await shop.answer("refund", web.json_response(made, status=201))
 
     async def refunds(request: web.Request) -> web.Response:
@@ -776,6 +785,41 @@ async def test_a_refund_made_but_answered_late_is_made_once_and_told_once(
     timeline = await store.history.timeline(run.id)
     (reconciled,) = [e for e in timeline if e.kind is EventKind.STEP_RECONCILED]
     assert reconciled.decision == "reconcile" and "happened" in (reconciled.message or "")
+    assert not any(e.kind is EventKind.STEP_RETRYING for e in timeline)
+
+
+async def test_a_refund_the_shop_makes_after_the_timeout_is_made_once(
+    woo: Woo, tmp_path: Path, store_backend: Backend
+) -> None:
+    """Issue 36: the shop takes longer than the tool's timeout to make the refund. The
+    read right after the timeout finds nothing; that proves nothing while the first
+    request may still be in flight, so it is read again, never re-sent."""
+    config = config_for(woo, tmp_path, write_timeout_s=WRITE_TIMEOUT_S)
+    woo.slow.add("refund")
+    backoffs: list[float] = []
+
+    async def backoff(seconds: float) -> None:
+        # The executor waits before reading again: meanwhile the shop finishes its work.
+        backoffs.append(seconds)
+        woo.proceed.set()
+        await woo.made.wait()
+
+    store = await store_backend.open_store()
+    try:
+        async with httpx.AsyncClient() as client:
+            registry = ToolRegistry(build_http_tools(config, client, sleep=RecordingSleep()))
+            executor = Executor(registry, journal=store, sleep=backoff)
+            agent = Agent(RuleBasedPlanner(order_id_pattern=r"\d{3,10}"), executor, store)
+            run = await confirmed(agent, REFUND)
+            timeline = await store.history.timeline(run.id)
+    finally:
+        await store.close()
+
+    assert len(woo.orders[1002]["refunds"]) == 1
+    assert len(posts(woo, "/wp-json/wc/v3/orders/1002/refunds")) == 1
+    assert backoffs, "the first read found nothing and was repeated"
+    assert run.status is RunStatus.COMPLETED
+    assert (run.answer or "").count("10.00") == 1 and "retry" not in (run.answer or "")
     assert not any(e.kind is EventKind.STEP_RETRYING for e in timeline)
 
 

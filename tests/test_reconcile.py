@@ -11,7 +11,13 @@ import pytest
 
 from agent_core.catalog.builtin import CANCEL_ORDER
 from agent_core.execution.policy import AfterReconcile, Verdict, after_reconcile, reconciles
-from agent_core.execution.tools import Tool, ToolContext, ToolFailure, ToolRegistry
+from agent_core.execution.tools import (
+    DEFAULT_SETTLE_S,
+    Tool,
+    ToolContext,
+    ToolFailure,
+    ToolRegistry,
+)
 from agent_core.models import (
     Approval,
     ErrorType,
@@ -165,7 +171,7 @@ async def test_a_change_a_crash_interrupted_is_reconciled_before_it_is_sent(
 ) -> None:
     reads = Reads(found)
     registry, cancel = tools([CANCELLED], reads)
-    executor, _, _ = make_executor(registry)
+    executor, _, sleep = make_executor(registry)
     run = make_run([CANCEL])
     step = run.steps[0]
     step.approval = Approval(approved=True, by_user_id=run.user_id, at=utcnow())
@@ -173,4 +179,12 @@ async def test_a_change_a_crash_interrupted_is_reconciled_before_it_is_sent(
     run = await executor.drive(run)
 
     assert run.status is RunStatus.COMPLETED
-    assert len(reads.calls) == 1 and len(cancel.calls) == calls
+    assert len(cancel.calls) == calls
+    if found is not None:
+        assert len(reads.calls) == 1 and sleep.delays == []
+    else:
+        # When the call went out is not known after a restart: "not there" is believed
+        # only after a whole settle time from now, read again and again meanwhile (the
+        # last delay is the retry's own backoff).
+        assert len(reads.calls) > 1
+        assert sum(sleep.delays[:-1]) == pytest.approx(DEFAULT_SETTLE_S)

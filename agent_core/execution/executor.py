@@ -66,6 +66,11 @@ tool's reconcile read decides, and `agent_core.execution.policy.after_reconcile`
 done with what the read saw, sent again (it is not there), or stopped as
 `unknown_outcome` without sending. The read is harmless to repeat, so `step_reconciled`
 rides with the next commit point like `step_succeeded`: a crash before it reconciles again.
+A read that finds nothing is believed only once the tool's `settle_s` has passed since the
+send (`_settled_read`; after a restart the send time is unknown, so it counts from the
+restart): until then the first request may still be in flight, and re-sending it would make
+the change twice (issue 36: a shop that took 4 s to refund, under a 2 s timeout, refunded
+twice).
 """
 
 from __future__ import annotations
@@ -75,16 +80,22 @@ import logging
 import random
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Protocol
 
 from agent_core.catalog.builtin import rules_of
 from agent_core.execution import transitions
 from agent_core.execution.approval import StaffRule, needed_approval
-from agent_core.execution.policy import AfterReconcile, FailurePolicy, after_reconcile, reconciles
+from agent_core.execution.policy import (
+    AfterReconcile,
+    FailurePolicy,
+    Verdict,
+    after_reconcile,
+    reconciles,
+)
 from agent_core.execution.rules import SkipRule, update_plan
-from agent_core.execution.tools import Tool, ToolContext, ToolRegistry
+from agent_core.execution.tools import Reconciliation, Tool, ToolContext, ToolRegistry
 from agent_core.logcontext import log_fields
 from agent_core.models import (
     SERVER_ERROR_CODE,
@@ -370,14 +381,64 @@ class Executor:
         )
         await self._sleep(delay)
 
+    async def _settled_read(
+        self, run: Run, step: PlanStep, sent_at: datetime | None
+    ) -> Reconciliation:
+        """The reconcile read, repeated with backoff until it finds the change or the tool's
+        settle time since the send has passed (issue 36: a slow shop was paid twice).
+
+        "Not there" while the first request may still be in flight proves nothing: it is
+        only believed once the backend has had its declared time. The wait counts the
+        backoff asked for as well as the clock, so an injected sleep that returns at once
+        still ends it, and a real one never ends it early.
+        """
+        tool = self.registry.get(step.tool)
+        settle_s = tool.settle_s if tool is not None else 0.0
+        started = self._clock()
+        since_send = 0.0 if sent_at is None else (started - sent_at).total_seconds()
+        asked = 0.0
+        reads = 0
+        while True:
+            found = await self.registry.reconcile(step.tool, step.args, self._ctx(run, step))
+            reads += 1
+            if found.verdict is Verdict.HAPPENED or tool is None or tool.reconcile is None:
+                return found
+            waited = since_send + max(asked, (self._clock() - started).total_seconds())
+            if waited >= settle_s:
+                if reads > 1:
+                    found = replace(
+                        found, message=f"{found.message} ({reads} reads over {waited:.1f}s)"
+                    )
+                return found
+            delay = min(settle_s - waited, self.policy.backoff.delay(reads, self._rand))
+            asked += delay
+            log.info(
+                "run %s step %s (%s): %s; read again in %.1fs (settle time %.0fs)",
+                run.id,
+                step.id,
+                step.tool,
+                found.verdict.value,
+                delay,
+                settle_s,
+                extra={"trace_id": run.trace_id},
+            )
+            await self._sleep(delay)
+
     async def _reconcile(
-        self, batch: _Batch, step: PlanStep, error: ToolError, *, attempt: int
+        self,
+        batch: _Batch,
+        step: PlanStep,
+        error: ToolError,
+        *,
+        attempt: int,
+        sent_at: datetime | None = None,
     ) -> bool:
         """Decide by the tool's reconcile read whether the change `error` left in doubt
         happened, and act on it (see "Writes to a backend that ignores idempotency keys");
-        False when the run stopped."""
+        False when the run stopped. `sent_at`: when the doubtful request went out (None
+        after a restart: not known, so counted from now)."""
         run = batch.run
-        found = await self.registry.reconcile(step.tool, step.args, self._ctx(run, step))
+        found = await self._settled_read(run, step, sent_at)
         then = after_reconcile(
             found.verdict, retry_count=step.retry_count, max_retries=step.max_retries
         )
@@ -434,6 +495,7 @@ class Executor:
         attempt = step.retry_count + 1
         await self._emit(batch, transitions.start_step(run, step, now=self._clock()))
 
+        sent_at = self._clock()
         result = await self.registry.call(step.tool, step.args, self._ctx(run, step))
 
         if isinstance(result, ToolOk):
@@ -446,7 +508,7 @@ class Executor:
             idempotency=tool.idempotency,
             may_have_happened=result.may_have_happened,
         ):
-            return await self._reconcile(batch, step, result, attempt=attempt)
+            return await self._reconcile(batch, step, result, attempt=attempt, sent_at=sent_at)
         decision = self.policy.decide(
             result.error_type,
             retry_count=step.retry_count,

@@ -20,7 +20,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel, ValidationError
 
@@ -95,6 +95,12 @@ class Reconciliation:
     notes: tuple[str, ...] = ()
 
 
+# How long a backend that ignores idempotency keys may take to make a change after it was
+# sent, unless the tool declares its own (`settle_s`): a reconcile read that finds nothing
+# sooner proves nothing, because the first request may still be in flight.
+DEFAULT_SETTLE_S: Final = 30.0
+
+
 @dataclass(frozen=True)
 class Tool:
     name: str
@@ -112,8 +118,10 @@ class Tool:
     spec: ToolSpec | None = None
     # For a change: does its backend replay a repeated key? Assumed not unless declared.
     idempotency: Idempotency = Idempotency.IGNORED
-    # For a change at a backend that ignores keys: the read that tells whether it happened.
+    # For a change at a backend that ignores keys: the read that tells whether it happened,
+    # and how long after a send its "not there" starts to mean anything.
     reconcile: ReconcileHandler | None = None
+    settle_s: float = DEFAULT_SETTLE_S
 
     @classmethod
     def of(
@@ -126,6 +134,7 @@ class Tool:
         risk: Risk | None = None,
         idempotency: Idempotency = Idempotency.IGNORED,
         reconcile: ReconcileHandler | None = None,
+        settle_s: float = DEFAULT_SETTLE_S,
     ) -> Tool:
         """The catalog's `spec` carried out by `handler`. Only a read tool is idempotent;
         `risk` may raise the catalog's risk (a configured backend), never lower it;
@@ -143,6 +152,7 @@ class Tool:
             spec=spec,
             idempotency=idempotency,
             reconcile=reconcile,
+            settle_s=settle_s,
         )
 
 

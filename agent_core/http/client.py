@@ -131,6 +131,7 @@ def build_http_tools(
                 risk=spec.risk,
                 idempotency=spec.idempotency,
                 reconcile=handler.reconcile if spec.reconcile is not None else None,
+                settle_s=spec.settle_s,
             )
         )
     return tools

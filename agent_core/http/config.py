@@ -32,6 +32,10 @@ A catalog tool left out is simply not registered. The request mapping:
 - `reconcile`: `{ url = "...", match = { <JMESPath> = "<value template>" } }`, the GET that
   tells whether the change happened (`agent_core.http.mapping.ReconcileRead`); without
   it, a change in doubt ends as `unknown_outcome` for staff to check.
+- `settle_s`: 30 (0 < s <= 600). The longest the backend may take to make a change after
+  it was sent. A reconcile read that finds nothing sooner proves nothing (the first
+  request may still be in flight): it is read again, with backoff, until this long after
+  the send, and only then is the change sent again.
 
 Safe defaults (issue 20): nothing that changes data may rest on a default. A tool whose
 method is not GET and that the file declares must say its `risk` (and, when high, its
@@ -94,6 +98,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from agent_core.catalog.builtin import CATALOG
 from agent_core.catalog.spec import ToolSpec
+from agent_core.execution.tools import DEFAULT_SETTLE_S
 from agent_core.http.address import ADDRESS_PARTS
 from agent_core.http.customer import (
     CUSTOMER_FIELDS,
@@ -114,6 +119,7 @@ DEFAULT_TIMEOUT_S: Final = 5.0
 MAX_TIMEOUT_S: Final = 60.0
 DEFAULT_MAX_RETRIES: Final = 2
 MAX_RETRIES_LIMIT: Final = 10
+MAX_SETTLE_S: Final = 600.0
 # Shorter header values (a version number) are not redacted: it would garble every message.
 MIN_SECRET_CHARS: Final = 4
 # A piece of a secret this long, from its start, is redacted too (a truncated echo).
@@ -154,6 +160,7 @@ class HttpToolConfig(BaseModel):
     idempotency: Idempotency = Idempotency.IGNORED
     reconcile: ReconcileRead | None = None
     reconcile_placeholders: tuple[str, ...] = ()
+    settle_s: float = DEFAULT_SETTLE_S
     # The GraphQL operation the request sends (`agent_core.http.graphql`), if it is one.
     graphql: GraphQLTool | None = None
     address_parts: AddressParts | None = None
@@ -264,6 +271,7 @@ class _RawTool(BaseModel):
     check_first: str | None = None
     idempotency: Idempotency | None = None
     reconcile: ReconcileRead | None = None
+    settle_s: float = Field(DEFAULT_SETTLE_S, gt=0, le=MAX_SETTLE_S)
     graphql: GraphQLTool | None = None
     address_parts: AddressParts | None = None
     note: FollowUp | None = None
@@ -510,6 +518,7 @@ def _parse_tool(
         idempotency=raw.idempotency or Idempotency.IGNORED,
         reconcile=raw.reconcile,
         reconcile_placeholders=reconcile_placeholders,
+        settle_s=raw.settle_s,
         graphql=raw.graphql,
         address_parts=raw.address_parts,
         note=raw.note,
