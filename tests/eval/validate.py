@@ -181,9 +181,13 @@ def validate(path: Path) -> tuple[list[str], list[dict[str, Any]]]:
                 problems.append(f"{where}: register {reg} and category {cat} do not go together")
         if lang not in LANGS:
             problems.append(f"{where}: unknown lang {lang!r}")
-        # The held-out split's ids carry its prefix (`ho-`), so no id is ever shared.
-        if not re.fullmatch(rf"(?:ho-)?{re.escape(str(cat))}-{lang}-\d{{3}}", str(cid)):
-            problems.append(f"{where}: id should be [ho-]<category>-<lang>-NNN")
+        # The held-out split's ids carry its prefix (`ho-`), and issue 33's blind batch its
+        # own (`bl-`, four digits), so no id is ever shared.
+        if not re.fullmatch(
+            rf"(?:ho-{re.escape(str(cat))}-{lang}-\d{{3}}|(?:bl-)?{re.escape(str(cat))}-{lang}-\d{{3,4}})",
+            str(cid),
+        ):
+            problems.append(f"{where}: id should be [ho-|bl-]<category>-<lang>-NNN")
         if not isinstance(text, str):
             problems.append(f"{where}: text must be a string")
             continue
