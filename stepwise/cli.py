@@ -88,6 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
         "file", nargs="*", help="case files, one split each (default: the splits in tests/eval/)"
     )
     evaluate.add_argument("--planner", choices=["rule", "model"], default="rule")
+    evaluate.add_argument(
+        "--backend",
+        choices=["lexical", "local", "endpoint"],
+        help="recognition by meaning: the words alone, the local model, or the endpoint "
+        "(default: STEPWISE_EMBEDDINGS)",
+    )
     evaluate.add_argument("--json", action="store_true")
     evaluate.add_argument("--strict", action="store_true", help="compare topics too")
     evaluate.add_argument(

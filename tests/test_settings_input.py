@@ -158,6 +158,9 @@ BAD_VALUES: dict[str, list[str]] = {
     "STEPWISE_DEMO_USER": ["", "   ", *ID],
     "STEPWISE_ORDER_PATTERN": ["", "   ", "(", "[", "a{2,1}", r"\d*", r"(?i)A\d+", "(?u)x"],
     "STEPWISE_PLANNER": ["", "   ", "garbage", "-1"],
+    "STEPWISE_EMBEDDINGS": ["", "   ", "garbage", "lexical", "-1"],
+    "STEPWISE_EMBEDDINGS_TIMEOUT": [*NUMBER, "0", "601"],
+    "STEPWISE_EMBEDDINGS_URL": URL,
     "TELEGRAM_API_BASE_URL": ["", "   ", *URL],
     "STEPWISE_CONSOLE_URL": URL,
     "STEPWISE_LLM_BASE_URL": URL,
@@ -179,6 +182,9 @@ NOT_IN_THE_TABLE = {
     "STEPWISE_TOOLS",
     "STEPWISE_SHOP_SEED",
     "STEPWISE_INTENTS",
+    "STEPWISE_EMBEDDINGS_MODEL",
+    "STEPWISE_EMBEDDINGS_API_KEY",
+    "STEPWISE_EMBEDDINGS_CACHE",
 }
 CASES = [(name, value) for name, values in BAD_VALUES.items() for value in values]
 

@@ -14,6 +14,7 @@ falling back to the rules).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import re
 import string
@@ -36,6 +37,7 @@ from agent_core.understanding.lexicon_intents import GOALS, TRACK_TOOL, Action
 from agent_core.understanding.reading import MAX_TEXT_CHARS as MAX_TEXT_CHARS
 from agent_core.understanding.reading import Reader, Reading, clean
 from agent_core.understanding.recognised import faq_queries, recognise, with_cant_do
+from agent_core.understanding.recognition.embedding import SemanticIndex
 from agent_core.understanding.recognition.intents import IntentDef
 from agent_core.understanding.recognition.intents import load as load_intents
 from agent_core.understanding.recognition.recognise import Recogniser
@@ -334,15 +336,22 @@ class RuleBasedPlanner:
         order_id_pattern: str = DEFAULT_ORDER_ID_PATTERN,
         catalog: Mapping[str, ToolSpec] = CATALOG,
         intents: Sequence[IntentDef] | None = None,
+        meaning: Sequence[SemanticIndex] = (),
     ) -> None:
         """`intents`: the intent inventory recognition compares requests with (the built-in
-        `agent_core/understanding/recognition/intents.toml` by default, a shop's extension otherwise)."""
+        `agent_core/understanding/recognition/intents.toml` by default, a shop's extension otherwise);
+        `meaning`: that inventory's examples by meaning (`semantic_indexes`), in order of
+        preference; none: recognition by their words alone."""
         self._reader = Reader(order_id_pattern)
         self._example = example_order_id(order_id_pattern)
-        if intents is None:
+        if intents is None and not meaning:
             self._recogniser = _built_in_recogniser()
         else:
-            self._recogniser = Recogniser(intents)
+            self._recogniser = Recogniser(
+                intents if intents is not None else built_in_intents(), meaning
+            )
+        # An endpoint answers over the network: then the plan is drafted off the event loop.
+        self._blocking = any(index.blocking for index in meaning)
         self._queries = faq_queries(self._recogniser.intents)
         self._catalog = catalog
         self._custom = custom_phrases(catalog)
@@ -364,6 +373,8 @@ class RuleBasedPlanner:
         return self._reader.order_ids(clean(text))
 
     async def plan(self, request: PlanRequest) -> PlanDraft:
+        if self._blocking:
+            return await asyncio.to_thread(self.draft, request)
         return self.draft(request)
 
     def draft(self, request: PlanRequest) -> PlanDraft:

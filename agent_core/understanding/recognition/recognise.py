@@ -6,6 +6,12 @@ says a lot). A request's score for an intent is the best cosine similarity betwe
 features and one of the intent's examples. An inverted index keeps a request to a few
 hundred additions: well under the 5 ms budget (bench/recognition_bench.py).
 
+By meaning (issue 33): with an embedding backend, each intent's closest example by cosine
+(`embedding.SemanticIndex`) is found; the intent meaning puts first, when it is not an
+action, gets the better of its lexical score and its cosine mapped onto the lexical scale
+(`meaning_score`). No action is ever raised: meaning can make "where is my refund" a
+refund-times question rather than a refund, never the other way round.
+
 Recognition only proposes: the planner decides what a score may lead to (an FAQ answer and
 a person are safe to give; an action needs a clean request, an order and a high score, or
 it is offered as a choice instead).
@@ -13,6 +19,7 @@ it is offered as a choice instead).
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import defaultdict
 from collections.abc import Sequence
@@ -20,6 +27,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from agent_core.understanding.lexicon_intents import ACTION_NAMING_WORDS
+from agent_core.understanding.recognition.embedding import EmbeddingUnavailable, SemanticIndex
 from agent_core.understanding.recognition.intents import IntentDef
 from agent_core.understanding.recognition.normalise import (
     QUESTION_FEATURE,
@@ -27,6 +35,8 @@ from agent_core.understanding.recognition.normalise import (
     Normaliser,
     stem,
 )
+
+log = logging.getLogger(__name__)
 
 # A request at least this close to an intent's best example is recognised as it.
 THRESHOLD: Final = 0.45
@@ -54,6 +64,42 @@ NAMING: Final = {
 }
 
 
+# Where a cosine of the local model (multilingual-e5-small) starts to say something, and
+# where it is as sure as the lexical scorer's best: between them, linear (tuned on the dev
+# split only; tests/eval/README.md, "Recognition by meaning").
+MEANING_FLOOR: Final = 0.78
+MEANING_CEILING: Final = 0.95
+# How far meaning's first intent must be ahead of its second (cosines) to raise it: two
+# intents of one subject ("how do I delete my account" and "delete my account") are as
+# close in meaning as they are apart in what the bot may do; the words tell those apart.
+MEANING_MARGIN: Final = 0.01
+
+
+def meaning_score(
+    cosine: float, floor: float = MEANING_FLOOR, ceiling: float = MEANING_CEILING
+) -> float:
+    """A cosine on the lexical scorer's scale: 0 at `floor` or below, 1 at `ceiling`."""
+    return max(0.0, min(1.0, (cosine - floor) / (ceiling - floor)))
+
+
+# Where the words found an action or one side of a pair (how to do it / do it for me),
+# meaning does not overrule them with the other side: both are as close in meaning as they
+# are apart in what the bot may do, and the rule reading and the decision table tell them
+# apart. The one exception: money a customer is waiting for is not a new refund.
+_SIDES: Final = (
+    frozenset({"faq:account_help", "cant_do:account"}),
+    frozenset({"faq:payment_methods", "cant_do:payment_change"}),
+)
+_WAITING_FOR: Final = {"tool:request_refund": "faq:refund_times"}
+
+
+def _may_overrule(by_words: str, by_meaning: str) -> bool:
+    """Whether meaning's first intent may be raised over the one the words found."""
+    if by_words.startswith("tool:") and by_words.split(":")[1] in UNCOVERED:
+        return _WAITING_FOR.get(by_words) == by_meaning
+    return not any(by_words in sides and by_meaning in sides for sides in _SIDES)
+
+
 @dataclass(frozen=True)
 class Match:
     intent: IntentDef
@@ -69,8 +115,12 @@ class Match:
 
 
 class Recogniser:
-    def __init__(self, intents: Sequence[IntentDef]) -> None:
+    def __init__(self, intents: Sequence[IntentDef], meaning: Sequence[SemanticIndex] = ()) -> None:
+        """`meaning`: indexes of the examples by meaning, in order of preference (an
+        endpoint, then the local model); none: lexical only."""
         self.intents = list(intents)
+        self.meaning = list(meaning)
+        self._unavailable: set[str] = set()
         raw = Normaliser()
         vocabulary = {
             stem(w)
@@ -168,15 +218,67 @@ class Recogniser:
             vocab, own = self._vocab[intent_index], self._docs[closest[intent_index]][2]
             extra = sum(self.weight(f) ** 2 for f in feats if f in vocab and f not in own)
             best[intent_index] = (score + COVERAGE_SHARE * math.sqrt(extra / total), example)
-        ranked = sorted(best.items(), key=lambda item: -item[1][0])
-        return [
-            Match(
-                self.intents[i],
-                round(s, 4),
-                e,
-                anchored=bool((feats & self._docs[closest[i]][2]) - self._plain),
-                named=i not in self._naming or bool(feats & self._naming[i]),
-                beyond_status=bool((feats & self._docs[closest[i]][2]) - self._status),
+        lexical_top = max(best.items(), key=lambda item: item[1][0], default=None)
+        closest_by_meaning = self.closest_by_meaning(text)
+        if (
+            closest_by_meaning is not None
+            and lexical_top is not None
+            and lexical_top[1][0] >= THRESHOLD
+            and not _may_overrule(
+                self.intents[lexical_top[0]].key, self.intents[closest_by_meaning[0]].key
             )
-            for i, (s, e) in ranked
-        ]
+        ):
+            closest_by_meaning = None
+        if closest_by_meaning is not None:
+            intent_index, cosine, example = closest_by_meaning
+            score = meaning_score(cosine)
+            if score > best.get(intent_index, (0.0, ""))[0]:
+                best[intent_index] = (score, example)
+                closest.pop(intent_index, None)  # its flags are meaning's, not its words'
+        ranked = sorted(best.items(), key=lambda item: -item[1][0])
+        return [self._match(i, s, e, feats, closest.get(i)) for i, (s, e) in ranked]
+
+    def _match(
+        self, i: int, score: float, example: str, feats: set[str], closest: int | None
+    ) -> Match:
+        """What the flags say of a lexical match; one by meaning alone shares no word with
+        its example, so it is anchored (no action is ever scored by meaning) but never
+        beyond the status examples' words."""
+        own = self._docs[closest][2] if closest is not None else None
+        return Match(
+            self.intents[i],
+            round(score, 4),
+            example,
+            anchored=own is None or bool((feats & own) - self._plain),
+            named=i not in self._naming or bool(feats & self._naming[i]),
+            beyond_status=own is not None and bool((feats & own) - self._status),
+        )
+
+    def closest_by_meaning(self, text: str) -> tuple[int, float, str] | None:
+        """The one intent meaning puts closest to `text`, clearly ahead of the next, when it
+        is not an action: only it is raised. An action closest by meaning raises nothing
+        (its own score stays its words'), so meaning never hides an action behind its
+        policy topic; nor does meaning speak where the words already found an action
+        ("取消" asks which order, not for the cancellation policy): whether a request or a
+        question about it is meant is the rule reading's to say."""
+        scores = self.by_meaning(text)
+        if not scores:
+            return None
+        first, *rest = sorted(scores, key=lambda i: -scores[i][0])
+        second = scores[rest[0]][0] if rest else -1.0
+        if self.intents[first].name in UNCOVERED or scores[first][0] - second < MEANING_MARGIN:
+            return None
+        return first, *scores[first]
+
+    def by_meaning(self, text: str) -> dict[int, tuple[float, str]]:
+        """Each intent's closest example by meaning, from the first index that answers;
+        empty with none (lexical only, said once per backend in the log)."""
+        for index in self.meaning:
+            try:
+                return index.scores(text)
+            except EmbeddingUnavailable as exc:
+                model = index.embedder.model_id
+                if model not in self._unavailable:
+                    self._unavailable.add(model)
+                    log.warning("recognition by meaning: %s unavailable (%s)", model, exc)
+        return {}

