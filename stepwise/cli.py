@@ -321,6 +321,7 @@ def _main(argv: Sequence[str] | None) -> int:
     from stepwise.dbpath import db_path_problem
     from stepwise.evaluate import EvalError
     from stepwise.logs import configure_logging
+    from stepwise.secrecy import hide_settings_secrets
     from stepwise.settings import BadSettings, load_settings
     from storage.db import StorageUnavailable
     from storage.shop.seed import SeedError
@@ -331,6 +332,9 @@ def _main(argv: Sequence[str] | None) -> int:
     except BadSettings as exc:
         print(f"stepwise: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    # Before any command runs, so before its first request: whatever path a command takes
+    # to Telegram or a database, httpx's and the drivers' log lines carry no secret.
+    hide_settings_secrets(settings)
     configure_logging(settings.log_format, settings.log_level)
     if args.command not in ("tools", "doctor") and not is_postgres_url(settings.db_path):
         # Every other command opens the database; a SQLite path can be checked up front.
