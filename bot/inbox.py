@@ -115,8 +115,14 @@ class TrackingApplication(Application[Any, Any, Any, Any, Any, Any]):
     handled (and the tasks those start): the update is handled when all have finished.
 
     Tasks inherit the context they are created in, so the set of the update's handling
-    reaches every task started under it, however deep.
+    reaches every task started under it, however deep. `started` holds every such task
+    still running, of every update: what a shutdown past its deadline cancels
+    (`bot.shutdown`).
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.started: set[asyncio.Task[Any]] = set()
 
     def create_task(
         self,
@@ -126,6 +132,8 @@ class TrackingApplication(Application[Any, Any, Any, Any, Any, Any]):
         name: str | None = None,
     ) -> asyncio.Task[T]:
         task = super().create_task(coroutine, update, name=name)
+        self.started.add(task)
+        task.add_done_callback(self.started.discard)
         tracked = _TRACKED.get()
         if tracked is not None:
             tracked.add(task)
@@ -202,6 +210,11 @@ class Intake:
     def handling(self) -> list[int]:
         """The stored updates being handled: their claims need renewing."""
         return sorted(self._handling)
+
+    @property
+    def working(self) -> set[asyncio.Task[None]]:
+        """The handlings in progress (a shutdown past its deadline cancels them)."""
+        return self._working
 
     async def drain(self) -> None:
         """Wait for every handling in progress (their marks written or failed)."""

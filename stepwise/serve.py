@@ -276,7 +276,9 @@ async def serve(settings: Settings, options: ServeOptions) -> int:
                 await stop.wait()
             finally:
                 await runtime.stop_background()
-                await stop_application(application)
+                # Bounded (STEPWISE_SHUTDOWN_DEADLINE): a slow tool call never outlasts
+                # the service manager's patience; what it left is resumed elsewhere.
+                await stop_application(application, deadline_s=settings.shutdown_deadline_s)
                 await application.shutdown()
     except Forbidden as exc:
         problem(f"Telegram refused the bot: {exc}")
