@@ -39,7 +39,7 @@ from bot.polling import DEFAULT_POLL_TIMEOUT_S, Poller
 from bot.progress import DEFAULT_TYPING, TelegramProgress, Typing
 from bot.ratelimit import SlidingWindowRateLimiter
 from bot.redact import redact_in_logs
-from bot.shutdown import Left, finish_in_hand
+from bot.shutdown import Left, finish_in_hand, give_up_claims
 from bot.texts import say
 from storage.inbox.sqlite import Inbox
 from storage.store import RunStore
@@ -381,6 +381,8 @@ async def stop_application(
         await application.stop()
     if receiver is not None:
         await receiver.intake.drain()
+        if deadline_s is not None:
+            await give_up_claims(receiver.intake)
         await receiver.intake.inbox.close()
         del application.bot_data["stepwise.receiver"]
     return left

@@ -170,6 +170,8 @@ class Intake:
         self._unstored: dict[int, asyncio.Task[None]] = {}  # handled in memory only
         self._handling: set[int] = set()  # stored updates being handled (claims to renew)
         self._working: set[asyncio.Task[None]] = set()
+        # Stopping: updates other processes left are no longer taken (`replay`).
+        self.stopping = False
 
     @property
     def bot(self) -> Bot:
@@ -202,7 +204,10 @@ class Intake:
 
     async def replay(self, bodies: Sequence[Received]) -> None:
         """Process updates claimed from the inbox (stored earlier, never marked), but not
-        those this process is still handling."""
+        those this process is still handling; none once it is stopping (the stop gives
+        their claims up, for another process: `bot.shutdown`)."""
+        if self.stopping:
+            return
         for body in bodies:
             if body.update_id not in self._handling:
                 self._start(Update.de_json(json.loads(body.body), self.bot), check=True)

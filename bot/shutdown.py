@@ -8,10 +8,12 @@ was in flight. So a stop is bounded:
 1. receiving has already stopped (the caller: no new update is taken);
 2. the updates in hand get until the deadline to finish (their claims still renewed);
 3. past it, their handlings are cancelled — a run stops between two awaits, as in a
-   crash, its journal consistent — and their claims on the inbox are given up, so any
-   process takes them at its next sweep. Run leases are given up when the store closes
-   (`storage.leases`, `LET_GO`): the next start, or another replica, resumes those runs
-   at once (a read is sent again; a change is reconciled first).
+   crash, its journal consistent — and, once nothing is handled, this process's claims
+   on the inbox are given up (`give_up_claims`), so any process takes them at its next
+   sweep (updates other processes left are not taken while stopping). Run leases are
+   given up when the store closes (`storage.leases`, `LET_GO`): the next start, or
+   another replica, resumes those runs at once (a read is sent again; a change is
+   reconciled first).
 
 One line says what was left and why. A cancelled handling never marks its update
 processed, so nothing in hand is lost: it is finished once, by whoever resumes it.
@@ -58,8 +60,9 @@ async def finish_in_hand(
     runs: Callable[[], Collection[str]] = tuple,
 ) -> Left | None:
     """Let the updates in hand finish for up to `deadline_s`; None when they all did.
-    Otherwise cancel them (and every task their handlers started), give up their claims,
-    and return what was left (`runs`: the runs being worked on, named in the line)."""
+    Otherwise cancel them (and every task their handlers started) and return what was
+    left (`runs`: the runs being worked on, named in the line)."""
+    intake.stopping = True  # the keeper renews the claims in hand, takes no new ones
     pending = set(intake.working)
     if pending:
         await asyncio.wait(pending, timeout=deadline_s)
@@ -72,9 +75,16 @@ async def finish_in_hand(
         task.cancel()
     # Cancelled tasks end at their next await: a run mid-call stops inside the tool call.
     await asyncio.gather(*doomed, return_exceptions=True)
+    log.warning(left.line(deadline_s))
+    return left
+
+
+async def give_up_claims(intake: Intake) -> None:
+    """Once nothing is handled any more: this process's claims on updates it did not mark
+    processed (stopped at the deadline, or taken by the keeper's sweep while stopping)
+    are given up, so any process takes them at its next sweep rather than after the
+    claim's lease."""
     try:
         await intake.inbox.release_claims(intake.owner)
     except StorageUnavailable as exc:  # the claims then run out on their own (lease_s)
         log.warning("shutdown: could not give up the inbox claims: %s", exc)
-    log.warning(left.line(deadline_s))
-    return left

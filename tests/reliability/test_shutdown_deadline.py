@@ -152,3 +152,33 @@ def test_the_default_deadline_is_below_the_units_stop_timeout() -> None:
     ]
     default = Settings.model_fields["shutdown_deadline_s"].default
     assert default == 20 and default + 5 <= stop_timeout
+
+
+async def test_sigterm_lets_a_call_in_hand_finish_before_the_deadline(
+    standin: StandIn, slow_shop: SlowShop, tmp_path: Path
+) -> None:
+    """The work in hand is waited for: a call that ends within the deadline is answered
+    before the process exits (and the stop takes no new update meanwhile)."""
+    db = tmp_path / "bot.db"
+    env = {
+        "STEPWISE_TOOLS": str(tools_file(tmp_path, slow_shop.url)),
+        "STEPWISE_SHUTDOWN_DEADLINE": "300",
+    }
+    serve = ServeProcess(standin, db, tmp_path, env=env)
+    await serve.start()
+    try:
+        standin.inject_message(DEMO, DEMO, f"where is my order {ORDER}")
+        await asyncio.wait_for(slow_shop.in_flight.wait(), 60)
+        assert serve.proc is not None
+        serve.proc.send_signal(signal.SIGTERM)
+        # Receiving stopped: the poller lease is given up before the work in hand ends.
+        await until(lambda: query(db, "SELECT count(*) FROM leases") == [(0,)], what="poller gone")
+        slow_shop.released.set()  # the shop answers now
+        assert await asyncio.wait_for(serve.proc.wait(), 120) == 0
+    finally:
+        await serve.stop()
+    answers = [t for t in bot_texts(standin, DEMO) if ORDER in t and "on its way" in t]
+    assert len(answers) == 1, bot_texts(standin, DEMO)
+    assert query(db, "SELECT status FROM runs") == [("completed",)]
+    assert query(db, "SELECT processed_at IS NOT NULL FROM inbox") == [(1,)]
+    assert "deadline" not in serve.log.read_text(errors="replace")
