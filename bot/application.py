@@ -12,6 +12,7 @@ import contextlib
 import logging
 import re
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,7 @@ from bot.polling import DEFAULT_POLL_TIMEOUT_S, Poller
 from bot.progress import DEFAULT_TYPING, TelegramProgress, Typing
 from bot.ratelimit import SlidingWindowRateLimiter
 from bot.redact import redact_in_logs
+from bot.shutdown import Left, finish_in_hand, give_up_claims
 from bot.texts import say
 from storage.inbox.sqlite import Inbox
 from storage.store import RunStore
@@ -268,8 +270,12 @@ class InboxQueue(asyncio.Queue[object]):
 @dataclass
 class _Receiver:
     intake: Intake
-    tasks: list[asyncio.Task[None]]
+    tasks: list[asyncio.Task[None]]  # the inbox keeper, then the poller's (long polling)
     poller: Poller | None
+
+    def working_runs(self) -> list[str]:
+        """The runs the agent is working on (named when a shutdown leaves them)."""
+        return bot_of(self.intake.application).agent.working.ids()
 
 
 def receiver_of(application: TelegramApplication) -> _Receiver | None:
@@ -349,22 +355,41 @@ async def set_command_menus(application: TelegramApplication) -> None:
             log.warning("staff command menu not set (%s): %s", menu.scope.type, exc)
 
 
-async def stop_application(application: TelegramApplication) -> None:
-    """Stop receiving updates, then the application (letting handlers finish and their
-    updates be marked processed), then close the inbox."""
+async def stop_application(
+    application: TelegramApplication, *, deadline_s: float | None = None
+) -> Left | None:
+    """Stop receiving updates, let the ones in hand finish (for up to `deadline_s`, then
+    stop them: `bot.shutdown`; None: however long they take), then stop the application
+    and close the inbox. Returns what the deadline left unfinished, if anything."""
     receiver = receiver_of(application)
-    if receiver is not None:
-        for task in receiver.tasks:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        if receiver.poller is not None:
-            await receiver.poller.release()
+    left = None
+    # Receiving first: the poller's lease is given up at once (a standby polls now).
+    if receiver is not None and receiver.poller is not None:
+        await _cancelled(receiver.tasks[1:])
+        await receiver.poller.release()
     if application.updater is not None and application.updater.running:
         await application.updater.stop()
+    if receiver is not None:
+        if deadline_s is not None:
+            left = await finish_in_hand(
+                receiver.intake, application, deadline_s, runs=receiver.working_runs
+            )
+            if left is not None:
+                bot_of(application).progress.quiet()
+        await _cancelled(receiver.tasks[:1])  # the keeper: claims renewed until now
     if application.running:
         await application.stop()
     if receiver is not None:
         await receiver.intake.drain()
+        if deadline_s is not None:
+            await give_up_claims(receiver.intake)
         await receiver.intake.inbox.close()
         del application.bot_data["stepwise.receiver"]
+    return left
+
+
+async def _cancelled(tasks: Sequence[asyncio.Task[None]]) -> None:
+    for task in tasks:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -56,7 +56,7 @@ from agent_core.models import (
     StepStatus,
     utcnow,
 )
-from bot.alerts import AlertGate, StaffAlerts, alert_backend
+from bot.alerts import AlertGate, StaffAlerts
 from bot.callbacks import (
     ChoiceData,
     CloseHandoffData,
@@ -83,6 +83,7 @@ from bot.handoff import (
 )
 from bot.link import link_token, start_payload, was_redacted
 from bot.progress import TOPIC, TelegramProgress, decision_text
+from bot.shop_alerts import ShopAlerts
 from bot.slash import Slash, read_slash
 from bot.staff import format_handoff_stats, format_runs_page, format_stats, format_timeline
 from bot.texts import language_of, say
@@ -159,6 +160,9 @@ class BotState:
         # The bot's own incidents (backlog, leases, 429s), through the same gate; fed by
         # whoever runs the lease keeper, the poller, the limiter and the health checks.
         self.staff_alerts = StaffAlerts(handoff, self.alerts)
+        # The shop's system broken or out of reach: one alert per episode, and a recovery
+        # message when a call of the tool works again (`bot.shop_alerts`).
+        self.shop_alerts = ShopAlerts(handoff, self.alerts)
         # Human handoff (issue 14); without a desk (no bot to talk to staff) none opens.
         self.handoff = handoff
         # The shop's `[customer]` lookup with a `claim`: `/start <token>` links (`bot.link`);
@@ -302,7 +306,7 @@ class HandoffHooks(_Role):
         # One alert per unknown-outcome write, in the customer's topic only (`bot.alerts`).
         if unclear_change(run) is not None and self.alerts.allow(("unclear change", run.id)):
             await self.handoff.alert_unclear_change(run)
-        await alert_backend(self.handoff, run, self.alerts)
+        await self.state.shop_alerts.after(run)
         previous = None
         if run.status is RunStatus.NEEDS_CLARIFICATION and self.handoff.staff_chat_id is not None:
             page = await self.store.history.list_runs(chat_id=run.chat_id, limit=2)

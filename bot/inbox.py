@@ -115,8 +115,14 @@ class TrackingApplication(Application[Any, Any, Any, Any, Any, Any]):
     handled (and the tasks those start): the update is handled when all have finished.
 
     Tasks inherit the context they are created in, so the set of the update's handling
-    reaches every task started under it, however deep.
+    reaches every task started under it, however deep. `started` holds every such task
+    still running, of every update: what a shutdown past its deadline cancels
+    (`bot.shutdown`).
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.started: set[asyncio.Task[Any]] = set()
 
     def create_task(
         self,
@@ -126,6 +132,8 @@ class TrackingApplication(Application[Any, Any, Any, Any, Any, Any]):
         name: str | None = None,
     ) -> asyncio.Task[T]:
         task = super().create_task(coroutine, update, name=name)
+        self.started.add(task)
+        task.add_done_callback(self.started.discard)
         tracked = _TRACKED.get()
         if tracked is not None:
             tracked.add(task)
@@ -162,6 +170,8 @@ class Intake:
         self._unstored: dict[int, asyncio.Task[None]] = {}  # handled in memory only
         self._handling: set[int] = set()  # stored updates being handled (claims to renew)
         self._working: set[asyncio.Task[None]] = set()
+        # Stopping: updates other processes left are no longer taken (`replay`).
+        self.stopping = False
 
     @property
     def bot(self) -> Bot:
@@ -194,7 +204,10 @@ class Intake:
 
     async def replay(self, bodies: Sequence[Received]) -> None:
         """Process updates claimed from the inbox (stored earlier, never marked), but not
-        those this process is still handling."""
+        those this process is still handling; none once it is stopping (the stop gives
+        their claims up, for another process: `bot.shutdown`)."""
+        if self.stopping:
+            return
         for body in bodies:
             if body.update_id not in self._handling:
                 self._start(Update.de_json(json.loads(body.body), self.bot), check=True)
@@ -202,6 +215,11 @@ class Intake:
     def handling(self) -> list[int]:
         """The stored updates being handled: their claims need renewing."""
         return sorted(self._handling)
+
+    @property
+    def working(self) -> set[asyncio.Task[None]]:
+        """The handlings in progress (a shutdown past its deadline cancels them)."""
+        return self._working
 
     async def drain(self) -> None:
         """Wait for every handling in progress (their marks written or failed)."""

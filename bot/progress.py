@@ -191,6 +191,15 @@ class TelegramProgress:
         message id, topic), once: the caller edits it to the decision and adopts it."""
         return self._waiting.pop(run_id, None)
 
+    def quiet(self) -> None:
+        """Stop every pending "typing…" and delayed message (a shutdown stopped the runs
+        they were for: nothing else would)."""
+        for view in self._views.values():
+            for step in view.steps.values():
+                step.stop_typing()
+                if step.timer is not None:
+                    step.timer.cancel()
+
     @property
     def open_views(self) -> int:
         return len(self._views)

@@ -70,6 +70,9 @@ async def serve_embedded(
     config = uvicorn.Config(
         app,
         log_level="warning",
+        # uvicorn's own handlers write plain text past the root logger's; without them its
+        # lines go through the process's handler (JSON lines with STEPWISE_LOG_FORMAT=json).
+        log_config=None,
         access_log=False,
         lifespan="off",
         server_header=False,

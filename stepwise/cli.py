@@ -14,7 +14,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from agent_core.ids import BadId, IdKind, telegram_id
 from agent_core.models import RunStatus
@@ -42,8 +42,20 @@ def port(text: str) -> int:
     return number
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, whose usage errors are one JSON line in JSON mode (`stepwise.logs`)."""
+
+    def error(self, message: str) -> NoReturn:
+        from stepwise.logs import json_requested, problem
+
+        if not json_requested():
+            super().error(message)
+        problem(f"{self.prog}: {message} (see {self.prog} --help)")
+        sys.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="stepwise", description="A customer-service agent that plans, acts and observes."
     )
     sub = parser.add_subparsers(dest="command", required=True)
@@ -319,6 +331,12 @@ def _main(argv: Sequence[str] | None) -> int:
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    from stepwise.logs import configure_logging, json_requested, problem
+
+    if json_requested():
+        # JSON from the first line: a usage error or a bad setting is read by the same log
+        # shipper as everything after (the settings, read below, say it again).
+        configure_logging("json", "WARNING")
     args = build_parser().parse_args(argv)
     if args.command == "standin":
         return _serve_standin(args)
@@ -326,7 +344,7 @@ def _main(argv: Sequence[str] | None) -> int:
     from stepwise.commands import EXIT_UNAVAILABLE, EXIT_USAGE, CliError
     from stepwise.dbpath import db_path_problem
     from stepwise.evaluate import EvalError
-    from stepwise.logs import configure_logging
+    from stepwise.secrecy import hide_settings_secrets
     from stepwise.settings import BadSettings, load_settings
     from storage.db import StorageUnavailable
     from storage.shop.seed import SeedError
@@ -335,28 +353,31 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         settings = load_settings()
     except BadSettings as exc:
-        print(f"stepwise: {exc}", file=sys.stderr)
+        problem(str(exc))
         return EXIT_USAGE
+    # Before any command runs, so before its first request: whatever path a command takes
+    # to Telegram or a database, httpx's and the drivers' log lines carry no secret.
+    hide_settings_secrets(settings)
     configure_logging(settings.log_format, settings.log_level)
     if args.command not in ("tools", "doctor") and not is_postgres_url(settings.db_path):
         # Every other command opens the database; a SQLite path can be checked up front.
-        problem = db_path_problem(Path(settings.db_path))
-        if problem is not None:
-            print(f"stepwise: {problem}", file=sys.stderr)
+        problem_text = db_path_problem(Path(settings.db_path))
+        if problem_text is not None:
+            problem(problem_text)
             return EXIT_USAGE
     try:
         return asyncio.run(dispatch(settings, args))
     except CliError as exc:
-        print(f"stepwise: {exc}", file=sys.stderr)
+        problem(str(exc))
         return exc.code
     except StorageUnavailable as exc:
-        print(f"stepwise: storage unavailable, try again shortly ({exc})", file=sys.stderr)
+        problem(f"storage unavailable, try again shortly ({exc})")
         return EXIT_UNAVAILABLE
     except (ToolsConfigError, EvalError) as exc:
-        print(f"stepwise: {exc}", file=sys.stderr)
+        problem(str(exc))
         return EXIT_USAGE
     except SeedError as exc:
-        print(f"stepwise: STEPWISE_SHOP_SEED: {exc}", file=sys.stderr)
+        problem(f"STEPWISE_SHOP_SEED: {exc}")
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

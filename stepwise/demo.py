@@ -16,7 +16,6 @@ Ctrl-C (or SIGTERM) stops them in reverse order, letting the bot finish what it 
 from __future__ import annotations
 
 import logging
-import sys
 from contextlib import AsyncExitStack
 from decimal import Decimal
 
@@ -27,6 +26,7 @@ from console.auth import new_staff_token
 from console.server import ConsoleServer, serve_console
 from standin import DEFAULT_TOKEN, StandIn
 from standin.webchat import StaffDesk, WebChat, prepare_staff_group
+from stepwise.logs import problem
 from stepwise.output import say
 from stepwise.runtime import Runtime, open_runtime
 from stepwise.serve import bot_application, open_receiving, start_recovery
@@ -164,14 +164,13 @@ async def run_demo(
     try:
         await demo.start()
     except OSError as exc:
-        print(
-            f"stepwise: cannot listen on {HOST} ({exc.strerror or exc}); choose other ports"
-            " with --chat-port / --staff-port",
-            file=sys.stderr,
+        problem(
+            f"cannot listen on {HOST} ({exc.strerror or exc}); choose other ports"
+            " with --chat-port / --staff-port"
         )
         return EXIT_USAGE
     except ValueError as exc:  # a weak STEPWISE_STAFF_TOKEN
-        print(f"stepwise: {exc}", file=sys.stderr)
+        problem(str(exc))
         return EXIT_USAGE
     token_note = "generated for this run" if demo.token_generated else "from STEPWISE_STAFF_TOKEN"
     with stop_signals() as stopped:

@@ -23,7 +23,6 @@ from enum import StrEnum
 from pathlib import Path
 
 import httpx
-from psycopg.conninfo import conninfo_to_dict
 from telegram import Bot
 from telegram.error import InvalidToken, TelegramError
 
@@ -36,6 +35,7 @@ from agent_core.http import (
 )
 from bot.handoff import StaffChatFacts, staff_chat_facts, staff_chat_problem
 from stepwise.dbpath import db_path_problem
+from stepwise.secrecy import settings_secrets
 from stepwise.settings import TOKEN_SHAPE, Settings
 from stepwise.tools_check import check_line
 from storage.db import StorageUnavailable
@@ -79,18 +79,7 @@ class Redactor:
     """Removes every secret the settings hold from a line, whole or in part."""
 
     def __init__(self, settings: Settings, extra: Iterable[str] = ()) -> None:
-        found: list[str] = []
-        token = settings.token()
-        if token:
-            found += [token, token.partition(":")[2]]
-        for secret in (settings.llm_api_key, settings.staff_token, settings.webhook_secret):
-            if secret is not None:
-                found.append(secret.get_secret_value())
-        if is_postgres_url(settings.db_path):
-            try:
-                found.append(str(conninfo_to_dict(settings.db_path).get("password") or ""))
-            except Exception:
-                found.append(settings.db_path)  # malformed: never print it at all
+        found = settings_secrets(settings)
         found += list(extra)
         # Longest first, so a secret containing another is removed whole.
         self.secrets = sorted({s for s in found if len(s) >= 4}, key=len, reverse=True)

@@ -34,6 +34,7 @@ from agent_core.understanding.recognition.intents import IntentDef
 from agent_core.understanding.recognition.intents import load as load_intents
 from bot.redact import redact_in_logs
 from stepwise.settings import Settings
+from stepwise.shop_log import log_shop_failures
 from storage.inbox.sqlite import new_run_id
 from storage.leases import Lease, LeaseKeeper, process_owner
 from storage.shop.tools import shop_tools
@@ -215,7 +216,8 @@ async def open_runtime(
     except BaseException:
         await store.close()
         raise
-    hub = Listeners(listeners)
+    # Every failed call to the shop's system is a WARNING line (`stepwise.shop_log`).
+    hub = Listeners([log_shop_failures, *listeners])
     registry = ToolRegistry(tools)
     executor = Executor(
         registry,

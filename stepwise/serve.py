@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
@@ -36,7 +35,7 @@ from bot.redact import redact_in_logs
 from bot.shared_ratelimit import Budgets, SharedRateLimiter
 from console.server import serve_staff_console
 from stepwise.heap import settle_heap
-from stepwise.logs import set_replica
+from stepwise.logs import problem, set_replica
 from stepwise.runtime import Runtime, open_runtime
 from stepwise.settings import TOKEN_SHAPE, Settings, configured_staff_token
 from stepwise.signals import stop_signals
@@ -194,18 +193,16 @@ async def reach_telegram(
         except NetworkError as exc:  # connection refused, DNS, timeouts, 5xx
             reason = str(exc).replace(token, "[REDACTED]")
             if attempt == attempts:
-                print(
-                    f"stepwise: Telegram unreachable at {base_url} after {attempts} attempts"
-                    f" ({reason}); giving up — check the network and TELEGRAM_API_BASE_URL",
-                    file=sys.stderr,
+                problem(
+                    f"Telegram unreachable at {base_url} after {attempts} attempts"
+                    f" ({reason}); giving up — check the network and TELEGRAM_API_BASE_URL"
                 )
                 return False
             delay = delays[attempt - 1]
-            print(
-                f"stepwise: cannot reach Telegram at {base_url} ({reason}); retrying in"
+            problem(
+                f"cannot reach Telegram at {base_url} ({reason}); retrying in"
                 f" {delay:g} s (attempt {attempt}/{attempts})",
-                file=sys.stderr,
-                flush=True,
+                logging.WARNING,
             )
             await sleep(delay)
     return False
@@ -215,18 +212,15 @@ async def serve(settings: Settings, options: ServeOptions) -> int:
     """Run the bot until SIGINT/SIGTERM; returns the process exit code."""
     token = settings.token()
     if not token:
-        print(
-            "stepwise: TELEGRAM_BOT_TOKEN is not set (create a bot with @BotFather)",
-            file=sys.stderr,
-        )
+        problem("TELEGRAM_BOT_TOKEN is not set (create a bot with @BotFather)")
         return EXIT_USAGE
     if not TOKEN_SHAPE.match(token):
-        print("stepwise: TELEGRAM_BOT_TOKEN is malformed (expected 123456:ABC...)", file=sys.stderr)
+        problem("TELEGRAM_BOT_TOKEN is malformed (expected 123456:ABC...)")
         return EXIT_USAGE
     try:
         webhook = options.webhook()
     except ValueError as exc:
-        print(f"stepwise: {exc}", file=sys.stderr)
+        problem(str(exc))
         return EXIT_USAGE
     if webhook is not None:
         redact_in_logs(webhook.secret)
@@ -243,7 +237,7 @@ async def serve(settings: Settings, options: ServeOptions) -> int:
                 options.staff_port,
             )
         except (OSError, ValueError) as exc:
-            print(f"stepwise: staff console: {exc}", file=sys.stderr)
+            problem(f"staff console: {exc}")
             return EXIT_USAGE
         if console is not None and runtime.settings.console_url is None:
             # Topic headers link each run to this console (STEPWISE_CONSOLE_URL, for a
@@ -260,13 +254,13 @@ async def serve(settings: Settings, options: ServeOptions) -> int:
                     health, options.health_listen, options.health_port
                 )
             except OSError as exc:
-                print(f"stepwise: health port: {exc}", file=sys.stderr)
+                problem(f"health port: {exc}")
                 return EXIT_USAGE
             log.warning("health and metrics on %s (/healthz /readyz /metrics)", health_server.url)
         try:
             reached = await reach_telegram(application, settings.telegram_api_base_url, token)
         except InvalidToken:
-            print("stepwise: Telegram rejected TELEGRAM_BOT_TOKEN", file=sys.stderr)
+            problem("Telegram rejected TELEGRAM_BOT_TOKEN")
             return EXIT_USAGE
         if not reached:
             return EXIT_UNAVAILABLE
@@ -282,10 +276,12 @@ async def serve(settings: Settings, options: ServeOptions) -> int:
                 await stop.wait()
             finally:
                 await runtime.stop_background()
-                await stop_application(application)
+                # Bounded (STEPWISE_SHUTDOWN_DEADLINE): a slow tool call never outlasts
+                # the service manager's patience; what it left is resumed elsewhere.
+                await stop_application(application, deadline_s=settings.shutdown_deadline_s)
                 await application.shutdown()
     except Forbidden as exc:
-        print(f"stepwise: Telegram refused the bot: {exc}", file=sys.stderr)
+        problem(f"Telegram refused the bot: {exc}")
         return EXIT_USAGE
     finally:
         if health_server is not None:

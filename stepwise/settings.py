@@ -104,6 +104,7 @@ _NEEDS_A_VALUE = (
     "ready_backlog_max",
     "log_format",
     "log_level",
+    "shutdown_deadline_s",
 )
 
 
@@ -223,6 +224,15 @@ class Settings(BaseSettings):
     # The root log level (WARNING by default; INFO adds a line per finished run).
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "WARNING", validation_alias=_env("STEPWISE_LOG_LEVEL")
+    )
+    # SIGTERM: how long `serve` lets the updates in hand finish before it stops them and
+    # gives their leases up (bot.shutdown); below systemd's TimeoutStopSec (30 in the unit).
+    shutdown_deadline_s: float = Field(
+        20.0,
+        gt=0,
+        le=MAX_TIMEOUT_S,
+        allow_inf_nan=False,
+        validation_alias=_env("STEPWISE_SHUTDOWN_DEADLINE"),
     )
     # Webhook mode (`serve --webhook-url` / `--webhook-secret` say the same): the public
     # https URL Telegram posts to (<url>/telegram), and the secret it sends with each

@@ -14,7 +14,7 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
-from storage.inbox.sqlite import BACKLOG, Lease, Received, store_params
+from storage.inbox.sqlite import BACKLOG, RELEASE_CLAIMS, Lease, Received, store_params
 from storage.pg import (
     DEFAULT_LOCK_TIMEOUT_S,
     PG_FAULTS,
@@ -138,6 +138,9 @@ class PgInbox:
 
     async def release_lease(self, name: str, owner: str) -> None:
         await self._writes.submit(partial(_execute, _RELEASE_LEASE, {"name": name, "owner": owner}))
+
+    async def release_claims(self, owner: str) -> None:
+        await self._writes.submit(partial(_execute, pg_sql(RELEASE_CLAIMS), {"owner": owner}))
 
     async def backlog(self) -> tuple[int, float | None]:
         rows = await fetch(self._pool, BACKLOG)

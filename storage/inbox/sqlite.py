@@ -111,6 +111,11 @@ class Inbox(Protocol):
         """Give lease `name` up (if `owner` holds it): a standby takes over at once."""
         ...
 
+    async def release_claims(self, owner: str) -> None:
+        """Give up `owner`'s claims on the updates it did not finish (a shutdown that ran
+        out of time): any process takes them at its next sweep, not after the lease."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -168,6 +173,11 @@ _CLAIM_STALE = (
     " RETURNING update_id, body"
 )
 _PRUNE = "DELETE FROM inbox WHERE processed_at IS NOT NULL AND processed_at < :before"
+# Unclaimed (owner NULL): `claim_stale` takes it in any process at once.
+RELEASE_CLAIMS = (
+    "UPDATE inbox SET owner = NULL, lease_until = NULL"
+    " WHERE owner = :owner AND processed_at IS NULL"
+)
 _TAKE_LEASE = (
     "INSERT INTO leases (name, owner, expires_at) VALUES (:name, :owner, :until)"
     " ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at"
@@ -257,6 +267,9 @@ class SqliteInbox:
 
     async def release_lease(self, name: str, owner: str) -> None:
         await self._writes.submit(partial(_changes, _RELEASE_LEASE, {"name": name, "owner": owner}))
+
+    async def release_claims(self, owner: str) -> None:
+        await self._writes.submit(partial(_changes, RELEASE_CLAIMS, {"owner": owner}))
 
     async def backlog(self) -> tuple[int, float | None]:
         rows = await fetch(self._conn, BACKLOG)
