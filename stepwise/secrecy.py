@@ -22,7 +22,12 @@ def settings_secrets(settings: Settings) -> list[str]:
     token = settings.token()
     if token:
         found += [token, token.partition(":")[2]]
-    for secret in (settings.llm_api_key, settings.staff_token, settings.webhook_secret):
+    for secret in (
+        settings.llm_api_key,
+        settings.embeddings_api_key,
+        settings.staff_token,
+        settings.webhook_secret,
+    ):
         if secret is not None:
             found.append(secret.get_secret_value())
     if is_postgres_url(settings.db_path):
