@@ -401,6 +401,12 @@ def understand(
                 # ("cancel A1003 … something about A1005"): which of them is asked, never all.
                 ambiguous.append((verb.tool, targets))
                 continue
+            if verb.tool == Action.REFUND.value and len(targets) > 1 and verb in view.requests:
+                # Issue 33's blind batch: one refund amount cannot be each of several
+                # orders' ("A1002 and A1006 - I want my money back, 30 dollars"): whose it
+                # is, is asked.
+                ambiguous.append((verb.tool, targets))
+                continue
             listed_before = bool(view.clause.ids) and view.clause.ids[0] not in own_ids[number]
             if (listed_before or _one_of_several(view.text, verb.start)) and (
                 len(targets) > 1 and not PLURAL.search(view.text)
