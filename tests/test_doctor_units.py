@@ -122,7 +122,7 @@ def test_recognition_names_its_backend_and_what_is_wrong_with_it() -> None:
     endpoint that does not answer fails with what to check (the local model answers
     meanwhile)."""
     local = recognition_line(Settings(_env_file=None))  # type: ignore[call-arg]
-    assert local.mark is Mark.OK and "multilingual-e5-small" in local.render()
+    assert local.mark is Mark.OK and "use-multilingual-v3" in local.render()
     none = recognition_line(Settings(_env_file=None, STEPWISE_EMBEDDINGS="none"))  # type: ignore[call-arg]
     assert none.mark is Mark.SKIP and "words alone" in none.render()
     down = recognition_line(

@@ -610,6 +610,14 @@ _COURTESY_TAIL: Final = lazyre.compile(
 )
 
 
+# "Please cancel order A1003, I changed my mind.": the reason one cancels, when nothing
+# comes after it ("…, changed my mind, just track it instead" takes the cancel back).
+REASON_ONLY: Final = lazyre.compile(
+    r"^\W*(?:and |because |since |as )?(?:i(?:'ve| have)? )?(?:just |simply )?changed my mind"
+    r"(?: about (?:it|this|that|the \w+|them))?(?: (?:sorry|thanks|thank you|pls|please))?\W*$"
+)
+
+
 def retracts(canonical: str) -> bool:
     if RETRACTION.search(canonical) is not None:
         return True
