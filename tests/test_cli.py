@@ -318,12 +318,15 @@ def test_18_telegram_unreachable_at_start_retries_a_few_times_then_exits_with_on
 
 # -- the README a new user follows (issue 11 #20) -------------------------------------------
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+# The docs/ pages hold what moved out of the README (issue 34 item 5): its examples too.
+DOCS = [README, *(page.read_text(encoding="utf-8") for page in sorted(ROOT.glob("docs/*.md")))]
 
 
 def _example_lines() -> list[str]:
-    """The README's command examples: every line of its fenced code blocks."""
-    fenced = re.findall(r"```[a-z]*\n(.*?)```", README, re.S)
+    """The README's and the docs' command examples: every line of their fenced code blocks."""
+    fenced = [block for doc in DOCS for block in re.findall(r"```[a-z]*\n(.*?)```", doc, re.S)]
     return [line.strip() for block in fenced for line in block.splitlines()]
 
 
