@@ -66,7 +66,7 @@ NAMING: Final = {
 
 # Where a cosine of the local model (multilingual USE v3) starts to say something, and
 # where it is as sure as the lexical scorer's best: between them, linear (tuned on the dev
-# split only; tests/eval/README.md, "Recognition by meaning").
+# split only; tests/eval/README.md, "Issue 33: the blind batch, and recognition by meaning").
 MEANING_FLOOR: Final = 0.35
 MEANING_CEILING: Final = 0.75
 # How far meaning's first intent must be ahead of its second (cosines) to raise it: two
