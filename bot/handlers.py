@@ -914,13 +914,25 @@ class Decisions(_Role):
         self, update: Update, context: ContextTypes.DEFAULT_TYPE, data: ChoiceData
     ) -> None:
         """An option of a clarifying question: claimed once, only for the customer who was
-        asked; the conversation goes on as if they had written that option."""
+        asked and only on the message the options were sent with (as a Confirm); the
+        conversation goes on, in the question's chat, as if they had written that option.
+        The data replayed in another chat or onto another message is refused there and
+        leaves the question open."""
         query, user = update.callback_query, update.effective_user
         assert query is not None and user is not None
         language = self._language(update)
+        pressed = query.message  # may be inaccessible (older than 48 h): ids only
+        if pressed is None:
+            await self._answer_quietly(query, say("toast_invalid", language))
+            return
+        where = Where.of(pressed)
         try:
             outcome, text = await self.agent.claim_choice(
-                data.run_id, user_id=user.id, option=data.option, nonce=data.nonce
+                data.run_id,
+                user_id=user.id,
+                option=data.option,
+                nonce=data.nonce,
+                prompt=where.prompt,
             )
         except StorageUnavailable:
             log.exception("storage unavailable on a clarifying option")
@@ -938,14 +950,12 @@ class Decisions(_Role):
         await self._answer_quietly(query, say(toast, language))
         if outcome.result is not ClaimResult.OK or run is None or text is None:
             return
-        if isinstance(query.message, Message) and run.clarify is not None:
+        if isinstance(pressed, Message) and run.clarify is not None:
             chosen = run.clarify.options[data.option].label
             await _edit_quietly(
-                context.bot,
-                Where.of(query.message),
-                html.escape(f"{run.clarify.question}\n→ {chosen}"),
+                context.bot, where, html.escape(f"{run.clarify.question}\n→ {chosen}")
             )
-            message = query.message
+            message = pressed
             context.application.create_task(
                 self.chats.run(
                     message.chat_id, self.customers.ask(message, user.id, text, language)
