@@ -736,6 +736,9 @@ class CustomerMessages(_Role):
         """In the chat's order: relayed to staff while a handoff is open (the agent stays
         silent), else asked. A "/word" with words after it is asked without its slash; a
         "/word" alone is told the real commands (in a group only when addressed to us)."""
+        if not readable(text):
+            await self._reply_quietly(message, say("unreadable", customer.language))
+            return
         if await self.handoffs.relayed(message):
             return
         if slash is not None:
@@ -781,6 +784,9 @@ class CustomerMessages(_Role):
         if message is not None and message.from_user is not None:
             # Shown to staff, marked edited; each edit its own relay, keyed by its update.
             # Never a `/start <payload>`: it may be a link token, a credential (`bot.link`).
+            if not readable(message.text or ""):
+                await self._reply_quietly(message, say("unreadable", self._language(update)))
+                return
             secret = start_payload(message.text) is not None
             if not secret and await self.handoffs.relayed(
                 message, edited=True, update_id=update.update_id
@@ -1203,6 +1209,17 @@ class Where:
     @property
     def prompt(self) -> PromptRef:
         return PromptRef(chat_id=self.chat_id, message_id=self.message_id)
+
+
+def readable(text: str) -> bool:
+    """Whether `text` is valid Unicode text. A lone surrogate (half of an emoji, sent by a
+    buggy client) has no UTF-8 form: neither database can store it, so a run or a relay
+    of it would fail every time, and the customer is asked to type it again instead."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _leading_slash(message: Message, bot_username: str | None) -> Slash | None:
