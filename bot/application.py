@@ -41,6 +41,7 @@ from bot.ratelimit import SlidingWindowRateLimiter
 from bot.redact import redact_in_logs
 from bot.shutdown import Left, finish_in_hand, give_up_claims
 from bot.texts import say
+from bot.webhook import WEBHOOK_PATH, check_webhook_posts
 from storage.inbox.sqlite import Inbox
 from storage.store import RunStore
 
@@ -317,11 +318,13 @@ async def start_application(
         await application.updater.start_webhook(
             listen=webhook.listen,
             port=webhook.port,
-            url_path="telegram",
-            webhook_url=webhook.url.rstrip("/") + "/telegram",
+            url_path=WEBHOOK_PATH,
+            webhook_url=webhook.url.rstrip("/") + "/" + WEBHOOK_PATH,
             secret_token=webhook.secret,
             allowed_updates=ALLOWED_UPDATES,
         )
+        if not check_webhook_posts(application):
+            log.warning("webhook: PTB's server has an unknown shape; its posts are unchecked")
     else:
         poller = Poller(
             application.bot,

@@ -69,6 +69,12 @@ Sleep = Callable[[float], Awaitable[None]]
 DEFAULT_LEASE_S = 3.0
 DEFAULT_KEEP_S = 24 * 3600.0  # Telegram keeps an unacknowledged update for a day
 PRUNE_EVERY_S = 600.0
+MAX_UPDATE_ID = 2**63 - 1  # the inbox's column: a signed 64-bit integer, on both databases
+
+
+def storable_update_id(value: object) -> bool:
+    """Whether `value` is an update id the inbox can store (an int, 0 to 2^63 - 1)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_UPDATE_ID
 
 
 @functools.cache
@@ -182,6 +188,14 @@ class Intake:
         """Store `updates`, then process the new ones; False (acknowledge nothing) when they
         could not be stored — each is then handled once in memory (the customer hears
         "busy") and will be delivered again."""
+        unstorable = [u.update_id for u in updates if not storable_update_id(u.update_id)]
+        if unstorable:
+            # Never stored, so never answered: handled in memory, each redelivery would be
+            # answered again. (The webhook refuses them before they get here: `bot.webhook`.)
+            log.warning(
+                "inbox: update_id(s) %s outside 0 to 2^63-1: dropped, not answered", unstorable
+            )
+            updates = [u for u in updates if storable_update_id(u.update_id)]
         if not updates:
             return True
         now = self.clock()
