@@ -17,8 +17,9 @@ name, "ok"/"failing" and a short reason: no secrets, no ids, nothing from custom
 authentication: bind the health port to an address only the orchestrator and Prometheus
 reach (loopback by default).
 
-Served on its own port by `serve_health` (Starlette on uvicorn, in the bot's loop) and,
-when the bot runs a webhook, on the webhook's port too (`add_webhook_routes`).
+Served on its own port by `serve_health` (Starlette on uvicorn, in the bot's loop). The
+webhook's port is public, so they are served there too (`add_webhook_routes`) only when
+`STEPWISE_HEALTH_ON_WEBHOOK` says so.
 """
 
 from __future__ import annotations
