@@ -34,7 +34,14 @@ from agent_core.http import CustomerDirectory
 from agent_core.models import Language
 from bot.handlers import StepwiseBot
 from bot.handoff import HandoffDesk
-from bot.inbox import DEFAULT_KEEP_S, DEFAULT_LEASE_S, Intake, Keeper, TrackingApplication
+from bot.inbox import (
+    DEFAULT_CHAT_QUEUE_MAX,
+    DEFAULT_KEEP_S,
+    DEFAULT_LEASE_S,
+    Intake,
+    Keeper,
+    TrackingApplication,
+)
 from bot.polling import DEFAULT_POLL_TIMEOUT_S, Poller
 from bot.progress import DEFAULT_TYPING, TelegramProgress, Typing
 from bot.ratelimit import SlidingWindowRateLimiter
@@ -247,6 +254,7 @@ class Receiving:
     owner: str
     lease_s: float = DEFAULT_LEASE_S
     keep_s: float = DEFAULT_KEEP_S
+    chat_queue_max: int = DEFAULT_CHAT_QUEUE_MAX  # `bot.inbox`: the rest wait in the inbox
 
 
 class InboxQueue(asyncio.Queue[object]):
@@ -306,6 +314,7 @@ async def start_application(
         bot.store,
         owner=receiving.owner,
         lease_s=receiving.lease_s,
+        chat_queue_max=receiving.chat_queue_max,
     )
     keeper = Keeper(intake, keep_s=receiving.keep_s)
     tasks = [asyncio.ensure_future(keeper.run())]

@@ -151,7 +151,11 @@ async def open_receiving(runtime: Runtime) -> Receiving:
     settings = runtime.settings
     inbox = await open_inbox(settings.db_path, busy_timeout_s=settings.db_timeout_s)
     return Receiving(
-        inbox, new_owner(), lease_s=settings.lease_s, keep_s=settings.inbox_keep.total_seconds()
+        inbox,
+        new_owner(),
+        lease_s=settings.lease_s,
+        keep_s=settings.inbox_keep.total_seconds(),
+        chat_queue_max=settings.chat_queue_max,
     )
 
 

@@ -102,6 +102,7 @@ _NEEDS_A_VALUE = (
     "health_port",
     "health_listen",
     "health_on_webhook",
+    "chat_queue_max",
     "ready_backlog_max",
     "log_format",
     "log_level",
@@ -220,6 +221,11 @@ class Settings(BaseSettings):
     # paths tell the replica's state and metrics to anyone, so they are on the health port
     # only, unless this puts them on the webhook's port too.
     health_on_webhook: bool = Field(False, validation_alias=_env("STEPWISE_HEALTH_ON_WEBHOOK"))
+    # How many updates of one chat a process handles at once; beyond it they wait in the
+    # inbox (on disk, never in memory) and the customer is told once to slow down.
+    chat_queue_max: int = Field(
+        20, ge=1, le=10_000, validation_alias=_env("STEPWISE_CHAT_QUEUE_MAX")
+    )
     ready_backlog_max: int = Field(
         1000, ge=1, le=MAX_READY_BACKLOG, validation_alias=_env("STEPWISE_READY_BACKLOG_MAX")
     )
