@@ -194,6 +194,8 @@ class Health:
             return [Check("poller_lease", False, "not receiving updates yet")]
         if receiver.poller is None:
             return [Check("poller_lease", True, "webhook: no poller lease")]
+        # "holds the poller lease but has not polled for N s" is a failure of its own,
+        # never "standby" (`Poller.lease_problem`).
         problem = receiver.poller.lease_problem()
         if problem is not None:
             return [Check("poller_lease", False, problem)]
