@@ -39,3 +39,14 @@ async def test_a_lone_surrogate_is_answered_politely_without_an_error(
     assert bot.bot_texts(DEMO) == [say("unreadable", language), say("help", Language.EN)]
     assert bot.query("SELECT count(*) FROM runs") == [(0,)]
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+async def test_an_edit_into_a_lone_surrogate_is_answered_politely_without_an_error(
+    bot: Bot, caplog: pytest.LogCaptureFixture
+) -> None:
+    sent = bot.standin.inject_message(DEMO, DEMO, "/help")
+    await bot.until_text(DEMO, say("help", Language.EN))
+    bot.standin.inject_edited_message(DEMO, DEMO, sent["message_id"], "where is A1001 \ud83d")
+    await bot.until_text(DEMO, say("unreadable", Language.EN))
+    assert bot.query("SELECT count(*) FROM runs") == [(0,)]
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
