@@ -128,6 +128,16 @@ def test_pause_confirm_then_double_confirm(db: Path) -> None:
     assert query(db, "SELECT status FROM shop_orders WHERE id = 'A1003'") == [("cancelled",)]
 
 
+@pytest.mark.parametrize("text", ["cancel order A1003", "帮我取消订单 A1003"])
+def test_a_paused_answer_in_json_names_the_command_not_a_button(db: Path, text: str) -> None:
+    code, out = ask_json(db, text)
+    assert code == 0 and out["status"] == "paused"
+    assert "below" not in out["answer"] and "下方" not in out["answer"]
+    assert "stepwise confirm" in out["answer"] and "stepwise reject" in out["answer"]
+    stored = query(db, "SELECT answer FROM runs WHERE id = ?", out["run_id"])[0][0]
+    assert "below" in stored or "下方" in stored  # the chat's copy keeps its buttons' hint
+
+
 def test_reject_changes_nothing(db: Path) -> None:
     _, out = ask_json(db, "cancel order A1001")
     proc = stepwise(db, "reject", out["run_id"], "--user", DEMO_USER, "--json")
