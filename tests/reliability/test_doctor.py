@@ -69,9 +69,11 @@ async def test_a_good_deployment_passes_every_check(standin: StandIn, tmp_path: 
         "database writes",
         "catalog",
         "model endpoint",
+        "recognition",
         "clock",
     ]
     assert checks["token"].startswith("✔ @") and "getMe" in checks["token"]
+    assert checks["recognition"].startswith("✔ by meaning: use-multilingual-v3")
     assert checks["webhook"].startswith("✔ long polling")
     assert checks["staff group"].startswith(f"✔ {FORUM}")
     assert checks["staff ids"] == "✔ 1 staff member(s) (all in the staff group)"
