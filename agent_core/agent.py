@@ -240,10 +240,22 @@ class Agent:
         return draft
 
     async def ask(
-        self, text: str, *, user_id: int, chat_id: int, language_hint: str | None = None
+        self,
+        text: str,
+        *,
+        user_id: int,
+        chat_id: int,
+        language_hint: str | None = None,
+        chosen: bool = False,
     ) -> Run:
-        """Plan the request and run it until it is answered or waits for the customer."""
-        last = await self.store.last_order_id(chat_id, user_id)
+        """Plan the request and run it until it is answered or waits for the customer.
+
+        `chosen`: the text is an option the customer picked from a clarifying question.
+        An option names the order when it is about one ("cancel A1001"); one that names
+        none ("where is my order", from the menu after "hello") picked a topic, not an
+        earlier order, so it is planned without the chat's last order and asks which.
+        """
+        last = None if chosen else await self.store.last_order_id(chat_id, user_id)
         run = await self.plan(
             text,
             user_id=user_id,
@@ -265,7 +277,11 @@ class Agent:
             return outcome
         run = outcome.run
         answered = await self.ask(
-            text, user_id=user_id, chat_id=run.chat_id, language_hint=run.language.value
+            text,
+            user_id=user_id,
+            chat_id=run.chat_id,
+            language_hint=run.language.value,
+            chosen=True,
         )
         return DecisionOutcome(ClaimResult.OK, answered)
 

@@ -765,12 +765,22 @@ class CustomerMessages(_Role):
         text: str,
         hint: str | None,
         customer: Customer | None = None,
+        *,
+        chosen: bool = False,
     ) -> None:
+        """Ask the agent in the chat's topic; `chosen`: an option picked from a clarifying
+        question (`Agent.ask`: it means no earlier order unless it names one)."""
         TOPIC.set(message.message_thread_id if message.is_topic_message else None)
         if customer is not None:
             CUSTOMER.set(customer)
         try:
-            await self.agent.ask(text, user_id=user_id, chat_id=message.chat_id, language_hint=hint)
+            await self.agent.ask(
+                text,
+                user_id=user_id,
+                chat_id=message.chat_id,
+                language_hint=hint,
+                chosen=chosen,
+            )
         except StorageUnavailable:
             log.exception("storage unavailable while asking")
             await self._reply_quietly(message, say("busy", language_of(text, hint)))
@@ -949,7 +959,8 @@ class Decisions(_Role):
             message = query.message
             context.application.create_task(
                 self.chats.run(
-                    message.chat_id, self.customers.ask(message, user.id, text, language)
+                    message.chat_id,
+                    self.customers.ask(message, user.id, text, language, chosen=True),
                 ),
                 update=update,
             )
