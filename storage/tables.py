@@ -123,7 +123,9 @@ SUMMARY_SELECT = (
     "r.id, r.trace_id, r.user_id, r.chat_id, r.request_text, r.language, r.status,"
     " r.created_at, r.updated_at, r.finished_at, r.unsupported,"
     " (SELECT count(*) FROM steps s WHERE s.run_id = r.id) AS step_count,"
-    " (SELECT coalesce(sum(s.retry_count), 0) FROM steps s WHERE s.run_id = r.id) AS retries"
+    " (SELECT coalesce(sum(s.retry_count), 0) FROM steps s WHERE s.run_id = r.id) AS retries,"
+    # The runs list badges a run a person took over (one probe of handoffs_by_run a row).
+    " EXISTS (SELECT 1 FROM handoffs h WHERE h.run_id = r.id) AS handed_off"
 )
 
 
@@ -588,6 +590,7 @@ def summary_from_row(row: NamedRow) -> RunSummary:
         step_count=row["step_count"],
         retries=row["retries"],
         unsupported=bool(row["unsupported"]),
+        handed_off=bool(row["handed_off"]),
         created_at=required_ts(row["created_at"]),
         updated_at=required_ts(row["updated_at"]),
         finished_at=parse_ts(row["finished_at"]),
