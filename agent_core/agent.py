@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from agent_core.execution.dependencies import declare_dependencies
 from agent_core.execution.executor import Executor, Journal
 from agent_core.interpretation import ClarifyOption
 from agent_core.models import ClaimResult, PlanStep, PromptRef, Run, utcnow
@@ -192,6 +193,8 @@ class Agent:
                     max_retries=tool.max_retries if tool else 0,
                 )
             )
+        # Each step says which earlier ones it needs: a failure stops only those.
+        declare_dependencies(steps, self.executor.rules)
         interpretation = draft.interpretation
         if interpretation is not None and interpretation.clarify is not None:
             # The option buttons carry it: a forged or stale option changes nothing.

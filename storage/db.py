@@ -479,6 +479,11 @@ MIGRATIONS: list[str] = [
     CREATE INDEX events_failure_kinds ON events(error_type, coalesce(tool, ''), at)
         WHERE error_type IS NOT NULL;
     """,
+    # 19: which earlier steps a step needs (a JSON list of step ids; NULL for steps planned
+    # before, which a failure stops with the whole run): a failure stops only those.
+    """
+    ALTER TABLE steps ADD COLUMN depends_on TEXT;
+    """,
 ]
 
 

@@ -377,4 +377,8 @@ PG_MIGRATIONS: list[str] = [
     CREATE INDEX events_failure_kinds ON events (error_type, coalesce(tool, ''), at)
         WHERE error_type IS NOT NULL;
     """,
+    # 13: SQLite's 19: which earlier steps a step needs (JSON step ids; NULL before).
+    f"""
+    ALTER TABLE steps ADD COLUMN depends_on {T};
+    """,
 ]

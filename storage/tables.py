@@ -80,7 +80,17 @@ RUN_PROMPT_COLUMNS = ("prompt_chat_id", "prompt_message_id")
 RUN_READ_COLUMNS = RUN_COLUMNS + RUN_PROMPT_COLUMNS
 
 # What a step is (written once, with the plan) and then what it has become.
-STEP_FIXED_COLUMNS = ("run_id", "position", "id", "goal", "tool", "args", "tag", "max_retries")
+STEP_FIXED_COLUMNS = (
+    "run_id",
+    "position",
+    "id",
+    "goal",
+    "tool",
+    "args",
+    "tag",
+    "max_retries",
+    "depends_on",
+)
 STEP_STATE_COLUMNS = (
     "status",
     "observation",
@@ -435,6 +445,7 @@ def step_row(run_id: str, position: int, step: PlanStep, observation: str | None
         # `_value_`: a StrEnum member is not exactly a str, so sqlite3 would adapt it
         tag=None if (tag := step.tag) is None else tag._value_,
         max_retries=step.max_retries,
+        depends_on=to_json(step.depends_on),
     )
     return row
 
@@ -574,6 +585,7 @@ def step_from_row(row: NamedRow) -> PlanStep:
         approval=approval,
         started_at=parse_ts(row["started_at"]),
         finished_at=parse_ts(row["finished_at"]),
+        depends_on=from_json(row["depends_on"]),
     )
 
 
