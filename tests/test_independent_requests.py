@@ -5,13 +5,16 @@ with its own reason."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from standin import ShownMessage, StandIn
+from storage.store import open_store
 from tests.harness import DEMO, BotHarness, start_bot, until
+from tests.test_console import client_for, sign_in
 
 EARLIER = "because an earlier step did not complete"
 
@@ -97,5 +100,41 @@ async def test_a_step_that_needs_the_failed_one_says_so(bot: BotHarness) -> None
         ("s1", "failed", "[]"),
         ("s2", "skipped", '["s1"]'),
     ]
-    assert 'not done, because "check the status of order B2001" did not work' in answer
+    assert (
+        'Cancel order B2001: not done, because "check the status of order B2001" did not work'
+        in answer
+    )
+    # The step's own line names the step once.
+    await h.until_text(DEMO, '⏭ Cancel order B2001 — not done, because "check the status')
     assert h.query("SELECT count(*) FROM shop_cancellations") == [(0,)]
+
+
+async def test_the_console_shows_which_step_each_step_needs(
+    standin: StandIn, tmp_path: Path
+) -> None:
+    db = tmp_path / "console.db"
+    h = await start_bot(standin, db)
+    try:
+        h.standin.inject_message(DEMO, DEMO, "cancel order B2001 and what is your return policy?")
+        await until(lambda: h.query("SELECT status FROM runs") == [("failed",)], what="ended")
+        ((run_id,),) = h.query("SELECT id FROM runs")
+        assert h.query("SELECT tool, status FROM steps ORDER BY position") == [
+            ("get_order_status", "failed"),
+            ("cancel_order", "skipped"),
+            ("search_policy", "done"),
+        ]
+    finally:
+        await h.stop()
+    store = await open_store(str(db))
+    try:
+        async with client_for(store) as console:
+            assert (await sign_in(console)).status_code == 303
+            page = (await console.get(f"/runs/{run_id}")).text
+    finally:
+        await store.close()
+    needs = re.findall(r"<dt>Needs</dt><dd>(.*?)</dd>", page)
+    assert [re.sub("<[^>]+>", "", n) for n in needs] == [
+        "no earlier step: another step's failure does not stop it",
+        "step 1",
+        "no earlier step: another step's failure does not stop it",
+    ]
