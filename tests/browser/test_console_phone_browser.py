@@ -106,5 +106,10 @@ async def test_the_console_fits_a_phone_and_the_handoff_header_links_to_the_run(
         await page.locator("details.events summary").click()
         await within_width(page.locator(".scroll:has(table)"), "a table's box")
         await no_sideways_scroll(page)
+
+        await page.locator(".topbar a", has_text="Overview").click()
+        await page.locator("figure.chart").first.wait_for()
+        await no_sideways_scroll(page)
+        await within_width(page.locator("figure.chart"), "a chart")
     finally:
         await context.close()
