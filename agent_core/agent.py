@@ -89,8 +89,12 @@ class RunStore(Journal, Protocol):
         choice: str,
         now: datetime,
         expires_before: datetime,
+        prompt: PromptRef | None = None,
     ) -> tuple[ClaimResult, Run | None]:
-        """Atomically record the customer's answer to a clarifying question; one wins."""
+        """Atomically record the customer's answer to a clarifying question; one wins.
+        `prompt` is the message a button was pressed on: it must be the one the options
+        were delivered on (or, while none is recorded, in the run's chat); `STALE` otherwise,
+        and the question stays open."""
         ...
 
 
@@ -289,13 +293,20 @@ class Agent:
         return DecisionOutcome(ClaimResult.OK, answered)
 
     async def claim_choice(
-        self, run_id: str, *, user_id: int, option: int, nonce: str | None = None
+        self,
+        run_id: str,
+        *,
+        user_id: int,
+        option: int,
+        nonce: str | None = None,
+        prompt: PromptRef | None = None,
     ) -> tuple[DecisionOutcome, str | None]:
         """Record the customer's pick; at most one pick of a question ever wins.
 
         Returns the outcome (with the question's run, for its own customer only) and, when
         it won, the text to continue with. Adapters that answer the press first (the bot's
-        toast) call this, then `ask` with the text.
+        toast) call this, then `ask` with the text. A button press passes the message it
+        was on: the data replayed anywhere else is `STALE` and uses nothing up.
         """
         asked = await self.store.load_run(run_id)
         if asked is None:
@@ -312,6 +323,7 @@ class Agent:
             choice=asked.clarify.options[option].label,
             now=now,
             expires_before=now - self.approval_ttl,
+            prompt=prompt,
         )
         if result is not ClaimResult.OK or run is None:
             return DecisionOutcome(result, run), None

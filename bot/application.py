@@ -34,13 +34,21 @@ from agent_core.http import CustomerDirectory
 from agent_core.models import Language
 from bot.handlers import StepwiseBot
 from bot.handoff import HandoffDesk
-from bot.inbox import DEFAULT_KEEP_S, DEFAULT_LEASE_S, Intake, Keeper, TrackingApplication
+from bot.inbox import (
+    DEFAULT_CHAT_QUEUE_MAX,
+    DEFAULT_KEEP_S,
+    DEFAULT_LEASE_S,
+    Intake,
+    Keeper,
+    TrackingApplication,
+)
 from bot.polling import DEFAULT_POLL_TIMEOUT_S, Poller
 from bot.progress import DEFAULT_TYPING, TelegramProgress, Typing
 from bot.ratelimit import SlidingWindowRateLimiter
 from bot.redact import redact_in_logs
 from bot.shutdown import Left, finish_in_hand, give_up_claims
 from bot.texts import say
+from bot.webhook import WEBHOOK_PATH, check_webhook_posts
 from storage.inbox.sqlite import Inbox
 from storage.store import RunStore
 
@@ -246,6 +254,7 @@ class Receiving:
     owner: str
     lease_s: float = DEFAULT_LEASE_S
     keep_s: float = DEFAULT_KEEP_S
+    chat_queue_max: int = DEFAULT_CHAT_QUEUE_MAX  # `bot.inbox`: the rest wait in the inbox
 
 
 class InboxQueue(asyncio.Queue[object]):
@@ -305,6 +314,7 @@ async def start_application(
         bot.store,
         owner=receiving.owner,
         lease_s=receiving.lease_s,
+        chat_queue_max=receiving.chat_queue_max,
     )
     keeper = Keeper(intake, keep_s=receiving.keep_s)
     tasks = [asyncio.ensure_future(keeper.run())]
@@ -317,11 +327,13 @@ async def start_application(
         await application.updater.start_webhook(
             listen=webhook.listen,
             port=webhook.port,
-            url_path="telegram",
-            webhook_url=webhook.url.rstrip("/") + "/telegram",
+            url_path=WEBHOOK_PATH,
+            webhook_url=webhook.url.rstrip("/") + "/" + WEBHOOK_PATH,
             secret_token=webhook.secret,
             allowed_updates=ALLOWED_UPDATES,
         )
+        if not check_webhook_posts(application):
+            log.warning("webhook: PTB's server has an unknown shape; its posts are unchecked")
     else:
         poller = Poller(
             application.bot,

@@ -737,6 +737,9 @@ class CustomerMessages(_Role):
         """In the chat's order: relayed to staff while a handoff is open (the agent stays
         silent), else asked. A "/word" with words after it is asked without its slash; a
         "/word" alone is told the real commands (in a group only when addressed to us)."""
+        if not readable(text):
+            await self._reply_quietly(message, say("unreadable", customer.language))
+            return
         if await self.handoffs.relayed(message):
             return
         if slash is not None:
@@ -792,6 +795,9 @@ class CustomerMessages(_Role):
         if message is not None and message.from_user is not None:
             # Shown to staff, marked edited; each edit its own relay, keyed by its update.
             # Never a `/start <payload>`: it may be a link token, a credential (`bot.link`).
+            if not readable(message.text or ""):
+                await self._reply_quietly(message, say("unreadable", self._language(update)))
+                return
             secret = start_payload(message.text) is not None
             if not secret and await self.handoffs.relayed(
                 message, edited=True, update_id=update.update_id
@@ -925,13 +931,25 @@ class Decisions(_Role):
         self, update: Update, context: ContextTypes.DEFAULT_TYPE, data: ChoiceData
     ) -> None:
         """An option of a clarifying question: claimed once, only for the customer who was
-        asked; the conversation goes on as if they had written that option."""
+        asked and only on the message the options were sent with (as a Confirm); the
+        conversation goes on, in the question's chat, as if they had written that option.
+        The data replayed in another chat or onto another message is refused there and
+        leaves the question open."""
         query, user = update.callback_query, update.effective_user
         assert query is not None and user is not None
         language = self._language(update)
+        pressed = query.message  # may be inaccessible (older than 48 h): ids only
+        if pressed is None:
+            await self._answer_quietly(query, say("toast_invalid", language))
+            return
+        where = Where.of(pressed)
         try:
             outcome, text = await self.agent.claim_choice(
-                data.run_id, user_id=user.id, option=data.option, nonce=data.nonce
+                data.run_id,
+                user_id=user.id,
+                option=data.option,
+                nonce=data.nonce,
+                prompt=where.prompt,
             )
         except StorageUnavailable:
             log.exception("storage unavailable on a clarifying option")
@@ -949,14 +967,12 @@ class Decisions(_Role):
         await self._answer_quietly(query, say(toast, language))
         if outcome.result is not ClaimResult.OK or run is None or text is None:
             return
-        if isinstance(query.message, Message) and run.clarify is not None:
+        if isinstance(pressed, Message) and run.clarify is not None:
             chosen = run.clarify.options[data.option].label
             await _edit_quietly(
-                context.bot,
-                Where.of(query.message),
-                html.escape(f"{run.clarify.question}\n→ {chosen}"),
+                context.bot, where, html.escape(f"{run.clarify.question}\n→ {chosen}")
             )
-            message = query.message
+            message = pressed
             context.application.create_task(
                 self.chats.run(
                     message.chat_id,
@@ -1232,6 +1248,17 @@ class Where:
     @property
     def prompt(self) -> PromptRef:
         return PromptRef(chat_id=self.chat_id, message_id=self.message_id)
+
+
+def readable(text: str) -> bool:
+    """Whether `text` is valid Unicode text. A lone surrogate (half of an emoji, sent by a
+    buggy client) has no UTF-8 form: neither database can store it, so a run or a relay
+    of it would fail every time, and the customer is asked to type it again instead."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _leading_slash(message: Message, bot_username: str | None) -> Slash | None:

@@ -17,8 +17,9 @@ name, "ok"/"failing" and a short reason: no secrets, no ids, nothing from custom
 authentication: bind the health port to an address only the orchestrator and Prometheus
 reach (loopback by default).
 
-Served on its own port by `serve_health` (Starlette on uvicorn, in the bot's loop) and,
-when the bot runs a webhook, on the webhook's port too (`add_webhook_routes`).
+Served on its own port by `serve_health` (Starlette on uvicorn, in the bot's loop). The
+webhook's port is public, so they are served there too (`add_webhook_routes`) only when
+`STEPWISE_HEALTH_ON_WEBHOOK` says so.
 """
 
 from __future__ import annotations
@@ -193,6 +194,8 @@ class Health:
             return [Check("poller_lease", False, "not receiving updates yet")]
         if receiver.poller is None:
             return [Check("poller_lease", True, "webhook: no poller lease")]
+        # "holds the poller lease but has not polled for N s" is a failure of its own,
+        # never "standby" (`Poller.lease_problem`).
         problem = receiver.poller.lease_problem()
         if problem is not None:
             return [Check("poller_lease", False, problem)]

@@ -51,11 +51,13 @@ from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from telegram import Bot, Update
+from telegram.error import TelegramError
 from telegram.ext import Application
 
 from agent_core.logcontext import log_fields
 from bot import metrics
 from bot.link import stored_update
+from bot.texts import language_of, say
 from storage.db import StorageUnavailable
 from storage.inbox.sqlite import RUN_ID_FOR_UPDATE, Inbox, Received, run_id_for_update
 from storage.store import RunStore
@@ -68,7 +70,14 @@ Sleep = Callable[[float], Awaitable[None]]
 
 DEFAULT_LEASE_S = 3.0
 DEFAULT_KEEP_S = 24 * 3600.0  # Telegram keeps an unacknowledged update for a day
+DEFAULT_CHAT_QUEUE_MAX = 20  # a chat's updates in hand at once; the rest wait in the inbox
 PRUNE_EVERY_S = 600.0
+MAX_UPDATE_ID = 2**63 - 1  # the inbox's column: a signed 64-bit integer, on both databases
+
+
+def storable_update_id(value: object) -> bool:
+    """Whether `value` is an update id the inbox can store (an int, 0 to 2^63 - 1)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_UPDATE_ID
 
 
 @functools.cache
@@ -160,6 +169,7 @@ class Intake:
         owner: str,
         lease_s: float = DEFAULT_LEASE_S,
         clock: Clock = time.time,
+        chat_queue_max: int = DEFAULT_CHAT_QUEUE_MAX,
     ) -> None:
         self.inbox = inbox
         self.application = application
@@ -167,6 +177,13 @@ class Intake:
         self.owner = owner
         self.lease_s = lease_s
         self.clock = clock
+        # Bounded chat queues: at most `chat_queue_max` updates of one chat in hand (each a
+        # task, its update, its chat's queued work); the rest are parked in the inbox and
+        # taken back as the chat's earlier ones finish. Only counts and chat ids are here.
+        self.chat_queue_max = chat_queue_max
+        self._in_hand: dict[int, int] = {}  # chat id -> its updates being handled
+        self._parked: set[int] = set()  # chats with updates parked in the inbox
+        self._admitting = asyncio.Lock()  # park / unpark decisions, one at a time
         self._unstored: dict[int, asyncio.Task[None]] = {}  # handled in memory only
         self._handling: set[int] = set()  # stored updates being handled (claims to renew)
         self._working: set[asyncio.Task[None]] = set()
@@ -182,6 +199,14 @@ class Intake:
         """Store `updates`, then process the new ones; False (acknowledge nothing) when they
         could not be stored — each is then handled once in memory (the customer hears
         "busy") and will be delivered again."""
+        unstorable = [u.update_id for u in updates if not storable_update_id(u.update_id)]
+        if unstorable:
+            # Never stored, so never answered: handled in memory, each redelivery would be
+            # answered again. (The webhook refuses them before they get here: `bot.webhook`.)
+            log.warning(
+                "inbox: update_id(s) %s outside 0 to 2^63-1: dropped, not answered", unstorable
+            )
+            updates = [u for u in updates if storable_update_id(u.update_id)]
         if not updates:
             return True
         now = self.clock()
@@ -197,10 +222,81 @@ class Intake:
                     handling = self._handle(update, stored=False, check=False)
                     self._unstored[update.update_id] = self._spawn(handling)
             return False
-        for update in updates:
-            if update.update_id in new:
-                self._start(update, check=update.update_id in self._unstored)
+        await self._admit([u for u in updates if u.update_id in new], replayed=False)
         return True
+
+    async def _admit(self, updates: Sequence[Update], *, replayed: bool) -> None:
+        """Start each update, in order, unless its chat already has its cap in hand or has
+        updates parked (then it is parked behind them, so the chat's order holds). A chat
+        that starts parking is told once to slow down."""
+        parked: dict[int, list[Update]] = {}
+        async with self._admitting:
+            for update in updates:
+                chat_id = _chat_of(update)
+                full = chat_id is not None and (
+                    chat_id in self._parked or self._in_hand.get(chat_id, 0) >= self.chat_queue_max
+                )
+                if chat_id is None or not full:
+                    # A replayed update may have been handled before: its run is looked for.
+                    self._start(update, check=replayed or update.update_id in self._unstored)
+                    continue
+                parked.setdefault(chat_id, []).append(update)
+            for chat_id, waiting in parked.items():
+                ids = [u.update_id for u in waiting]
+                try:
+                    await self.inbox.park(self.owner, chat_id, ids)
+                except StorageUnavailable as exc:
+                    # Still claimed: once the claim runs out a sweep takes them as usual.
+                    log.warning("inbox: %d update(s) of a full chat not parked: %s", len(ids), exc)
+                    continue
+                metrics.INBOX_PARKED.inc(len(ids))
+                if chat_id not in self._parked:
+                    self._parked.add(chat_id)
+                    log.warning(
+                        "inbox: chat %d has %d updates in hand: parking",
+                        chat_id,
+                        self.chat_queue_max,
+                    )
+                    self._spawn(self._slow_down(chat_id, waiting[0]))
+        for chat_id in parked:
+            self._spawn(self._unpark(chat_id))  # its earlier ones may have finished meanwhile
+
+    async def _slow_down(self, chat_id: int, update: Update) -> None:
+        """One polite note when a chat starts parking: nothing is lost, it comes in order."""
+        message, user = update.effective_message, update.effective_user
+        text = message.text if message is not None else None
+        language = language_of(text, user.language_code if user is not None else None)
+        try:
+            await self.bot.send_message(chat_id, say("slow_down", language))
+        except TelegramError as exc:
+            log.info("slow-down note not sent: %s", exc)
+
+    async def _unpark(self, chat_id: int) -> None:
+        """Start as many of the chat's parked updates as its cap has room for, oldest
+        first; the chat stops parking once none are left."""
+        try:
+            async with self._admitting:
+                if chat_id not in self._parked:
+                    return
+                room = self.chat_queue_max - self._in_hand.get(chat_id, 0)
+                if room <= 0:
+                    return
+                bodies = await self.inbox.unpark(self.owner, chat_id, room)
+                for body in bodies:
+                    self._start(Update.de_json(json.loads(body.body), self.bot), check=True)
+                if len(bodies) < room:
+                    self._parked.discard(chat_id)
+        except StorageUnavailable as exc:
+            log.warning("inbox: parked updates of a chat not taken back yet: %s", exc)
+
+    def in_hand(self, chat_id: int) -> int:
+        """How many of the chat's updates this process is handling now (at most the cap)."""
+        return self._in_hand.get(chat_id, 0)
+
+    @property
+    def parked(self) -> bool:
+        """Whether any chat has updates parked (their claims are renewed with the rest)."""
+        return bool(self._parked)
 
     async def replay(self, bodies: Sequence[Received]) -> None:
         """Process updates claimed from the inbox (stored earlier, never marked), but not
@@ -208,9 +304,12 @@ class Intake:
         their claims up, for another process: `bot.shutdown`)."""
         if self.stopping:
             return
-        for body in bodies:
-            if body.update_id not in self._handling:
-                self._start(Update.de_json(json.loads(body.body), self.bot), check=True)
+        taken = [
+            Update.de_json(json.loads(body.body), self.bot)
+            for body in bodies
+            if body.update_id not in self._handling
+        ]
+        await self._admit(taken, replayed=True)
 
     def handling(self) -> list[int]:
         """The stored updates being handled: their claims need renewing."""
@@ -228,9 +327,23 @@ class Intake:
 
     def _start(self, update: Update, *, check: bool) -> None:
         update_id = update.update_id
+        chat_id = _chat_of(update)
         self._handling.add(update_id)
+        if chat_id is not None:
+            self._in_hand[chat_id] = self._in_hand.get(chat_id, 0) + 1
         task = self._spawn(self._timed(self._handle(update, stored=True, check=check)))
-        task.add_done_callback(lambda _: self._handling.discard(update_id))
+
+        def done(_: object) -> None:
+            self._handling.discard(update_id)
+            if chat_id is None:
+                return
+            self._in_hand[chat_id] -= 1
+            if not self._in_hand[chat_id]:
+                del self._in_hand[chat_id]  # forget idle chats: memory stays flat
+            if chat_id in self._parked and not self.stopping:
+                self._spawn(self._unpark(chat_id))
+
+        task.add_done_callback(done)
 
     async def _timed(self, handling: Coroutine[Any, Any, None]) -> None:
         """A stored update's handling, its lag (stored or taken over → marked) measured."""
@@ -284,6 +397,12 @@ class Intake:
             await _all_done(tracked)
 
 
+def _chat_of(update: Update) -> int | None:
+    """The chat whose queue an update joins (None: not a chat's, never capped)."""
+    chat = update.effective_chat
+    return chat.id if chat is not None else None
+
+
 # -- keeping claims, sweeping, pruning ----------------------------------------------------
 
 
@@ -315,7 +434,8 @@ class Keeper:
         intake, inbox = self.intake, self.intake.inbox
         now = intake.clock()
         until = now + intake.lease_s
-        if handling := intake.handling():
+        handling = intake.handling()
+        if handling or intake.parked:
             await inbox.renew(intake.owner, handling, until)
         owners = await inbox.pending_owners()
         dead = sorted({o for o, _ in owners if o and o != intake.owner and owner_is_dead(o)})

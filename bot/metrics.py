@@ -207,6 +207,11 @@ INBOX_LAG = Histogram(
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300),
     registry=REGISTRY,
 )
+INBOX_PARKED = Counter(
+    "stepwise_inbox_parked",
+    "Updates parked in the inbox because their chat had its queue cap in hand",
+    registry=REGISTRY,
+)
 INBOX_TAKEOVERS = Counter(
     "stepwise_inbox_takeovers",
     "Updates this process took over from a stopped process (claims that ran out)",

@@ -8,6 +8,13 @@ machine that no longer exists. Each logs one line when it starts waiting and one
 takes over. The holder stops polling (cancelling a long poll in flight) as soon as it
 cannot show a renewal younger than the lease, before anybody else may take it.
 
+A holder polls, or gives the lease up. `deleteWebhook` (once, at the first takeover) runs
+in the polling task with the Bot API's normal timeout, never under the lease renewal's
+bound: cut off there, it was retried at every renewal while the lease stayed held and
+nothing polled. And a holder whose polling made no progress for a lease (no getUpdates
+started or answered, none in flight within its own timeout) releases the lease, logs why,
+and rests a lease so a standby can take over; `/readyz` tells that state from a standby.
+
 The offset is ours, not PTB's Updater's: `getUpdates(offset=…)` acknowledges everything
 below the offset, so it only ever moves past updates `Intake.receive` stored. While the
 database refuses writes, the holder keeps polling without acknowledging (the customer
@@ -74,6 +81,16 @@ class Poller:
         # and why the last try failed (None: it did not).
         self.lease_seen_at: float | None = None
         self.lease_error: str | None = None
+        # Progress of polling while the lease is held (monotonic): the last getUpdates
+        # started or answered, or the takeover; whether a getUpdates, or the takeover's
+        # deleteWebhook, is in flight (each bounded by its own timeout).
+        self._progress_at = 0.0
+        self._in_flight_since: float | None = None
+        self._webhook_deleted = False
+        self._deleting = False
+        self._lease_held = False  # our last write of the lease took it
+        self._resting_until = 0.0  # after releasing a stalled lease: let a standby take it
+        self._stalled_for: float | None = None  # how long the last released stall lasted
 
     @property
     def inbox(self) -> Inbox:
@@ -90,9 +107,22 @@ class Poller:
     def holding(self) -> bool:
         return self._held.is_set()
 
+    def stalled_s(self) -> float | None:
+        """How long this holder has made no polling progress, when that is longer than a
+        lease (None: it polls, is deleting the webhook, or holds no lease)."""
+        # A call in flight (deleteWebhook, a long poll) is bounded by its own timeout.
+        if not self._lease_held or self._deleting or self._in_flight_since is not None:
+            return None
+        idle = self.monotonic() - self._progress_at
+        return idle if idle > self.lease_s else None
+
     def lease_problem(self) -> str | None:
-        """None when this process holds the poller lease, or is a standby that could take
-        it (its last try reached the database within a lease); else why not."""
+        """None when this process holds the poller lease and polls, or is a standby that
+        could take it (its last try reached the database within a lease); else why not."""
+        if (stalled := self.stalled_s()) is not None:
+            return f"holds the poller lease but has not polled for {stalled:.0f} s"
+        if self._stalled_for is not None and self.monotonic() < self._resting_until:
+            return f"released the poller lease: had not polled for {self._stalled_for:.0f} s"
         if self.lease_error is not None:
             return self.lease_error
         if self.lease_seen_at is None:
@@ -127,13 +157,32 @@ class Poller:
     async def release(self) -> None:
         """Give the lease up (a graceful stop): a standby takes over at its next try."""
         self._held.clear()
+        self._lease_held = False
         with contextlib.suppress(StorageUnavailable):
             await self.inbox.release_lease(POLLER, self.owner)
+
+    async def _release_stalled(self, stalled: float) -> None:
+        """A holder that does not poll keeps everyone waiting: give the lease up, say why,
+        and rest a lease so that a standby takes it (with none, this process does again)."""
+        log.warning(
+            "poller: held the lease but had not polled for %.1f s; released it for a standby",
+            stalled,
+        )
+        self._stalled_for = stalled
+        self._resting_until = self.monotonic() + self.lease_s
+        self._stop_polling()
+        self._lost()
+        await self.release()
 
     # -- the lease -------------------------------------------------------------------------
 
     async def _keep_lease(self) -> None:
         started = self.monotonic()
+        if started < self._resting_until:
+            return  # released for a standby (`_release_stalled`)
+        if (stalled := self.stalled_s()) is not None:
+            await self._release_stalled(stalled)
+            return
         now = self.clock()
         try:
             taken = await self.inbox.take_lease(POLLER, self.owner, now, now + self.lease_s)
@@ -143,6 +192,7 @@ class Poller:
             return
         self.lease_seen_at, self.lease_error = self.monotonic(), None
         if not taken:
+            self._lease_held = False
             await self._lost_or_waiting(now)
             return
         # A renewal counts from before its write: the lease may have been measured from then.
@@ -153,19 +203,29 @@ class Poller:
                 metrics.POLLER_TAKEOVERS.inc()
             metrics.POLLER_CHANGES.labels("holding").inc()
             metrics.POLLER_HOLDING.set(1)
-            if self.takeovers == 0:
-                await self._delete_webhook()
             self.takeovers += 1
             self._waiting_for = None
+            self._stalled_for = None
+            self._progress_at, self._in_flight_since = self.monotonic(), None
+            self._lease_held = True
             self._held.set()
+        self._lease_held = True
 
     async def _delete_webhook(self) -> None:
         """As PTB's Updater does before polling: a webhook left set by an earlier
-        `serve --webhook-url` would make every getUpdates fail with 409."""
+        `serve --webhook-url` would make every getUpdates fail with 409. Once per process,
+        in the polling task, with the Bot API's normal timeout (a slow answer is waited
+        for; only losing the lease cancels it)."""
+        self._deleting = True
         try:
             await self.bot.delete_webhook(drop_pending_updates=False)
+            self._webhook_deleted = True
         except TelegramError as exc:
             log.warning("poller: deleteWebhook failed (%s); polling anyway", exc)
+            self._webhook_deleted = True
+        finally:
+            self._deleting = False
+            self._progress_at = self.monotonic()
 
     async def _lost_or_waiting(self, now: float) -> None:
         try:
@@ -215,6 +275,7 @@ class Poller:
             metrics.POLLER_CHANGES.labels("standby").inc()
         metrics.POLLER_HOLDING.set(0)
         self._held.clear()
+        self._in_flight_since, self._deleting = None, False
         if self._poll is not None and not self._poll.done():
             self._poll.cancel()
             self._poll = asyncio.ensure_future(self._polling())
@@ -228,6 +289,9 @@ class Poller:
             if self.monotonic() >= self._held_until:
                 self._held.clear()  # not renewed in time: stop until the lease is ours again
                 continue
+            if not self._webhook_deleted:
+                await self._delete_webhook()
+                continue  # the lease may have moved on meanwhile: checked again
             try:
                 updates = await self._get_updates()
             except Conflict as exc:
@@ -250,6 +314,7 @@ class Poller:
 
     async def _get_updates(self) -> tuple[Update, ...]:
         # getUpdates bypasses the rate limiter (PTB), where the other calls are counted.
+        self._in_flight_since = self._progress_at = self.monotonic()
         try:
             updates = await self.bot.get_updates(
                 offset=self._offset,
@@ -259,5 +324,7 @@ class Poller:
         except Exception as exc:
             metrics.count_telegram_call("getUpdates", exc)
             raise
+        finally:
+            self._in_flight_since, self._progress_at = None, self.monotonic()
         metrics.count_telegram_call("getUpdates", None)
         return updates

@@ -144,6 +144,9 @@ class ProgressStore(Protocol):
     ) -> None:
         """The pause's prompt was delivered as `prompt` (also records `prompt_shown`)."""
 
+    async def bind_choices(self, run_id: str, nonce: str, prompt: PromptRef) -> None:
+        """A clarifying question's options were delivered as `prompt`."""
+
 
 # Set by the bot (issue 14's handoff): called with a finished run before its answer is sent;
 # returns a text to send instead of the run's answer (None: the answer) and buttons to show
@@ -246,7 +249,7 @@ class TelegramProgress:
         """Show the plan (a run with steps) and mark it shown."""
         if run.steps:
             plan = clip_message(html.escape(plan_text(run)))
-            if await self._send_text(run, view, plan, silent=True):
+            if await self._send_text(run, view, plan, silent=True) is not None:
                 await self._write_event(run, EventKind.PLAN_SHOWN, PLAN_SHOWN_NOTE)
 
     async def show_plan(self, run: Run) -> None:
@@ -360,6 +363,18 @@ class TelegramProgress:
         except Exception:
             log.exception("could not record the prompt", extra={"trace_id": run.trace_id})
 
+    async def _bind_choices(self, run: Run, sent: Message) -> None:
+        """Record the message that shows the question's options: a press counts only there,
+        so their data replayed in another chat or onto another message uses nothing up."""
+        if run.clarify is None or not run.clarify.nonce:
+            return
+        prompt = PromptRef(chat_id=sent.chat_id, message_id=sent.message_id)
+        try:
+            await self._store.bind_choices(run.id, run.clarify.nonce, prompt)
+        except Exception:
+            # Unbound, a press still counts only in the question's chat.
+            log.exception("could not record the options", extra={"trace_id": run.trace_id})
+
     async def reoffer(self, run: Run) -> bool:
         """Show a paused run's confirmation prompt again, as a new message.
 
@@ -415,12 +430,15 @@ class TelegramProgress:
         parts = split_message(html.escape(answer))
         for number, part in enumerate(parts, start=1):
             # A clarifying question offers its options as buttons under its last part.
-            markup = _rows(clarify_buttons(run), extra) if number == len(parts) else None
+            choices = clarify_buttons(run) if number == len(parts) else None
+            markup = _rows(choices, extra) if number == len(parts) else None
             sent = await self._send_text(
                 run, view, part, silent=False, attempts=ANSWER_DELIVERY_ATTEMPTS, markup=markup
             )
-            if not sent:
+            if sent is None:
                 return False  # blocked (noted) or failed: the lease lapses, recovery resends
+            if choices is not None:
+                await self._bind_choices(run, sent)
         # With the text as sent (a handoff's reply replaces the run's answer): the console
         # shows what the customer saw from here, never a re-rendering.
         await self._write_event(run, EventKind.ANSWER_DELIVERED, delivered_note(answer))
@@ -447,20 +465,20 @@ class TelegramProgress:
         silent: bool,
         attempts: int = 1,
         markup: InlineKeyboardMarkup | None = None,
-    ) -> bool:
-        """Send `text` (HTML) as a new message of the run; True once it was sent."""
+    ) -> Message | None:
+        """Send `text` (HTML) as a new message of the run; the message once it was sent."""
         async with view.lock:
             for attempt in range(1, attempts + 1):
                 send = self._send(view, text, markup, silent=silent)
                 sent = await self._call(run, view, send, quiet=True)
-                if sent is not None:
-                    return True
+                if isinstance(sent, Message):
+                    return sent
                 if view.blocked:
-                    return False
+                    return None
                 if attempt < attempts:
                     await asyncio.sleep(0.5 * 2 ** (attempt - 1))
             log.error("could not deliver a message", extra={"trace_id": run.trace_id})
-            return False
+            return None
 
     def _send(
         self, view: _RunView, text: str, markup: InlineKeyboardMarkup | None, *, silent: bool

@@ -51,6 +51,18 @@ TEXTS: dict[str, dict[Language, str]] = {
         ZH: "我没有收到文字内容，请告诉我你的问题。",
         EN: "I didn't get any text. Please tell me what you need.",
     },
+    # A lone surrogate (a broken emoji from a buggy client) cannot be stored or read: asking
+    # again as it is could never succeed, so "busy, try again" would be wrong.
+    "unreadable": {
+        ZH: "这条消息里有无法识别的字符，请重新输入后再发送。",
+        EN: "Part of that message couldn't be read. Please type it again and resend it.",
+    },
+    # A chat over its queue cap (`bot.inbox`): said once; every message is kept and
+    # answered in order.
+    "slow_down": {
+        ZH: "消息有点多，我会按顺序逐条回复，请稍等，不用重发。",
+        EN: "That's a lot of messages at once. I'll answer them in order, so there's no need to resend anything.",
+    },
     "busy": {
         ZH: "抱歉，系统暂时无法处理你的请求，没有做任何改动。请稍后再试。",
         EN: "Sorry, I can't proceed right now and nothing was changed. Please try again in a minute.",

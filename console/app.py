@@ -104,14 +104,17 @@ class _Login:
 
     async def submit(self, request: Request) -> Response:
         client = request.client.host if request.client else "unknown"
-        if self.throttle.blocked(client):
-            return self._form(request, "Too many attempts; wait a few minutes.", 429)
         form = await request.form()
         offered_csrf = str(form.get("csrf", ""))
         cookie_csrf = request.cookies.get(LOGIN_CSRF_COOKIE, "")
         if not cookie_csrf or not token_matches(cookie_csrf, offered_csrf):
             return self._form(request, "The form expired; please try again.", 403)
+        # The right token always signs in; only wrong ones are limited (`LoginThrottle`).
         if not token_matches(self.token, str(form.get("token", "")).strip()):
+            if self.throttle.blocked(client):
+                response = self._form(request, "Too many attempts; wait a few minutes.", 429)
+                response.headers["Retry-After"] = str(self.throttle.retry_after_s(client))
+                return response
             self.throttle.failed(client)
             return self._form(request, "That is not the staff token.", 401)
         response = RedirectResponse(safe_next(str(form.get("next", ""))), 303)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
+import math
 import secrets
 import time
 from collections import deque
@@ -28,6 +30,8 @@ from starlette.responses import JSONResponse, PlainTextResponse, RedirectRespons
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from storage.db import StorageUnavailable
+
+log = logging.getLogger(__name__)
 
 SESSION_COOKIE = "stepwise_staff"
 LOGIN_CSRF_COOKIE = "stepwise_login_csrf"
@@ -144,7 +148,14 @@ class Sessions:
 
 @dataclass
 class LoginThrottle:
-    """At most `limit` failed sign-ins per client address in `window_s` seconds."""
+    """At most `limit` wrong tokens per client address in `window_s` seconds; beyond that a
+    wrong token is answered "too many attempts" until the oldest leaves the window.
+
+    Only wrong tokens are limited, never the right one: behind a reverse proxy every staff
+    member shares one address, so refusing the right token there would let anyone who
+    types garbage lock the staff out. Guessing is no shortcut: a token has at least
+    `MIN_TOKEN_CHARS` characters, and a throttled address is logged once per window.
+    """
 
     limit: int = 10
     window_s: float = 300.0
@@ -163,9 +174,26 @@ class LoginThrottle:
     def blocked(self, client: str) -> bool:
         return len(self._recent(client)) >= self.limit
 
+    def retry_after_s(self, client: str) -> int:
+        """Whole seconds until the address's oldest wrong token leaves the window."""
+        failures = self._recent(client)
+        if len(failures) < self.limit:
+            return 0
+        return max(1, math.ceil(failures[0] + self.window_s - self.clock()))
+
     def failed(self, client: str) -> None:
-        self._recent(client)
+        """Count a wrong token that was checked (refused ones are not kept: a flood of them
+        would grow memory, and the window is counted from the checked ones)."""
+        before = len(self._recent(client))
         self._failures.setdefault(client, deque()).append(self.clock())
+        if before + 1 == self.limit:
+            log.warning(
+                "console: %d wrong staff tokens from %s in %g s; its wrong tokens are refused"
+                " for now (the right one still signs in)",
+                self.limit,
+                client,
+                self.window_s,
+            )
 
 
 def safe_next(target: str | None) -> str:

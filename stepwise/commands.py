@@ -50,7 +50,12 @@ def exit_code_for(run: Run) -> int:
 
 def print_run(run: Run, args: argparse.Namespace, catalog: Catalog = CATALOG) -> None:
     if args.json:
-        print(json.dumps(run_json(run), ensure_ascii=False))
+        payload = run_json(run)
+        if run.status is RunStatus.PAUSED:
+            # The stored answer is the one a chat shows with buttons ("press … below");
+            # here there are none: it says which command answers, as the text output does.
+            payload["answer"] = compose_answer(run, catalog, "command")
+        print(json.dumps(payload, ensure_ascii=False))
         return
     if run.status is RunStatus.PAUSED:
         # No buttons here: the prompt says which command answers it.

@@ -15,6 +15,7 @@ stripped of the token, keys and passwords the settings hold (`Redactor`).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -418,6 +419,37 @@ async def model_line(settings: Settings, *, client: httpx.AsyncClient | None = N
     return ok(name, f"{base} answers and lists {model}" if listed else f"{base} answers")
 
 
+def recognition_line(settings: Settings) -> Line:
+    """STEPWISE_EMBEDDINGS (issue 33): the backend embeds a word, or what is wrong with it."""
+    from agent_core.understanding.recognition.backends import EndpointEmbedder, LocalUSE
+    from agent_core.understanding.recognition.embedding import EmbeddingUnavailable
+
+    name = "recognition"
+    if settings.embeddings == "none":
+        return skip(name, "by words alone (STEPWISE_EMBEDDINGS=none): no model")
+    try:
+        if settings.embeddings == "endpoint":
+            key = settings.embeddings_api_key
+            embedder: EndpointEmbedder | LocalUSE = EndpointEmbedder(
+                settings.embeddings_url or "",
+                settings.embeddings_model or "",
+                api_key=key.get_secret_value() if key else None,
+                timeout_s=settings.embeddings_timeout_s,
+            )
+        else:
+            embedder = LocalUSE()
+        embedder.embed(["where is my order"], query=True)
+    except EmbeddingUnavailable as exc:
+        hint = (
+            "check STEPWISE_EMBEDDINGS_URL, _MODEL and _API_KEY (the local model answers meanwhile)"
+            if settings.embeddings == "endpoint"
+            else "reinstall (make run), or STEPWISE_EMBEDDINGS=none for words alone"
+        )
+        return fail(name, f"{exc}: {hint}")
+    where = "in-process" if settings.embeddings == "local" else settings.embeddings_url
+    return ok(name, f"by meaning: {embedder.model_id} ({where})")
+
+
 # -- all of it -------------------------------------------------------------------------------
 
 
@@ -466,6 +498,7 @@ async def run_doctor(
     found = await _guarded("catalog", catalog())
     emit(found, tools_redact)
     emit(await _guarded("model endpoint", _one(model_line(settings, client=http))))
+    emit(await _guarded("recognition", _one(asyncio.to_thread(recognition_line, settings))))
     emit([clock_line(probe)])
     failed = [line for line in lines if line.mark is Mark.FAIL]
     took = time.monotonic() - started

@@ -9,7 +9,8 @@ did not ask for), which must be 0; then one summary line per split. The held-out
 sealed: its misses are named by id and register only, so that whoever tunes recognition never
 reads its texts (`--unseal` shows them, for the split's author checking labels). `--json`: one file gives
 its report object (as before), several give {"planner", "wrong_actions", "splits": [...]}.
-Exit code 1 when there is any wrong action in any split, 2 for a bad file.
+Exit code 1 when there is a wrong action in any split other than those listed, with why, in
+tests/eval/known_wrong_actions.json; 2 for a bad file.
 """
 
 from __future__ import annotations
@@ -27,9 +28,21 @@ from stepwise.runtime import build_planner, meaning_indexes
 from stepwise.settings import Settings
 
 EVAL_DIR = Path(__file__).resolve().parent.parent / "tests" / "eval"
-SPLITS = ("cases.jsonl", "dev.jsonl", "heldout.jsonl")
+SPLITS = ("cases.jsonl", "dev.jsonl", "heldout.jsonl", "blind.jsonl")
 DEFAULT_CASES = EVAL_DIR / "cases.jsonl"
 EXIT_OK, EXIT_WRONG_ACTION, EXIT_USAGE = 0, 1, 2
+
+
+KNOWN_WRONG = EVAL_DIR / "known_wrong_actions.json"
+
+
+def known_wrong_actions() -> dict[str, list[str]]:
+    """Per split, the ids of the wrong actions listed as known debt (with why, in the file)."""
+    try:
+        data = json.loads(KNOWN_WRONG.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {split: sorted(ids) for split, ids in data.items() if isinstance(ids, dict)}
 
 
 class EvalError(Exception):
@@ -100,6 +113,13 @@ async def cmd_eval(settings: Settings, args: argparse.Namespace, planner: Planne
                 sealed=False if unseal else None,
             )
         )
+    known = known_wrong_actions()
+    unknown = [
+        miss.case.id
+        for r in reports
+        for miss in r.misses
+        if miss.wrong and miss.case.id not in known.get(r.split, [])
+    ]
     wrong = sum(r.wrong_action_cases for r in reports)
     if args.json:
         if len(reports) == 1:
@@ -124,4 +144,10 @@ async def cmd_eval(settings: Settings, args: argparse.Namespace, planner: Planne
                     f"  {r.split:<16} {r.correct:>5}/{r.total:<5} {100 * r.accuracy:5.1f} %"
                     f"   wrong actions: {r.wrong_action_cases}"
                 )
-    return EXIT_WRONG_ACTION if wrong else EXIT_OK
+        listed = sorted(
+            {i for ids in known.values() for i in ids}
+            & {m.case.id for r in reports for m in r.misses if m.wrong}
+        )
+        if listed:
+            print(f"known wrong actions (tests/eval/known_wrong_actions.json): {', '.join(listed)}")
+    return EXIT_WRONG_ACTION if unknown else EXIT_OK

@@ -151,7 +151,11 @@ async def open_receiving(runtime: Runtime) -> Receiving:
     settings = runtime.settings
     inbox = await open_inbox(settings.db_path, busy_timeout_s=settings.db_timeout_s)
     return Receiving(
-        inbox, new_owner(), lease_s=settings.lease_s, keep_s=settings.inbox_keep.total_seconds()
+        inbox,
+        new_owner(),
+        lease_s=settings.lease_s,
+        keep_s=settings.inbox_keep.total_seconds(),
+        chat_queue_max=settings.chat_queue_max,
     )
 
 
@@ -267,8 +271,11 @@ async def serve(settings: Settings, options: ServeOptions) -> int:
         with stop_signals() as stop:
             try:
                 await start_application(application, await open_receiving(runtime), webhook=webhook)
-                if webhook is not None:
-                    add_webhook_routes(application, health)
+                # The webhook's port is public: health and metrics only where a setting
+                # says so, never by default (`STEPWISE_HEALTH_ON_WEBHOOK`).
+                on_webhook = webhook is not None and settings.health_on_webhook
+                if on_webhook and add_webhook_routes(application, health):
+                    log.warning("health and metrics on the webhook's port too")
                 start_recovery(runtime, application, reoffer=True)
                 runtime.start_background(bot_of(application).staff_alerts.watch(health.backlog))
                 settle_heap()

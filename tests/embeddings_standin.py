@@ -19,7 +19,7 @@ from typing import Any
 from openai.types import CreateEmbeddingResponse, EmbeddingCreateParams
 from pydantic import TypeAdapter, ValidationError
 
-from agent_core.understanding.recognition.backends import LocalE5
+from agent_core.understanding.recognition.backends import LocalUSE
 
 REQUEST = TypeAdapter(EmbeddingCreateParams)
 KNOWN_FIELDS = frozenset(EmbeddingCreateParams.__annotations__)
@@ -39,7 +39,7 @@ class EmbeddingsStandIn:
     base_url: str = ""
 
     def __post_init__(self) -> None:
-        self._model = LocalE5()
+        self._model = LocalUSE()
         standin = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -82,11 +82,7 @@ class EmbeddingsStandIn:
         if self.down:
             return self._send(handler, 503, _error("server_error", "overloaded"))
         texts = [body["input"]] if isinstance(body["input"], str) else list(body["input"])
-        # As E5 servers do: a "passage: " prefix comes with the text; the rest are queries.
-        vectors = [
-            self._model.embed([t.removeprefix("passage: ")], query=not t.startswith("passage: "))[0]
-            for t in texts
-        ]
+        vectors = list(self._model.embed(texts, query=True))
         answer = {
             "object": "list",
             "model": body["model"],

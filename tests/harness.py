@@ -26,7 +26,7 @@ from typing import Any
 from agent_core.execution.policy import Backoff, FailurePolicy
 from agent_core.execution.tools import Tool
 from agent_core.models import utcnow
-from bot.application import start_application, stop_application
+from bot.application import Webhook, start_application, stop_application
 from bot.progress import DEFAULT_TYPING, Typing
 from standin import DEFAULT_TOKEN, ShownMessage, StandIn
 from stepwise.runtime import Runtime, open_runtime
@@ -177,6 +177,7 @@ async def start_bot(
     show_after_s: float = 0.5,
     typing: Typing = DEFAULT_TYPING,
     clock: Callable[[], datetime] = utcnow,
+    webhook: Webhook | None = None,
     **env: str,
 ) -> BotHarness:
     """The production application polling `standin`, with a short retry backoff (and the
@@ -202,5 +203,6 @@ async def start_bot(
     )
     await app.initialize()
     receiving = await open_receiving(runtime)
-    await start_application(app, receiving, poll_timeout_s=1)  # as `stepwise serve` starts it
+    # As `stepwise serve` starts it; with `webhook`, Telegram's posts are the test's to make.
+    await start_application(app, receiving, webhook=webhook, poll_timeout_s=1)
     return BotHarness(standin, runtime, app, db)

@@ -16,7 +16,7 @@ from agent_core.models import Language
 from agent_core.understanding.planner import PlanRequest, RuleBasedPlanner
 from bot.texts import say
 from standin import StandIn
-from tests.harness import DEMO, start_bot
+from tests.harness import DEMO, start_bot, until
 from tests.harness import BotHarness as Bot
 
 
@@ -49,6 +49,39 @@ async def test_choice_buttons_appear_and_a_press_continues(bot: Bot) -> None:
     statuses = [s for (s,) in bot.query("SELECT status FROM runs ORDER BY created_at")]
     assert statuses[0] == "needs_clarification" and len(statuses) == 2
     assert bot.query("SELECT count(*) FROM shop_cancellations") == [(0,)]
+
+
+async def test_choice_data_replayed_in_another_chat_or_message_changes_nothing(bot: Bot) -> None:
+    """A group's option, forged onto the asker's private question or onto another message
+    in the group, is refused there: no run starts and the group's question stays open, so
+    the real press still continues it."""
+    group, text = -1001, "what can you do?"
+    bot.standin.inject_message(group, DEMO, text)
+    asked = await bot.buttons_message(group)
+    bot.standin.inject_message(DEMO, DEMO, text)
+    private = await bot.buttons_message(DEMO)
+    data = asked.buttons[0][0].callback_data or ""
+    (group_run,) = bot.query("SELECT id FROM runs WHERE chat_id = ?", group)
+
+    pressed = [
+        bot.standin.press_button(DEMO, private.message_id, data, DEMO, forge=True),
+        bot.standin.press_button(group, asked.message_id - 1, data, DEMO, forge=True),
+    ]
+    for query_id in pressed:
+        await bot.standin.wait_for(lambda q=query_id: bool(bot.standin.callback_answers(q)))
+        assert bot.standin.callback_answers(query_id)[0].text == say("toast_invalid", Language.EN)
+    assert bot.query("SELECT count(*) FROM runs") == [(2,)]
+    assert bot.query(
+        "SELECT count(*) FROM runs WHERE clarify_nonce IS NOT NULL AND id = ?", group_run[0]
+    ) == [(1,)]
+    still = next(m for m in bot.standin.bot_messages(DEMO) if m.message_id == private.message_id)
+    assert still.buttons  # the private question is untouched too
+
+    real = bot.standin.press_button(group, asked.message_id, data, DEMO)
+    await bot.standin.wait_for(lambda: bool(bot.standin.callback_answers(real)))
+    assert bot.standin.callback_answers(real)[0].text == say("toast_chosen", Language.EN)
+    await until(lambda: bot.query("SELECT count(*) FROM runs WHERE chat_id = ?", group)[0][0] == 2)
+    assert bot.query("SELECT count(*) FROM runs WHERE chat_id = ?", DEMO) == [(1,)]
 
 
 async def test_track_an_order_from_the_menu_asks_which_order(bot: Bot) -> None:

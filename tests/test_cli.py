@@ -128,6 +128,16 @@ def test_pause_confirm_then_double_confirm(db: Path) -> None:
     assert query(db, "SELECT status FROM shop_orders WHERE id = 'A1003'") == [("cancelled",)]
 
 
+@pytest.mark.parametrize("text", ["cancel order A1003", "帮我取消订单 A1003"])
+def test_a_paused_answer_in_json_names_the_command_not_a_button(db: Path, text: str) -> None:
+    code, out = ask_json(db, text)
+    assert code == 0 and out["status"] == "paused"
+    assert "below" not in out["answer"] and "下方" not in out["answer"]
+    assert "stepwise confirm" in out["answer"] and "stepwise reject" in out["answer"]
+    stored = query(db, "SELECT answer FROM runs WHERE id = ?", out["run_id"])[0][0]
+    assert "below" in stored or "下方" in stored  # the chat's copy keeps its buttons' hint
+
+
 def test_reject_changes_nothing(db: Path) -> None:
     _, out = ask_json(db, "cancel order A1001")
     proc = stepwise(db, "reject", out["run_id"], "--user", DEMO_USER, "--json")
@@ -318,12 +328,15 @@ def test_18_telegram_unreachable_at_start_retries_a_few_times_then_exits_with_on
 
 # -- the README a new user follows (issue 11 #20) -------------------------------------------
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+# The docs/ pages hold what moved out of the README (issue 34 item 5): its examples too.
+DOCS = [README, *(page.read_text(encoding="utf-8") for page in sorted(ROOT.glob("docs/*.md")))]
 
 
 def _example_lines() -> list[str]:
-    """The README's command examples: every line of its fenced code blocks."""
-    fenced = re.findall(r"```[a-z]*\n(.*?)```", README, re.S)
+    """The README's and the docs' command examples: every line of their fenced code blocks."""
+    fenced = [block for doc in DOCS for block in re.findall(r"```[a-z]*\n(.*?)```", doc, re.S)]
     return [line.strip() for block in fenced for line in block.splitlines()]
 
 

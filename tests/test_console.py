@@ -148,9 +148,28 @@ async def test_login_needs_its_csrf_token_and_is_throttled(seeded: Seeded) -> No
         response = await client.post("/login", data={"token": TOKEN, "csrf": "made-up"})
         assert response.status_code == 403 and SESSION_COOKIE not in client.cookies
         for _ in range(10):
-            await sign_in(client, "wrong-token")
-        response = await sign_in(client)  # even the right token waits now
+            assert (await sign_in(client, "wrong-token")).status_code == 401
+        response = await sign_in(client, "wrong-token")
         assert response.status_code == 429 and SESSION_COOKIE not in client.cookies
+        assert 1 <= int(response.headers["Retry-After"]) <= 300
+
+
+async def test_after_ten_wrong_tokens_from_an_address_the_right_one_still_signs_in(
+    seeded: Seeded, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Over real HTTP: behind a proxy every staff member shares one address, so wrong
+    tokens are limited there, never the right one."""
+    server = await serve_console(seeded.store, TOKEN, port=0)
+    try:
+        async with httpx.AsyncClient(base_url=server.url) as client:
+            statuses = [(await sign_in(client, f"wrong-{n}")).status_code for n in range(12)]
+            assert statuses == [401] * 10 + [429] * 2
+            assert caplog.text.count("10 wrong staff tokens from 127.0.0.1") == 1
+            response = await sign_in(client)
+            assert response.status_code == 303 and SESSION_COOKIE in client.cookies
+            assert (await client.get("/api/runs")).status_code == 200
+    finally:
+        await server.stop()
 
 
 async def test_sign_out_ends_the_session_even_for_a_copied_cookie(

@@ -8,7 +8,15 @@ from datetime import UTC, datetime, timedelta
 import httpx
 from pydantic import SecretStr
 
-from stepwise.doctor import Mark, Redactor, clock_line, model_line, staff_id_lines, webhook_line
+from stepwise.doctor import (
+    Mark,
+    Redactor,
+    clock_line,
+    model_line,
+    recognition_line,
+    staff_id_lines,
+    webhook_line,
+)
 from stepwise.settings import Settings
 from storage.probe import ClockReading, DatabaseProbe
 
@@ -107,3 +115,23 @@ def test_the_redactor_removes_every_secret_whole_or_in_part() -> None:
     redact = Redactor(settings)
     text = redact(f"{token} {'A' * 35} {KEY} hunter2pass")
     assert text == "[REDACTED] [REDACTED] [REDACTED] [REDACTED]"
+
+
+def test_recognition_names_its_backend_and_what_is_wrong_with_it() -> None:
+    """STEPWISE_EMBEDDINGS: the local model embeds; none is said, never silent; an
+    endpoint that does not answer fails with what to check (the local model answers
+    meanwhile)."""
+    local = recognition_line(Settings(_env_file=None))  # type: ignore[call-arg]
+    assert local.mark is Mark.OK and "use-multilingual-v3" in local.render()
+    none = recognition_line(Settings(_env_file=None, STEPWISE_EMBEDDINGS="none"))  # type: ignore[call-arg]
+    assert none.mark is Mark.SKIP and "words alone" in none.render()
+    down = recognition_line(
+        Settings(  # type: ignore[call-arg]
+            _env_file=None,
+            STEPWISE_EMBEDDINGS="endpoint",
+            STEPWISE_EMBEDDINGS_URL="http://127.0.0.1:9/v1",
+            STEPWISE_EMBEDDINGS_MODEL="e5",
+            STEPWISE_EMBEDDINGS_TIMEOUT="1",
+        )
+    )
+    assert down.mark is Mark.FAIL and "STEPWISE_EMBEDDINGS_URL" in down.render()

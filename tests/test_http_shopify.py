@@ -183,7 +183,7 @@ async def test_a_refund_uses_the_suggested_transaction_and_a_too_big_one_is_refu
     assert isinstance(made, ToolOk), made
     assert made.data == {"refund_id": "701", "amount": "50.00", "order_id": "1002"}
     lookup = shop.seen[-2]
-    assert (lookup[0], lookup[2]) == ("RefundLookup", {"query": "name:#1002", "amount": "50.00"})
+    assert (lookup[0], lookup[2]) == ("RefundLookup", {"query": "name:#1002"})
     order = shop.orders[1002]
     assert shop.mutations()[-1] == (
         "refundCreate",
@@ -208,6 +208,22 @@ async def test_a_refund_uses_the_suggested_transaction_and_a_too_big_one_is_refu
     assert isinstance(refused, ToolError) and refused.error_type is ErrorType.INVALID_ARGUMENTS
     assert "refundable amount" in refused.message and not refused.may_have_happened
     assert len(order.refunds) == 1
+
+
+async def test_a_customer_refund_reaches_shopify_through_the_agent(
+    agent: tuple[Agent, ToolRegistry], shop: Shopify
+) -> None:
+    """The sentence a customer types, the Confirm, then Shopify's own refund: the lookup
+    names the payment (what Shopify suggests refunding in full), the refund sends the
+    customer's amount through it."""
+    ask, _ = agent
+    run = await confirmed(ask, "I want a refund of 20 for order 1002")
+    assert run.status is RunStatus.COMPLETED, run.answer
+    assert [s[0] for s in shop.seen][-2:] == ["RefundLookup", "Refund"]
+    (refund,) = shop.orders[1002].refunds
+    assert refund["amount"] == "20.00"
+    assert refund["note"] == f"Refund via stepwise ({run.id}:s2)"
+    assert run.steps[1].observation == {"refund_id": "701", "amount": "20.00", "order_id": "1002"}
 
 
 async def test_address_and_tracking(agent: tuple[Agent, ToolRegistry], shop: Shopify) -> None:

@@ -100,6 +100,39 @@ async def test_renewing_keeps_the_updates_one_is_handling(inbox: Inbox) -> None:
     await inbox.renew("a", [], 120.0)  # nothing in hand: a no-op
 
 
+async def test_parked_updates_stay_claimed_and_come_back_oldest_first_per_chat(
+    inbox: Inbox,
+) -> None:
+    """A chat over its queue cap: its updates wait in the inbox, renewed with the owner's
+    claims (no sweep takes them while it lives), and come back a few at a time, in order,
+    for that chat only."""
+    await inbox.store(_updates(1, 2, 3, 4, 5), "a", 100.0, 103.0)
+    await inbox.park("a", 7, [2, 4, 5])
+    await inbox.park("a", 8, [3])
+    await inbox.park("b", 7, [1])  # not b's: nothing parked
+    await inbox.renew("a", [1], 110.0)  # renews what "a" handles and everything it parked
+    assert await inbox.claim_stale("c", 105.0, 108.0) == []
+    assert [r.update_id for r in await inbox.unpark("a", 7, 2)] == [2, 4]
+    assert await inbox.unpark("b", 7, 5) == []  # another owner's parked updates are not its own
+    assert [r.update_id for r in await inbox.unpark("a", 7, 5)] == [5]
+    assert await inbox.unpark("a", 7, 5) == []
+    assert [r.update_id for r in await inbox.unpark("a", 8, 5)] == [3]
+
+
+async def test_a_dead_owners_parked_updates_are_taken_over_and_no_longer_parked(
+    inbox: Inbox,
+) -> None:
+    await inbox.store(_updates(1, 2), "dead", 100.0, 103.0)
+    await inbox.park("dead", 7, [1, 2])
+    taken = await inbox.claim_stale("b", 104.0, 107.0)
+    assert [r.update_id for r in taken] == [1, 2]
+    assert await inbox.unpark("dead", 7, 5) == [] and await inbox.unpark("b", 7, 5) == []
+    await inbox.store(_updates(3), "b", 104.0, 107.0)
+    await inbox.park("b", 7, [3])
+    await inbox.release_claims("b")  # a stop gives them up, parked or not
+    assert [r.update_id for r in await inbox.claim_stale("c", 105.0, 108.0)] == [1, 2, 3]
+
+
 async def test_two_processes_sweeping_at_once_never_take_the_same_update(
     store_backend: Backend,
 ) -> None:

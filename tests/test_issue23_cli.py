@@ -45,7 +45,9 @@ def test_1_7_chat_prompt_says_what_to_type_in_the_customers_language(tmp_path: P
 def test_1_ask_names_the_commands_not_buttons(tmp_path: Path) -> None:
     proc = stepwise(tmp_path / "s.db", "ask", "cancel order A1003", "--user", "10001")
     assert proc.returncode == 0, proc.stderr
-    assert 'Run the confirm command below for "Yes, cancel A1003", or reject for ' in proc.stdout
+    assert (
+        'Run "stepwise confirm" for "Yes, cancel A1003", or "stepwise reject" for ' in proc.stdout
+    )
     assert "press" not in proc.stdout.lower()
     assert "stepwise confirm" in proc.stdout
 

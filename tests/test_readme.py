@@ -1,8 +1,9 @@
 """The README tests itself (issue 23 item 13): its examples are run and compared with what
-the program prints, like doctests.
+the program prints, like doctests. So does every page of docs/ (docs/*.md, issue 34 item 5:
+what moved out of the README is tested as it was in it), by the same markers and rules.
 
-Every fenced block of README.md is accounted for, by what it is or by an HTML comment on
-the line right before its opening fence:
+Every fenced block of README.md and of each docs/*.md is accounted for, by what it is or by
+an HTML comment on the line right before its opening fence:
 
 * a ```sh block whose every line is a `.venv/bin/stepwise ...` command is **run** (each
   command, against a fresh database: `STEPWISE_DB` in a temporary directory, seeded with
@@ -29,7 +30,8 @@ blank lines and trailing spaces are dropped; a "…" in a README line stands for
 The demo shop's table (the "try" column) is checked by `SHOP_TABLE`: each row's quoted
 requests are asked with `stepwise ask --json --user <owner>` and the outcome the row
 promises is asserted; every quoted text of a row must be in that table, so the README's
-promises and the assertions cannot part.
+promises and the assertions cannot part. A section a check reads (the demo shop, the CLI
+reference, the `ask --json` keys) is found in whichever document holds it.
 """
 
 from __future__ import annotations
@@ -53,7 +55,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 README_PATH = ROOT / "README.md"
-README = README_PATH.read_text(encoding="utf-8")
+# The README and every page of docs/, by their path from the repository's root.
+DOC_PATHS = [README_PATH, *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = {path.relative_to(ROOT).as_posix(): path.read_text(encoding="utf-8") for path in DOC_PATHS}
+README = DOCS["README.md"]
 STEPWISE = ".venv/bin/stepwise "
 
 
@@ -70,12 +75,13 @@ class Block:
     marker: str | None = None  # the readme-test kind, if a comment names one
     rest: str = ""  # what follows the kind in the comment
     lines: list[str] = field(default_factory=list)
+    doc: str = "README.md"  # the document it is in
 
     def __str__(self) -> str:
-        return f"README.md:{self.line} ({self.lang or 'plain'})"
+        return f"{self.doc}:{self.line} ({self.lang or 'plain'})"
 
 
-def blocks(text: str = README) -> list[Block]:
+def blocks(text: str = README, doc: str = "README.md") -> list[Block]:
     found: list[Block] = []
     lines = text.splitlines()
     i = 0
@@ -100,10 +106,23 @@ def blocks(text: str = README) -> list[Block]:
                 marker=marker["kind"] if marker else None,
                 rest=marker["rest"] if marker else "",
                 lines=body,
+                doc=doc,
             )
         )
         i = j + 1
     return found
+
+
+def all_blocks() -> list[Block]:
+    """Every fenced block of the README and of each docs/*.md page."""
+    return [block for doc, text in DOCS.items() for block in blocks(text, doc)]
+
+
+def section(start: str) -> str:
+    """The text from `start` (a heading, say) on, in the one document that has it."""
+    holding = [text for text in DOCS.values() if start in text]
+    assert len(holding) == 1, f"{start!r} is in {len(holding)} documents, not one"
+    return holding[0][holding[0].index(start) :]
 
 
 def is_command_block(block: Block) -> bool:
@@ -133,14 +152,23 @@ def unaccounted(found: list[Block]) -> list[str]:
     return problems
 
 
-def test_every_block_is_run_or_skipped() -> None:
-    problems = unaccounted(blocks())
+@pytest.mark.parametrize("doc", list(DOCS))
+def test_every_block_is_run_or_skipped(doc: str) -> None:
+    problems = unaccounted(blocks(DOCS[doc], doc))
     assert not problems, (
         "put '<!-- readme-test: skip (why) -->' right before a block that cannot run here, "
         f"or a kind that runs it: {problems}"
     )
-    kinds = {block.marker for block in blocks()}
-    assert {"chat", "demo", "synopsis"} <= kinds  # the walk-throughs are still marked
+
+
+def test_the_walk_throughs_are_still_marked() -> None:
+    assert {"chat", "demo"} <= {block.marker for block in blocks()}  # the README's quickstart
+    assert {"chat", "demo", "synopsis"} <= {block.marker for block in all_blocks()}
+
+
+def test_blocks_name_the_document_they_are_in() -> None:
+    [block] = blocks("x\n\n<!-- readme-test: skip (a diagram) -->\n```\na\n```\n", "docs/x.md")
+    assert str(block) == "docs/x.md:4 (plain)"
 
 
 def test_a_new_block_cannot_go_untested_silently() -> None:
@@ -247,14 +275,14 @@ def command_args(line: str) -> list[str]:
     return shlex.split(line.removeprefix(STEPWISE), comments=True)
 
 
-@pytest.mark.parametrize("block", [b for b in blocks() if is_command_block(b)], ids=str)
+@pytest.mark.parametrize("block", [b for b in all_blocks() if is_command_block(b)], ids=str)
 def test_a_command_block_runs(block: Block, tmp_path: Path) -> None:
     for line in filter(str.strip, block.lines):
         proc = stepwise(tmp_path / "stepwise.db", *command_args(line))
         assert proc.returncode == 0 and proc.stderr == "", f"{block}: {line}\n{proc.stderr}"
 
 
-@pytest.mark.parametrize("block", [b for b in blocks() if b.lang == "toml"], ids=str)
+@pytest.mark.parametrize("block", [b for b in all_blocks() if b.lang == "toml"], ids=str)
 def test_a_toml_block_parses(block: Block) -> None:
     tomllib.loads(block.text)
 
@@ -267,7 +295,7 @@ def _keys(spec: str) -> list[str]:
 
 
 def test_ask_json_prints_the_keys_the_readme_lists(tmp_path: Path) -> None:
-    promised = re.search(r"prints one JSON object: `(\{.*?\})`", README, re.S)
+    promised = re.search(r"prints one JSON object: `(\{.*?\})`", section("prints one JSON"), re.S)
     assert promised is not None
     spec = " ".join(promised[1].split())
     step_spec = re.search(r"steps:\[(\{.*\})\]", spec)
@@ -330,7 +358,7 @@ def settings_of(rest: str) -> dict[str, str]:
     return {name: value for name, value in pairs}
 
 
-@pytest.mark.parametrize("block", [b for b in blocks() if b.marker == "chat"], ids=str)
+@pytest.mark.parametrize("block", [b for b in all_blocks() if b.marker == "chat"], ids=str)
 def test_a_chat_transcript_is_what_the_terminal_shows(block: Block, tmp_path: Path) -> None:
     shown = replay_chat(block.lines, tmp_path / "chat.db", settings_of(block.rest))
     assert_same_lines(normalise(block.text), normalise("\n".join(shown)), str(block))
@@ -340,7 +368,7 @@ def test_a_chat_transcript_is_what_the_terminal_shows(block: Block, tmp_path: Pa
 
 
 def test_the_quickstart_shows_what_the_demo_prints(tmp_path: Path) -> None:
-    [block] = [b for b in blocks() if b.marker == "demo"]
+    [block] = [b for b in all_blocks() if b.marker == "demo"]
     demo = subprocess.Popen(
         [sys.executable, "-m", "stepwise", "demo", "--chat-port", "0", "--staff-port", "0"],
         env=clean_env(tmp_path / "demo.db"),
@@ -380,7 +408,7 @@ PAUSABLE = "A1003"  # pending in the demo shop: cancelling it pauses for a Confi
 
 
 def synopsis_lines() -> list[str]:
-    [block] = [b for b in blocks() if b.marker == "synopsis"]
+    [block] = [b for b in all_blocks() if b.marker == "synopsis"]
     joined: list[str] = []
     for line in block.lines:
         if line.startswith(" ") and joined:  # a continuation of the line above
@@ -572,9 +600,9 @@ SHOP_TABLE: dict[tuple[str, str], dict[str, Check | None]] = {
 
 
 def shop_rows() -> dict[tuple[str, str], list[str]]:
-    section = README[README.index("### The demo shop") :]
+    shop = section("The demo shop (default tool backend)")
     rows: dict[tuple[str, str], list[str]] = {}
-    for row in re.findall(r"^\| ([A-Z]\d{4}) \| (\d+) \|(.*)\|$", section, re.M)[:20]:
+    for row in re.findall(r"^\| ([A-Z]\d{4}) \| (\d+) \|(.*)\|$", shop, re.M)[:20]:
         order, owner, rest = row
         try_column = rest.split("|")[-1]
         asker = re.match(r"\s*as (\d+):", try_column)
@@ -599,10 +627,10 @@ def test_a_shop_table_row_does_what_it_promises(row: tuple[str, str], tmp_path: 
 
 
 def test_stepwise_tools_lists_what_the_readme_says(tmp_path: Path) -> None:
-    shop = README[README.index("### The demo shop") :][:600]
+    shop = section("The demo shop (default tool backend)")[:600]
     assert "seven tools of the catalog (`stepwise tools`\nlists them)" in shop
     claim = "(each tool's risk, who approves it, what serves\nit, its description and arguments)"
-    assert f"`stepwise tools` lists the catalog in use {claim}" in README
+    assert section(f"`stepwise tools` lists the catalog in use {claim}")
     out = stepwise(tmp_path / "tools.db", "tools").stdout
     heads = re.findall(
         r"^  (\w+)  \[(read|high) risk(?: approved by the (\w+))?\]  (.+)$", out, re.M
@@ -618,7 +646,7 @@ def test_stepwise_tools_lists_what_the_readme_says(tmp_path: Path) -> None:
 def test_the_cli_reference_lists_every_run_status() -> None:
     from agent_core.models import RunStatus
 
-    [runs] = [line for line in blocks() if line.marker == "synopsis"]
+    [runs] = [line for line in all_blocks() if line.marker == "synopsis"]
     listed = re.search(r"# S: (.*)$", runs.text, re.M)
     assert listed is not None
     legacy = {RunStatus.CANCELLED}  # nothing ends a run this way any more (a migration)
@@ -626,7 +654,7 @@ def test_the_cli_reference_lists_every_run_status() -> None:
 
 
 def test_the_shop_prose_no_warranty_policy_and_unknown_orders(tmp_path: Path) -> None:
-    shop = README[README.index("### The demo shop") :][:4000]
+    shop = section("The demo shop (default tool backend)")[:4000]
     assert (
         '"保修政策是什么" shows the honest\nfallback' in shop and 'Unknown orders ("Z9999")' in shop
     )

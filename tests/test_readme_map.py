@@ -1,6 +1,9 @@
-"""The README's "Where things are" names only modules and packages that exist (issue 24).
+""" "Where things are" names only modules and packages that exist (issue 24).
 
-Read generically, so it holds for any layout the README describes: in the code block, every
+The section is in two places since issue 34 item 5: the README keeps the diagram, and
+docs/architecture.md has the diagram's packages module by module. Both are read.
+
+Read generically, so it holds for any layout they describe: in a code block, every
 top-level `name/` is a directory; in an entry `- **package/** — …`, every module named in
 backticks (`db`, `runs/sqlite`, `http/`) is a module or a package of that package. A name
 with a slash is resolved from the package; a bare name may also be a module of one of its
@@ -13,14 +16,20 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 _ENTRY = re.compile(r"^- \*\*([\w/]+)/\*\* —(.*?)(?=^- \*\*|^\S|\Z)", re.M | re.S)
 _NAME = re.compile(r"`([a-z_][a-z0-9_]*(?:/[a-z_][a-z0-9_]*)*/?)`")
 _TOP = re.compile(r"^\s*(?:[│├└─ ]*)([a-z_]+)/", re.M)
 
 
-def where_things_are() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+README = ROOT / "README.md"
+ARCHITECTURE = ROOT / "docs" / "architecture.md"  # the package map, module by module
+
+
+def where_things_are(doc: Path = ARCHITECTURE) -> str:
+    text = doc.read_text(encoding="utf-8")
     start = text.index("## Where things are")
     end = text.find("\n## ", start + 1)
     return text[start : end if end >= 0 else len(text)]
@@ -66,13 +75,20 @@ def test_every_module_the_map_names_exists() -> None:
         for name in names
         if not exists_below(ROOT / package, name)
     ]
-    assert not missing, f"README 'Where things are' names modules that do not exist: {missing}"
+    assert not missing, f"'Where things are' names modules that do not exist: {missing}"
 
 
-def test_every_directory_of_the_diagram_exists() -> None:
-    section = where_things_are()
+@pytest.mark.parametrize("doc", [README, ARCHITECTURE], ids=lambda doc: doc.name)
+def test_every_directory_of_the_diagram_exists(doc: Path) -> None:
+    section = where_things_are(doc)
     block = section[section.index("```") : section.index("```", section.index("```") + 3)]
     tops = set(_TOP.findall(block.replace("```", "")))
     assert tops, "no directories found in the diagram"
     missing = sorted(name for name in tops if not (ROOT / name).is_dir())
-    assert not missing, f"README 'Where things are' diagram names missing directories: {missing}"
+    assert not missing, (
+        f"{doc.name} 'Where things are' diagram names missing directories: {missing}"
+    )
+
+
+def test_the_readme_points_to_the_map() -> None:
+    assert "docs/architecture.md#where-things-are" in where_things_are(README)

@@ -1,4 +1,6 @@
-"""Every screenshot the docs show exists (`make screenshots` writes the demo's)."""
+"""Every screenshot the README and the docs show exists (`make screenshots` writes the
+demo's). An image is a path relative to the page that shows it (docs/*.md write
+`screenshots/…`), as GitHub resolves it."""
 
 from __future__ import annotations
 
@@ -6,21 +8,28 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SHOWN = re.compile(r"docs/screenshots/[\w.-]+\.png")
+SHOWN = re.compile(r"!\[[^\]]*\]\(([^)\s]+\.png)\)")  # a markdown image
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
 def test_every_screenshot_the_docs_name_exists() -> None:
-    named = {(doc.name, ref) for doc in DOCS for ref in SHOWN.findall(doc.read_text())}
-    assert any(doc == "README.md" for doc, _ in named), "the README shows no screenshot"
-    missing = sorted(f"{doc}: {ref}" for doc, ref in named if not (ROOT / ref).is_file())
+    named = {(doc, ref) for doc in DOCS for ref in SHOWN.findall(doc.read_text())}
+    assert any(doc.name == "README.md" for doc, _ in named), "the README shows no screenshot"
+    missing = sorted(
+        f"{doc.relative_to(ROOT)}: {ref}" for doc, ref in named if not (doc.parent / ref).is_file()
+    )
     assert not missing, f"named but not in the repository: {missing}"
 
 
-def test_the_screenshot_script_writes_what_the_readme_shows() -> None:
+def test_the_screenshot_script_writes_what_the_docs_show() -> None:
     script = (ROOT / "tests" / "browser" / "screenshots.py").read_text()
-    readme = (ROOT / "README.md").read_text()
-    for ref in SHOWN.findall(readme):
-        name = ref.rsplit("/", 1)[1]
-        if name.startswith("demo-"):
-            assert f'"{name}"' in script, f"{name} is in the README but no script takes it"
+    for doc in DOCS:
+        for ref in SHOWN.findall(doc.read_text()):
+            name = ref.rsplit("/", 1)[1]
+            if name.startswith("demo-"):
+                assert f'"{name}"' in script, f"{name} is in {doc.name} but no script takes it"
+
+
+def test_the_image_pattern() -> None:
+    page = "![a](docs/screenshots/demo-a.png) and ![b c](screenshots/b.png), not docs/x.png"
+    assert SHOWN.findall(page) == ["docs/screenshots/demo-a.png", "screenshots/b.png"]

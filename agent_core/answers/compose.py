@@ -262,9 +262,10 @@ _DECIDE_HINTS: dict[str, dict[Language, str]] = {
         ZH: "回答 y 表示“{approve}”，回答 n 表示“{decline}”。",
         EN: 'Answer y for "{approve}" or n for "{decline}".',
     },
+    # Not "below": `ask --json` has no commands printed under it (the text output does).
     "command": {
-        ZH: "用下面的 confirm 命令表示“{approve}”，用 reject 命令表示“{decline}”。",
-        EN: 'Run the confirm command below for "{approve}", or reject for "{decline}".',
+        ZH: "用 stepwise confirm 命令表示“{approve}”，用 stepwise reject 命令表示“{decline}”。",
+        EN: 'Run "stepwise confirm" for "{approve}", or "stepwise reject" for "{decline}".',
     },
 }
 

@@ -352,6 +352,15 @@ class Reading:
         return chr(ID_BASE + self.order_ids.index(order_id))
 
 
+# A refund word just before a number ("refund 120", "refund me 59", "a refund of 30",
+# "退款 120", "退我 50"): that number is an amount.
+_AMOUNT_AFTER_REFUND = lazyre.compile(
+    r"(?:(?<![a-z])(?:refund|reimburse|refunded|reimbursement|money back)(?: me| us)?(?: of| for)?"
+    r"|退款|退钱|退我|退给我|返还)\s*$",
+    re.IGNORECASE,
+)
+
+
 class Reader:
     """Turns a message into a `Reading` for one shop's order-id pattern."""
 
@@ -392,6 +401,10 @@ class Reader:
             if numeric and (re.fullmatch(r"\d[.,]", before) or re.match(r"[.,]\d", after)):
                 continue
             if numeric and before[-1:] and before[-1:] in "$€£¥￥":
+                continue
+            if numeric and _AMOUNT_AFTER_REFUND.search(text[max(0, start - 24) : start]):
+                # Issue 33: "refund 120 for order 1002" with digits-only ids: the number
+                # right after a refund word is the amount, not a second order.
                 continue
             found.append(match)
         return found

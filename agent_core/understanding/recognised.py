@@ -137,7 +137,10 @@ def recognise(
         repaired=recogniser.normaliser.repairs(text),
         missing=understood.refusal == "missing_order_id",
     )
-    ranked = recogniser.rank(text)
+    # By meaning only where recognition may decide (what the rule reading left open), or
+    # where the words found nothing.
+    open_ = facts.vague or facts.unsupported or bool(facts.untargeted) or facts.missing
+    ranked = recogniser.rank(text, meaning=True if open_ else None)
     keyed = customer_read(ranked, facts, customer_tools)
     if keyed is not None:
         return _customer_step(keyed, understood, reading)

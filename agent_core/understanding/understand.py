@@ -84,6 +84,7 @@ from agent_core.understanding.recognition.precision import (
     OR_IDS,
     OTHER_ONE,
     PLURAL,
+    REASON_ONLY,
     REPORTS_AFTER,
     SECOND_AMOUNT,
     SOMEONES_OWN,
@@ -317,8 +318,16 @@ def understand(
             kept += [reading.id_of(ch) for ch in excluded_ids(joined)]
     interp.kept = list(dict.fromkeys(kept))
     # "cancel A1003? no wait, just tell me where it is": actions before a retraction go.
+    # A last clause that only gives the reason ("…, I changed my mind.") takes nothing back.
     retracted_before = max(
-        (n for n, v in enumerate(genuine) if n > 0 and retracts(v.text)), default=0
+        (
+            n
+            for n, v in enumerate(genuine)
+            if n > 0
+            and retracts(v.text)
+            and not (n == len(genuine) - 1 and REASON_ONLY.match(v.text))
+        ),
+        default=0,
     )
     # "cancel A1003, sorry, I mean A1007": earlier actions move to the corrected order.
     corrections = [
@@ -399,6 +408,12 @@ def understand(
             ):
                 # Round 8: one action, orders named apart with other words between them
                 # ("cancel A1003 … something about A1005"): which of them is asked, never all.
+                ambiguous.append((verb.tool, targets))
+                continue
+            if verb.tool == Action.REFUND.value and len(targets) > 1 and verb in view.requests:
+                # Issue 33's blind batch: one refund amount cannot be each of several
+                # orders' ("A1002 and A1006 - I want my money back, 30 dollars"): whose it
+                # is, is asked.
                 ambiguous.append((verb.tool, targets))
                 continue
             listed_before = bool(view.clause.ids) and view.clause.ids[0] not in own_ids[number]

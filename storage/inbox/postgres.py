@@ -37,11 +37,22 @@ _PROCESSED = pg_sql(
 )
 _RENEW = pg_sql(
     "UPDATE inbox SET lease_until = :until WHERE owner = :owner AND processed_at IS NULL"
+    " AND (update_id = ANY(:ids) OR parked_chat IS NOT NULL)"
+)
+_PARK = pg_sql(
+    "UPDATE inbox SET parked_chat = :chat_id WHERE owner = :owner AND processed_at IS NULL"
     " AND update_id = ANY(:ids)"
+)
+_UNPARK = pg_sql(
+    "UPDATE inbox SET parked_chat = NULL WHERE update_id IN ("
+    " SELECT update_id FROM inbox WHERE owner = :owner AND parked_chat = :chat_id"
+    " AND processed_at IS NULL ORDER BY update_id LIMIT :limit FOR UPDATE)"
+    " RETURNING update_id, body"
 )
 _PENDING_OWNERS = "SELECT DISTINCT owner, lease_until FROM inbox WHERE processed_at IS NULL"
 _CLAIM_STALE = pg_sql(
-    "UPDATE inbox SET owner = :owner, lease_until = :until WHERE update_id IN ("
+    "UPDATE inbox SET owner = :owner, lease_until = :until, parked_chat = NULL"
+    " WHERE update_id IN ("
     " SELECT update_id FROM inbox WHERE processed_at IS NULL"
     " AND (owner IS NULL OR lease_until IS NULL"
     " OR lease_until < :now OR owner = ANY(:dead))"
@@ -110,6 +121,15 @@ class PgInbox:
     async def renew(self, owner: str, update_ids: Sequence[int], until: float) -> None:
         params = {"owner": owner, "until": until, "ids": list(update_ids)}
         await self._writes.submit(partial(_execute, _RENEW, params))
+
+    async def park(self, owner: str, chat_id: int, update_ids: Sequence[int]) -> None:
+        params = {"owner": owner, "chat_id": chat_id, "ids": list(update_ids)}
+        await self._writes.submit(partial(_execute, _PARK, params))
+
+    async def unpark(self, owner: str, chat_id: int, limit: int) -> list[Received]:
+        params = {"owner": owner, "chat_id": chat_id, "limit": limit}
+        rows = await self._writes.submit(partial(_returning, _UNPARK, params))
+        return sorted((Received(int(r[0]), str(r[1])) for r in rows), key=lambda r: r.update_id)
 
     async def pending_owners(self) -> list[tuple[str | None, float | None]]:
         rows = await fetch(self._pool, _PENDING_OWNERS)

@@ -75,7 +75,17 @@ class Inbox(Protocol):
         ...
 
     async def renew(self, owner: str, update_ids: Sequence[int], until: float) -> None:
-        """Extend `owner`'s claim on the updates it is handling."""
+        """Extend `owner`'s claim on the updates it is handling, and on all it parked."""
+        ...
+
+    async def park(self, owner: str, chat_id: int, update_ids: Sequence[int]) -> None:
+        """Leave `owner`'s updates `update_ids` of chat `chat_id` in the inbox, unhandled,
+        until `unpark` takes them: the chat has its cap of updates in hand. Their claim is
+        renewed with `owner`'s others; if `owner` dies they are taken as any others."""
+        ...
+
+    async def unpark(self, owner: str, chat_id: int, limit: int) -> list[Received]:
+        """Take back up to `limit` of `owner`'s parked updates of `chat_id`, oldest first."""
         ...
 
     async def pending_owners(self) -> list[tuple[str | None, float | None]]:
@@ -162,11 +172,21 @@ _PROCESSED = (
 )
 _RENEW = (
     "UPDATE inbox SET lease_until = :until WHERE owner = :owner AND processed_at IS NULL"
+    " AND (update_id IN (SELECT value FROM json_each(:ids)) OR parked_chat IS NOT NULL)"
+)
+_PARK = (
+    "UPDATE inbox SET parked_chat = :chat_id WHERE owner = :owner AND processed_at IS NULL"
     " AND update_id IN (SELECT value FROM json_each(:ids))"
+)
+_UNPARK = (
+    "UPDATE inbox SET parked_chat = NULL WHERE update_id IN ("
+    " SELECT update_id FROM inbox WHERE owner = :owner AND parked_chat = :chat_id"
+    " AND processed_at IS NULL ORDER BY update_id LIMIT :limit)"
+    " RETURNING update_id, body"
 )
 _PENDING_OWNERS = "SELECT DISTINCT owner, lease_until FROM inbox WHERE processed_at IS NULL"
 _CLAIM_STALE = (
-    "UPDATE inbox SET owner = :owner, lease_until = :until"
+    "UPDATE inbox SET owner = :owner, lease_until = :until, parked_chat = NULL"
     " WHERE processed_at IS NULL AND (owner IS NULL"
     " OR lease_until IS NULL OR lease_until < :now"
     " OR owner IN (SELECT value FROM json_each(:dead)))"
@@ -175,7 +195,7 @@ _CLAIM_STALE = (
 _PRUNE = "DELETE FROM inbox WHERE processed_at IS NOT NULL AND processed_at < :before"
 # Unclaimed (owner NULL): `claim_stale` takes it in any process at once.
 RELEASE_CLAIMS = (
-    "UPDATE inbox SET owner = NULL, lease_until = NULL"
+    "UPDATE inbox SET owner = NULL, lease_until = NULL, parked_chat = NULL"
     " WHERE owner = :owner AND processed_at IS NULL"
 )
 _TAKE_LEASE = (
@@ -236,6 +256,18 @@ class SqliteInbox:
     async def renew(self, owner: str, update_ids: Sequence[int], until: float) -> None:
         params = {"owner": owner, "until": until, "ids": json.dumps(list(update_ids))}
         await self._writes.submit(partial(_changes, _RENEW, params))
+
+    async def park(self, owner: str, chat_id: int, update_ids: Sequence[int]) -> None:
+        params = {"owner": owner, "chat_id": chat_id, "ids": json.dumps(list(update_ids))}
+        await self._writes.submit(partial(_changes, _PARK, params))
+
+    async def unpark(self, owner: str, chat_id: int, limit: int) -> list[Received]:
+        params = {"owner": owner, "chat_id": chat_id, "limit": limit}
+        rows = await self._writes.submit(partial(_returning, _UNPARK, params))
+        return sorted(
+            (Received(int(r["update_id"]), str(r["body"])) for r in rows),
+            key=lambda r: r.update_id,
+        )
 
     async def pending_owners(self) -> list[tuple[str | None, float | None]]:
         rows = await fetch(self._conn, _PENDING_OWNERS)

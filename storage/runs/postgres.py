@@ -131,6 +131,12 @@ _BIND_PROMPT = pg_sql(
     " lease_owner = NULL, lease_until = NULL"
     " WHERE id = :run_id AND status = 'paused' AND pause_nonce = :nonce"
 )
+# As `storage.runs.sqlite._BIND_CHOICES`: the clarifying question's options were delivered
+# on this message.
+_BIND_CHOICES = pg_sql(
+    "UPDATE runs SET prompt_chat_id = :chat_id, prompt_message_id = :message_id"
+    " WHERE id = :run_id AND status = 'needs_clarification' AND clarify_nonce = :nonce"
+)
 _SELECT_STEPS = f"SELECT {columns(STEP_COLUMNS)} FROM steps WHERE run_id = %s ORDER BY position"
 _LAST_ORDER_ID = (
     "SELECT s.args::jsonb ->> 'order_id' AS order_id"
@@ -238,6 +244,17 @@ class PgRunStore:
         await self._writes.submit(
             execute_statements([(_BIND_PROMPT, bind), (_APPEND_EVENT, shown)])
         )
+
+    async def bind_choices(self, run_id: str, nonce: str, prompt: PromptRef) -> None:
+        """As `SqliteRunStore.bind_choices`: a press on the question's options counts only
+        on the message they were delivered on."""
+        bind = {
+            "chat_id": prompt.chat_id,
+            "message_id": prompt.message_id,
+            "run_id": run_id,
+            "nonce": nonce,
+        }
+        await self._writes.submit(execute_statements([(_BIND_CHOICES, bind)]))
 
     # -- what the agent reads ------------------------------------------------------------
 
@@ -360,10 +377,12 @@ class PgRunStore:
         choice: str,
         now: datetime,
         expires_before: datetime,
+        prompt: PromptRef | None = None,
     ) -> tuple[ClaimResult, Run | None]:
         """As `SqliteRunStore.claim_clarification`: one conditional UPDATE … RETURNING
         (which also writes the `clarify_answered` event) decides, so one press continues
-        the conversation however often, and through however many processes, it arrives."""
+        the conversation however often, and through however many processes, it arrives;
+        a press elsewhere than where the options were delivered is `STALE`."""
         claim = partial(
             _claim_clarification,
             params={
@@ -374,6 +393,8 @@ class PgRunStore:
                 "expires_before": ts(expires_before),
                 "kind": EventKind.CLARIFY_ANSWERED.value,
                 "message": f"user {user_id} chose: {choice}",
+                "chat_id": prompt.chat_id if prompt is not None else None,
+                "message_id": prompt.message_id if prompt is not None else None,
             },
         )
         result, row, step_rows = await self._writes.submit(claim)
@@ -508,11 +529,17 @@ async def _explain_loss(conn: AsyncConnection[Any], params: dict[str, Any]) -> C
     return ClaimResult.EXPIRED
 
 
-_CLAIM_CLARIFY = """
+# As `storage.runs.sqlite._CHOICES_WHERE`: on the bound message, or in the question's chat
+# while none is bound.
+_CHOICES_WHERE = """(%(message_id)s::bigint IS NULL
+         OR (prompt_chat_id = %(chat_id)s AND prompt_message_id = %(message_id)s)
+         OR (prompt_message_id IS NULL AND chat_id = %(chat_id)s))"""
+_CLAIM_CLARIFY = f"""
 WITH claimed AS (
     UPDATE runs SET clarify_nonce = NULL, updated_at = %(now)s
     WHERE id = %(run_id)s AND status = 'needs_clarification' AND user_id = %(user_id)s
     AND clarify_nonce IS NOT NULL AND clarify_nonce = coalesce(%(nonce)s, clarify_nonce)
+    AND {_CHOICES_WHERE}
     AND finished_at >= %(expires_before)s
     RETURNING id, trace_id
 ), answered AS (
@@ -521,7 +548,9 @@ WITH claimed AS (
 )
 SELECT id FROM claimed
 """
-_CLARIFY_STATE = "SELECT user_id, status, clarify_nonce FROM runs WHERE id = %s"
+_CLARIFY_STATE = (
+    f"SELECT user_id, status, clarify_nonce, {_CHOICES_WHERE} FROM runs WHERE id = %(run_id)s"
+)
 
 
 async def _claim_clarification(conn: AsyncConnection[Any], *, params: dict[str, Any]) -> ClaimRows:
@@ -535,17 +564,17 @@ async def _claim_clarification(conn: AsyncConnection[Any], *, params: dict[str, 
     run, step_rows = await _read_run(conn, run_id=run_id)
     if await claimed.fetchone() is not None:
         return ClaimResult.OK, run, step_rows
-    cur = await conn.execute(_CLARIFY_STATE, (run_id,))
+    cur = await conn.execute(_CLARIFY_STATE, params)
     row = await cur.fetchone()
     if row is None:
         return ClaimResult.NOT_FOUND, None, []
-    user_id, status, clarify_nonce = row
+    user_id, status, clarify_nonce, pressed_there = row
     if int(user_id) != params["user_id"]:
         return ClaimResult.NOT_ALLOWED, None, []
     if status != RunStatus.NEEDS_CLARIFICATION.value or clarify_nonce is None:
         result = ClaimResult.ALREADY_HANDLED
-    elif params["nonce"] is not None and clarify_nonce != params["nonce"]:
-        result = ClaimResult.STALE
+    elif (params["nonce"] is not None and clarify_nonce != params["nonce"]) or not pressed_there:
+        result = ClaimResult.STALE  # other data, or replayed elsewhere: nothing used up
     else:
         result = ClaimResult.EXPIRED
     return result, run, step_rows

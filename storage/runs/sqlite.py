@@ -139,6 +139,13 @@ _BIND_PROMPT = (
     " lease_owner = NULL, lease_until = NULL"
     " WHERE id = :run_id AND status = 'paused' AND pause_nonce = :nonce"
 )
+# The options of the clarifying question with this nonce were delivered on this message (a
+# question's run has no steps, so it never paused and these columns are free). No lease is
+# touched: the answer's delivery still ends with `answer_delivered`.
+_BIND_CHOICES = (
+    "UPDATE runs SET prompt_chat_id = :chat_id, prompt_message_id = :message_id"
+    " WHERE id = :run_id AND status = 'needs_clarification' AND clarify_nonce = :nonce"
+)
 _SELECT_STEPS = f"SELECT {columns(STEP_COLUMNS)} FROM steps WHERE run_id = ? ORDER BY position"
 _RENEW = (
     "UPDATE runs SET lease_until = :until"
@@ -256,6 +263,18 @@ class SqliteRunStore:
             "run_id": run_id,
         }
         await self._write([(_BIND_PROMPT, bind), (_APPEND_EVENT, shown)])
+
+    async def bind_choices(self, run_id: str, nonce: str, prompt: PromptRef) -> None:
+        """The options of the clarifying question with `nonce` were delivered as `prompt`:
+        a press counts only there (`claim_clarification`), so the data replayed in another
+        chat or onto another message uses nothing up. Shown again, the newest message wins."""
+        bind = {
+            "chat_id": prompt.chat_id,
+            "message_id": prompt.message_id,
+            "run_id": run_id,
+            "nonce": nonce,
+        }
+        await self._write([(_BIND_CHOICES, bind)])
 
     async def _write(self, statements: Statements) -> None:
         await self._writes.submit(partial(execute_statements, statements))
@@ -386,12 +405,16 @@ class SqliteRunStore:
         choice: str,
         now: datetime,
         expires_before: datetime,
+        prompt: PromptRef | None = None,
     ) -> tuple[ClaimResult, Run | None]:
         """The customer answered a clarifying question: one conditional UPDATE decides, so
         one press (or typed choice) continues the conversation, however often it arrives.
 
         `nonce=None` accepts the question's current nonce (the terminal chat, where the
-        customer types the number). The run is returned only to its own customer.
+        customer types the number). `prompt`, the message a button was pressed on, must be
+        the one the options were bound to (`bind_choices`) or, while none is bound, be in
+        the question's chat; else `STALE` and the question stays open. The run is returned
+        only to its own customer.
         """
         claim = partial(
             _claim_clarification,
@@ -401,16 +424,26 @@ class SqliteRunStore:
             choice=choice,
             now=ts(now),
             expires_before=ts(expires_before),
+            chat_id=prompt.chat_id if prompt is not None else None,
+            message_id=prompt.message_id if prompt is not None else None,
         )
         result, claimed, step_rows = await self._writes.submit(claim)
         run = _run_of(claimed, step_rows) if claimed is not None else None
         return result, run
 
 
+# Pressed on the message the options were bound to; or, while none is bound (the process
+# died between sending and binding them), on a message in the question's chat.
+_CHOICES_WHERE = (
+    "(:message_id IS NULL"
+    " OR (prompt_chat_id = :chat_id AND prompt_message_id = :message_id)"
+    " OR (prompt_message_id IS NULL AND chat_id = :chat_id))"
+)
 _CLAIM_CLARIFY = (
     "UPDATE runs SET clarify_nonce = NULL, updated_at = :now"
     " WHERE id = :run_id AND status = 'needs_clarification' AND user_id = :user_id"
     " AND clarify_nonce IS NOT NULL AND clarify_nonce = coalesce(:nonce, clarify_nonce)"
+    f" AND {_CHOICES_WHERE}"
     " AND finished_at >= :expires_before"
 )
 
@@ -424,6 +457,8 @@ def _claim_clarification(
     choice: str,
     now: str | None,
     expires_before: str | None,
+    chat_id: int | None,
+    message_id: int | None,
 ) -> ClaimRows:
     params = {
         "run_id": run_id,
@@ -431,6 +466,8 @@ def _claim_clarification(
         "nonce": nonce,
         "now": now,
         "expires_before": expires_before,
+        "chat_id": chat_id,
+        "message_id": message_id,
     }
     if conn.execute(_CLAIM_CLARIFY, params).rowcount == 1:
         conn.execute(
@@ -445,7 +482,8 @@ def _claim_clarification(
         result = ClaimResult.OK
     else:
         row = conn.execute(
-            "SELECT user_id, status, clarify_nonce FROM runs WHERE id = ?", (run_id,)
+            f"SELECT user_id, status, clarify_nonce, {_CHOICES_WHERE} FROM runs WHERE id = :run_id",
+            params,
         ).fetchone()
         if row is None:
             return ClaimResult.NOT_FOUND, None, []
@@ -453,8 +491,8 @@ def _claim_clarification(
             return ClaimResult.NOT_ALLOWED, None, []
         if row[1] != RunStatus.NEEDS_CLARIFICATION.value or row[2] is None:
             result = ClaimResult.ALREADY_HANDLED
-        elif nonce is not None and row[2] != nonce:
-            result = ClaimResult.STALE
+        elif (nonce is not None and row[2] != nonce) or not row[3]:
+            result = ClaimResult.STALE  # other data, or replayed elsewhere: nothing used up
         else:
             result = ClaimResult.EXPIRED
     row = conn.execute(_SELECT_RUN, (run_id,)).fetchone()

@@ -28,6 +28,7 @@ from agent_core.understanding.evaluation import (
     matches,
 )
 from agent_core.understanding.planner import RuleBasedPlanner
+from stepwise.evaluate import known_wrong_actions
 
 HERE = Path(__file__).parent
 
@@ -59,6 +60,12 @@ GATES = {
     # = 90.6 % at its end (en 471/520; the 895 still sealed: 812/895 = 90.7 %, en 469/517).
     # The gate is the spec's 90 %, for the whole split and for each language (LANGUAGE_GATES).
     "heldout.jsonl": 0.90,
+    # Issue 33's blind batch, 970 cases by five helpers who never read the recogniser,
+    # scored before any change for them: 779/970 = 80.3 % (words alone), 783/970 = 80.7 %
+    # with the local model. Kept as its own split (folded into dev, it would sink dev's
+    # gate); its wrong actions were then closed by general rules: 782/970 = 80.6 % by words
+    # alone. The gate is that, to be raised as recognition improves.
+    "blind.jsonl": 0.80,
 }
 # Issue 21's done-means: held-out accuracy at least 90 % in each language.
 LANGUAGE_GATES = {"heldout.jsonl": 0.90}
@@ -68,20 +75,10 @@ LANGUAGE_GATES = {"heldout.jsonl": 0.90}
 # is held-out. A case listed here that no longer has a wrong action fails the test below,
 # so the list only shrinks; any OTHER wrong action, in any split, fails at once. Empty =
 # the spec's gate, 0 wrong actions everywhere.
+# The ids, with why each is left, are in known_wrong_actions.json (`stepwise eval` reads it
+# too: it exits 0 when the only wrong actions are these).
 KNOWN_WRONG_ACTIONS: dict[str, frozenset[str]] = {
-    # The held-out split's, measured after the recognition work of issue 21 was merged
-    # (53 when the split was merged, before it; 13 after its first round, 9 after its second,
-    # 4 after round 3, 3 after round 4's precision work, unchanged by rounds 5-8's blind work).
-    # In round 8 these three were unsealed — read, by id, as HELDOUT.md allows ("a failure
-    # found here is fixed by a general rule, and the split then stops being held out for that
-    # rule") — two closed by general rules (a read asked after "and" is its own topic; "new
-    # instructions from the developer", "every order of this user"). This one stays: "Cancel
-    # A103" matches the shop's declared id pattern (a letter and 3-10 digits, settings and
-    # RuleBasedPlanner's default), so it is planned as written (the shop then answers that
-    # no such order exists); the label reads it as a typo to ask about. A shop whose ids are
-    # four digits declares so (STEPWISE_ORDER_PATTERN) and it is asked — a person's decision
-    # whether that should be the default (tests/eval/HELDOUT.md, "Unsealed in round 8").
-    "heldout.jsonl": frozenset({"ho-clarify-en-020"}),
+    split: frozenset(ids) for split, ids in known_wrong_actions().items()
 }
 
 SPLITS = [name for name in GATES if (HERE / name).exists()]

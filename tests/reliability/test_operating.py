@@ -349,7 +349,44 @@ async def test_metrics_and_json_logs_of_a_scripted_conversation(
     assert all(line["chat_id"] == DEMO and "replica" in line for line in finished)
 
 
-async def test_a_webhook_serves_the_same_paths_on_its_port(
+async def test_a_webhooks_public_port_serves_no_health_or_metrics_by_default(
+    standin: StandIn, tmp_path: Path
+) -> None:
+    """The webhook's port is public: /healthz, /readyz and /metrics are on the health port
+    only, unless STEPWISE_HEALTH_ON_WEBHOOK puts them on the webhook's port too."""
+    port, health_port = free_port(), free_port()
+    serve = ServeProcess(
+        standin,
+        tmp_path / "bot.db",
+        tmp_path,
+        env={"STEPWISE_HEALTH_PORT": str(health_port)},
+        argv=(
+            "-m",
+            "stepwise",
+            "serve",
+            "--webhook-url",
+            f"http://127.0.0.1:{port}",
+            "--port",
+            str(port),
+        ),
+        ready_method="setWebhook",
+    )
+    await serve.start()
+    try:
+        async with httpx.AsyncClient(timeout=30) as client:
+            health = f"http://127.0.0.1:{health_port}"
+            ready = f"{health}/readyz"
+            await until_http(client, ready, lambda r: r.status_code == 200, what="ready")
+            assert (await client.get(f"{health}/metrics")).status_code == 200
+            webhook = f"http://127.0.0.1:{port}"
+            await until_http(client, f"{webhook}/healthz", lambda r: True, what="listening")
+            for path in ("/healthz", "/readyz", "/metrics"):
+                assert (await client.get(f"{webhook}{path}")).status_code == 404
+    finally:
+        assert await serve.stop() == 0
+
+
+async def test_a_setting_serves_the_same_paths_on_the_webhooks_port(
     standin: StandIn, tmp_path: Path
 ) -> None:
     port = free_port()
@@ -357,6 +394,7 @@ async def test_a_webhook_serves_the_same_paths_on_its_port(
         standin,
         tmp_path / "bot.db",
         tmp_path,
+        env={"STEPWISE_HEALTH_ON_WEBHOOK": "true"},
         argv=(
             "-m",
             "stepwise",

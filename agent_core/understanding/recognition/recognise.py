@@ -64,15 +64,15 @@ NAMING: Final = {
 }
 
 
-# Where a cosine of the local model (multilingual-e5-small) starts to say something, and
+# Where a cosine of the local model (multilingual USE v3) starts to say something, and
 # where it is as sure as the lexical scorer's best: between them, linear (tuned on the dev
-# split only; tests/eval/README.md, "Recognition by meaning").
-MEANING_FLOOR: Final = 0.78
-MEANING_CEILING: Final = 0.95
+# split only; tests/eval/README.md, "Issue 33: the blind batch, and recognition by meaning").
+MEANING_FLOOR: Final = 0.35
+MEANING_CEILING: Final = 0.75
 # How far meaning's first intent must be ahead of its second (cosines) to raise it: two
 # intents of one subject ("how do I delete my account" and "delete my account") are as
 # close in meaning as they are apart in what the bot may do; the words tell those apart.
-MEANING_MARGIN: Final = 0.01
+MEANING_MARGIN: Final = 0.05
 
 
 def meaning_score(
@@ -188,8 +188,13 @@ class Recogniser:
     def weight(self, feature: str) -> float:
         return self._weight.get(feature, self._unknown_weight)
 
-    def rank(self, text: str) -> list[Match]:
-        """Intents by their best example's similarity to `text`, best first."""
+    def rank(self, text: str, *, meaning: bool | None = None) -> list[Match]:
+        """Intents by their best example's similarity to `text`, best first.
+
+        `meaning`: True consults recognition by meaning, False never; None (the default)
+        only where the words found nothing (no intent at `THRESHOLD`): a request its words
+        settle costs no embedding, and a process that meets only those never loads a model.
+        """
         feats = set(self.normaliser.features(text))
         if not feats:
             return []
@@ -219,7 +224,9 @@ class Recogniser:
             extra = sum(self.weight(f) ** 2 for f in feats if f in vocab and f not in own)
             best[intent_index] = (score + COVERAGE_SHARE * math.sqrt(extra / total), example)
         lexical_top = max(best.items(), key=lambda item: item[1][0], default=None)
-        closest_by_meaning = self.closest_by_meaning(text)
+        if meaning is None:
+            meaning = lexical_top is None or lexical_top[1][0] < THRESHOLD
+        closest_by_meaning = self.closest_by_meaning(text) if meaning else None
         if (
             closest_by_meaning is not None
             and lexical_top is not None
@@ -232,9 +239,12 @@ class Recogniser:
         if closest_by_meaning is not None:
             intent_index, cosine, example = closest_by_meaning
             score = meaning_score(cosine)
-            if score > best.get(intent_index, (0.0, ""))[0]:
+            by_words = best.get(intent_index, (0.0, ""))[0]
+            if score > by_words:
                 best[intent_index] = (score, example)
-                closest.pop(intent_index, None)  # its flags are meaning's, not its words'
+                if by_words < THRESHOLD:
+                    # Recognised by meaning alone: its flags are meaning's, not its words'.
+                    closest.pop(intent_index, None)
         ranked = sorted(best.items(), key=lambda item: -item[1][0])
         return [self._match(i, s, e, feats, closest.get(i)) for i, (s, e) in ranked]
 
