@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from agent_core.execution.dependencies import declare_dependencies
 from agent_core.execution.executor import Executor, Journal
 from agent_core.interpretation import ClarifyOption
 from agent_core.models import ClaimResult, PlanStep, PromptRef, Run, utcnow
@@ -196,6 +197,8 @@ class Agent:
                     max_retries=tool.max_retries if tool else 0,
                 )
             )
+        # Each step says which earlier ones it needs: a failure stops only those.
+        declare_dependencies(steps, self.executor.rules)
         interpretation = draft.interpretation
         if interpretation is not None and interpretation.clarify is not None:
             # The option buttons carry it: a forged or stale option changes nothing.
@@ -244,10 +247,22 @@ class Agent:
         return draft
 
     async def ask(
-        self, text: str, *, user_id: int, chat_id: int, language_hint: str | None = None
+        self,
+        text: str,
+        *,
+        user_id: int,
+        chat_id: int,
+        language_hint: str | None = None,
+        chosen: bool = False,
     ) -> Run:
-        """Plan the request and run it until it is answered or waits for the customer."""
-        last = await self.store.last_order_id(chat_id, user_id)
+        """Plan the request and run it until it is answered or waits for the customer.
+
+        `chosen`: the text is an option the customer picked from a clarifying question.
+        An option names the order when it is about one ("cancel A1001"); one that names
+        none ("where is my order", from the menu after "hello") picked a topic, not an
+        earlier order, so it is planned without the chat's last order and asks which.
+        """
+        last = None if chosen else await self.store.last_order_id(chat_id, user_id)
         run = await self.plan(
             text,
             user_id=user_id,
@@ -269,7 +284,11 @@ class Agent:
             return outcome
         run = outcome.run
         answered = await self.ask(
-            text, user_id=user_id, chat_id=run.chat_id, language_hint=run.language.value
+            text,
+            user_id=user_id,
+            chat_id=run.chat_id,
+            language_hint=run.language.value,
+            chosen=True,
         )
         return DecisionOutcome(ClaimResult.OK, answered)
 

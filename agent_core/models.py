@@ -210,6 +210,10 @@ class PlanStep(BaseModel):
     approval: Approval | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    # The earlier steps (ids) this one needs (`agent_core.execution.dependencies`): a
+    # failure stops only the steps that depend on it. None: not declared (a run planned
+    # before steps said it), so a failure stops the whole run, as it used to.
+    depends_on: list[str] | None = None
 
     def args_hash(self) -> str:
         """A digest of exactly what the customer is asked to approve."""

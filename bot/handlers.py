@@ -82,7 +82,8 @@ from bot.handoff import (
     unclear_change,
 )
 from bot.link import link_token, start_payload, was_redacted
-from bot.progress import TOPIC, TelegramProgress, decision_text
+from bot.outcomes import staff_outcome_text
+from bot.progress import ANSWER_NOTE, TOPIC, TelegramProgress, decision_text
 from bot.shop_alerts import ShopAlerts
 from bot.slash import Slash, read_slash
 from bot.staff import format_handoff_stats, format_runs_page, format_stats, format_timeline
@@ -120,7 +121,7 @@ class ChatQueues:
         self._locks: dict[int, asyncio.Lock] = {}
         self._users: dict[int, int] = {}
 
-    async def run(self, chat_id: int, work: Coroutine[Any, Any, None]) -> None:
+    async def run(self, chat_id: int, work: Coroutine[Any, Any, object]) -> None:
         lock = self._locks.setdefault(chat_id, asyncio.Lock())
         self._users[chat_id] = self._users.get(chat_id, 0) + 1
         try:
@@ -767,12 +768,22 @@ class CustomerMessages(_Role):
         text: str,
         hint: str | None,
         customer: Customer | None = None,
+        *,
+        chosen: bool = False,
     ) -> None:
+        """Ask the agent in the chat's topic; `chosen`: an option picked from a clarifying
+        question (`Agent.ask`: it means no earlier order unless it names one)."""
         TOPIC.set(message.message_thread_id if message.is_topic_message else None)
         if customer is not None:
             CUSTOMER.set(customer)
         try:
-            await self.agent.ask(text, user_id=user_id, chat_id=message.chat_id, language_hint=hint)
+            await self.agent.ask(
+                text,
+                user_id=user_id,
+                chat_id=message.chat_id,
+                language_hint=hint,
+                chosen=chosen,
+            )
         except StorageUnavailable:
             log.exception("storage unavailable while asking")
             await self._reply_quietly(message, say("busy", language_of(text, hint)))
@@ -964,7 +975,8 @@ class Decisions(_Role):
             message = pressed
             context.application.create_task(
                 self.chats.run(
-                    message.chat_id, self.customers.ask(message, user.id, text, language)
+                    message.chat_id,
+                    self.customers.ask(message, user.id, text, language, chosen=True),
                 ),
                 update=update,
             )
@@ -1113,11 +1125,13 @@ class Decisions(_Role):
         verdict = "✅ approved" if approved else "🚫 rejected"
         label = REASON_LABELS[reason] if reason != "n" else ""
         why = f" ({label})" if label else ""
-        who = html.escape(await self.handoff.name_of(staff_id)) if self.handoff else staff_id
+        who = html.escape(await self.handoff.name_of(staff_id)) if self.handoff else str(staff_id)
         await _edit_quietly(bot, where, f"{verdict} by {who}: {goal}{why}")
-        told = say("team_approved" if approved else "team_declined", run.language)
+        note = None
         if not approved and label:
-            told += "\n" + say(f"reject_reason_{reason}", run.language)
+            # Said once, under the run's own answer ("Our team did not approve …"): the
+            # customer reads one message for a Reject, not a notice and then the answer.
+            note = say(f"reject_reason_{reason}", run.language)
             try:  # on the run's timeline next to the claim (`decision_claimed`)
                 await self.store.add_event(
                     run.id, EventKind.NOTICE, f"rejected by staff {staff_id}: {label}"
@@ -1128,24 +1142,49 @@ class Decisions(_Role):
             key = "team_approved_step" if approved else "team_declined_step"
             await _edit_quietly(bot, shown, decision_text(run, step_id, key))
             self.progress.adopt(run, step_id, shown.message_id, shown.thread_id)
-        await _send_quietly(bot, customer, told)
-        context.application.create_task(
-            self.chats.run(run.chat_id, self._proceed(bot, customer, run))
-        )
+        if approved:
+            await _send_quietly(bot, customer, say("team_approved", run.language))
+
+        async def proceed_and_report() -> None:
+            ended = await self._proceed(bot, customer, run, note=note)
+            if approved and ended is not None and step_id:
+                await self._staff_outcome(bot, where, ended, step_id, who)
+
+        context.application.create_task(self.chats.run(run.chat_id, proceed_and_report()))
+
+    async def _staff_outcome(
+        self, bot: Bot, where: Where, run: Run, step_id: str, who: str
+    ) -> None:
+        """The staff prompt edited once more, to what the shop did with the approved step:
+        whoever approved learns that a refund went through or why the shop refused it."""
+        text = staff_outcome_text(run, step_id, who, self.agent.executor.catalog)
+        if text is None:
+            return  # not ended here (taken over, paused again): "approved by" stays true
+        goal = html.escape(run.step(step_id).goal)
+        await _edit_quietly(bot, where, f"{text}\n<i>{goal}</i>")
 
     async def _proceed(
-        self, bot: Bot, where: Where, run: Run, customer: Customer | None = None
-    ) -> None:
+        self,
+        bot: Bot,
+        where: Where,
+        run: Run,
+        customer: Customer | None = None,
+        *,
+        note: str | None = None,
+    ) -> Run | None:
         """Go on with a claimed run in its chat's turn; `customer`: who pressed, when it was
-        the run's customer (staff then read their name, not their id)."""
+        the run's customer (staff then read their name, not their id); `note`: a line for
+        the end of the run's answer. The run as it then stands, None when storage failed."""
         TOPIC.set(where.thread_id)
+        ANSWER_NOTE.set(note)
         if customer is not None:
             CUSTOMER.set(customer)
         try:
-            await self.agent.proceed(run)
+            return await self.agent.proceed(run)
         except StorageUnavailable:
             log.exception("storage unavailable while resuming", extra={"trace_id": run.trace_id})
             await _send_quietly(bot, where, say("busy_resume", run.language))
+            return None
 
 
 class StepwiseBot(_Role):

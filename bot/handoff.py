@@ -50,6 +50,7 @@ from agent_core.models import (
 )
 from bot import metrics
 from bot.callbacks import close_handoff_data, decision_data, person_data, reason_data
+from bot.outcomes import refund_context
 from bot.texts import say
 from bot.textsplit import MAX_MESSAGE_UNITS, split_message, utf16_units
 from storage.handoffs import (
@@ -336,11 +337,13 @@ def staff_prompt_text(run: Run, name: str, console_url: str | None) -> str:
     assert run.pause is not None
     step = run.step(run.pause.step_id)
     esc = html.escape
+    refunded = refund_context(run, step)
     return "\n".join(
         [
             "<b>Approval needed</b>",
             f"Customer: {esc(name)} · id <code>{run.user_id}</code>",
             f"Step: {esc(step.goal)}",
+            *([refunded] if refunded else []),
             f"Request: {esc(run.request_text)}",
             f"Run: {run_link(console_url, run.id)}",
             "Only staff can decide; the customer waits for your answer.",

@@ -117,6 +117,9 @@ class _StepView:
 # resumes a run: the executor calls its listeners in that task, so the run's plan, steps,
 # prompt and answer all go to that topic (None: no topic, or General).
 TOPIC: ContextVar[int | None] = ContextVar("stepwise_topic", default=None)
+# A line the bot adds at the end of the answer of the run this task drives (a staff
+# Reject's reason): said inside the answer, so the customer gets one message, not two.
+ANSWER_NOTE: ContextVar[str | None] = ContextVar("stepwise_answer_note", default=None)
 
 
 @dataclass
@@ -421,6 +424,9 @@ class TelegramProgress:
                 log.exception("answer hook failed", extra={"trace_id": run.trace_id})
                 replaced = None
             answer = answer if replaced is None else replaced
+        note = ANSWER_NOTE.get()
+        if note:
+            answer = f"{answer}\n{note}" if answer else note
         parts = split_message(html.escape(answer))
         for number, part in enumerate(parts, start=1):
             # A clarifying question offers its options as buttons under its last part.

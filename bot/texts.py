@@ -213,10 +213,6 @@ TEXTS: dict[str, dict[Language, str]] = {
         ZH: "这是你自己的订单，请让其他同事审批。",
         EN: "This is your own order; another team member must decide.",
     },
-    "team_declined": {
-        ZH: "我们的同事没有批准这一步，没有做任何改动。",
-        EN: "Our team did not approve this, so nothing was changed.",
-    },
 }
 
 

@@ -84,6 +84,9 @@ class StepView:
     notes: list[StepNote] = field(default_factory=list)
     # Our team, not the customer, decides (decided) this step's pause.
     staff_decides: bool = False
+    # The numbers of the earlier steps it needs (a failure of one stops it); None: not
+    # declared (a run planned before steps said it).
+    needs: list[int] | None = None
 
     @property
     def duration_s(self) -> float | None:
@@ -129,6 +132,9 @@ def build_run_view(
         for n, step in enumerate(run.steps, start=1)
     ]
     by_id = {view.step.id: view for view in steps}
+    for shown in steps:
+        if shown.step.depends_on is not None:
+            shown.needs = [by_id[i].number for i in shown.step.depends_on if i in by_id]
     for entry in timeline:
         view = by_id.get(entry.step_id or "")
         if view is not None:

@@ -42,7 +42,7 @@ from .lookups import chat_of, require_chat_id, thread_of, writable_chat
 from .markup import inline_keyboard, parse_reply_markup
 from .members import bot_member, has_right
 from .params import Params
-from .records import CallbackAnswer, Chat, StoredMessage
+from .records import CallbackAnswer, Chat, ShownAction, StoredMessage
 from .state import BotState
 from .webhook import check_secret_token, check_webhook_url
 
@@ -385,6 +385,7 @@ class BotApi:
         if action not in CHAT_ACTIONS:
             raise bad_request("wrong parameter action in request")
         chat.actions.append(action)
+        chat.last_action = ShownAction(action, self.state.clock(), chat.next_message_id)
         return True
 
     async def answer_callback_query(self, params: Params) -> bool:

@@ -11,7 +11,7 @@ from typing import Any
 
 from .changes import ChangeSignal
 from .commands import find_commands
-from .records import CallbackAnswer, CallRecord, ShownMessage, WebhookDelivery
+from .records import ACTION_SHOWN_S, CallbackAnswer, CallRecord, ShownMessage, WebhookDelivery
 from .state import BotState
 
 JSON = dict[str, Any]
@@ -57,6 +57,23 @@ class Observation:
     def chat_actions(self, chat_id: int) -> list[str]:
         """Every sendChatAction the bot made in the chat, in order."""
         return list(self.state.chat(chat_id).actions)
+
+    def shown_action(self, chat_id: int) -> tuple[str, float] | None:
+        """The chat action ("typing") the user sees now and for how many more seconds, or
+        None. As in Telegram: shown from the bot's sendChatAction until the bot's next
+        message in the chat or for ACTION_SHOWN_S, whichever comes first; never inferred
+        from who wrote last."""
+        chat = self.state.chats.get(chat_id)
+        shown = chat.last_action if chat is not None else None
+        if shown is None:
+            return None
+        left = shown.at + ACTION_SHOWN_S - self.state.clock()
+        if left <= 0:
+            return None
+        for (cid, message_id), message in self.state.messages.items():
+            if cid == chat_id and message_id >= shown.next_message_id and message.from_bot:
+                return None
+        return shown.action, left
 
     def reply_keyboard(self, chat_id: int) -> JSON | None:
         """The custom (reply) keyboard the chat currently shows, if any."""

@@ -16,6 +16,19 @@ from .errors import ApiError, forbidden, phrase
 from .markup import Button
 
 JSON = dict[str, Any]
+# How long Telegram shows a chat action ("typing…") unless a message from the bot ends it
+# sooner: "5 seconds or less" (Bot API, sendChatAction).
+ACTION_SHOWN_S = 5.0
+
+
+@dataclass(frozen=True)
+class ShownAction:
+    """A sendChatAction as the chat shows it: what, when (stand-in clock) and the chat's
+    next message id at that moment (a bot message from that id on ends it)."""
+
+    action: str
+    at: float
+    next_message_id: int
 
 
 @dataclass
@@ -106,6 +119,9 @@ class Chat:
     last_user_id: int | None = None
     reply_keyboard: JSON | None = None
     actions: list[str] = field(default_factory=list)
+    # The newest action as the chat shows it: Telegram shows it until the bot's next
+    # message or for about ACTION_SHOWN_S, whichever comes first (`StandIn.shown_action`).
+    last_action: ShownAction | None = None
 
     @property
     def is_group(self) -> bool:

@@ -177,11 +177,17 @@ class WebChat:
         body: JSON = {
             "messages": [_message(m) for m in messages],
             "toasts": toasts,
-            "typing": bool(messages) and not messages[-1].from_bot,
+            # From the bot's sendChatAction, as Telegram shows it: never inferred from the
+            # customer having written last (during a handoff nobody is typing).
+            "typing": self._typing(chat_id),
             "staff": self.staff_snapshot(),
         }
         body["version"] = _fingerprint(body)
         return body
+
+    def _typing(self, chat_id: int) -> bool:
+        shown = self.standin.shown_action(chat_id)
+        return shown is not None and shown[0] == "typing"
 
     def staff_snapshot(self) -> JSON | None:
         """The staff group as its panel renders it: General and the topics, and every
@@ -221,6 +227,11 @@ class WebChat:
         except ValueError:
             wait = 0.0
         if since and wait:
+            # A shown "typing…" ends on its own after a few seconds, with no change to wake
+            # on: the poll answers by then, so the page clears it on time.
+            shown = self.standin.shown_action(self.user_id)
+            if shown is not None:
+                wait = min(wait, shown[1] + 0.05)
             await self.standin.changes.wait_until(
                 lambda: self._closing or self.snapshot()["version"] != since, wait
             )

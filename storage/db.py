@@ -488,6 +488,11 @@ MIGRATIONS: list[str] = [
     CREATE INDEX inbox_parked ON inbox(owner, parked_chat, update_id)
         WHERE parked_chat IS NOT NULL AND processed_at IS NULL;
     """,
+    # 21: which earlier steps a step needs (a JSON list of step ids; NULL for steps planned
+    # before, which a failure stops with the whole run): a failure stops only those.
+    """
+    ALTER TABLE steps ADD COLUMN depends_on TEXT;
+    """,
 ]
 
 

@@ -383,4 +383,8 @@ PG_MIGRATIONS: list[str] = [
     CREATE INDEX inbox_parked ON inbox (owner, parked_chat, update_id)
         WHERE parked_chat IS NOT NULL AND processed_at IS NULL;
     """,
+    # 14: SQLite's 21: which earlier steps a step needs (JSON step ids; NULL before).
+    f"""
+    ALTER TABLE steps ADD COLUMN depends_on {T};
+    """,
 ]

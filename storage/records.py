@@ -29,6 +29,8 @@ class RunSummary(BaseModel):
     retries: int
     # Part of the request was something no tool serves: never a clean success.
     unsupported: bool = False
+    # A person took the conversation over from this run (a handoff was opened for it).
+    handed_off: bool = False
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None

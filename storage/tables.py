@@ -80,7 +80,17 @@ RUN_PROMPT_COLUMNS = ("prompt_chat_id", "prompt_message_id")
 RUN_READ_COLUMNS = RUN_COLUMNS + RUN_PROMPT_COLUMNS
 
 # What a step is (written once, with the plan) and then what it has become.
-STEP_FIXED_COLUMNS = ("run_id", "position", "id", "goal", "tool", "args", "tag", "max_retries")
+STEP_FIXED_COLUMNS = (
+    "run_id",
+    "position",
+    "id",
+    "goal",
+    "tool",
+    "args",
+    "tag",
+    "max_retries",
+    "depends_on",
+)
 STEP_STATE_COLUMNS = (
     "status",
     "observation",
@@ -123,7 +133,9 @@ SUMMARY_SELECT = (
     "r.id, r.trace_id, r.user_id, r.chat_id, r.request_text, r.language, r.status,"
     " r.created_at, r.updated_at, r.finished_at, r.unsupported,"
     " (SELECT count(*) FROM steps s WHERE s.run_id = r.id) AS step_count,"
-    " (SELECT coalesce(sum(s.retry_count), 0) FROM steps s WHERE s.run_id = r.id) AS retries"
+    " (SELECT coalesce(sum(s.retry_count), 0) FROM steps s WHERE s.run_id = r.id) AS retries,"
+    # The runs list badges a run a person took over (one probe of handoffs_by_run a row).
+    " EXISTS (SELECT 1 FROM handoffs h WHERE h.run_id = r.id) AS handed_off"
 )
 
 
@@ -433,6 +445,7 @@ def step_row(run_id: str, position: int, step: PlanStep, observation: str | None
         # `_value_`: a StrEnum member is not exactly a str, so sqlite3 would adapt it
         tag=None if (tag := step.tag) is None else tag._value_,
         max_retries=step.max_retries,
+        depends_on=to_json(step.depends_on),
     )
     return row
 
@@ -572,6 +585,7 @@ def step_from_row(row: NamedRow) -> PlanStep:
         approval=approval,
         started_at=parse_ts(row["started_at"]),
         finished_at=parse_ts(row["finished_at"]),
+        depends_on=from_json(row["depends_on"]),
     )
 
 
@@ -588,6 +602,7 @@ def summary_from_row(row: NamedRow) -> RunSummary:
         step_count=row["step_count"],
         retries=row["retries"],
         unsupported=bool(row["unsupported"]),
+        handed_off=bool(row["handed_off"]),
         created_at=required_ts(row["created_at"]),
         updated_at=required_ts(row["updated_at"]),
         finished_at=parse_ts(row["finished_at"]),

@@ -82,3 +82,20 @@ async def test_choice_data_replayed_in_another_chat_or_message_changes_nothing(b
     assert bot.standin.callback_answers(real)[0].text == say("toast_chosen", Language.EN)
     await until(lambda: bot.query("SELECT count(*) FROM runs WHERE chat_id = ?", group)[0][0] == 2)
     assert bot.query("SELECT count(*) FROM runs WHERE chat_id = ?", DEMO) == [(1,)]
+
+
+async def test_track_an_order_from_the_menu_asks_which_order(bot: Bot) -> None:
+    bot.standin.inject_message(DEMO, DEMO, "where is A1001")
+    await bot.until_text(DEMO, "Order A1001 is on its way")
+    bot.standin.inject_message(DEMO, DEMO, "hello")
+    menu = await bot.buttons_message(DEMO)
+    track = next(b for row in menu.buttons for b in row if b.text == "Track an order")
+    before = len(bot.standin.bot_messages(DEMO))
+    bot.standin.press_button(DEMO, menu.message_id, track.callback_data or "", DEMO)
+    # The menu picked a topic, not A1001: the bot asks which order instead of reading it.
+    asked = await bot.until_text(DEMO, "your order number")
+    assert asked.message_id > menu.message_id
+    said = [m.text or "" for m in bot.standin.bot_messages(DEMO)[before:]]
+    assert not any("A1001 is on its way" in text for text in said), said
+    reads = "SELECT count(*) FROM steps WHERE tool = 'get_order_status'"
+    assert bot.query(reads) == [(1,)]  # only the first question's

@@ -94,7 +94,16 @@ async def test_order_status_ok(tools: ToolRegistry) -> None:
         "status": "shipping",
         "eta": "2026-12-03",
         "items": ["Wireless earbuds"],
+        "amount_paid": "129.00",
+        "refunded": "0.00",
     }
+
+
+async def test_order_status_says_what_earlier_refunds_gave_back(tools: ToolRegistry) -> None:
+    refund = {"order_id": "A1002", "amount": "30", "reason": "scratched"}
+    ok(await tools.call("request_refund", refund, ctx(step_id="refund")))
+    data = ok(await tools.call("get_order_status", {"order_id": "A1002"}, ctx()))
+    assert (data["amount_paid"], data["refunded"]) == ("59.00", "30.00")
 
 
 async def test_order_id_is_stripped_and_upper_cased(tools: ToolRegistry) -> None:

@@ -6,6 +6,8 @@ one refund; a reject tells the customer nothing was changed."""
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -124,13 +126,65 @@ async def test_a_staff_reject_changes_nothing_and_the_customer_is_told(bot: BotH
 
     reasons = await until(with_reasons, what="the reason buttons")
     documents = reasons.button("Needs documents").callback_data or ""
+    before = len(h.standin.bot_messages(DEMO))
     h.standin.press_button(FORUM, prompt.message_id, documents, STAFF)
-    told = await h.until_text(DEMO, TEXTS["team_declined"][EN])
-    assert TEXTS["reject_reason_d"][EN] in (told.text or "")
+    told = await h.until_text(DEMO, TEXTS["reject_reason_d"][EN])
+    assert "did not approve" in (told.text or "")  # the answer itself carries the reason
     await until(lambda: h.query("SELECT status FROM runs") == [("declined",)], what="declined")
+    await until(lambda: h.query("SELECT 1 FROM events WHERE kind = 'answer_delivered'"))
+    # One new message for the customer: the waiting message was edited, not followed up.
+    new = h.standin.bot_messages(DEMO)[before:]
+    assert [m.message_id for m in new] == [told.message_id]
+    said = [m for m in h.standin.bot_messages(DEMO) if "Our team did not approve" in (m.text or "")]
+    assert said == [told]
     assert await refunds(h) == 0
     notes = "SELECT message FROM events WHERE kind = 'notice'"
     await until(lambda: (f"rejected by staff {STAFF}: Needs documents",) in h.query(notes))
+
+
+async def test_staff_read_what_the_approved_refund_came_to(bot: BotHarness) -> None:
+    h = bot
+    h.standin.inject_message(DEMO, DEMO, "refund 59 for order A1002", first_name="Ada")
+    prompt = await staff_prompt(h)
+    assert "Nothing refunded on A1002 yet (paid 59.00)" in (prompt.text or "")
+    approve = next(d for d in prompt.callback_data if d.startswith("sw:c:"))
+    h.standin.press_button(FORUM, prompt.message_id, approve, STAFF)
+    done = await until(
+        lambda: (m := _shown(h, prompt.message_id)) and "approved by Sam," in (m.text or "") and m,
+        what="the staff prompt edited to the outcome",
+    )
+    assert (done.text or "").startswith("✅ approved by Sam, refunded 59.00")
+    assert str(STAFF) not in (done.text or "") and not done.buttons
+
+
+async def test_staff_read_that_the_shop_refused_the_approved_refund(bot: BotHarness) -> None:
+    h = bot
+    h.standin.inject_message(DEMO, DEMO, "refund 30 for order A1002", first_name="Ada")
+    confirm = await h.buttons_message(DEMO)
+    h.standin.press_button(DEMO, confirm.message_id, confirm.callback_data[0], DEMO)
+    await h.until_text(DEMO, "refund number")
+    await until(lambda: h.query("SELECT status FROM runs") == [("completed",)], what="done")
+
+    h.standin.inject_message(DEMO, DEMO, "refund 59 for order A1002", first_name="Ada")
+    prompt = await staff_prompt(h)
+    assert "Already refunded on A1002: 30.00 of 59.00 paid, 29.00 left." in html.unescape(
+        re.sub("<[^>]+>", "", prompt.text or "")
+    )
+    approve = next(d for d in prompt.callback_data if d.startswith("sw:c:"))
+    h.standin.press_button(FORUM, prompt.message_id, approve, STAFF)
+    refused = await until(
+        lambda: (m := _shown(h, prompt.message_id)) and "refused" in (m.text or "") and m,
+        what="the staff prompt edited to the refusal",
+    )
+    assert (refused.text or "").startswith(
+        "⚠️ approved by Sam, the shop refused: only 29.00 left to refund"
+    )
+    assert "✅" not in (refused.text or "")
+    assert await refunds(h) == 1  # the 30 only
+
+
+def _shown(h: BotHarness, message_id: int) -> ShownMessage | None:
+    return next((m for m in h.standin.chat_messages(FORUM) if m.message_id == message_id), None)
 
 
 async def test_a_small_refund_stays_the_customers_to_confirm(bot: BotHarness) -> None:

@@ -122,7 +122,7 @@ async def test_reject_data_of_one_run_on_anothers_prompt_changes_nothing(
         assert reasons.text == before.text
         documents = reasons.button("Needs documents").callback_data or ""
         standin.press_button(FORUM, py.message_id, documents, OTHER_STAFF)
-        await h.until_text(OTHER, TEXTS["team_declined"][EN])
+        await h.until_text(OTHER, TEXTS["reject_reason_d"][EN])
         await until(lambda: _status(h, y) == "declined", what="Y declined")
 
         # X was never touched: still waiting, its prompt as it was shown.

@@ -528,7 +528,7 @@ def test_timestamps_keep_their_stored_form_and_parse_back() -> None:
 # Columns added by later migrations: a database of an older version has none of them, so
 # writing "as that version" leaves them out (steps: the refusal code; runs: what the planner
 # understood, issue 13).
-_LATER_STEP_COLUMNS = ("error_code",)
+_LATER_STEP_COLUMNS = ("error_code", "depends_on")
 _LATER_RUN_COLUMNS = ("interpretation", "unsupported", "clarify_nonce", "pause_approver")
 
 

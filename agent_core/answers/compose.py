@@ -489,7 +489,8 @@ def step_progress(step: PlanStep, run: Run) -> str:
             if step.retry_count
             else ("完成" if zh else "done")
         ),
-        StepStatus.SKIPPED: step.skip_reason or ("已跳过" if zh else "skipped"),
+        StepStatus.SKIPPED: _without_goal(step.skip_reason, step.goal)
+        or ("已跳过" if zh else "skipped"),
         StepStatus.FALLBACK: "没有找到结果，已降级回答"
         if zh
         else "nothing found, answering without it",
@@ -521,6 +522,16 @@ def step_progress(step: PlanStep, run: Run) -> str:
             "我们的同事没有批准，未执行" if zh else "our team did not approve; not done"
         )
     return f"{icon} {step.goal} — {details[step.status]}"
+
+
+def _without_goal(reason: str | None, goal: str) -> str | None:
+    """A skip reason that starts with its step's goal (one stopped by a failed step it
+    needs: "Cancel order B2001: not done, because …"), without it: the step's line already
+    names the goal."""
+    for colon in (": ", "："):
+        if reason is not None and reason.startswith(goal + colon):
+            return reason[len(goal) + len(colon) :]
+    return reason
 
 
 def _failure_label(step: PlanStep, zh: bool) -> str:

@@ -51,7 +51,10 @@ them was shown to anyone, and recovery (`drive` on the runs left `running`) conv
   window existed before (between the tool's return and its own commit); it is now longer.
 * lost `step_fallback`: the step is re-run, then falls back (or succeeds) again.
 * lost `step_failed`: it commits together with `run_finished`, so both are lost; the
-  step is re-run and the run ends by its new outcome. The customer saw neither.
+  step is re-run and the run ends by its new outcome. The customer saw neither. When the
+  run goes on with the steps that do not depend on it (`dependencies`), the failure and
+  the `step_skipped` of its dependents ride with the next `step_started`: lost together,
+  the step is re-run and fails (or not) again, and its dependents are still pending.
 * lost `step_approved` / `step_declined`: the decision itself was committed by the claim
   (`decision_claimed`, with `approval` on the step), so recovery applies it again.
 A transition that must never be lost gets its own commit point; the claim (one press wins)
@@ -285,11 +288,11 @@ class Executor:
         while True:
             step = run.next_step()
             if step is None:
+                # A failure that stopped only what depended on it leaves the run failed.
+                failed = any(s.status is StepStatus.FAILED for s in run.steps)
+                status = RunStatus.FAILED if failed else RunStatus.COMPLETED
                 await self._emit(
-                    batch,
-                    transitions.finish(
-                        run, RunStatus.COMPLETED, now=self._clock(), catalog=self.catalog
-                    ),
+                    batch, transitions.finish(run, status, now=self._clock(), catalog=self.catalog)
                 )
                 return
             if step.status is StepStatus.PAUSED:
@@ -466,7 +469,7 @@ class Executor:
                 run, step, error, attempt=attempt, now=self._clock(), catalog=self.catalog
             )
             await self._emit(batch, *events)
-            return False
+            return not run.is_terminal  # steps that do not depend on it go on
         log.warning(
             "run %s step %s (%s): unknown outcome, flagged for staff: %s",
             run.id,
@@ -487,7 +490,7 @@ class Executor:
                 catalog=self.catalog,
             ),
         )
-        return False
+        return not run.is_terminal  # steps that do not depend on it go on
 
     async def _act(self, batch: _Batch, step: PlanStep) -> bool:
         """Run one attempt of `step`; False when the run stopped or paused."""
@@ -551,7 +554,7 @@ class Executor:
             run, step, result, attempt=attempt, now=self._clock(), catalog=self.catalog
         )
         await self._emit(batch, *events)
-        return False
+        return not run.is_terminal  # steps that do not depend on it go on
 
 
 def _reconciled_on_recovery(tool: Tool | None) -> bool:

@@ -22,10 +22,12 @@ from typing import Any
 from agent_core.answers.compose import compose
 from agent_core.catalog.builtin import CATALOG
 from agent_core.catalog.spec import ToolSpec
+from agent_core.execution.dependencies import declared, stopped_by
 from agent_core.models import (
     Decision,
     ErrorType,
     EventKind,
+    Language,
     Pause,
     PlanStep,
     Run,
@@ -244,8 +246,16 @@ def fail_step(
     now: datetime,
     catalog: Catalog = CATALOG,
 ) -> list[RunEvent]:
-    """The step failed for good: it and the run stop (`step_failed`, `run_finished`). A
-    failure of the shop's own system (`backend`) also flags the run for staff (`notice`)."""
+    """The step failed for good (`step_failed`). A failure of the shop's own system
+    (`backend`) also flags the run for staff (`notice`).
+
+    When the steps declare what they depend on (`dependencies`), only the pending steps
+    that depend on this one stop, each skipped with why (`step_skipped`), and the run goes
+    on with the others (it ends `failed` once nothing is left, `Executor._drive`): an
+    unrelated request in the same message is still served. Otherwise the run stops here
+    (`run_finished`). The run's `stop_reason` is its first failure's, unless a later one
+    left a change unclear, which staff must hear of.
+    """
     flagged = (
         [noticed(run, step, BACKEND_NOTICE.format(tool=step.tool, detail=error.message), now=now)]
         if error.error_type is ErrorType.BACKEND
@@ -264,8 +274,43 @@ def fail_step(
         decision=Decision.STOP,
         message=error.message,
     )
-    run.stop_reason = error.error_type.value
-    return [*flagged, failed, finish(run, RunStatus.FAILED, now=now, catalog=catalog)]
+    if run.stop_reason is None or error.error_type is ErrorType.UNKNOWN_OUTCOME:
+        run.stop_reason = error.error_type.value
+    if not declared(run):
+        return [*flagged, failed, finish(run, RunStatus.FAILED, now=now, catalog=catalog)]
+    stopped = []
+    for later in stopped_by(run, step):
+        _assign(
+            later,
+            {
+                "status": StepStatus.SKIPPED,
+                "skip_reason": blocked_reason(later, run.step(_blocker(run, later)), run.language),
+                "finished_at": now,
+            },
+        )
+        stopped.append(skipped(run, later, now=now))
+    if run.next_step() is not None:
+        return [*flagged, failed, *stopped]
+    return [*flagged, failed, *stopped, finish(run, RunStatus.FAILED, now=now, catalog=catalog)]
+
+
+def _blocker(run: Run, step: PlanStep) -> str:
+    """The first step `step` depends on that did not get done (failed or stopped)."""
+    for step_id in step.depends_on or ():
+        if run.step(step_id).status in (StepStatus.FAILED, StepStatus.SKIPPED):
+            return step_id
+    return (step.depends_on or [step.id])[0]
+
+
+def blocked_reason(step: PlanStep, blocker: PlanStep, language: Language) -> str:
+    """Why `step` was not done: a step it needs did not work (in the customer's words)."""
+    if language is Language.ZH:
+        return f"{step.goal}：因为「{blocker.goal}」没有完成，未执行。"
+    return f'{step.goal}: not done, because "{_lower_first(blocker.goal)}" did not work.'
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
 
 
 BACKEND_NOTICE = (

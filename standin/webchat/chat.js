@@ -41,15 +41,27 @@ function toast(text, error = false, panel = "chat") {
 const TAGS = { bold: "b", italic: "i", underline: "u", strikethrough: "s", code: "code", pre: "pre" };
 
 // Telegram entities use UTF-16 offsets, which is what JavaScript strings index by.
+// A link the bot sent (`<a href>`, a text_link entity) opens in a new tab, as Telegram
+// does: the staff topic's handoff header links to the run in the console. Only http(s).
+function linkTarget(entity) {
+  return entity.type === "text_link" && /^https?:\/\//i.test(entity.url || "") ? entity.url : null;
+}
+
 function renderText(target, text, entities) {
   let at = 0;
   const spans = (entities || [])
-    .filter((e) => TAGS[e.type])
+    .filter((e) => TAGS[e.type] || linkTarget(e))
     .sort((a, b) => a.offset - b.offset);
   for (const entity of spans) {
     if (entity.offset < at) continue; // nested or overlapping: keep it plain
     target.appendChild(document.createTextNode(text.slice(at, entity.offset)));
-    const el = document.createElement(TAGS[entity.type]);
+    const url = linkTarget(entity);
+    const el = document.createElement(url ? "a" : TAGS[entity.type]);
+    if (url) {
+      el.href = url;
+      el.target = "_blank";
+      el.rel = "noopener noreferrer";
+    }
     el.textContent = text.slice(entity.offset, entity.offset + entity.length);
     target.appendChild(el);
     at = entity.offset + entity.length;

@@ -120,9 +120,21 @@ class LedgerShop(ABC):
 
     async def get_order(self, order_id: str) -> Order | None:
         order_id_ = canonical(order_id)
-        order = await self._run(
-            lambda tx: load_order(tx, order_id_), f"read order {order_id}", write=False
-        )
+
+        async def read(tx: ShopTx) -> Order | None:
+            # With what earlier refunds gave back, read in the same transaction: a staff
+            # member approving a refund sees how much of the order is left to refund.
+            order = await load_order(tx, order_id_)
+            if order is None:
+                return None
+            row = await tx.fetchone(
+                "SELECT coalesce(sum(amount_cents), 0) FROM shop_refunds WHERE order_id = ?",
+                (order_id_,),
+            )
+            cents = int(row[0]) if row is not None else 0
+            return order.model_copy(update={"refunded": Decimal(cents) / 100})
+
+        order = await self._run(read, f"read order {order_id}", write=False)
         await self._simulate_latency()
         return order
 

@@ -79,6 +79,8 @@ class Order(BaseModel):
     items: list[str] = Field(default_factory=list)
     # None in seeds written before these existed: a refund or return is then refused.
     amount_paid: Decimal | None = None
+    # What earlier refunds gave back (`ShopBackend.get_order` fills it; None: not read).
+    refunded: Decimal | None = None
     delivered_at: datetime | None = None
     address: str | None = None
     tracking: Tracking | None = None
@@ -171,12 +173,17 @@ def shop_tools(backend: ShopBackend, *, timeout_s: float = 5.0) -> list[Tool]:
             raise ToolFailure(ErrorType.NOT_FOUND, f"order {args.order_id} does not exist")
         if order.owner_user_id != ctx.user_id:
             raise ToolFailure(ErrorType.PERMISSION_DENIED, _not_yours(args.order_id))
-        return {
+        observed: dict[str, Any] = {
             "order_id": order.id,
             "status": order.status,
             "eta": order.eta,
             "items": list(order.items),
         }
+        if order.amount_paid is not None:
+            # What a refund may still give back: the staff approving one read it.
+            observed["amount_paid"] = f"{order.amount_paid:.2f}"
+            observed["refunded"] = f"{order.refunded or Decimal(0):.2f}"
+        return observed
 
     async def search_policy(args: PolicyArgs, ctx: ToolContext) -> list[dict[str, str]]:
         policies = await _call(backend.search_policies(args.query, args.lang))

@@ -27,7 +27,6 @@ KEYS = (
     "toast_closed",
     "waiting_for_team",
     "team_approved",
-    "team_declined",
     "reject_reason_l",
     "reject_reason_d",
     "reject_reason_p",
@@ -76,10 +75,6 @@ def test_handoff_texts() -> None:
             "team_approved": {
                 "zh": "我们的同事已批准，正在处理。",
                 "en": "Our team approved it; working on it now.",
-            },
-            "team_declined": {
-                "zh": "我们的同事没有批准这一步，没有做任何改动。",
-                "en": "Our team did not approve this, so nothing was changed.",
             },
             "reject_reason_l": {
                 "zh": "原因：金额超出了我们可以批准的范围。",
