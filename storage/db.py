@@ -479,7 +479,7 @@ MIGRATIONS: list[str] = [
     CREATE INDEX events_failure_kinds ON events(error_type, coalesce(tool, ''), at)
         WHERE error_type IS NOT NULL;
     """,
-    # 20: bounded chat queues. An update of a chat that already has its cap of updates in
+    # 19: bounded chat queues. An update of a chat that already has its cap of updates in
     # hand is parked: stored, claimed by its owner (renewed with its claims), and taken
     # back, oldest first, only as the chat's earlier ones finish (`Inbox.unpark`). The
     # backlog of one customer's burst lives here, never in the process's memory.
@@ -488,7 +488,7 @@ MIGRATIONS: list[str] = [
     CREATE INDEX inbox_parked ON inbox(owner, parked_chat, update_id)
         WHERE parked_chat IS NOT NULL AND processed_at IS NULL;
     """,
-    # 21: which earlier steps a step needs (a JSON list of step ids; NULL for steps planned
+    # 20: which earlier steps a step needs (a JSON list of step ids; NULL for steps planned
     # before, which a failure stops with the whole run): a failure stops only those.
     """
     ALTER TABLE steps ADD COLUMN depends_on TEXT;

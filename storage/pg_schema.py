@@ -377,13 +377,13 @@ PG_MIGRATIONS: list[str] = [
     CREATE INDEX events_failure_kinds ON events (error_type, coalesce(tool, ''), at)
         WHERE error_type IS NOT NULL;
     """,
-    # 13: SQLite's 20: updates parked beyond a chat's queue cap (`Inbox.park`).
+    # 13: SQLite's 19: updates parked beyond a chat's queue cap (`Inbox.park`).
     """
     ALTER TABLE inbox ADD COLUMN parked_chat BIGINT;
     CREATE INDEX inbox_parked ON inbox (owner, parked_chat, update_id)
         WHERE parked_chat IS NOT NULL AND processed_at IS NULL;
     """,
-    # 14: SQLite's 21: which earlier steps a step needs (JSON step ids; NULL before).
+    # 14: SQLite's 20: which earlier steps a step needs (JSON step ids; NULL before).
     f"""
     ALTER TABLE steps ADD COLUMN depends_on {T};
     """,
