@@ -141,7 +141,8 @@ _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 class SemanticIndex:
     """Every example of the intents as a vector, and a request's closest example per intent.
 
-    `skip`: intents left out (the actions: an embedding never makes one likelier).
+    Every intent is in it, the actions too: the recogniser needs to know when meaning puts
+    an action first (it then raises nothing), though it never raises one.
     """
 
     def __init__(
@@ -149,7 +150,6 @@ class SemanticIndex:
         intents: Sequence[IntentDef],
         embedder: Embedder,
         cache: VectorCache | None = None,
-        skip: frozenset[str] = frozenset(),
         *,
         blocking: bool = False,
     ) -> None:
@@ -160,15 +160,13 @@ class SemanticIndex:
         self._owners: list[int] = []
         self._examples: list[str] = []
         for index, intent in enumerate(intents):
-            if intent.name in skip:
-                continue
             for text in dict.fromkeys([*intent.examples.en, *intent.examples.zh]):
                 self._owners.append(index)
                 self._examples.append(text)
         self._matrix = (cache or VectorCache(None)).vectors(embedder, self._examples)
         import numpy as np
 
-        # Each example's language, for centring (see `scores`).
+        # Each example's language: the other language's cosines are lifted (see `scores`).
         self._chinese = np.array([bool(_HAN.search(t)) for t in self._examples], dtype=bool)
         self._memo: dict[str, dict[int, tuple[float, str]]] = {}
 
