@@ -232,10 +232,15 @@ def test_the_endpoint_backend_recognises_over_http_and_falls_back_when_it_fails(
 
     endpoint.down = True
     with caplog.at_level(logging.WARNING):
-        fallen_back = plan(planner, text)
+        # (a text not asked before: the first one's scores are remembered)
+        fallen_back = plan(planner, "I'd like to lodge a formal grievance about your company")
+        asked = len(endpoint.requests)
         plan(planner, "what are your opening hours for phone support?")
-    assert fallen_back.interpretation == first.interpretation
+    assert first.interpretation.unsupported_topics == ["complaint"]
+    assert fallen_back.interpretation.unsupported_topics == ["complaint"]
     assert caplog.text.count("endpoint:e5-small unavailable") == 1  # said once
+    # … and not asked again at once: a down endpoint costs no request its timeout.
+    assert len(endpoint.requests) == asked
 
 
 def test_an_endpoint_off_the_spec_is_unavailable_never_a_crash(

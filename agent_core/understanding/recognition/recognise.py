@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -114,13 +115,25 @@ class Match:
     beyond_status: bool = True
 
 
+# A backend that failed is not asked again for this long: a down endpoint would otherwise
+# cost every request its whole timeout before the fallback answers.
+MEANING_RETRY_S: Final = 30.0
+
+
 class Recogniser:
-    def __init__(self, intents: Sequence[IntentDef], meaning: Sequence[SemanticIndex] = ()) -> None:
+    def __init__(
+        self,
+        intents: Sequence[IntentDef],
+        meaning: Sequence[SemanticIndex] = (),
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         """`meaning`: indexes of the examples by meaning, in order of preference (an
         endpoint, then the local model); none: lexical only."""
         self.intents = list(intents)
         self.meaning = list(meaning)
         self._unavailable: set[str] = set()
+        self._resting: dict[str, float] = {}  # model -> when it may be asked again
+        self._clock = clock
         raw = Normaliser()
         vocabulary = {
             stem(w)
@@ -284,10 +297,13 @@ class Recogniser:
         """Each intent's closest example by meaning, from the first index that answers;
         empty with none (lexical only, said once per backend in the log)."""
         for index in self.meaning:
+            model = index.embedder.model_id
+            if self._clock() < self._resting.get(model, 0.0):
+                continue
             try:
                 return index.scores(text)
             except EmbeddingUnavailable as exc:
-                model = index.embedder.model_id
+                self._resting[model] = self._clock() + MEANING_RETRY_S
                 if model not in self._unavailable:
                     self._unavailable.add(model)
                     log.warning("recognition by meaning: %s unavailable (%s)", model, exc)
