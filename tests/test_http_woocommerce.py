@@ -19,6 +19,7 @@ import json
 import logging
 import re
 import secrets
+import sqlite3
 import ssl
 import subprocess
 from collections.abc import AsyncIterator
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -46,6 +48,7 @@ from agent_core.models import (
 )
 from agent_core.understanding.planner import RuleBasedPlanner
 from bot.redact import redact_in_logs
+from console.app import create_app
 from console.timeline import build_run_view
 from standin import StandIn
 from stepwise.tools_check import print_tools_check
@@ -139,6 +142,8 @@ class Woo:
     reads_down: bool = False
     # The REST API key the shop accepts (base64 of "ck:cs"); changing it revokes ours.
     key: str = BASIC
+    # What the shop says when it refuses a key (some echo what they were sent).
+    refusal: str = "Consumer key is invalid."
     # Order notes (POST /orders/{id}/notes), and whether that endpoint is failing.
     notes: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     notes_down: bool = False
@@ -209,9 +214,7 @@ async def woo() -> AsyncIterator[Woo]:
                 "woocommerce_rest_cannot_view", "Sorry, you cannot view this resource.", 401
             )
         if given != f"Basic {shop.key}":
-            return woo_error(
-                "woocommerce_rest_authentication_error", "Consumer key is invalid.", 401
-            )
+            return woo_error("woocommerce_rest_authentication_error", shop.refusal, 401)
         return None
 
     async def order(request: web.Request) -> web.Response:
@@ -916,6 +919,65 @@ async def test_what_a_failed_change_says_about_reaching_the_shop(
         refused = await nowhere.call("cancel_order", {"order_id": "1001"}, ctx())
     assert isinstance(refused, ToolError) and refused.error_type is ErrorType.UNAVAILABLE
     assert "ConnectError" in refused.message and not refused.may_have_happened
+
+
+async def test_a_shop_echoing_our_key_in_its_refusal_leaks_no_form_of_it(
+    woo: Woo, standin: StandIn, tmp_path: Path
+) -> None:
+    """Over HTTP both ways: the shop refuses our key and quotes it back in its 401 body,
+    cut, re-cased, encoded and spelled out. The stored run, the staff alert and the
+    console's run page show the shop's words and none of the key."""
+    from tests.test_console import TOKEN as STAFF_TOKEN
+    from tests.test_console import sign_in
+
+    echoes = [
+        BASIC[-10:],  # the end of the header value we sent
+        BASIC[6:18],  # a piece from its middle
+        KEY.upper(),  # the credential it encodes, re-cased
+        KEY[-9:],  # the end of the consumer secret
+        quote(KEY, safe=""),
+        base64.b64encode(f"xx{KEY[3:]}".encode()).decode(),  # re-encoded, shifted
+        " ".join(KEY[10:]),
+        "-".join(BASIC[:12]),
+    ]
+    staff_forum(standin)
+    woo.key = base64.b64encode(b"ck_new:cs_new").decode()  # the shop revoked our key
+    woo.refusal = "Consumer key is invalid: got " + " | ".join(echoes)
+    async with httpx.AsyncClient() as client:
+        h = await start_bot(
+            standin,
+            tmp_path / "bot.db",
+            tools=build_http_tools(config_for(woo, tmp_path), client),
+            STEPWISE_STAFF_CHAT_ID=str(FORUM),
+            STEPWISE_CONSOLE_URL="https://staff.example",
+            STEPWISE_ORDER_PATTERN=r"\d{3,10}",
+        )
+        try:
+            standin.inject_message(DEMO, DEMO, "where is my order 1001", first_name="Ada")
+            await h.until_text(DEMO, "our order system has a problem, so this was not done")
+            (run_id,) = [r for (r,) in h.query("SELECT id FROM runs")]
+            console = create_app(h.runtime.store, staff_token=STAFF_TOKEN)
+            async with httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=console), base_url="http://console"
+            ) as staff:
+                assert (await sign_in(staff)).status_code == 303
+                page = (await staff.get(f"/runs/{run_id}")).text
+        finally:
+            await h.stop()
+    stored = "\n".join(sqlite3.connect(tmp_path / "bot.db").iterdump())
+    (alert,) = [
+        m.text or ""
+        for m in standin.chat_messages(FORUM)
+        if "Order system problem" in (m.text or "")
+    ]
+
+    def leaked(text: str) -> list[str]:
+        low = text.lower()
+        return [e for e in [*echoes, BASIC, KEY] if e.lower() in low]
+
+    assert "Consumer key is invalid: got ***" in stored and not leaked(stored)
+    assert "Consumer key is invalid" in alert and not leaked(alert)
+    assert "Consumer key is invalid" in page and not leaked(page)
 
 
 # -- issue 22 item 3: the shop's own system broken is a backend failure, told to staff once --

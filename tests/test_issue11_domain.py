@@ -36,7 +36,6 @@ from agent_core.answers.compose import (
 from agent_core.execution import transitions
 from agent_core.execution.tools import ToolContext, ToolRegistry
 from agent_core.http import build_http_tools, load_tools_config
-from agent_core.http.config import MIN_SECRET_PREFIX
 from agent_core.http.responses import MESSAGE_LIMIT
 from agent_core.models import (
     ErrorType,
@@ -48,6 +47,7 @@ from agent_core.models import (
     ToolError,
     utcnow,
 )
+from agent_core.redaction import MIN_PIECE
 from console.app import create_app
 from standin import StandIn
 from storage.db import MIGRATIONS
@@ -99,7 +99,7 @@ def tools_file(tmp_path: Path, base: str, *, auth: bool = False) -> Path:
 
 def _leaks(text: str) -> list[str]:
     """Every piece of the secret, from its start, long enough to matter, found in `text`."""
-    return [TOKEN[:n] for n in range(MIN_SECRET_PREFIX, len(TOKEN) + 1) if TOKEN[:n] in text]
+    return [TOKEN[:n] for n in range(MIN_PIECE, len(TOKEN) + 1) if TOKEN[:n] in text]
 
 
 @pytest.mark.parametrize("echo", ["whole", "prefix"])

@@ -73,8 +73,10 @@ way); `probe_user_id` (default 0) is the X-Stepwise-User a probe sends.
 Every header and query value is treated as a secret: kept as `SecretStr`, never logged, and removed
 from every message this module produces (an upstream that echoes a header back included;
 values under 4 characters are not worth hiding and would garble the messages). A secret
-is removed before any message is clipped, and so is any part of it of 6 or more
-characters from its start (an upstream that echoes a truncated token).
+is removed before any message is clipped, and so is any piece of a header's or query's
+secret of 6 or more characters, in any letter case, base64, percent-encoded or spelled out
+with spaces, dashes or dots (an upstream that echoes the key it refused, in whatever form:
+`agent_core.redaction`).
 
 `load_tools_config` stops at the first problem (one line: file, tool, field, problem);
 `check_tools_file` reads the whole file and returns every problem, one line each.
@@ -90,6 +92,7 @@ import re
 import string
 import tomllib
 from collections.abc import Mapping
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Final, NoReturn
 from urllib.parse import quote
@@ -111,6 +114,7 @@ from agent_core.http.declare import DECLARATION_KEYS, Problem, declare
 from agent_core.http.graphql import GraphQLTool
 from agent_core.http.mapping import IDEMPOTENCY_KEY, ErrorMapping, ReconcileRead, ResponseMapping
 from agent_core.models import Idempotency, Risk
+from agent_core.redaction import Redactor
 
 # httpx is imported where it is used: importing it costs ~0.1 s at every start (the
 # package loads its own command line), and only a shop with a tools file needs it.
@@ -122,8 +126,6 @@ MAX_RETRIES_LIMIT: Final = 10
 MAX_SETTLE_S: Final = 600.0
 # Shorter header values (a version number) are not redacted: it would garble every message.
 MIN_SECRET_CHARS: Final = 4
-# A piece of a secret this long, from its start, is redacted too (a truncated echo).
-MIN_SECRET_PREFIX: Final = 6
 METHODS: Final = ("GET", "POST", "PUT", "PATCH", "DELETE")
 # Set per request from the ToolContext; a config header must not be able to fake them.
 RESERVED_HEADERS: Final = frozenset({"x-stepwise-user", "x-stepwise-trace", "idempotency-key"})
@@ -188,21 +190,22 @@ class ToolsConfig(BaseModel):
     customer: CustomerLookup | None = None
     # Every header value and every substituted variable, for `redact`.
     secrets: tuple[SecretStr, ...] = ()
-    # The values whose every long enough start is a secret too: the substituted variables
-    # (and a header value written without any), not the words around them ("Bearer").
-    prefix_secrets: tuple[SecretStr, ...] = ()
+    # The values any piece of which is a secret too: the substituted variables (and a
+    # header value written without any), not the words around them ("Bearer").
+    piece_secrets: tuple[SecretStr, ...] = ()
+
+    @cached_property
+    def _redactor(self) -> Redactor:
+        return Redactor(
+            (s.get_secret_value() for s in self.piece_secrets),
+            whole=(v for s in self.secrets if len(v := s.get_secret_value()) >= MIN_SECRET_CHARS),
+        )
 
     def redact(self, text: str) -> str:
-        """`text` with every secret replaced, longest first (a token inside a header value),
-        then every piece of a secret of `MIN_SECRET_PREFIX` characters or more from its
-        start. Run it BEFORE clipping: a clipped secret is no longer found whole."""
-        values = sorted((s.get_secret_value() for s in self.secrets), key=len, reverse=True)
-        for value in values:
-            if len(value) >= MIN_SECRET_CHARS:
-                text = text.replace(value, "***")
-        for secret in self.prefix_secrets:
-            text = redact_prefixes(text, secret.get_secret_value())
-        return text
+        """`text` with every secret replaced whole, and every piece of a `piece_secrets`
+        value in any of its forms (`agent_core.redaction`). Run it BEFORE clipping: a
+        clipped secret is no longer found whole."""
+        return self._redactor(text)
 
     def url_secrets(self) -> tuple[str, ...]:
         """The secrets a request url carries (the query values, also percent-encoded), for
@@ -213,23 +216,6 @@ class ToolsConfig(BaseModel):
     def catalog(self) -> dict[str, ToolSpec]:
         """The catalog entries of the configured tools (declared ones included)."""
         return {tool.name: tool.spec for tool in self.tools}
-
-
-def redact_prefixes(text: str, secret: str, min_chars: int = MIN_SECRET_PREFIX) -> str:
-    """`text` with every run of `secret`'s first characters (at least `min_chars`) replaced."""
-    if len(secret) < min_chars:
-        return text
-    head = secret[:min_chars]
-    out: list[str] = []
-    start = 0
-    while (found := text.find(head, start)) >= 0:
-        end = found + min_chars
-        while end < len(text) and end - found < len(secret) and text[end] == secret[end - found]:
-            end += 1
-        out += [text[start:found], "***"]
-        start = end
-    out.append(text[start:])
-    return "".join(out)
 
 
 # ---------------------------------------------------------------------------------------
@@ -348,7 +334,7 @@ def _load(path: str | Path, env: Mapping[str, str] | None) -> tuple[ToolsConfig 
             probe_user_id=int(raw.get("http", {}).get("probe_user_id", 0)),
             customer=customer,
             secrets=tuple(SecretStr(value) for value in [*found, *in_query]),
-            prefix_secrets=tuple(SecretStr(value) for value in [*partial, *in_query]),
+            piece_secrets=tuple(SecretStr(value) for value in [*partial, *in_query]),
         ),
         [],
     )
@@ -737,7 +723,7 @@ def _parse_http(
     raw: dict[str, Any], problems: _Problems, env: Mapping[str, str]
 ) -> tuple[dict[str, SecretStr], list[str], list[str]]:
     """The `[http]` headers with `${VAR}` substituted, every secret value they hold, and
-    the values whose prefixes are secret too (see `ToolsConfig.prefix_secrets`)."""
+    the values any piece of which is secret too (see `ToolsConfig.piece_secrets`)."""
     http = raw.get("http", {})
     headers: dict[str, SecretStr] = {}
     found: list[str] = []
