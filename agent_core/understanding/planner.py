@@ -84,6 +84,9 @@ class PlanRequest(BaseModel):
     text: str
     language_hint: str | None = None  # Telegram's language_code, e.g. "zh-hans", "en"
     last_order_id: str | None = None  # the last order this chat mentioned ("this order")
+    # Every order the chat's last message named (last_order_id first): an action on "it"
+    # asks which of them, never picks the first.
+    chat_order_ids: list[str] = Field(default_factory=list)
 
 
 class PlanDraft(BaseModel):
