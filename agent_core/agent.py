@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections import Counter
-from collections.abc import Awaitable, Callable, Collection, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -34,8 +34,9 @@ class RunStore(Journal, Protocol):
 
     async def load_run(self, run_id: str) -> Run | None: ...
 
-    async def last_order_id(self, chat_id: int, user_id: int) -> str | None:
-        """The order this customer last mentioned in this chat ("this order")."""
+    async def last_order_ids(self, chat_id: int, user_id: int) -> list[str]:
+        """The orders this customer's last message about orders in this chat named, in
+        its order ("this order" is the first; "cancel it" asks which of them)."""
         ...
 
     async def recent_order_steps(self, chat_id: int, user_id: int) -> list[ObservedStep]:
@@ -177,11 +178,17 @@ class Agent:
         chat_id: int,
         language_hint: str | None = None,
         last_order_id: str | None = None,
+        chat_order_ids: Sequence[str] = (),
     ) -> Run:
         """Turn a request into a run with its plan; nothing is executed or stored yet."""
         if len(text) > MAX_REQUEST_CHARS:
             raise ValueError(f"request longer than {MAX_REQUEST_CHARS} characters")
-        request = PlanRequest(text=text, language_hint=language_hint, last_order_id=last_order_id)
+        request = PlanRequest(
+            text=text,
+            language_hint=language_hint,
+            last_order_id=last_order_id,
+            chat_order_ids=list(chat_order_ids),
+        )
         draft = await self.planner.plan(request)
         draft = await self._narrowed(draft, request, chat_id=chat_id, user_id=user_id)
         steps = []
@@ -262,13 +269,14 @@ class Agent:
         none ("where is my order", from the menu after "hello") picked a topic, not an
         earlier order, so it is planned without the chat's last order and asks which.
         """
-        last = None if chosen else await self.store.last_order_id(chat_id, user_id)
+        context = [] if chosen else await self.store.last_order_ids(chat_id, user_id)
         run = await self.plan(
             text,
             user_id=user_id,
             chat_id=chat_id,
             language_hint=language_hint,
-            last_order_id=last,
+            last_order_id=context[0] if context else None,
+            chat_order_ids=context,
         )
         with self.working.holding(run.id):
             return await self.executor.start(run)

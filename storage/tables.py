@@ -632,6 +632,11 @@ def timeline_entry_from_row(row: NamedRow) -> TimelineEntry:
 RECENT_ORDER_STEPS = 40
 
 
+def distinct_orders(rows: Sequence[Any]) -> list[str]:
+    """`last_order_ids` rows (order_id), each order once, in the rows' order."""
+    return list(dict.fromkeys(str(row["order_id"]) for row in rows))
+
+
 def observed_steps(rows: Sequence[Any]) -> list[ObservedStep]:
     """`recent_order_steps` rows (tool, order_id, status, observation JSON, error_type)."""
     steps = []

@@ -128,6 +128,24 @@ def test_pause_confirm_then_double_confirm(db: Path) -> None:
     assert query(db, "SELECT status FROM shop_orders WHERE id = 'A1003'") == [("cancelled",)]
 
 
+@pytest.mark.parametrize("text", ["cancel it", "帮我取消这个订单"])
+def test_an_action_on_it_after_two_orders_asks_which_with_both(db: Path, text: str) -> None:
+    """Each `ask` of the same user keeps the chat's orders: "it" is not the first alone."""
+    code, _ = ask_json(db, "where are A1007 and A1003?")
+    assert code == 0
+    code, out = ask_json(db, text)
+    assert code == 0 and out["status"] == "needs_clarification" and out["steps"] == []
+    assert [o["label"] for o in out["clarify"]["options"]] == ["A1007", "A1003"]
+    picked = out["clarify"]["options"][1]["text"]
+    code, chosen = ask_json(db, picked)
+    assert code == 0 and chosen["status"] == "paused"
+    assert [(s["tool"], s["args"]) for s in chosen["steps"]][-1] == (
+        "cancel_order",
+        {"order_id": "A1003"},
+    )
+    assert query(db, "SELECT count(*) FROM shop_cancellations") == [(0,)]
+
+
 @pytest.mark.parametrize("text", ["cancel order A1003", "帮我取消订单 A1003"])
 def test_a_paused_answer_in_json_names_the_command_not_a_button(db: Path, text: str) -> None:
     code, out = ask_json(db, text)

@@ -313,13 +313,25 @@ def _minute_ago() -> datetime:
     return utcnow() - timedelta(minutes=1)
 
 
-async def test_last_order_id_is_per_chat_and_user(store: RunStore) -> None:
+async def test_last_order_ids_are_the_latest_runs_orders_per_chat_and_user(
+    store: RunStore,
+) -> None:
     executor, _ = executor_for(store)
     run = make_run([("get_order_status", {"order_id": "A1005"}, "order_status")])
     await executor.start(run)
-    assert await store.last_order_id(run.chat_id, run.user_id) == "A1005"
-    assert await store.last_order_id(run.chat_id, 999) is None
-    assert await store.last_order_id(424242, run.user_id) is None
+    assert await store.last_order_ids(run.chat_id, run.user_id) == ["A1005"]
+    assert await store.last_order_ids(run.chat_id, 999) == []
+    assert await store.last_order_ids(424242, run.user_id) == []
+    both = make_run(
+        [
+            ("get_order_status", {"order_id": "A1007"}, "order_status"),
+            ("get_order_status", {"order_id": "A1003"}, "order_status"),
+        ]
+    )
+    both.id, both.created_at = "both", run.created_at + timedelta(seconds=1)
+    await executor.start(both)
+    # Every order of the latest run, in its steps' order; the earlier run's are not.
+    assert await store.last_order_ids(run.chat_id, run.user_id) == ["A1007", "A1003"]
 
 
 async def test_concurrent_runs_share_commits_and_tools_only_see_durable_rows(

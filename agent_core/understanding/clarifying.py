@@ -8,6 +8,7 @@ planner plans exactly that when the customer picks it.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from agent_core import lazyre
 from agent_core.interpretation import Clarification, ClarifyOption
@@ -155,6 +156,27 @@ def which_order(
         ],
         tool=tool,
     )
+
+
+def among_chat_orders(
+    clarify: Clarification, chat_order_ids: Sequence[str], reading: Reading
+) -> Clarification:
+    """ "Which order?" about an action on "it" offers every order the chat's last message
+    named, not only the first of them (`which_order` offered the chat's one order): after
+    "where are A1003 and A1007?", "cancel it" asks between the two. Only for a question
+    whose one option is the first of them and a text that names no order; each option is
+    that option's request about another order (its template, the same address or amount)."""
+    orders = list(dict.fromkeys(o.strip().upper() for o in chat_order_ids if o.strip()))
+    if clarify.tool is None or reading.order_ids or len(orders) < 2:
+        return clarify
+    if [o.label for o in clarify.options] != orders[:1]:
+        return clarify
+    (only,) = clarify.options
+    options = [
+        ClarifyOption(label=order_id, text=only.text.replace(only.label, order_id))
+        for order_id in orders[:4]
+    ]
+    return clarify.model_copy(update={"options": options})
 
 
 def about_suspects(reading: Reading, language: Language) -> Clarification:

@@ -29,7 +29,7 @@ from agent_core import lazyre
 from agent_core.catalog.builtin import CATALOG, SEARCH_POLICY, ToolSpec
 from agent_core.interpretation import Intent, Interpretation
 from agent_core.models import Language, Risk, StepTag
-from agent_core.understanding.clarifying import example_order_id, with_example
+from agent_core.understanding.clarifying import among_chat_orders, example_order_id, with_example
 from agent_core.understanding.clause_view import CustomPhrases, Mention
 from agent_core.understanding.lexicon import DELAY_TOPICS, POLICY_QUERIES, Terms
 from agent_core.understanding.lexicon import PolicyTopic as PolicyTopic
@@ -84,6 +84,9 @@ class PlanRequest(BaseModel):
     text: str
     language_hint: str | None = None  # Telegram's language_code, e.g. "zh-hans", "en"
     last_order_id: str | None = None  # the last order this chat mentioned ("this order")
+    # Every order the chat's last message named (last_order_id first): an action on "it"
+    # asks which of them, never picks the first.
+    chat_order_ids: list[str] = Field(default_factory=list)
 
 
 class PlanDraft(BaseModel):
@@ -405,6 +408,7 @@ class RuleBasedPlanner:
         interp = understood.interpretation
         interp.chat_order_id = last
         if interp.clarify is not None:
+            interp.clarify = among_chat_orders(interp.clarify, request.chat_order_ids, reading)
             interp.clarify.question = with_example(interp.clarify.question, self._example)
         if understood.refusal is not None:
             return PlanDraft(

@@ -91,6 +91,7 @@ from storage.tables import (
     STEP_STATE_COLUMNS,
     Statement,
     columns,
+    distinct_orders,
     insert,
     observed_steps,
     run_from_rows,
@@ -138,12 +139,14 @@ _BIND_CHOICES = pg_sql(
     " WHERE id = :run_id AND status = 'needs_clarification' AND clarify_nonce = :nonce"
 )
 _SELECT_STEPS = f"SELECT {columns(STEP_COLUMNS)} FROM steps WHERE run_id = %s ORDER BY position"
-_LAST_ORDER_ID = (
-    "SELECT s.args::jsonb ->> 'order_id' AS order_id"
-    " FROM runs r JOIN steps s ON s.run_id = r.id"
+_LAST_ORDER_IDS = (
+    "SELECT s.args::jsonb ->> 'order_id' AS order_id FROM steps s"
+    " WHERE s.args::jsonb ->> 'order_id' IS NOT NULL AND s.run_id = ("
+    " SELECT r.id FROM runs r JOIN steps o ON o.run_id = r.id"
     " WHERE r.chat_id = ? AND r.user_id = ?"
-    " AND s.args::jsonb ->> 'order_id' IS NOT NULL"
-    " ORDER BY r.created_at DESC, s.position LIMIT 1"
+    " AND o.args::jsonb ->> 'order_id' IS NOT NULL"
+    " ORDER BY r.created_at DESC LIMIT 1)"
+    " ORDER BY s.position"
 )
 _RECENT_ORDER_STEPS = (
     "SELECT s.tool, s.args::jsonb ->> 'order_id' AS order_id, s.status,"
@@ -277,9 +280,9 @@ class PgRunStore:
             held = await self._writes.submit(partial(_keep_held, params=params))
         return bool(held)
 
-    async def last_order_id(self, chat_id: int, user_id: int) -> str | None:
-        rows = await fetch(self._pool, _LAST_ORDER_ID, (chat_id, user_id))
-        return str(rows[0]["order_id"]) if rows else None
+    async def last_order_ids(self, chat_id: int, user_id: int) -> list[str]:
+        """As `SqliteRunStore.last_order_ids`."""
+        return distinct_orders(await fetch(self._pool, _LAST_ORDER_IDS, (chat_id, user_id)))
 
     async def recent_order_steps(self, chat_id: int, user_id: int) -> list[ObservedStep]:
         """As `SqliteRunStore.recent_order_steps`."""

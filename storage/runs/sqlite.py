@@ -84,6 +84,7 @@ from storage.tables import (
     STEP_COLUMNS,
     STEP_STATE_COLUMNS,
     columns,
+    distinct_orders,
     insert,
     nulls_inline,
     observed_steps,
@@ -124,6 +125,15 @@ _JOURNAL = JournalSql(
 )
 _SELECT_RUN = f"SELECT {columns(RUN_READ_COLUMNS)} FROM runs WHERE id = ?"
 # What the chat's recent runs observed about orders (issue 23 #6), newest first.
+_LAST_ORDER_IDS = (
+    "SELECT json_extract(s.args, '$.order_id') AS order_id FROM steps s"
+    " WHERE json_extract(s.args, '$.order_id') IS NOT NULL AND s.run_id = ("
+    " SELECT r.id FROM runs r JOIN steps o ON o.run_id = r.id"
+    " WHERE r.chat_id = ? AND r.user_id = ?"
+    " AND json_extract(o.args, '$.order_id') IS NOT NULL"
+    " ORDER BY r.created_at DESC LIMIT 1)"
+    " ORDER BY s.position"
+)
 _RECENT_ORDER_STEPS = (
     "SELECT s.tool, json_extract(s.args, '$.order_id') AS order_id, s.status,"
     " s.observation, s.error_type"
@@ -298,17 +308,11 @@ class SqliteRunStore:
             held = await self._writes.submit(partial(_keep_held, params))
         return bool(held)
 
-    async def last_order_id(self, chat_id: int, user_id: int) -> str | None:
-        rows = await fetch(
-            self._conn,
-            "SELECT json_extract(s.args, '$.order_id') AS order_id"
-            " FROM runs r JOIN steps s ON s.run_id = r.id"
-            " WHERE r.chat_id = ? AND r.user_id = ?"
-            " AND json_extract(s.args, '$.order_id') IS NOT NULL"
-            " ORDER BY r.created_at DESC, s.position LIMIT 1",
-            (chat_id, user_id),
-        )
-        return str(rows[0]["order_id"]) if rows else None
+    async def last_order_ids(self, chat_id: int, user_id: int) -> list[str]:
+        """The orders of this customer's latest run in this chat that had order steps, in
+        step order, each once ("where are A1003 and A1007?" then "cancel it")."""
+        rows = await fetch(self._conn, _LAST_ORDER_IDS, (chat_id, user_id))
+        return distinct_orders(rows)
 
     async def recent_order_steps(self, chat_id: int, user_id: int) -> list[ObservedStep]:
         """The order steps of this customer's recent runs in this chat, newest first."""
