@@ -438,7 +438,11 @@ def recognition_line(settings: Settings) -> Line:
             )
         else:
             embedder = LocalUSE()
-        embedder.embed(["where is my order"], query=True)
+        try:
+            embedder.embed(["where is my order"], query=True)
+        finally:
+            if isinstance(embedder, EndpointEmbedder):
+                embedder.close()  # its HTTP client: doctor asks once
     except EmbeddingUnavailable as exc:
         hint = (
             "check STEPWISE_EMBEDDINGS_URL, _MODEL and _API_KEY (the local model answers meanwhile)"
